@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages clgraph needs, when any is missing. Idempotent; needs root
+# (or sudo) only when something is missing.
+set -euo pipefail
+packages=(build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev
+          pocl-opencl-icd libopenblas-dev clinfo valgrind clang)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "ci/install-deps.sh: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

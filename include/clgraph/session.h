@@ -1,0 +1,80 @@
+/* clgraph: sessions.
+ *
+ * A session places a graph's nodes on devices and runs them. Device state is process-wide,
+ * as in TensorFlow: the first session creates each device's allocator with its options,
+ * and a later session asking for different memory options gets a logged warning and the
+ * existing allocators. The state is released when the last session is freed.
+ *
+ *   clg_session_options opt;
+ *   clg_session_options_init(&opt);
+ *   opt.log_device_placement = 1;
+ *   clg_session *s;
+ *   if (clg_session_new(g, &opt, &s) != CLG_OK) ...
+ *   clg_tensor *out;
+ *   if (clg_session_run(s, 0, NULL, NULL, 1, &c, &out) == CLG_OK) { ...; clg_tensor_free(out); }
+ *   clg_session_free(s);
+ *
+ * A session may be run many times. Runs of one session are serialised (a second thread
+ * calling run waits); distinct sessions run concurrently. Using a session after
+ * clg_session_free is not allowed (undefined, like free()).
+ */
+#ifndef CLGRAPH_SESSION_H
+#define CLGRAPH_SESSION_H
+
+#include "clgraph/device.h"
+#include "clgraph/graph.h"
+#include "clgraph/memory.h"
+#include "clgraph/status.h"
+#include "clgraph/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clg_session_options {
+  int log_device_placement;   /* log the device mapping and each node's device (INFO) */
+  int allow_soft_placement;   /* fall back to an existing, supported device */
+  clg_memory_options gpu_options; /* allow_growth, per_process_gpu_memory_fraction */
+  const char *visible_device_list; /* as in clg_device_config */
+  int num_virtual;
+  const clg_virtual_devices *virtual_devices;
+  unsigned device_types;      /* CLG_DEVTYPE_* mask; 0: CLGRAPH_DEVICE_TYPES or default */
+  int warm_matmul;            /* compile MatMul kernels at session creation */
+} clg_session_options;
+
+typedef struct clg_session clg_session;
+
+/* TensorFlow's defaults: everything off/zero. */
+void clg_session_options_init(clg_session_options *opt);
+
+/* Creates a session on g (which must have no builder error) and places its nodes.
+ * Placement errors (INVALID_ARGUMENT) are returned here. */
+clg_code clg_session_new(clg_graph *g, const clg_session_options *opt, clg_session **out);
+void clg_session_free(clg_session *s);
+
+/* Runs the graph: feeds[i] gives the value of placeholder feed_nodes[i]; outputs[i]
+ * receives a new host tensor with the value of fetches[i] (the caller frees it). On
+ * failure no output is set. */
+clg_code clg_session_run(clg_session *s, int num_feeds, clg_node *const *feed_nodes,
+                         clg_tensor *const *feeds, int num_fetches, clg_node *const *fetches,
+                         clg_tensor **outputs);
+
+/* The device set the session uses. */
+const clg_devices *clg_session_devices(const clg_session *s);
+/* The full name of the device node n was placed on, or NULL. */
+const char *clg_session_node_device(const clg_session *s, const clg_node *n);
+/* Why node n is on its device ("explicit device specification '/cpu:0'", "default: lowest-id
+ * GPU with a kernel for MatMul", ...), or NULL. */
+const char *clg_session_node_reason(const clg_session *s, const clg_node *n);
+
+/* Memory statistics of a device named in any accepted spelling ("/device:GPU:0").
+ * NOT_FOUND for an unknown device. */
+clg_code clg_session_memory_stats(clg_session *s, const char *device, clg_memory_stats *out);
+clg_code clg_session_reset_memory_stats(clg_session *s, const char *device);
+/* The allocator's map as text or JSON; malloc'd, NULL on error. */
+char *clg_session_memory_dump(clg_session *s, const char *device, int json);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

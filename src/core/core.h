@@ -1,0 +1,64 @@
+/* The core module's door: status, logging, host tensors and small utilities shared by
+ * every other module. Nothing here knows OpenCL, graphs or devices. */
+#ifndef CLG_CORE_H
+#define CLG_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clgraph/log.h"
+#include "clgraph/status.h"
+#include "clgraph/tensor.h"
+
+#if defined(__GNUC__)
+#define CLG_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CLG_PRINTF(f, a)
+#endif
+
+/* --- status ------------------------------------------------------------------------ */
+
+/* Records code and message as this thread's last error and returns code. */
+clg_code clg_error(clg_code code, const char *fmt, ...) CLG_PRINTF(2, 3);
+clg_code clg_error_v(clg_code code, const char *fmt, va_list ap);
+/* Prefixes this thread's last error message with "<prefix>" (formatted). Returns the
+ * last code, so `return clg_error_prefix("node 'a': ");` propagates. */
+clg_code clg_error_prefix(const char *fmt, ...) CLG_PRINTF(1, 2);
+/* Clears this thread's last error (code OK, message ""). */
+void clg_error_clear(void);
+
+/* --- logging ----------------------------------------------------------------------- */
+
+bool clg_log_enabled(clg_log_level level);
+void clg_log(clg_log_level level, const char *fmt, ...) CLG_PRINTF(2, 3);
+
+/* --- strings ----------------------------------------------------------------------- */
+
+/* A growable string; all functions keep buf NUL-terminated. On allocation failure the
+ * string sets failed and stops growing (callers check once, at the end). */
+typedef struct clg_strbuf {
+  char *buf;
+  size_t len, cap;
+  bool failed;
+} clg_strbuf;
+
+void clg_strbuf_init(clg_strbuf *s);
+void clg_strbuf_printf(clg_strbuf *s, const char *fmt, ...) CLG_PRINTF(2, 3);
+void clg_strbuf_append(clg_strbuf *s, const char *text);
+/* Returns the malloc'd string (or NULL if anything failed) and resets s. */
+char *clg_strbuf_take(clg_strbuf *s);
+void clg_strbuf_free(clg_strbuf *s);
+
+/* strdup that records RESOURCE_EXHAUSTED on failure. */
+char *clg_strdup(const char *s);
+
+/* Aligned allocation (alignment a power of two >= sizeof(void*)); free with clg_aligned_free. */
+void *clg_aligned_alloc(size_t alignment, size_t size);
+void clg_aligned_free(void *p);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t clg_now_ns(void);
+
+#endif

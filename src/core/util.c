@@ -1,0 +1,96 @@
+/* Small utilities: growable strings, aligned memory, a monotonic clock. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core.h"
+
+void clg_strbuf_init(clg_strbuf *s) { memset(s, 0, sizeof *s); }
+
+static bool strbuf_reserve(clg_strbuf *s, size_t extra)
+{
+  if (s->failed)
+    return false;
+  if (s->len + extra + 1 <= s->cap)
+    return true;
+  size_t cap = s->cap ? s->cap : 128;
+  while (cap < s->len + extra + 1)
+    cap *= 2;
+  char *p = realloc(s->buf, cap);
+  if (!p) {
+    s->failed = true;
+    return false;
+  }
+  s->buf = p;
+  s->cap = cap;
+  return true;
+}
+
+void clg_strbuf_printf(clg_strbuf *s, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0 || !strbuf_reserve(s, (size_t)n))
+    return;
+  va_start(ap, fmt);
+  vsnprintf(s->buf + s->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  s->len += (size_t)n;
+}
+
+void clg_strbuf_append(clg_strbuf *s, const char *text)
+{
+  size_t n = strlen(text);
+  if (!strbuf_reserve(s, n))
+    return;
+  memcpy(s->buf + s->len, text, n + 1);
+  s->len += n;
+}
+
+char *clg_strbuf_take(clg_strbuf *s)
+{
+  char *out = NULL;
+  if (!s->failed) {
+    out = s->buf ? s->buf : clg_strdup("");
+    s->buf = NULL;
+  }
+  clg_strbuf_free(s);
+  return out;
+}
+
+void clg_strbuf_free(clg_strbuf *s)
+{
+  free(s->buf);
+  clg_strbuf_init(s);
+}
+
+char *clg_strdup(const char *s)
+{
+  size_t n = strlen(s) + 1;
+  char *p = malloc(n);
+  if (!p) {
+    clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory copying a %zu-byte string", n);
+    return NULL;
+  }
+  return memcpy(p, s, n);
+}
+
+void *clg_aligned_alloc(size_t alignment, size_t size)
+{
+  void *p = NULL;
+  if (posix_memalign(&p, alignment, size ? size : 1) != 0)
+    return NULL;
+  return p;
+}
+
+void clg_aligned_free(void *p) { free(p); }
+
+uint64_t clg_now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

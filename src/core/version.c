@@ -1,0 +1,3 @@
+#include "clgraph.h"
+
+const char *clg_version(void) { return CLG_VERSION; }

@@ -1,0 +1,84 @@
+/* A small test harness: CHECK macros that count, and a summary line CTest logs show.
+ * A test fails (non-zero exit) when any check failed; there is no skipping. */
+#ifndef CLG_TESTUTIL_H
+#define CLG_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clgraph.h"
+
+extern int clg_test_passed, clg_test_failed;
+
+void clg_test_fail(const char *file, int line, const char *fmt, ...);
+
+#define CHECK(cond)                                                                              \
+  do {                                                                                           \
+    if (cond)                                                                                    \
+      clg_test_passed++;                                                                         \
+    else                                                                                         \
+      clg_test_fail(__FILE__, __LINE__, "CHECK(%s)", #cond);                                     \
+  } while (0)
+
+#define CHECK_MSG(cond, ...)                                                                     \
+  do {                                                                                           \
+    if (cond)                                                                                    \
+      clg_test_passed++;                                                                         \
+    else                                                                                         \
+      clg_test_fail(__FILE__, __LINE__, __VA_ARGS__);                                            \
+  } while (0)
+
+#define CHECK_CODE(expr, want)                                                                   \
+  do {                                                                                           \
+    clg_code got_ = (expr);                                                                      \
+    if (got_ == (want))                                                                          \
+      clg_test_passed++;                                                                         \
+    else                                                                                         \
+      clg_test_fail(__FILE__, __LINE__, "%s returned %s, want %s (last error: %s)", #expr,       \
+                    clg_code_name(got_), clg_code_name(want), clg_last_error());                 \
+  } while (0)
+
+#define CHECK_OK(expr) CHECK_CODE(expr, CLG_OK)
+
+#define CHECK_STR(got, want)                                                                     \
+  do {                                                                                           \
+    const char *g_ = (got), *w_ = (want);                                                        \
+    if (g_ && w_ && strcmp(g_, w_) == 0)                                                         \
+      clg_test_passed++;                                                                         \
+    else                                                                                         \
+      clg_test_fail(__FILE__, __LINE__, "%s:\n  got:  \"%s\"\n  want: \"%s\"", #got,             \
+                    g_ ? g_ : "(null)", w_ ? w_ : "(null)");                                     \
+  } while (0)
+
+/* Checks that haystack contains needle. */
+#define CHECK_CONTAINS(haystack, needle)                                                         \
+  do {                                                                                           \
+    const char *h_ = (haystack), *n_ = (needle);                                                 \
+    if (h_ && n_ && strstr(h_, n_))                                                              \
+      clg_test_passed++;                                                                         \
+    else                                                                                         \
+      clg_test_fail(__FILE__, __LINE__, "%s does not contain \"%s\":\n  \"%s\"", #haystack,     \
+                    n_ ? n_ : "(null)", h_ ? h_ : "(null)");                                     \
+  } while (0)
+
+/* Prints "<name>: N passed, N failed" and returns the process exit status. */
+int clg_test_summary(const char *name);
+
+/* Fails the test (not skips) unless at least `min_gpus` OpenCL devices are available as
+ * GPUs under the test environment. Returns true when they are. */
+bool clg_test_require_gpus(int min_gpus);
+
+/* Captures log messages into a buffer while active. */
+void clg_test_log_capture_start(clg_log_level min_level);
+/* Returns everything captured since start (one message per line) and stops capturing.
+ * The string is owned by the harness and valid until the next start. */
+const char *clg_test_log_capture_stop(void);
+
+/* Deterministic random numbers (xorshift64*). */
+unsigned long long clg_test_rand(void);
+void clg_test_seed(unsigned long long seed);
+/* Uniform in [lo, hi). */
+double clg_test_uniform(double lo, double hi);
+
+#endif

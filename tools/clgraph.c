@@ -1,0 +1,82 @@
+/* clgraph: the command line. Dispatches to one function per command. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clgraph.h"
+#include "tool.h"
+
+static const struct {
+  const char *name;
+  int (*run)(int, char **);
+  const char *summary;
+} commands[] = {
+    {"devices", clg_tool_devices, "list the devices clgraph finds (--json)"},
+    {"demo", clg_tool_demo, "walk the guide's scenarios S1-S7 on this machine's devices"},
+    {"bench", clg_tool_bench, "benchmarks: matmul, alloc, overhead (--json)"},
+};
+
+static void usage(FILE *f)
+{
+  fprintf(f, "usage: clgraph <command> [options]\n\n"
+             "clgraph %s runs dataflow graphs on OpenCL devices with TensorFlow's device model.\n\n"
+             "commands:\n",
+          clg_version());
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\n'clgraph <command> --help' explains a command.\n"
+             "\nenvironment:\n"
+             "  CLGRAPH_DEVICE_TYPES     OpenCL device types used as GPUs: gpu,accelerator,cpu or all\n"
+             "                           (default gpu,accelerator; cpu makes PoCL devices stand in)\n"
+             "  CLGRAPH_VISIBLE_DEVICES  visible GPUs and their order, e.g. 2,0\n"
+             "  CLGRAPH_LOG_LEVEL        debug, info, warning, error or off (default info)\n"
+             "  CLGRAPH_FORCE_GPU_ALLOW_GROWTH  true or false: overrides allow_growth\n");
+}
+
+bool clg_tool_has_flag(int argc, char **argv, const char *flag)
+{
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], flag) == 0)
+      return true;
+  return false;
+}
+
+const char *clg_tool_option(int argc, char **argv, const char *option)
+{
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], option) == 0)
+      return argv[i + 1];
+  return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double clg_tool_median(double *v, int n)
+{
+  if (n <= 0)
+    return 0;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("clgraph %s\n", clg_version());
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(argv[1], commands[i].name) == 0)
+      return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "clgraph: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,25 @@
+/* The clgraph command line: one function per command. */
+#ifndef CLG_TOOL_H
+#define CLG_TOOL_H
+
+#include <stdbool.h>
+
+/* Each returns the process exit status. argv[0] is the command's name. */
+int clg_tool_devices(int argc, char **argv);
+int clg_tool_demo(int argc, char **argv);
+int clg_tool_bench(int argc, char **argv);
+
+/* Benchmarks, called by clg_tool_bench with argv[0] = "matmul" etc. */
+int clg_bench_matmul(int argc, char **argv);
+int clg_bench_alloc(int argc, char **argv);
+int clg_bench_overhead(int argc, char **argv);
+
+/* True if argv holds flag (e.g. "--json"). */
+bool clg_tool_has_flag(int argc, char **argv, const char *flag);
+/* The value after option (e.g. "--scenario S3"), or NULL. */
+const char *clg_tool_option(int argc, char **argv, const char *option);
+
+/* Median of n doubles (sorts the array). */
+double clg_tool_median(double *v, int n);
+
+#endif
