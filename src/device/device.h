@@ -77,18 +77,22 @@ typedef struct clg_device {
   bool is_host;
   cl_platform_id platform;
   cl_device_id cl_device;
-  cl_context context;       /* shared by the devices of one platform */
-  int context_index;        /* equal for devices that share a context */
-  cl_command_queue queue;   /* in-order, profiling enabled */
-  void *allocator;          /* owned by the memory module (clg_allocator *), may be NULL */
+  cl_context context;     /* shared by the devices of one platform */
+  int context_index;      /* equal for devices that share a context */
+  cl_command_queue queue; /* in-order, profiling enabled */
+  void *allocator;        /* owned by the memory module (clg_allocator *), may be NULL */
 } clg_device;
 
 struct clg_devices {
   int count;
   clg_device *devs; /* devs[0] is the host */
   int num_contexts;
-  cl_context *contexts;
-  /* ... implementation fields may follow in device/registry.c's private struct */
+  cl_context *contexts; /* contexts[d.context_index] == d.context */
+  /* Registry internals (device/registry.c). */
+  int num_platforms;         /* every platform the ICD loader returned */
+  cl_platform_id *platforms; /* in the order the ICD loader returned them */
+  int num_physical;          /* OpenCL devices of the chosen types, before the visible list */
+  unsigned types;            /* the CLG_DEVTYPE_* mask in effect */
 };
 
 /* Device i of the set (0 = host). */

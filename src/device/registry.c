@@ -1,0 +1,790 @@
+/* The device registry: the host as /device:CPU:0, then OpenCL devices of the chosen types
+ * as /device:GPU:N (platform order from the ICD loader, then each platform's device order),
+ * narrowed and reordered by the visible-device list and split by virtual devices. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "device/device.h"
+
+/* Vendor queries that the Khronos headers lack or may lack (opencl-practice.md, 3). */
+#define CLG_CL_PCI_BUS_INFO_KHR 0x410F
+#define CLG_CL_PCI_BUS_ID_NV 0x4008
+#define CLG_CL_PCI_SLOT_ID_NV 0x4009
+#define CLG_CL_PCI_DOMAIN_ID_NV 0x400A
+#define CLG_CL_TOPOLOGY_AMD 0x4037
+#define CLG_CL_TOPOLOGY_TYPE_PCIE_AMD 1
+#define CLG_CL_PLATFORM_NOT_FOUND_KHR (-1001)
+
+typedef struct clg_pci_bus_info_khr {
+  cl_uint domain, bus, device, function;
+} clg_pci_bus_info_khr;
+
+/* Layout of cl_device_topology_amd's PCIe member. */
+typedef union clg_topology_amd {
+  struct {
+    cl_uint type;
+    cl_uint data[5];
+  } raw;
+  struct {
+    cl_uint type;
+    cl_char unused[17];
+    cl_char bus, device, function;
+  } pcie;
+} clg_topology_amd;
+
+static const char types_expected[] = "expected a comma list of gpu, accelerator, cpu, or all";
+static const char full_prefix[] = "/job:localhost/replica:0/task:0";
+
+/* --- configuration ----------------------------------------------------------------- */
+
+void clg_device_config_init(clg_device_config *cfg)
+{
+  if (!cfg)
+    return;
+  memset(cfg, 0, sizeof *cfg);
+}
+
+clg_code clg_device_types_parse(const char *text, unsigned *mask)
+{
+  if (!text || !mask)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_device_types_parse: %s is NULL",
+                     text ? "mask" : "text");
+  if (*text == '\0')
+    return clg_error(CLG_INVALID_ARGUMENT, "empty device type list ''; %s", types_expected);
+  static const struct {
+    const char *word;
+    unsigned bits;
+  } words[] = {{"gpu", CLG_DEVTYPE_GPU},
+               {"accelerator", CLG_DEVTYPE_ACCELERATOR},
+               {"cpu", CLG_DEVTYPE_CPU},
+               {"all", CLG_DEVTYPE_ALL}};
+  unsigned m = 0;
+  const char *p = text;
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    size_t n = comma ? (size_t)(comma - p) : strlen(p);
+    if (n == 0)
+      return clg_error(CLG_INVALID_ARGUMENT, "empty device type in '%s'; %s", text, types_expected);
+    size_t w = 0;
+    while (w < sizeof words / sizeof words[0] &&
+           !(strlen(words[w].word) == n && memcmp(words[w].word, p, n) == 0))
+      w++;
+    if (w == sizeof words / sizeof words[0])
+      return clg_error(CLG_INVALID_ARGUMENT, "unknown device type '%.*s' in '%s'; %s", (int)n, p,
+                       text, types_expected);
+    m |= words[w].bits;
+    if (!comma)
+      break;
+    p = comma + 1;
+  }
+  *mask = m;
+  return CLG_OK;
+}
+
+/* The types in effect: the API field, else CLGRAPH_DEVICE_TYPES (unset or empty: default). */
+static clg_code resolve_types(const clg_device_config *cfg, unsigned *mask)
+{
+  if (cfg && cfg->types) {
+    if (cfg->types & ~(unsigned)CLG_DEVTYPE_ALL)
+      return clg_error(CLG_INVALID_ARGUMENT,
+                       "clg_device_config.types = 0x%x has unknown bits; expected CLG_DEVTYPE_* "
+                       "flags (at most 0x%x)",
+                       cfg->types, (unsigned)CLG_DEVTYPE_ALL);
+    *mask = cfg->types;
+    return CLG_OK;
+  }
+  const char *env = getenv("CLGRAPH_DEVICE_TYPES");
+  if (!env || !*env) {
+    *mask = CLG_DEVTYPE_DEFAULT;
+    return CLG_OK;
+  }
+  if (clg_device_types_parse(env, mask) != CLG_OK)
+    return clg_error_prefix("CLGRAPH_DEVICE_TYPES: ");
+  return CLG_OK;
+}
+
+/* absl::SimpleAtoi's rules for one entry: surrounding ASCII space, an optional sign, decimal
+ * digits, int32 range. */
+static bool parse_int32(const char *s, size_t n, long *out)
+{
+  while (n > 0 && isspace((unsigned char)*s))
+    s++, n--;
+  while (n > 0 && isspace((unsigned char)s[n - 1]))
+    n--;
+  bool neg = false;
+  if (n > 0 && (*s == '+' || *s == '-')) {
+    neg = *s == '-';
+    s++, n--;
+  }
+  if (n == 0)
+    return false;
+  long v = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return false;
+    v = v * 10 + (s[i] - '0');
+    if (v > (long)INT32_MAX + 1)
+      return false;
+  }
+  if (neg)
+    v = -v;
+  if (v > INT32_MAX || v < INT32_MIN)
+    return false;
+  *out = v;
+  return true;
+}
+
+/* TensorFlow's ParseVisibleDeviceList: entries map, in order, to GPU ids. */
+static clg_code parse_visible(const char *list, int count, int **order_out, int *n_out)
+{
+  size_t entries = 1;
+  for (const char *c = list; *c; c++)
+    entries += *c == ',';
+  int *order = malloc(entries * sizeof *order);
+  if (!order)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory parsing visible_device_list");
+  int n = 0;
+  const char *p = list;
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    long v;
+    if (!parse_int32(p, len, &v)) {
+      free(order);
+      return clg_error(CLG_INVALID_ARGUMENT,
+                       "Could not parse entry in 'visible_device_list': '%.*s'. "
+                       "visible_device_list = %s",
+                       (int)len, p, list);
+    }
+    if (v < 0 || v >= count) {
+      free(order);
+      return clg_error(CLG_INVALID_ARGUMENT,
+                       "'visible_device_list' listed an invalid Device id '%ld' but visible "
+                       "device count is %d",
+                       v, count);
+    }
+    order[n++] = (int)v;
+    if (!comma)
+      break;
+    p = comma + 1;
+  }
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < i; j++)
+      if (order[i] == order[j]) {
+        free(order);
+        return clg_error(CLG_INVALID_ARGUMENT,
+                         "visible_device_list contained a duplicate entry: %s", list);
+      }
+  *order_out = order;
+  *n_out = n;
+  return CLG_OK;
+}
+
+/* Largest virtual limit accepted (2^43 MiB = 2^63 bytes would overflow). */
+#define CLG_MAX_LIMIT_MB 8796093022207.0
+
+static clg_code check_virtual(const clg_device_config *cfg, int visible, bool list_given)
+{
+  if (cfg->num_virtual < 0)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "clg_device_config.num_virtual = %d; expected 0 or the number of visible "
+                     "GPUs (%d)",
+                     cfg->num_virtual, visible);
+  if (cfg->num_virtual == 0)
+    return CLG_OK;
+  if (!cfg->virtual_devices)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "clg_device_config.virtual_devices is NULL but num_virtual = %d",
+                     cfg->num_virtual);
+  if (!list_given && cfg->num_virtual > visible)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "Not enough GPUs to create virtual devices. num_gpus_to_use: %d "
+                     "#virtual_devices: %d",
+                     visible, cfg->num_virtual);
+  if (cfg->num_virtual != visible)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "The number of GPUs in visible_device_list doesn't match the number of "
+                     "elements in the virtual_devices list.");
+  for (int i = 0; i < cfg->num_virtual; i++) {
+    const clg_virtual_devices *v = &cfg->virtual_devices[i];
+    if (v->count < 1 || v->count > CLG_MAX_VIRTUAL_PER_GPU)
+      return clg_error(CLG_INVALID_ARGUMENT,
+                       "clg_device_config.virtual_devices[%d].count = %d; expected 1 to %d", i,
+                       v->count, CLG_MAX_VIRTUAL_PER_GPU);
+    for (int j = 0; j < v->count; j++) {
+      double mb = v->memory_limit_mb[j];
+      /* TensorFlow truncates to whole MiB before scaling: below 1 MiB is no limit at all. */
+      if (!(mb >= 1.0 && mb <= CLG_MAX_LIMIT_MB))
+        return clg_error(CLG_INVALID_ARGUMENT,
+                         "clg_device_config.virtual_devices[%d].memory_limit_mb[%d] = %g; "
+                         "expected a positive memory limit of at least 1 MiB",
+                         i, j, mb);
+    }
+  }
+  return CLG_OK;
+}
+
+/* --- OpenCL queries ---------------------------------------------------------------- */
+
+typedef struct phys_device {
+  int platform_index;
+  cl_device_id id;
+  cl_device_type type;
+} phys_device;
+
+static char *trimmed_copy(const char *s, size_t n)
+{
+  while (n > 0 && (s[n - 1] == '\0' || isspace((unsigned char)s[n - 1])))
+    n--;
+  while (n > 0 && isspace((unsigned char)*s))
+    s++, n--;
+  char *r = malloc(n + 1);
+  if (!r)
+    return NULL;
+  memcpy(r, s, n);
+  r[n] = '\0';
+  return r;
+}
+
+static clg_code device_string(cl_device_id d, cl_device_info param, const char *pname, char **out)
+{
+  size_t n = 0;
+  cl_int err = clGetDeviceInfo(d, param, 0, NULL, &n);
+  if (err != CL_SUCCESS)
+    return clg_cl_error(err, "clGetDeviceInfo", " for %s", pname);
+  char *raw = malloc(n + 1);
+  if (!raw)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory reading %s", pname);
+  err = clGetDeviceInfo(d, param, n, raw, NULL);
+  if (err != CL_SUCCESS) {
+    free(raw);
+    return clg_cl_error(err, "clGetDeviceInfo", " for %s", pname);
+  }
+  raw[n] = '\0';
+  *out = trimmed_copy(raw, strlen(raw));
+  free(raw);
+  if (!*out)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory reading %s", pname);
+  return CLG_OK;
+}
+
+static clg_code platform_string(cl_platform_id p, cl_platform_info param, const char *pname,
+                                char **out)
+{
+  size_t n = 0;
+  cl_int err = clGetPlatformInfo(p, param, 0, NULL, &n);
+  if (err != CL_SUCCESS)
+    return clg_cl_error(err, "clGetPlatformInfo", " for %s", pname);
+  char *raw = malloc(n + 1);
+  if (!raw)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory reading %s", pname);
+  err = clGetPlatformInfo(p, param, n, raw, NULL);
+  if (err != CL_SUCCESS) {
+    free(raw);
+    return clg_cl_error(err, "clGetPlatformInfo", " for %s", pname);
+  }
+  raw[n] = '\0';
+  *out = trimmed_copy(raw, strlen(raw));
+  free(raw);
+  if (!*out)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory reading %s", pname);
+  return CLG_OK;
+}
+
+static clg_code device_scalar(cl_device_id d, cl_device_info param, const char *pname, void *out,
+                              size_t size)
+{
+  cl_int err = clGetDeviceInfo(d, param, size, out, NULL);
+  if (err != CL_SUCCESS)
+    return clg_cl_error(err, "clGetDeviceInfo", " for %s", pname);
+  return CLG_OK;
+}
+
+/* True when the space-separated extension list holds `ext` as a whole word. */
+static bool has_extension(const char *list, const char *ext)
+{
+  size_t n = strlen(ext);
+  for (const char *p = list; (p = strstr(p, ext)) != NULL; p += n) {
+    bool starts = p == list || isspace((unsigned char)p[-1]);
+    bool ends = p[n] == '\0' || isspace((unsigned char)p[n]);
+    if (starts && ends)
+      return true;
+  }
+  return false;
+}
+
+/* "DDDD:BB:DD.F" in lower-case hex (as sysfs and TensorFlow write it), or "unknown". */
+static char *pci_bus_id(cl_device_id d, const char *extensions)
+{
+  char buf[32];
+  if (has_extension(extensions, "cl_khr_pci_bus_info")) {
+    clg_pci_bus_info_khr info;
+    if (clGetDeviceInfo(d, CLG_CL_PCI_BUS_INFO_KHR, sizeof info, &info, NULL) == CL_SUCCESS) {
+      snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", info.domain & 0xffffu, info.bus & 0xffu,
+               info.device & 0x1fu, info.function & 0x7u);
+      return clg_strdup(buf);
+    }
+  }
+  if (has_extension(extensions, "cl_nv_device_attribute_query")) {
+    cl_uint bus = 0, slot = 0, domain = 0;
+    if (clGetDeviceInfo(d, CLG_CL_PCI_BUS_ID_NV, sizeof bus, &bus, NULL) == CL_SUCCESS &&
+        clGetDeviceInfo(d, CLG_CL_PCI_SLOT_ID_NV, sizeof slot, &slot, NULL) == CL_SUCCESS) {
+      /* Older drivers lack the domain query: domain 0 then. */
+      if (clGetDeviceInfo(d, CLG_CL_PCI_DOMAIN_ID_NV, sizeof domain, &domain, NULL) != CL_SUCCESS)
+        domain = 0;
+      snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", domain & 0xffffu, bus & 0xffu,
+               (slot >> 3) & 0x1fu, slot & 0x7u);
+      return clg_strdup(buf);
+    }
+  }
+  if (has_extension(extensions, "cl_amd_device_attribute_query")) {
+    clg_topology_amd topo;
+    memset(&topo, 0, sizeof topo);
+    if (clGetDeviceInfo(d, CLG_CL_TOPOLOGY_AMD, sizeof topo, &topo, NULL) == CL_SUCCESS &&
+        topo.raw.type == CLG_CL_TOPOLOGY_TYPE_PCIE_AMD) {
+      snprintf(buf, sizeof buf, "0000:%02x:%02x.%x", (unsigned)topo.pcie.bus & 0xffu,
+               (unsigned)topo.pcie.device & 0x1fu, (unsigned)topo.pcie.function & 0x7u);
+      return clg_strdup(buf);
+    }
+  }
+  return clg_strdup("unknown");
+}
+
+static const char *cl_type_name(cl_device_type t)
+{
+  if (t & CL_DEVICE_TYPE_GPU)
+    return "GPU";
+  if (t & CL_DEVICE_TYPE_ACCELERATOR)
+    return "ACCELERATOR";
+  if (t & CL_DEVICE_TYPE_CPU)
+    return "CPU";
+  return "CUSTOM";
+}
+
+static cl_device_type cl_mask(unsigned types)
+{
+  cl_device_type m = 0;
+  if (types & CLG_DEVTYPE_GPU)
+    m |= CL_DEVICE_TYPE_GPU;
+  if (types & CLG_DEVTYPE_ACCELERATOR)
+    m |= CL_DEVICE_TYPE_ACCELERATOR;
+  if (types & CLG_DEVTYPE_CPU)
+    m |= CL_DEVICE_TYPE_CPU;
+  return m;
+}
+
+/* With POCL_ENABLE_UNINIT=1, clUnloadPlatformCompiler frees PoCL's devices and compiler
+ * once no context is left, which keeps leak checkers quiet (opencl-practice.md, 5). Two
+ * PoCL 3.1 bugs shape when it is called: PoCL cannot start again afterwards (the next
+ * clGetDeviceIDs crashes), so it waits for process exit; and the uninit crashes with more
+ * than one pthread device, so a PoCL platform with several devices is left alone (the
+ * suppression files in tests/ cover it). */
+static bool unload_is_safe(cl_platform_id p)
+{
+  char name[256];
+  if (clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof name, name, NULL) != CL_SUCCESS)
+    return false;
+  if (!strstr(name, "Portable Computing Language"))
+    return true;
+  cl_uint nd = 0;
+  return clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, NULL, &nd) == CL_SUCCESS && nd <= 1;
+}
+
+static void unload_compilers_at_exit(void)
+{
+  cl_uint np = 0;
+  if (clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0)
+    return;
+  cl_platform_id *ps = calloc(np, sizeof *ps);
+  if (ps && clGetPlatformIDs(np, ps, NULL) == CL_SUCCESS)
+    for (cl_uint p = 0; p < np; p++)
+      if (unload_is_safe(ps[p]))
+        clUnloadPlatformCompiler(ps[p]);
+  free(ps);
+}
+
+static void register_unload(void)
+{
+  if (atexit(unload_compilers_at_exit) != 0)
+    clg_log(CLG_LOG_WARNING, "could not register the OpenCL compiler unload at exit");
+}
+
+/* Every platform, then the devices of the chosen types in each platform's order. A platform
+ * that fails to list its devices is skipped with a warning: one broken ICD must not hide the
+ * others. */
+static clg_code enumerate(clg_devices *devs, unsigned types, phys_device **out, int *n_out)
+{
+  *out = NULL;
+  *n_out = 0;
+  cl_uint np = 0;
+  cl_int err = clGetPlatformIDs(0, NULL, &np);
+  if (err == CLG_CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && np == 0))
+    return CLG_OK; /* no OpenCL at all: the host alone */
+  if (err != CL_SUCCESS)
+    return clg_cl_error(err, "clGetPlatformIDs", " counting platforms");
+  devs->platforms = calloc(np, sizeof *devs->platforms);
+  if (!devs->platforms)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory listing platforms");
+  err = clGetPlatformIDs(np, devs->platforms, NULL);
+  if (err != CL_SUCCESS)
+    return clg_cl_error(err, "clGetPlatformIDs", " listing %u platforms", np);
+  devs->num_platforms = (int)np;
+  /* Registered after the ICD loader and the drivers set up, so it runs before their own
+   * exit handlers. */
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, register_unload);
+
+  cl_device_type want = cl_mask(types);
+  phys_device *list = NULL;
+  int n = 0;
+  for (cl_uint p = 0; p < np; p++) {
+    cl_uint nd = 0;
+    err = clGetDeviceIDs(devs->platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd);
+    if (err == CL_DEVICE_NOT_FOUND || (err == CL_SUCCESS && nd == 0))
+      continue;
+    if (err != CL_SUCCESS) {
+      clg_log(CLG_LOG_WARNING, "OpenCL platform %u skipped: %s (%d) in clGetDeviceIDs", p,
+              clg_cl_error_name(err), (int)err);
+      continue;
+    }
+    cl_device_id *ids = calloc(nd, sizeof *ids);
+    phys_device *grown = realloc(list, ((size_t)n + nd) * sizeof *list);
+    if (!ids || !grown) {
+      free(ids);
+      free(grown ? grown : list);
+      return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory listing devices");
+    }
+    list = grown;
+    err = clGetDeviceIDs(devs->platforms[p], CL_DEVICE_TYPE_ALL, nd, ids, NULL);
+    if (err != CL_SUCCESS) {
+      clg_log(CLG_LOG_WARNING, "OpenCL platform %u skipped: %s (%d) in clGetDeviceIDs", p,
+              clg_cl_error_name(err), (int)err);
+      free(ids);
+      continue;
+    }
+    for (cl_uint i = 0; i < nd; i++) {
+      cl_device_type t = 0;
+      if (clGetDeviceInfo(ids[i], CL_DEVICE_TYPE, sizeof t, &t, NULL) != CL_SUCCESS)
+        continue;
+      if (!(t & want))
+        continue;
+      list[n].platform_index = (int)p;
+      list[n].id = ids[i];
+      list[n].type = t;
+      n++;
+    }
+    free(ids);
+  }
+  *out = list;
+  *n_out = n;
+  return CLG_OK;
+}
+
+/* --- building the set -------------------------------------------------------------- */
+
+static clg_code fill_host(clg_device *d)
+{
+  clg_device_info *info = &d->info;
+  d->is_host = true;
+  d->context_index = -1;
+  info->index = 0;
+  info->type = "CPU";
+  info->id = 0;
+  info->cl_type = "host";
+  info->name = clg_strdup("/device:CPU:0");
+  info->full_name = clg_strdup("/job:localhost/replica:0/task:0/device:CPU:0");
+  info->cl_name = clg_strdup("");
+  info->cl_vendor = clg_strdup("");
+  info->driver_version = clg_strdup("");
+  info->cl_version = clg_strdup("");
+  info->platform_name = clg_strdup("");
+  info->pci_bus_id = clg_strdup("");
+  if (!info->name || !info->full_name || !info->cl_name || !info->cl_vendor ||
+      !info->driver_version || !info->cl_version || !info->platform_name || !info->pci_bus_id)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory describing /device:CPU:0");
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  info->compute_units = cpus > 0 ? (unsigned)cpus : 1;
+  info->global_mem = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+  info->max_alloc = info->global_mem;
+  info->base_addr_align = 64;
+  info->memory_limit = 0;
+  info->physical_index = -1;
+  info->has_fp64 = 1;
+  info->has_fp16 = 0;
+  return CLG_OK;
+}
+
+static clg_code fill_gpu(clg_device *d, const phys_device *ph, cl_platform_id platform,
+                         int physical_index, int id)
+{
+  clg_device_info *info = &d->info;
+  char buf[96];
+  char *ext = NULL;
+  cl_uint cu = 0, align_bits = 0;
+  cl_ulong gmem = 0, maxalloc = 0;
+  d->is_host = false;
+  d->platform = platform;
+  d->cl_device = ph->id;
+  info->type = "GPU";
+  info->id = id;
+  info->cl_type = cl_type_name(ph->type);
+  info->physical_index = physical_index;
+  snprintf(buf, sizeof buf, "/device:GPU:%d", id);
+  info->name = clg_strdup(buf);
+  snprintf(buf, sizeof buf, "%s/device:GPU:%d", full_prefix, id);
+  info->full_name = clg_strdup(buf);
+  if (!info->name || !info->full_name)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory naming /device:GPU:%d", id);
+
+  char **strs[] = {(char **)&info->cl_name, (char **)&info->cl_vendor,
+                   (char **)&info->driver_version, (char **)&info->cl_version, &ext};
+  const cl_device_info params[] = {CL_DEVICE_NAME, CL_DEVICE_VENDOR, CL_DRIVER_VERSION,
+                                   CL_DEVICE_VERSION, CL_DEVICE_EXTENSIONS};
+  const char *pnames[] = {"CL_DEVICE_NAME", "CL_DEVICE_VENDOR", "CL_DRIVER_VERSION",
+                          "CL_DEVICE_VERSION", "CL_DEVICE_EXTENSIONS"};
+  clg_code code = CLG_OK;
+  for (int i = 0; i < 5 && code == CLG_OK; i++)
+    code = device_string(ph->id, params[i], pnames[i], strs[i]);
+  if (code == CLG_OK)
+    code = platform_string(platform, CL_PLATFORM_NAME, "CL_PLATFORM_NAME",
+                           (char **)&info->platform_name);
+  if (code == CLG_OK)
+    code = device_scalar(ph->id, CL_DEVICE_MAX_COMPUTE_UNITS, "CL_DEVICE_MAX_COMPUTE_UNITS", &cu,
+                         sizeof cu);
+  if (code == CLG_OK)
+    code = device_scalar(ph->id, CL_DEVICE_GLOBAL_MEM_SIZE, "CL_DEVICE_GLOBAL_MEM_SIZE", &gmem,
+                         sizeof gmem);
+  if (code == CLG_OK)
+    code = device_scalar(ph->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
+                         &maxalloc, sizeof maxalloc);
+  if (code == CLG_OK)
+    code = device_scalar(ph->id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, "CL_DEVICE_MEM_BASE_ADDR_ALIGN",
+                         &align_bits, sizeof align_bits);
+  if (code != CLG_OK) {
+    free(ext);
+    return clg_error_prefix("describing /device:GPU:%d: ", id);
+  }
+  info->compute_units = cu;
+  info->global_mem = gmem;
+  info->max_alloc = maxalloc;
+  /* The query answers in bits; allocators want bytes (and never less than one). */
+  info->base_addr_align = align_bits >= 8 ? align_bits / 8 : 1;
+  cl_device_fp_config dbl = 0;
+  if (clGetDeviceInfo(ph->id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof dbl, &dbl, NULL) != CL_SUCCESS)
+    dbl = 0;
+  info->has_fp64 = has_extension(ext, "cl_khr_fp64") || dbl != 0;
+  info->has_fp16 = has_extension(ext, "cl_khr_fp16");
+  info->pci_bus_id = pci_bus_id(ph->id, ext);
+  free(ext);
+  if (!info->pci_bus_id)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory describing /device:GPU:%d", id);
+  return CLG_OK;
+}
+
+/* One context per platform, holding that platform's visible devices. */
+static clg_code create_contexts(clg_devices *devs)
+{
+  devs->contexts = calloc((size_t)devs->num_platforms + 1, sizeof *devs->contexts);
+  cl_device_id *ids = calloc((size_t)devs->count + 1, sizeof *ids);
+  if (!devs->contexts || !ids) {
+    free(ids);
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating contexts");
+  }
+  for (int p = 0; p < devs->num_platforms; p++) {
+    cl_uint n = 0;
+    for (int i = 1; i < devs->count; i++) {
+      clg_device *d = &devs->devs[i];
+      if (d->platform != devs->platforms[p])
+        continue;
+      bool seen = false; /* virtual devices repeat their physical device */
+      for (cl_uint k = 0; k < n; k++)
+        seen = seen || ids[k] == d->cl_device;
+      if (!seen)
+        ids[n++] = d->cl_device;
+      d->context_index = devs->num_contexts;
+    }
+    if (n == 0)
+      continue;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)devs->platforms[p],
+                                     0};
+    cl_int err = CL_SUCCESS;
+    cl_context ctx = clCreateContext(props, n, ids, NULL, NULL, &err);
+    if (err != CL_SUCCESS || !ctx) {
+      free(ids);
+      return clg_cl_error(err, "clCreateContext", " for %u devices of OpenCL platform %d", n, p);
+    }
+    devs->contexts[devs->num_contexts++] = ctx;
+  }
+  free(ids);
+  for (int i = 1; i < devs->count; i++) {
+    clg_device *d = &devs->devs[i];
+    d->context = devs->contexts[d->context_index];
+    cl_int err = CL_SUCCESS;
+    d->queue = clCreateCommandQueue(d->context, d->cl_device, CL_QUEUE_PROFILING_ENABLE, &err);
+    if (err != CL_SUCCESS || !d->queue) {
+      d->queue = NULL;
+      return clg_cl_error(err, "clCreateCommandQueue", " for %s", d->info.name);
+    }
+  }
+  return CLG_OK;
+}
+
+clg_code clg_devices_new(const clg_device_config *cfg, clg_devices **out)
+{
+  if (!out)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_devices_new: out is NULL");
+  *out = NULL;
+  clg_device_config defaults;
+  if (!cfg) {
+    clg_device_config_init(&defaults);
+    cfg = &defaults;
+  }
+  unsigned types;
+  clg_code code = resolve_types(cfg, &types);
+  if (code != CLG_OK)
+    return code;
+
+  clg_devices *devs = calloc(1, sizeof *devs);
+  if (!devs)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating the device set");
+  devs->types = types;
+  phys_device *phys = NULL;
+  int nphys = 0, *order = NULL, nvis = 0;
+  code = enumerate(devs, types, &phys, &nphys);
+  if (code != CLG_OK)
+    goto fail;
+  devs->num_physical = nphys;
+
+  /* The API field wins over the environment. */
+  const char *list = cfg->visible_device_list;
+  if (!list || !*list)
+    list = getenv("CLGRAPH_VISIBLE_DEVICES");
+  bool list_given = list && *list;
+  if (list_given) {
+    code = parse_visible(list, nphys, &order, &nvis);
+    if (code != CLG_OK)
+      goto fail;
+  } else {
+    order = malloc(((size_t)nphys + 1) * sizeof *order);
+    if (!order) {
+      code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory ordering devices");
+      goto fail;
+    }
+    for (int i = 0; i < nphys; i++)
+      order[i] = i;
+    nvis = nphys;
+  }
+  code = check_virtual(cfg, nvis, list_given);
+  if (code != CLG_OK)
+    goto fail;
+
+  int total = 1;
+  for (int v = 0; v < nvis; v++)
+    total += cfg->num_virtual > 0 ? cfg->virtual_devices[v].count : 1;
+  devs->devs = calloc((size_t)total, sizeof *devs->devs);
+  if (!devs->devs) {
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating %d devices", total);
+    goto fail;
+  }
+  devs->count = total;
+  code = fill_host(&devs->devs[0]);
+  int next = 1;
+  for (int v = 0; v < nvis && code == CLG_OK; v++) {
+    const phys_device *ph = &phys[order[v]];
+    int split = cfg->num_virtual > 0 ? cfg->virtual_devices[v].count : 1;
+    for (int k = 0; k < split && code == CLG_OK; k++, next++) {
+      clg_device *d = &devs->devs[next];
+      d->info.index = next;
+      code = fill_gpu(d, ph, devs->platforms[ph->platform_index], order[v], next - 1);
+      if (cfg->num_virtual > 0)
+        d->info.memory_limit = (uint64_t)cfg->virtual_devices[v].memory_limit_mb[k] << 20;
+    }
+  }
+  if (code == CLG_OK)
+    code = create_contexts(devs);
+  if (code != CLG_OK)
+    goto fail;
+  free(phys);
+  free(order);
+  *out = devs;
+  return CLG_OK;
+
+fail:
+  free(phys);
+  free(order);
+  clg_devices_free(devs);
+  return code;
+}
+
+void clg_devices_free(clg_devices *devs)
+{
+  if (!devs)
+    return;
+  /* The memory module releases each device's allocator before the set goes. */
+  for (int i = 0; i < devs->count; i++) {
+    clg_device *d = &devs->devs[i];
+    if (d->queue)
+      clReleaseCommandQueue(d->queue);
+    clg_device_info *info = &d->info;
+    free((char *)info->name);
+    free((char *)info->full_name);
+    free((char *)info->cl_name);
+    free((char *)info->cl_vendor);
+    free((char *)info->driver_version);
+    free((char *)info->cl_version);
+    free((char *)info->platform_name);
+    free((char *)info->pci_bus_id);
+  }
+  for (int c = 0; c < devs->num_contexts; c++)
+    clReleaseContext(devs->contexts[c]);
+  free(devs->devs);
+  free(devs->contexts);
+  free(devs->platforms);
+  free(devs);
+}
+
+int clg_devices_count(const clg_devices *devs) { return devs ? devs->count : 0; }
+
+const clg_device_info *clg_devices_get(const clg_devices *devs, int i)
+{
+  if (!devs || i < 0 || i >= devs->count)
+    return NULL;
+  return &devs->devs[i].info;
+}
+
+clg_device *clg_devices_at(clg_devices *devs, int i)
+{
+  if (!devs || i < 0 || i >= devs->count)
+    return NULL;
+  return &devs->devs[i];
+}
+
+char *clg_devices_mapping_string(const clg_devices *devs)
+{
+  clg_strbuf s;
+  clg_strbuf_init(&s);
+  int gpus = 0;
+  for (int i = 0; devs && i < devs->count; i++) {
+    const clg_device_info *info = &devs->devs[i].info;
+    if (devs->devs[i].is_host)
+      continue;
+    if (gpus++ == 0)
+      clg_strbuf_append(&s, "Device mapping:\n");
+    clg_strbuf_printf(&s, "%s -> device: %d, name: %s, pci bus id: %s\n", info->full_name,
+                      info->physical_index, info->cl_name, info->pci_bus_id);
+  }
+  if (gpus == 0)
+    clg_strbuf_append(&s, "Device mapping: no known devices.\n");
+  char *r = clg_strbuf_take(&s);
+  if (!r)
+    clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory formatting the device mapping");
+  return r;
+}
