@@ -1,0 +1,341 @@
+/* The placer: a pure function from (graph, devices, soft placement) to a device per node,
+ * following TensorFlow's rules (tf-semantics.md section 2):
+ *  - an explicit spec is honoured: the first matching device with a kernel, GPUs first;
+ *  - an unspecified node goes to the lowest-id GPU with a kernel, else CPU:0;
+ *  - an unspecified Identity follows its input (TensorFlow's heuristic B);
+ *  - generators (no inputs: Const, Placeholder) are placed last and follow their
+ *    consumers when all consumers share one device that can hold them;
+ *  - with soft placement, a spec that no device with a kernel matches falls back to the
+ *    spec without type and id, then to the default rule.
+ * Every decision keeps a reason, so a user can ask why a node is where it is. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "runtime/runtime.h"
+
+typedef struct placer {
+  const clg_graph *g;
+  const clg_devices *devs;
+  clg_devname *names; /* parsed full name of each device */
+  int *order;         /* device indices by priority: GPUs by id, then CPU:0 */
+  bool soft;
+  clg_placement *out;
+} placer;
+
+static bool node_is_generator(const clg_node *n) { return n->num_inputs == 0; }
+
+static const char *short_type(const clg_device_info *d) { return d->type; }
+
+/* Appends the TensorFlow-style summary of a Const value: "1 2 3..." (first three). */
+static void summarize_value(clg_strbuf *s, const clg_tensor *t)
+{
+  size_t count = clg_tensor_count(t);
+  size_t shown = count < 3 ? count : 3;
+  const void *data = clg_tensor_const_data(t);
+  for (size_t i = 0; i < shown; i++) {
+    double v = clg_tensor_dtype(t) == CLG_FLOAT64 ? ((const double *)data)[i]
+               : clg_tensor_dtype(t) == CLG_FLOAT32 ? (double)((const float *)data)[i]
+                                                    : 0.0;
+    clg_strbuf_printf(s, "%s%g", i ? " " : "", v);
+  }
+  if (count > shown)
+    clg_strbuf_append(s, "...");
+}
+
+static const char *dt_enum(clg_dtype d)
+{
+  return d == CLG_FLOAT64 ? "DT_DOUBLE" : d == CLG_FLOAT16 ? "DT_HALF" : "DT_FLOAT";
+}
+
+char *clg_node_def_string(const clg_node *n)
+{
+  clg_strbuf s;
+  char shape[96];
+  clg_strbuf_init(&s);
+  clg_strbuf_printf(&s, "%s = %s[", n->name, n->op);
+  if (strcmp(n->op, "Const") == 0) {
+    clg_strbuf_printf(&s, "dtype=%s, value=Tensor<type: %s shape: %s values: ", dt_enum(n->dtype),
+                      clg_dtype_name(n->dtype), clg_node_shape_string(n, shape, sizeof shape));
+    summarize_value(&s, n->value);
+    clg_strbuf_append(&s, ">");
+  } else if (strcmp(n->op, "Placeholder") == 0) {
+    clg_strbuf_printf(&s, "dtype=%s, shape=%s", dt_enum(n->dtype),
+                      clg_node_shape_string(n, shape, sizeof shape));
+  } else if (strcmp(n->op, "MatMul") == 0) {
+    clg_strbuf_printf(&s, "T=%s, transpose_a=%s, transpose_b=%s", dt_enum(n->dtype),
+                      n->transpose_a ? "true" : "false", n->transpose_b ? "true" : "false");
+  } else if (strcmp(n->op, "AddN") == 0) {
+    clg_strbuf_printf(&s, "N=%d, T=%s", n->num_inputs, dt_enum(n->dtype));
+  } else {
+    clg_strbuf_printf(&s, "T=%s", dt_enum(n->dtype));
+  }
+  if (n->requested_text && n->requested_text[0])
+    clg_strbuf_printf(&s, ", _device=\"%s\"", n->requested_text);
+  clg_strbuf_append(&s, "](");
+  for (int i = 0; i < n->num_inputs; i++)
+    clg_strbuf_printf(&s, "%s%s", i ? ", " : "", n->inputs[i]->name);
+  clg_strbuf_append(&s, ")");
+  return clg_strbuf_take(&s);
+}
+
+static bool supported(const placer *p, const clg_node *n, int dev)
+{
+  return clg_kernels_supported(n->op, n->dtype, &p->devs->devs[dev]);
+}
+
+/* The first device by priority that matches spec (NULL: any) and has a kernel. With
+ * any_match, reports whether some device matched the spec regardless of kernels. */
+static int first_candidate(const placer *p, const clg_node *n, const clg_devname *spec,
+                           bool *any_match)
+{
+  if (any_match)
+    *any_match = false;
+  for (int k = 0; k < p->devs->count; k++) {
+    int d = p->order[k];
+    if (spec && !clg_devname_matches(spec, &p->names[d]))
+      continue;
+    if (any_match)
+      *any_match = true;
+    if (supported(p, n, d))
+      return d;
+  }
+  return -1;
+}
+
+static bool is_candidate(const placer *p, const clg_node *n, int dev)
+{
+  if (!supported(p, n, dev))
+    return false;
+  return clg_devname_is_empty(&n->requested) || clg_devname_matches(&n->requested, &p->names[dev]);
+}
+
+static void set_place(placer *p, const clg_node *n, int dev, const char *fmt, ...) CLG_PRINTF(4, 5);
+
+static void set_place(placer *p, const clg_node *n, int dev, const char *fmt, ...)
+{
+  va_list ap;
+  clg_placement *pl = &p->out[n->index];
+  pl->device = dev;
+  va_start(ap, fmt);
+  vsnprintf(pl->reason, sizeof pl->reason, fmt, ap);
+  va_end(ap);
+}
+
+static clg_code explain_failure(const placer *p, const clg_node *n, bool any_match)
+{
+  char *def = clg_node_def_string(n);
+  clg_code code;
+  if (!any_match) {
+    clg_strbuf avail;
+    clg_strbuf_init(&avail);
+    for (int d = 0; d < p->devs->count; d++)
+      clg_strbuf_printf(&avail, "%s%s", d ? ", " : "", p->devs->devs[d].info.full_name);
+    code = clg_error(CLG_INVALID_ARGUMENT,
+                     "Cannot assign a device to node '%s': Could not satisfy explicit device "
+                     "specification '%s' because no devices matching that specification are "
+                     "registered in this process; available devices: %s\n\t [[Node: %s]]",
+                     n->name, n->requested_text, avail.buf ? avail.buf : "", def ? def : n->name);
+    clg_strbuf_free(&avail);
+  } else {
+    const char *type = n->requested.has_type ? n->requested.type : "requested";
+    code = clg_error(CLG_INVALID_ARGUMENT,
+                     "Cannot assign a device to node '%s': Could not satisfy explicit device "
+                     "specification '%s' because no supported kernel for %s devices is "
+                     "available (op %s, dtype %s)\n\t [[Node: %s]]",
+                     n->name, n->requested_text, type, n->op, clg_dtype_name(n->dtype),
+                     def ? def : n->name);
+  }
+  free(def);
+  return code;
+}
+
+static clg_code place_default(placer *p, const clg_node *n, const char *why)
+{
+  int d = first_candidate(p, n, NULL, NULL);
+  if (d < 0)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "Node had no OpKernel registered to support this operation: Operation was "
+                     "%s and inputs were [%s]\n\t [[Node: %s]]",
+                     n->op, clg_dtype_name(n->dtype), n->name);
+  const clg_device_info *info = &p->devs->devs[d].info;
+  if (strcmp(short_type(info), "GPU") == 0)
+    set_place(p, n, d, "%sdefault: lowest-id GPU with a kernel for %s", why, n->op);
+  else
+    set_place(p, n, d, "%sdefault: no GPU has a kernel for %s (%s); CPU:0", why, n->op,
+              clg_dtype_name(n->dtype));
+  return CLG_OK;
+}
+
+/* Places a node by its own spec (no consumer or input heuristics). */
+static clg_code place_by_spec(placer *p, const clg_node *n)
+{
+  if (clg_devname_is_empty(&n->requested))
+    return place_default(p, n, "");
+  bool any_match;
+  int d = first_candidate(p, n, &n->requested, &any_match);
+  if (d >= 0) {
+    set_place(p, n, d, "explicit device specification '%s'", n->requested_text);
+    return CLG_OK;
+  }
+  if (!p->soft)
+    return explain_failure(p, n, any_match);
+  /* Soft placement: keep job/replica/task, drop type and id. */
+  clg_devname relaxed = n->requested;
+  relaxed.has_type = relaxed.has_id = false;
+  char why[120];
+  if (any_match)
+    snprintf(why, sizeof why, "soft placement: no kernel for %s on '%s'; ", n->op,
+             n->requested_text);
+  else
+    snprintf(why, sizeof why, "soft placement: no device matches '%s'; ", n->requested_text);
+  d = first_candidate(p, n, &relaxed, NULL);
+  if (d < 0)
+    return explain_failure(p, n, any_match);
+  const clg_device_info *info = &p->devs->devs[d].info;
+  set_place(p, n, d, "%s%s", why,
+            strcmp(info->type, "GPU") == 0 ? "lowest-id GPU with a kernel" : "CPU:0");
+  clg_log(CLG_LOG_INFO, "Soft placement: node '%s' (%s) requested '%s'; placed on %s instead",
+          n->name, n->op, n->requested_text, info->full_name);
+  return CLG_OK;
+}
+
+/* Consumers of each node in CSR form: users[start[i] .. start[i+1]) are node indices. */
+typedef struct consumers {
+  int *start;
+  int *users;
+} consumers;
+
+static clg_code place_generator(placer *p, const clg_node *n, const consumers *cs)
+{
+  /* Every consumer on one device that can hold this node: follow them. */
+  int common = -2, count = 0;
+  const clg_node *first = NULL;
+  for (int k = cs->start[n->index]; k < cs->start[n->index + 1]; k++) {
+    const clg_node *user = clg_graph_node(p->g, cs->users[k]);
+    int d = p->out[user->index].device;
+    if (!first)
+      first = user;
+    count++;
+    common = common == -2 ? d : (common == d ? d : -1);
+  }
+  if (common >= 0 && is_candidate(p, n, common)) {
+    if (count == 1)
+      set_place(p, n, common, "follows its consumer '%s'", first->name);
+    else
+      set_place(p, n, common, "follows its %d consumers ('%s', ...), all on one device", count,
+                first->name);
+    return CLG_OK;
+  }
+  return place_by_spec(p, n);
+}
+
+void clg_placement_order(const clg_graph *g, int n, int *order)
+{
+  int k = 0;
+  for (int i = n - 1; i >= 0; i--)
+    if (node_is_generator(clg_graph_node(g, i)))
+      order[k++] = i;
+  for (int i = 0; i < n; i++)
+    if (!node_is_generator(clg_graph_node(g, i)))
+      order[k++] = i;
+}
+
+/* Without soft placement, an explicit spec that cannot be satisfied is an error; report
+ * the first in placement order. */
+static clg_code check_explicit(placer *p, int nn)
+{
+  int *order = malloc(sizeof(int) * (size_t)(nn > 0 ? nn : 1));
+  if (!order)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory placing %d nodes", nn);
+  clg_placement_order(p->g, nn, order);
+  clg_code code = CLG_OK;
+  for (int k = 0; k < nn && code == CLG_OK; k++) {
+    const clg_node *n = clg_graph_node(p->g, order[k]);
+    bool any_match;
+    if (!clg_devname_is_empty(&n->requested) &&
+        first_candidate(p, n, &n->requested, &any_match) < 0)
+      code = explain_failure(p, n, any_match);
+  }
+  free(order);
+  return code;
+}
+
+clg_code clg_place(const clg_graph *g, const clg_devices *devs, bool allow_soft_placement,
+                   clg_placement *out)
+{
+  int nn = clg_graph_num_nodes(g);
+  placer p = {g, devs, NULL, NULL, allow_soft_placement, out};
+  clg_code code = CLG_OK;
+  p.names = calloc((size_t)devs->count, sizeof *p.names);
+  p.order = calloc((size_t)devs->count, sizeof *p.order);
+  consumers cs = {calloc((size_t)nn + 1, sizeof(int)), NULL};
+  size_t edges = 0;
+  for (int i = 0; i < nn; i++)
+    edges += (size_t)clg_graph_node(g, i)->num_inputs;
+  cs.users = malloc(sizeof(int) * (edges ? edges : 1));
+  if (!p.names || !p.order || !cs.start || !cs.users) {
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory placing %d nodes", nn);
+    goto done;
+  }
+  int k = 0;
+  for (int d = 1; d < devs->count; d++)
+    p.order[k++] = d;
+  p.order[k] = 0;
+  for (int d = 0; d < devs->count; d++)
+    if ((code = clg_devname_parse(devs->devs[d].info.full_name, &p.names[d])) != CLG_OK)
+      goto done;
+  for (int i = 0; i < nn; i++) {
+    const clg_node *n = clg_graph_node(g, i);
+    for (int j = 0; j < n->num_inputs; j++)
+      cs.start[n->inputs[j]->index + 1]++;
+  }
+  for (int i = 0; i < nn; i++)
+    cs.start[i + 1] += cs.start[i];
+  {
+    int *fill = calloc((size_t)nn + 1, sizeof(int));
+    if (!fill) {
+      code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory placing %d nodes", nn);
+      goto done;
+    }
+    for (int i = 0; i < nn; i++) {
+      const clg_node *n = clg_graph_node(g, i);
+      for (int j = 0; j < n->num_inputs; j++) {
+        int src = n->inputs[j]->index;
+        cs.users[cs.start[src] + fill[src]++] = i;
+      }
+    }
+    free(fill);
+  }
+  if (!allow_soft_placement && (code = check_explicit(&p, nn)) != CLG_OK)
+    goto done;
+  for (int i = 0; i < nn && code == CLG_OK; i++) {
+    const clg_node *n = clg_graph_node(g, i);
+    out[i].device = -1;
+    out[i].reason[0] = '\0';
+    if (node_is_generator(n))
+      continue;
+    if (strcmp(n->op, "Identity") == 0 && clg_devname_is_empty(&n->requested)) {
+      const clg_node *in = n->inputs[0];
+      int d = out[in->index].device;
+      if (d >= 0 && supported(&p, n, d)) {
+        set_place(&p, n, d, "follows its input '%s'", in->name);
+        continue;
+      }
+      /* The input is a generator placed later: place by the default rule. */
+    }
+    code = place_by_spec(&p, n);
+  }
+  for (int i = nn - 1; i >= 0 && code == CLG_OK; i--) {
+    const clg_node *n = clg_graph_node(g, i);
+    if (node_is_generator(n))
+      code = place_generator(&p, n, &cs);
+  }
+done:
+  free(p.names);
+  free(p.order);
+  free(cs.start);
+  free(cs.users);
+  return code;
+}

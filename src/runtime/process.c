@@ -1,0 +1,213 @@
+/* Process-wide device state. As in TensorFlow, devices and their allocators belong to the
+ * process, not to a session: the first session configures them, and a later session
+ * asking for a different configuration gets a warning. Unlike TensorFlow, the state is
+ * released when the last session is freed, so an embedding program leaks nothing. */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/transfer.h"
+#include "kernels/kernels.h"
+#include "runtime/runtime.h"
+
+struct clg_process {
+  int refs;
+  clg_devices *devs;
+  clg_session_options first; /* the options of the session that created the state */
+  char *visible;             /* owned copy of first.visible_device_list */
+  clg_virtual_devices *virt; /* owned copy of first.virtual_devices */
+  clg_allocator **allocs;    /* one per device, created on first use */
+  pthread_mutex_t lock;      /* guards allocs and warned */
+  char **warned;             /* "<device>|<reason>" keys already warned about */
+  int num_warned;
+};
+
+static pthread_mutex_t process_lock = PTHREAD_MUTEX_INITIALIZER;
+static clg_process *process;
+
+static bool same_string(const char *a, const char *b)
+{
+  return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static bool same_devices(const clg_session_options *a, const clg_session_options *b)
+{
+  if (a->device_types != b->device_types || a->num_virtual != b->num_virtual ||
+      !same_string(a->visible_device_list, b->visible_device_list))
+    return false;
+  for (int i = 0; i < a->num_virtual; i++)
+    if (memcmp(&a->virtual_devices[i], &b->virtual_devices[i], sizeof(clg_virtual_devices)) != 0)
+      return false;
+  return true;
+}
+
+static bool same_memory(const clg_memory_options *a, const clg_memory_options *b)
+{
+  return !a->allow_growth == !b->allow_growth &&
+         a->per_process_gpu_memory_fraction == b->per_process_gpu_memory_fraction &&
+         a->host_limit == b->host_limit;
+}
+
+static void process_destroy(clg_process *p)
+{
+  if (!p)
+    return;
+  if (p->allocs && p->devs)
+    for (int i = 0; i < p->devs->count; i++)
+      if (p->allocs[i]) {
+        clg_device_finish(clg_devices_at(p->devs, i));
+        clg_allocator_destroy(p->allocs[i]);
+      }
+  clg_cl_release_all();
+  clg_devices_free(p->devs);
+  for (int i = 0; i < p->num_warned; i++)
+    free(p->warned[i]);
+  free(p->warned);
+  free(p->allocs);
+  free(p->visible);
+  free(p->virt);
+  pthread_mutex_destroy(&p->lock);
+  free(p);
+}
+
+static clg_code validate_options(const clg_session_options *opt)
+{
+  double f = opt->gpu_options.per_process_gpu_memory_fraction;
+  if (isnan(f) || f < 0.0 || f > 1.0)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "per_process_gpu_memory_fraction must be in [0, 1] (0: the default, the "
+                     "whole memory); got %g",
+                     f);
+  if (f > 0.0 && opt->num_virtual > 0)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "It's invalid to set per_process_gpu_memory_fraction when virtual_devices "
+                     "is set.");
+  if (opt->num_virtual < 0 || (opt->num_virtual > 0 && !opt->virtual_devices))
+    return clg_error(CLG_INVALID_ARGUMENT, "num_virtual is %d but virtual_devices is %s",
+                     opt->num_virtual, opt->virtual_devices ? "set" : "NULL");
+  return CLG_OK;
+}
+
+static clg_code process_create(const clg_session_options *opt, clg_process **out)
+{
+  clg_process *p = calloc(1, sizeof *p);
+  if (!p)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating the device state");
+  pthread_mutex_init(&p->lock, NULL);
+  p->first = *opt;
+  if (opt->visible_device_list && !(p->visible = clg_strdup(opt->visible_device_list)))
+    goto oom;
+  p->first.visible_device_list = p->visible;
+  if (opt->num_virtual > 0) {
+    p->virt = malloc(sizeof *p->virt * (size_t)opt->num_virtual);
+    if (!p->virt)
+      goto oom;
+    memcpy(p->virt, opt->virtual_devices, sizeof *p->virt * (size_t)opt->num_virtual);
+  }
+  p->first.virtual_devices = p->virt;
+
+  clg_device_config cfg;
+  clg_device_config_init(&cfg);
+  cfg.types = opt->device_types;
+  cfg.visible_device_list = opt->visible_device_list;
+  cfg.num_virtual = opt->num_virtual;
+  cfg.virtual_devices = opt->virtual_devices;
+  clg_code code = clg_devices_new(&cfg, &p->devs);
+  if (code != CLG_OK) {
+    process_destroy(p);
+    return code;
+  }
+  p->allocs = calloc((size_t)p->devs->count, sizeof *p->allocs);
+  if (!p->allocs)
+    goto oom;
+  *out = p;
+  return CLG_OK;
+oom:
+  process_destroy(p);
+  return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating the device state");
+}
+
+clg_code clg_process_acquire(const clg_session_options *opt, clg_process **out)
+{
+  clg_code code = validate_options(opt);
+  if (code != CLG_OK)
+    return code;
+  pthread_mutex_lock(&process_lock);
+  if (!process) {
+    code = process_create(opt, &process);
+  } else {
+    if (!same_devices(&process->first, opt))
+      clg_log(CLG_LOG_WARNING,
+              "This session asks for a device configuration (device types, "
+              "visible_device_list, virtual devices) different from the one the devices of "
+              "this process were created with; the existing devices are used.");
+    if (!same_memory(&process->first.gpu_options, &opt->gpu_options))
+      clg_log(CLG_LOG_WARNING,
+              "This session asks for GPU memory options (allow_growth=%d, "
+              "per_process_gpu_memory_fraction=%g) different from those the device allocators "
+              "were created with (allow_growth=%d, per_process_gpu_memory_fraction=%g); the "
+              "existing allocators are used.",
+              opt->gpu_options.allow_growth, opt->gpu_options.per_process_gpu_memory_fraction,
+              process->first.gpu_options.allow_growth,
+              process->first.gpu_options.per_process_gpu_memory_fraction);
+  }
+  if (code == CLG_OK) {
+    process->refs++;
+    *out = process;
+  }
+  pthread_mutex_unlock(&process_lock);
+  return code;
+}
+
+void clg_process_release(clg_process *p)
+{
+  if (!p)
+    return;
+  pthread_mutex_lock(&process_lock);
+  if (--p->refs == 0) {
+    process_destroy(p);
+    process = NULL;
+  }
+  pthread_mutex_unlock(&process_lock);
+}
+
+clg_devices *clg_process_devices(clg_process *p) { return p->devs; }
+
+clg_code clg_process_allocator(clg_process *p, int device, clg_allocator **out)
+{
+  clg_code code = CLG_OK;
+  pthread_mutex_lock(&p->lock);
+  if (!p->allocs[device])
+    code = clg_allocator_new(clg_devices_at(p->devs, device), &p->first.gpu_options,
+                             &p->allocs[device]);
+  *out = p->allocs[device];
+  pthread_mutex_unlock(&p->lock);
+  return code;
+}
+
+void clg_process_warn_once(clg_process *p, int device, const char *reason, const char *message)
+{
+  clg_strbuf key;
+  clg_strbuf_init(&key);
+  clg_strbuf_printf(&key, "%d|%s", device, reason);
+  char *k = clg_strbuf_take(&key);
+  if (!k)
+    return;
+  pthread_mutex_lock(&p->lock);
+  bool seen = false;
+  for (int i = 0; i < p->num_warned && !seen; i++)
+    seen = strcmp(p->warned[i], k) == 0;
+  if (!seen) {
+    char **w = realloc(p->warned, sizeof *w * (size_t)(p->num_warned + 1));
+    if (w) {
+      p->warned = w;
+      p->warned[p->num_warned++] = k;
+      k = NULL;
+    }
+  }
+  pthread_mutex_unlock(&p->lock);
+  free(k);
+  if (!seen)
+    clg_log(CLG_LOG_WARNING, "%s", message);
+}
