@@ -1,6 +1,6 @@
 /* Data movement on OpenCL devices. Copies inside one context use clEnqueueCopyBuffer on
  * the destination's queue, ordered after the source's event, so no queue is drained. */
-#include "device/transfer.h"
+#include "device/device.h"
 
 clg_code clg_device_upload(clg_device *dev, cl_mem mem, size_t offset, const void *host, size_t bytes)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/transfer.h"
+#include "device/device.h"
 #include "kernels/kernels.h"
 #include "runtime/runtime.h"
 
