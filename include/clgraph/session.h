@@ -67,6 +67,15 @@ const char *clg_session_node_device(const clg_session *s, const clg_node *n);
  * GPU with a kernel for MatMul", ...), or NULL. */
 const char *clg_session_node_reason(const clg_session *s, const clg_node *n);
 
+/* Tracing: when on, each run records when every node ran on its device: between markers
+ * enqueued around its work on an OpenCL device's queue (device clock, ns), or the host's
+ * monotonic clock for CPU:0. Costs two markers per node; off by default. */
+clg_code clg_session_set_tracing(clg_session *s, int on);
+/* The start and end (ns) of node n in the last run. FAILED_PRECONDITION when tracing is
+ * off, NOT_FOUND when n did not run. */
+clg_code clg_session_node_times(clg_session *s, const clg_node *n, uint64_t *start_ns,
+                                uint64_t *end_ns);
+
 /* Memory statistics of a device named in any accepted spelling ("/device:GPU:0").
  * NOT_FOUND for an unknown device. */
 clg_code clg_session_memory_stats(clg_session *s, const char *device, clg_memory_stats *out);

@@ -30,6 +30,14 @@ typedef struct value {
   copy *copies;
 } value;
 
+/* When a node ran, for tracing: markers around its work on an OpenCL queue (CLBlast's own
+ * event covers only its last kernel), or the host clock. */
+typedef struct trace {
+  bool ran;
+  cl_event before, after;
+  uint64_t start_ns, end_ns;
+} trace;
+
 struct clg_executor {
   clg_process *proc;
   clg_devices *devs;
@@ -41,6 +49,7 @@ struct clg_executor {
   value *vals;
   bool *needed;
   int *fed; /* feed index + 1, 0 when not fed */
+  trace *traces; /* NULL unless tracing */
 };
 
 static clg_device *device(clg_executor *x, int d) { return clg_devices_at(x->devs, d); }
@@ -193,10 +202,66 @@ clg_code clg_executor_new(clg_process *p, const clg_graph *g, const clg_placemen
   return CLG_OK;
 }
 
+static void traces_reset(clg_executor *x)
+{
+  if (!x->traces)
+    return;
+  for (int i = 0; i < x->nn; i++) {
+    if (x->traces[i].before)
+      clReleaseEvent(x->traces[i].before);
+    if (x->traces[i].after)
+      clReleaseEvent(x->traces[i].after);
+  }
+  memset(x->traces, 0, sizeof *x->traces * (size_t)x->nn);
+}
+
+/* Turns the markers of the last run into times on the device clock. */
+static void traces_resolve(clg_executor *x)
+{
+  for (int i = 0; x->traces && i < x->nn; i++) {
+    trace *t = &x->traces[i];
+    uint64_t s0, e0, s1, e1;
+    if (t->before && t->after && clWaitForEvents(1, &t->after) == CL_SUCCESS &&
+        clg_device_event_times(t->before, &s0, &e0) == CLG_OK &&
+        clg_device_event_times(t->after, &s1, &e1) == CLG_OK) {
+      t->start_ns = e0;
+      t->end_ns = e1;
+    }
+  }
+}
+
+clg_code clg_executor_set_tracing(clg_executor *x, bool on)
+{
+  traces_reset(x);
+  if (!on) {
+    free(x->traces);
+    x->traces = NULL;
+    return CLG_OK;
+  }
+  if (!x->traces && !(x->traces = calloc((size_t)(x->nn > 0 ? x->nn : 1), sizeof *x->traces)))
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for tracing");
+  return CLG_OK;
+}
+
+clg_code clg_executor_node_times(const clg_executor *x, const clg_node *n, uint64_t *start_ns,
+                                 uint64_t *end_ns)
+{
+  if (!x->traces)
+    return clg_error(CLG_FAILED_PRECONDITION, "tracing is off for this session");
+  const trace *t = &x->traces[n->index];
+  if (!t->ran)
+    return clg_error(CLG_NOT_FOUND, "node '%s' did not run in the last traced run", n->name);
+  *start_ns = t->start_ns;
+  *end_ns = t->end_ns;
+  return CLG_OK;
+}
+
 void clg_executor_free(clg_executor *x)
 {
   if (!x)
     return;
+  if (x->traces)
+    clg_executor_set_tracing(x, false);
   if (x->const_ready)
     for (int i = 0; i < x->nn; i++)
       if (x->const_ready[i]) {
@@ -284,7 +349,18 @@ static clg_code run_node(clg_executor *x, const clg_node *n, int d)
   if (code == CLG_OK) {
     v->live = true;
     v->dev = d;
-    code = ops(x, d)->run(x->proc, d, n, in, &v->block);
+    trace *t = x->traces ? &x->traces[n->index] : NULL;
+    if (t) {
+      t->ran = true;
+      t->start_ns = clg_now_ns();
+      code = ops(x, d)->ready_event(device(x, d), &t->before);
+    }
+    if (code == CLG_OK)
+      code = ops(x, d)->run(x->proc, d, n, in, &v->block);
+    if (t && code == CLG_OK) {
+      t->end_ns = clg_now_ns();
+      code = ops(x, d)->ready_event(device(x, d), &t->after);
+    }
     if (code != CLG_OK)
       clg_error_prefix("node '%s' (%s) on %s: ", n->name, n->op, device(x, d)->info.full_name);
   }
@@ -369,6 +445,7 @@ clg_code clg_executor_run(clg_executor *x, int num_feeds, clg_node *const *feed_
 {
   memset(x->fed, 0, sizeof *x->fed * (size_t)x->nn);
   memset(x->needed, 0, sizeof *x->needed * (size_t)x->nn);
+  traces_reset(x);
   clg_code code = check_args(x, num_feeds, feed_nodes, feeds, num_fetches, fetches, outputs);
   if (code != CLG_OK)
     return code;
@@ -409,5 +486,6 @@ clg_code clg_executor_run(clg_executor *x, int num_feeds, clg_node *const *feed_
       value_release(x, &x->vals[i]);
     x->vals[i].uses = 0;
   }
+  traces_resolve(x);
   return code;
 }

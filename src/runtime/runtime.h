@@ -84,5 +84,9 @@ void clg_executor_free(clg_executor *x);
 clg_code clg_executor_run(clg_executor *x, int num_feeds, clg_node *const *feed_nodes,
                           clg_tensor *const *feeds, int num_fetches, clg_node *const *fetches,
                           clg_tensor **outputs);
+/* Tracing: record when each node runs (see clg_session_set_tracing). */
+clg_code clg_executor_set_tracing(clg_executor *x, bool on);
+clg_code clg_executor_node_times(const clg_executor *x, const clg_node *n, uint64_t *start_ns,
+                                 uint64_t *end_ns);
 
 #endif

@@ -12,6 +12,7 @@ struct clg_session {
   clg_process *proc;
   pthread_mutex_t lock; /* serialises runs */
   int placed;           /* nodes placed (the graph may grow after creation) */
+  bool tracing;
   clg_placement *placement;
   clg_executor *exec;
 };
@@ -68,6 +69,11 @@ static clg_code session_place(clg_session *s)
   if (code == CLG_OK)
     code = clg_executor_new(s->proc, s->graph, pl, &x);
   if (code != CLG_OK) {
+    free(pl);
+    return code;
+  }
+  if (s->tracing && (code = clg_executor_set_tracing(x, true)) != CLG_OK) {
+    clg_executor_free(x);
     free(pl);
     return code;
   }
@@ -155,6 +161,31 @@ clg_code clg_session_run(clg_session *s, int num_feeds, clg_node *const *feed_no
     code = session_place(s);
   if (code == CLG_OK)
     code = clg_executor_run(s->exec, num_feeds, feed_nodes, feeds, num_fetches, fetches, outputs);
+  pthread_mutex_unlock(&s->lock);
+  return code;
+}
+
+clg_code clg_session_set_tracing(clg_session *s, int on)
+{
+  if (!s)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_session_set_tracing: session is NULL");
+  pthread_mutex_lock(&s->lock);
+  clg_code code = clg_executor_set_tracing(s->exec, on != 0);
+  if (code == CLG_OK)
+    s->tracing = on != 0;
+  pthread_mutex_unlock(&s->lock);
+  return code;
+}
+
+clg_code clg_session_node_times(clg_session *s, const clg_node *n, uint64_t *start_ns,
+                                uint64_t *end_ns)
+{
+  if (!s || !n || !start_ns || !end_ns)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_session_node_times: a NULL argument");
+  if (n->graph != s->graph || n->index >= s->placed)
+    return clg_error(CLG_INVALID_ARGUMENT, "node '%s' is not placed in this session", n->name);
+  pthread_mutex_lock(&s->lock);
+  clg_code code = clg_executor_node_times(s->exec, n, start_ns, end_ns);
   pthread_mutex_unlock(&s->lock);
   return code;
 }

@@ -1,0 +1,258 @@
+/* Execution across devices: feeds and fetches, automatic copies between CPU:0 and the
+ * GPUs, tensor lifetimes, towers overlapping on two devices (shown with the trace's event
+ * times), running out of device memory and recovering, and bad input to runs. */
+#include <stdlib.h>
+
+#include "testutil.h"
+
+static const int64_t d22[2] = {2, 2};
+
+static clg_tensor *f32(int rank, const int64_t *dims, const float *v)
+{
+  return clg_tensor_new(CLG_FLOAT32, rank, dims, v);
+}
+
+static void check_values(const clg_tensor *t, const float *want, size_t n)
+{
+  CHECK(t != NULL);
+  if (!t)
+    return;
+  const float *got = clg_tensor_const_data(t);
+  bool same = clg_tensor_count(t) == n;
+  for (size_t i = 0; same && i < n; i++)
+    same = got[i] == want[i];
+  CHECK_MSG(same, "values differ (first: got %g want %g)", (double)got[0], (double)want[0]);
+}
+
+/* A chain through every kind of copy: CPU -> GPU:0 -> GPU:1 -> CPU, fed and fetched many
+ * times; memory returns to the cached constants after each run. */
+static void test_copies_and_feeds(void)
+{
+  clg_graph *g = clg_graph_new();
+  CHECK_OK(clg_graph_push_device(g, "/cpu:0"));
+  clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 2, d22);
+  CHECK_OK(clg_graph_pop_device(g));
+  float k[4] = {1, 2, 3, 4};
+  CHECK_OK(clg_graph_push_device(g, "/device:GPU:0"));
+  clg_node *c = clg_const_f32(g, "k", 2, d22, k);
+  clg_node *a = clg_add(g, "a", x, c);
+  CHECK_OK(clg_graph_pop_device(g));
+  CHECK_OK(clg_graph_push_device(g, "/device:GPU:1"));
+  clg_node *m = clg_mul(g, "m", a, a);
+  clg_node *mm = clg_matmul(g, "mm", m, c, false, true);
+  CHECK_OK(clg_graph_pop_device(g));
+  CHECK_OK(clg_graph_push_device(g, "/cpu:0"));
+  clg_node *out = clg_sub(g, "out", mm, a);
+  CHECK_OK(clg_graph_pop_device(g));
+  CHECK_OK(clg_graph_status(g));
+
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, NULL, &s));
+  if (!s) {
+    clg_graph_free(g);
+    return;
+  }
+  for (int run = 0; run < 20; run++) {
+    float xv[4] = {(float)run, 1, -2, 0.5f};
+    clg_tensor *feed = f32(2, d22, xv);
+    clg_tensor *res[2] = {NULL, NULL};
+    clg_node *fetch[2] = {out, m};
+    CHECK_OK(clg_session_run(s, 1, &x, &feed, 2, fetch, res));
+    float av[4], mv[4], mmv[4], want[4];
+    for (int i = 0; i < 4; i++) {
+      av[i] = xv[i] + k[i];
+      mv[i] = av[i] * av[i];
+    }
+    for (int i = 0; i < 2; i++)
+      for (int j = 0; j < 2; j++)
+        mmv[i * 2 + j] = mv[i * 2] * k[j * 2] + mv[i * 2 + 1] * k[j * 2 + 1];
+    for (int i = 0; i < 4; i++)
+      want[i] = mmv[i] - av[i];
+    check_values(res[0], want, 4);
+    check_values(res[1], mv, 4);
+    clg_tensor_free(res[0]);
+    clg_tensor_free(res[1]);
+    clg_tensor_free(feed);
+  }
+  const char *devices[3] = {"/device:GPU:0", "/device:GPU:1", "/cpu:0"};
+  for (int i = 0; i < 3; i++) {
+    clg_memory_stats st;
+    CHECK_OK(clg_session_memory_stats(s, devices[i], &st));
+    /* Only the cached Const (one 256-byte block, on GPU:0) outlives a run. */
+    uint64_t want = i == 0 ? 256 : 0;
+    CHECK_MSG(st.bytes_in_use == want, "%s: %llu bytes in use after the runs, want %llu",
+              devices[i], (unsigned long long)st.bytes_in_use, (unsigned long long)want);
+  }
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+/* Two towers of 256x256 products on GPU:2 and GPU:3: their device-time intervals overlap. */
+static void test_towers_overlap(void)
+{
+  enum { N = 192 };
+  int64_t dims[2] = {N, N};
+  float *v = malloc(sizeof(float) * N * N);
+  for (int i = 0; i < N * N; i++)
+    v[i] = (float)((i % 7) - 3) / 4.0f;
+  clg_graph *g = clg_graph_new();
+  clg_node *tower[2];
+  const char *gpus[2] = {"/device:GPU:2", "/device:GPU:3"};
+  for (int t = 0; t < 2; t++) {
+    CHECK_OK(clg_graph_push_device(g, gpus[t]));
+    clg_node *a = clg_const_f32(g, NULL, 2, dims, v);
+    clg_node *p = clg_matmul(g, NULL, a, a, false, false);
+    for (int r = 0; r < 3; r++)
+      p = clg_matmul(g, NULL, p, a, false, true);
+    tower[t] = p;
+    CHECK_OK(clg_graph_pop_device(g));
+  }
+  CHECK_OK(clg_graph_push_device(g, "/cpu:0"));
+  clg_node *sum = clg_add_n(g, NULL, 2, tower);
+  CHECK_OK(clg_graph_pop_device(g));
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, NULL, &s));
+  if (s) {
+    clg_tensor *out = NULL;
+    CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &sum, &out)); /* warm-up: compiles */
+    clg_tensor_free(out);
+    CHECK_CODE(clg_session_node_times(s, sum, &(uint64_t){0}, &(uint64_t){0}),
+               CLG_FAILED_PRECONDITION);
+    CHECK_OK(clg_session_set_tracing(s, 1));
+    bool overlapped = false;
+    for (int attempt = 0; attempt < 5 && !overlapped; attempt++) {
+      out = NULL;
+      CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &sum, &out));
+      clg_tensor_free(out);
+      uint64_t s0 = 0, e0 = 0, s1 = 0, e1 = 0;
+      CHECK_OK(clg_session_node_times(s, tower[0], &s0, &e0));
+      CHECK_OK(clg_session_node_times(s, tower[1], &s1, &e1));
+      CHECK(s0 < e0 && s1 < e1);
+      overlapped = s0 < e1 && s1 < e0;
+      printf("towers: GPU:2 [%llu, %llu] GPU:3 [%llu, %llu] ns (relative to GPU:2's start)\n",
+             0ull, (unsigned long long)(e0 - s0), (unsigned long long)(s1 - s0),
+             (unsigned long long)(e1 - s0));
+    }
+    CHECK_MSG(overlapped, "the two towers never ran at the same time");
+  }
+  clg_session_free(s);
+  clg_graph_free(g);
+  free(v);
+}
+
+/* Virtual GPU:0 limited to 1 MiB: a 4 MiB tensor is RESOURCE_EXHAUSTED naming the node,
+ * and the session runs a graph that fits afterwards. */
+static void test_out_of_memory(void)
+{
+  clg_graph *g = clg_graph_new();
+  int64_t big[2] = {1024, 1024};
+  CHECK_OK(clg_graph_push_device(g, "/device:GPU:0"));
+  clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 2, big);
+  clg_node *y = clg_add(g, "y", x, x);
+  clg_node *small = clg_placeholder(g, "small", CLG_FLOAT32, 2, d22);
+  clg_node *z = clg_add(g, "z", small, small);
+  CHECK_OK(clg_graph_pop_device(g));
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  clg_virtual_devices vd = {1, {1.0}};
+  opt.num_virtual = 1;
+  opt.virtual_devices = &vd;
+  opt.visible_device_list = "0";
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, &opt, &s));
+  if (s) {
+    clg_tensor *feed = clg_tensor_new(CLG_FLOAT32, 2, big, NULL);
+    clg_tensor *out = NULL;
+    clg_test_log_capture_start(CLG_LOG_WARNING);
+    CHECK_CODE(clg_session_run(s, 1, &x, &feed, 1, &y, &out), CLG_RESOURCE_EXHAUSTED);
+    clg_test_log_capture_stop();
+    CHECK_CONTAINS(clg_last_error(), "feeding 'x': ");
+    CHECK_CONTAINS(clg_last_error(), "OOM when allocating tensor with shape[1024,1024] and type "
+                                     "float on /job:localhost/replica:0/task:0/device:GPU:0");
+    CHECK(out == NULL);
+    float sv[4] = {1, 2, 3, 4}, want[4] = {2, 4, 6, 8};
+    clg_tensor *sf = f32(2, d22, sv);
+    CHECK_OK(clg_session_run(s, 1, &small, &sf, 1, &z, &out));
+    check_values(out, want, 4);
+    clg_tensor_free(out);
+    clg_tensor_free(sf);
+    clg_tensor_free(feed);
+  }
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+static void test_bad_runs(void)
+{
+  clg_graph *g = clg_graph_new(), *other = clg_graph_new();
+  clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 2, d22);
+  clg_node *y = clg_identity(g, "y", x);
+  clg_node *foreign = clg_placeholder(other, "f", CLG_FLOAT32, 2, d22);
+  clg_session *s = NULL;
+  CHECK_CODE(clg_session_new(NULL, NULL, &s), CLG_INVALID_ARGUMENT);
+  CHECK_CODE(clg_session_new(g, NULL, NULL), CLG_INVALID_ARGUMENT);
+  CHECK_OK(clg_session_new(g, NULL, &s));
+  clg_tensor *out = NULL;
+  float v[4] = {1, 2, 3, 4};
+  int64_t d3[2] = {2, 3};
+  clg_tensor *good = f32(2, d22, v), *wrong_shape = clg_tensor_new(CLG_FLOAT32, 2, d3, NULL);
+  clg_tensor *wrong_type = clg_tensor_new(CLG_FLOAT64, 2, d22, NULL);
+  CHECK_CODE(clg_session_run(NULL, 0, NULL, NULL, 1, &y, &out), CLG_INVALID_ARGUMENT);
+  CHECK_CODE(clg_session_run(s, 0, NULL, NULL, 1, &y, &out), CLG_INVALID_ARGUMENT);
+  CHECK_STR(clg_last_error(), "You must feed a value for placeholder tensor 'x' with dtype float "
+                              "and shape [2,2]");
+  CHECK_CODE(clg_session_run(s, 1, &x, &wrong_shape, 1, &y, &out), CLG_INVALID_ARGUMENT);
+  CHECK_STR(clg_last_error(), "Cannot feed value of shape [2,3] for 'x', which has shape [2,2]");
+  CHECK_CODE(clg_session_run(s, 1, &x, &wrong_type, 1, &y, &out), CLG_INVALID_ARGUMENT);
+  CHECK_STR(clg_last_error(), "Cannot feed value of type double for 'x', which has type float");
+  CHECK_CODE(clg_session_run(s, 1, &foreign, &good, 1, &y, &out), CLG_INVALID_ARGUMENT);
+  CHECK_STR(clg_last_error(), "feed_nodes[0] ('f') is not a node of this session's graph");
+  CHECK_CODE(clg_session_run(s, 1, &x, &good, 1, &foreign, &out), CLG_INVALID_ARGUMENT);
+  clg_node *twice[2] = {x, x};
+  clg_tensor *twice_v[2] = {good, good};
+  CHECK_CODE(clg_session_run(s, 2, twice, twice_v, 1, &y, &out), CLG_INVALID_ARGUMENT);
+  CHECK_STR(clg_last_error(), "'x' is fed twice (feeds 0 and 1)");
+  clg_node *null_node = NULL;
+  CHECK_CODE(clg_session_run(s, 0, NULL, NULL, 1, &null_node, &out), CLG_INVALID_ARGUMENT);
+  CHECK_CODE(clg_session_run(s, 1, &x, NULL, 1, &y, &out), CLG_INVALID_ARGUMENT);
+  CHECK_CODE(clg_session_run(s, 0, NULL, NULL, 1, &y, NULL), CLG_INVALID_ARGUMENT);
+  CHECK(out == NULL);
+  /* After all that, the session still runs. Feeding a non-placeholder is allowed. */
+  CHECK_OK(clg_session_run(s, 1, &x, &good, 1, &y, &out));
+  check_values(out, v, 4);
+  clg_tensor_free(out);
+  out = NULL;
+  CHECK_OK(clg_session_run(s, 1, &y, &good, 1, &y, &out));
+  check_values(out, v, 4);
+  clg_tensor_free(out);
+  /* A graph that grows after the session was made is placed again at the next run. */
+  clg_node *z = clg_add(g, "z", y, y);
+  out = NULL;
+  CHECK_OK(clg_session_run(s, 1, &x, &good, 1, &z, &out));
+  float twicev[4] = {2, 4, 6, 8};
+  check_values(out, twicev, 4);
+  clg_tensor_free(out);
+  /* A builder error on the graph stops runs. */
+  clg_node *p3 = clg_placeholder(g, "p3", CLG_FLOAT32, 2, d3);
+  CHECK(clg_matmul(g, "bad", p3, p3, false, false) == NULL);
+  CHECK_CODE(clg_session_run(s, 1, &x, &good, 1, &z, &out), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "the graph has a builder error: ");
+  clg_session_free(s);
+  clg_session_free(NULL);
+  clg_tensor_free(good);
+  clg_tensor_free(wrong_shape);
+  clg_tensor_free(wrong_type);
+  clg_graph_free(g);
+  clg_graph_free(other);
+}
+
+int main(void)
+{
+  if (!clg_test_require_gpus(4))
+    return clg_test_summary("test_execution");
+  test_bad_runs();
+  test_copies_and_feeds();
+  test_out_of_memory();
+  test_towers_overlap();
+  return clg_test_summary("test_execution");
+}
