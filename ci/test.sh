@@ -12,3 +12,4 @@ cmake -S . -B build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLGRAPH_WERROR=ON >/d
 cmake --build build/ci -j "$jobs"
 echo "== tests"
 ctest --test-dir build/ci --output-on-failure -j "$jobs"
+bash ci/consumer.sh  # embedding: install, build tests/consumer with CMake and pkg-config, README example (added by face)
