@@ -2,7 +2,9 @@
  *
  * Each device has one allocator for the life of the process (TensorFlow's GPU_<id>_bfc):
  * regions of device memory (cl_mem buffers, or aligned host memory for CPU:0) carved into
- * blocks. These statistics are kept always, at no measurable cost.
+ * blocks. These statistics are kept always, at no measurable cost. For CPU:0 ("cpu") each
+ * block is its own host allocation: no regions, bytes_reserved counts the blocks, and
+ * bytes_limit is the host limit (or the physical memory when there is none).
  */
 #ifndef CLGRAPH_MEMORY_H
 #define CLGRAPH_MEMORY_H
@@ -14,17 +16,20 @@ extern "C" {
 #endif
 
 typedef struct clg_memory_stats {
-  uint64_t bytes_in_use;       /* sum of the (rounded) sizes of live blocks */
-  uint64_t peak_bytes_in_use;  /* since creation or the last reset */
-  uint64_t bytes_limit;        /* the most the allocator may reserve */
-  uint64_t bytes_reserved;     /* sum of region sizes */
+  uint64_t bytes_in_use;      /* sum of the (rounded) sizes of live blocks */
+  uint64_t peak_bytes_in_use; /* since creation or the last reset */
+  uint64_t bytes_limit;       /* the most the allocator may reserve */
+  uint64_t bytes_reserved;    /* sum of region sizes */
   uint64_t peak_bytes_reserved;
   uint64_t num_regions;
   uint64_t num_allocs;         /* allocations made since creation or the last reset */
   uint64_t live_allocs;        /* blocks in use now */
   uint64_t largest_alloc_size; /* since creation or the last reset */
   uint64_t largest_free_block;
-  double fragmentation;        /* (free - largest free block) / free; 0 when nothing is free */
+  double fragmentation; /* (free - largest free block) / free; 0 when nothing is free */
+  /* Blocks freed while a command may still use them: neither in use nor free until that
+   * command's event completes. */
+  uint64_t bytes_pending;
 } clg_memory_stats;
 
 /* Memory options, with TensorFlow's meaning (GPUOptions). */

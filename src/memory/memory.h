@@ -29,10 +29,33 @@ clg_code clg_suballoc_remove_region(clg_suballoc *a, uint32_t region);
 /* Best fit: returns false (no error recorded) when no free block can hold size bytes. */
 bool clg_suballoc_alloc(clg_suballoc *a, uint64_t size, uint32_t *region, uint64_t *offset,
                         uint64_t *block_size);
-/* Frees the block that starts at (region, offset); coalesces with free neighbours. */
-void clg_suballoc_release(clg_suballoc *a, uint32_t region, uint64_t offset);
+/* Frees the block in use that starts at (region, offset); coalesces with free neighbours.
+ * Returns false (and changes nothing) when no block in use starts there. */
+bool clg_suballoc_release(clg_suballoc *a, uint32_t region, uint64_t offset);
+/* The same, but only if that block's size is `size` (0: any): one lookup to check and free. */
+bool clg_suballoc_release_sized(clg_suballoc *a, uint32_t region, uint64_t offset, uint64_t size);
 /* Checks every invariant; INTERNAL with a description of the first violation. */
 clg_code clg_suballoc_validate(const clg_suballoc *a);
+
+uint64_t clg_suballoc_alignment(const clg_suballoc *a);
+/* The size of the block in use at (region, offset), 0 if there is none. */
+uint64_t clg_suballoc_block_size(const clg_suballoc *a, uint32_t region, uint64_t offset);
+/* The largest free block in bytes (0 when nothing is free). */
+uint64_t clg_suballoc_largest_free(const clg_suballoc *a);
+/* Bytes in use in a region; UINT64_MAX when there is no such region. */
+uint64_t clg_suballoc_region_used(const clg_suballoc *a, uint32_t region);
+
+typedef struct clg_suballoc_info {
+  uint64_t bytes_total, bytes_used, bytes_free, largest_free;
+  uint64_t used_blocks, free_blocks;
+  uint32_t regions;
+} clg_suballoc_info;
+void clg_suballoc_info_get(const clg_suballoc *a, clg_suballoc_info *out);
+
+/* Calls visit for every block, region by region, in address order. */
+typedef void (*clg_suballoc_visit)(void *user, uint32_t region, uint64_t region_size,
+                                   uint64_t offset, uint64_t size, bool in_use);
+void clg_suballoc_walk(const clg_suballoc *a, clg_suballoc_visit visit, void *user);
 
 /* --- the per-device allocator ------------------------------------------------------ */
 
@@ -41,27 +64,49 @@ clg_code clg_suballoc_validate(const clg_suballoc *a);
 typedef struct clg_block {
   cl_mem mem;
   size_t offset;
-  size_t size;      /* rounded size actually reserved */
+  size_t size; /* rounded size actually reserved */
   void *host;
   uint32_t region;
 } clg_block;
 
 typedef struct clg_allocator clg_allocator;
 
-/* Creates the allocator for dev with the given options (validated: a fraction outside
- * [0, 1] is INVALID_ARGUMENT). For an OpenCL device the limit is: the virtual device's
- * memory_limit if set, else fraction x global memory if fraction > 0, else the global
- * memory. Without allow_growth the whole limit is reserved (and touched) now. */
+/* Creates the allocator for dev with the given options (NULL: the defaults). A fraction
+ * outside [0, 1] (or NaN) is INVALID_ARGUMENT. For an OpenCL device the limit is: the
+ * virtual device's memory_limit if set, else fraction x global memory if fraction > 0,
+ * else the global memory (rounded down to the alignment: a power of two >= 256 and >=
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN). Regions are at most CL_DEVICE_MAX_MEM_ALLOC_SIZE bytes
+ * and are filled with zeros when created, so that lazy drivers commit them at once.
+ *  - default (no allow_growth): the first allocation reserves the whole limit (as
+ *    TensorFlow's BFC allocator does at its first AllocateRaw), in as few regions as
+ *    max_alloc allows. Creating the allocator touches no device memory.
+ *  - allow_growth: a 2 MiB region first, then regions of an eighth of the pool (at least
+ *    2 MiB, at least the request): geometric growth by 1.125 rather than TensorFlow's
+ *    doubling, which can leave half of the newest region unused. Never given back
+ *    except by garbage collection (below).
+ * CLGRAPH_FORCE_GPU_ALLOW_GROWTH ("true"/"false") overrides allow_growth with TensorFlow's
+ * warning when it changes the value, or logs TensorFlow's error for other values.
+ * CLGRAPH_ENABLE_GPU_GARBAGE_COLLECTION ("false" disables; default true): before an OOM,
+ * regions with nothing in use are released if that leaves room for a region that fits.
+ * The host (dev->is_host): "cpu", 64-byte-aligned blocks, opt->host_limit (0 = none). */
 clg_code clg_allocator_new(clg_device *dev, const clg_memory_options *opt, clg_allocator **out);
+/* Releases the regions and pending events; blocks still in use become invalid. */
 void clg_allocator_destroy(clg_allocator *a);
 
-/* Allocates bytes (> 0). On failure: RESOURCE_EXHAUSTED "OOM when allocating <bytes>
- * bytes on <device full name> by allocator <GPU_0_bfc>: in use <n>, limit <n>, largest
- * free block <n>", and a summary logged at warning level. The allocator stays usable. */
+/* Allocates bytes (> 0; 0 is INVALID_ARGUMENT). Thread-safe. On failure:
+ * RESOURCE_EXHAUSTED "OOM when allocating <bytes> bytes on <device full name> by
+ * allocator <GPU_0_bfc>: in use <n> bytes, limit <n> bytes, largest free block <n> bytes"
+ * (followed by "; ..." with the reason when a region could not be created or the request
+ * exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE), and TensorFlow's "Allocator (GPU_0_bfc) ran out
+ * of memory trying to allocate ..." summary logged at warning level. Nothing else
+ * changes: the allocator stays usable. Before failing it waits (at most 10 s) for blocks
+ * freed with a pending event. */
 clg_code clg_allocator_alloc(clg_allocator *a, size_t bytes, clg_block *out);
-/* Frees a block. If pending is not NULL (an event of a queue other than the device's
- * own), the block is not reused before that event completes; the allocator retains the
- * event and releases it. */
+/* Frees a block (NULL or size 0: nothing). If pending is not NULL and not yet complete
+ * (an event of a command that may still use the block), the block is not handed out again
+ * before that event completes (or fails); the allocator retains the event and releases it.
+ * The block counts as freed in the statistics at once (bytes_pending until reclaimed).
+ * A block that is not live in this allocator is logged as an error and ignored. */
 void clg_allocator_free(clg_allocator *a, const clg_block *b, cl_event pending);
 
 void clg_allocator_stats(clg_allocator *a, clg_memory_stats *out);
@@ -69,6 +114,9 @@ void clg_allocator_stats(clg_allocator *a, clg_memory_stats *out);
 void clg_allocator_reset_peak(clg_allocator *a);
 /* A readable map of regions and blocks; JSON when json is true. malloc'd. */
 char *clg_allocator_dump(clg_allocator *a, bool json);
+/* Checks the suballocator's invariants and that the statistics match the blocks;
+ * INTERNAL naming the first mismatch. For tests. */
+clg_code clg_allocator_validate(clg_allocator *a);
 /* "GPU_0_bfc", "cpu". */
 const char *clg_allocator_name(const clg_allocator *a);
 /* The options the allocator was created with (after CLGRAPH_FORCE_GPU_ALLOW_GROWTH). */
