@@ -23,28 +23,42 @@ bool clg_kernels_supported(const char *op, clg_dtype dtype, const clg_device *de
 
 /* c[m,n] = op(a) x op(b) where op(a) is [m,k] (a stored [k,m] when ta) and op(b) is
  * [k,n] (b stored [n,k] when tb). CBLAS when built with it, else the portable kernel. */
-void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k,
-                     const void *a, const void *b, void *c);
+void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k, const void *a,
+                     const void *b, void *c);
 /* The portable cache-blocked kernel alone (tests compare both paths). */
 void clg_host_matmul_portable(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k,
                               const void *a, const void *b, void *c);
 /* "OpenBLAS" or "portable". */
 const char *clg_host_matmul_backend(void);
+/* The portable kernel's instruction-set variant on this CPU: "avx512", "avx2" or "base"
+ * (x86-64 builds with GCC or clang pick at run time; CLGRAPH_HOST_GEMM_ISA=base|avx2|avx512
+ * can lower the choice, e.g. to test every variant on one machine). */
+const char *clg_host_matmul_portable_isa(void);
 
 /* out[i] = a[i % na] op b[i % nb] for i < count, where na and nb are count or 1. */
 void clg_host_binary(clg_binop op, clg_dtype dtype, const void *a, size_t na, const void *b,
                      size_t nb, void *out, size_t count);
-/* out = sum of n inputs of count elements. */
+/* out = sum of n inputs of count elements, added in input order. */
 void clg_host_addn(clg_dtype dtype, const void *const *inputs, int n, void *out, size_t count);
 
 /* --- OpenCL ---------------------------------------------------------------------------- */
 
 /* Builds (once per context, cached; thread-safe) the embedded cl/ programs for the
- * device. Errors name the device and include the build log. */
+ * device: float for every device of its context, double for those with fp64. The
+ * element-wise calls below build on first use too; this moves the cost to a known place.
+ * Errors: INTERNAL naming the device, with the build log (a failed build is not cached).
+ * CLGRAPH_CL_BUILD_OPTIONS, if set, is appended to the build options. */
 clg_code clg_cl_prepare(clg_device *dev);
-/* Compiles the MatMul routines for dtype on the device (CLBlast's first-call cost). */
+/* Compiles the MatMul routines for dtype on the device (CLBlast's first-call cost: ~10 s
+ * per dtype on a cold PoCL cache) by running one tiny GEMM, and waits for it. Errors as
+ * clg_cl_matmul's (UNIMPLEMENTED where the device cannot, or without CLBlast). */
 clg_code clg_cl_warm_matmul(clg_device *dev, clg_dtype dtype);
 
+/* Element-wise ops with the host's semantics (same results, bit for bit). Blocks are
+ * (cl_mem, byte offset) with offsets a multiple of the element size; too small a block or
+ * a bad count is INVALID_ARGUMENT; double on a device without fp64 is UNIMPLEMENTED. out
+ * may be the same block as an input (for AddN with more than 8 inputs: one of the first
+ * 8). */
 clg_code clg_cl_binary(clg_device *dev, clg_binop op, clg_dtype dtype, const clg_block *a,
                        size_t na, const clg_block *b, size_t nb, const clg_block *out,
                        size_t count);
@@ -52,12 +66,31 @@ clg_code clg_cl_addn(clg_device *dev, clg_dtype dtype, const clg_block *inputs, 
                      const clg_block *out, size_t count);
 /* CLBlast GEMM on the blocks, transposes passed through; scratch from alloc. On a CLBlast
  * failure that a host fallback can serve (no fp64/fp16, compiler error) returns
- * UNIMPLEMENTED with the reason, so the caller falls back. */
+ * UNIMPLEMENTED with the reason, so the caller falls back.
+ * Details: block offsets must be multiples of the element size (CLBlast counts offsets in
+ * elements). alloc NULL lets CLBlast allocate its scratch itself (direct-call benchmarks
+ * only: it escapes the memory limit); otherwise the scratch is a block of alloc, wrapped in
+ * a sub-buffer (CLBlast takes a whole cl_mem) and freed with the GEMM's event pending.
+ * Errors: "CLBlastSgemm failed: CLBlastNoDoublePrecision (-2044) on /device:GPU:0" with
+ * UNIMPLEMENTED for NoHalf/NoDoublePrecision, OpenCLCompilerNotAvailable,
+ * OpenCLBuildProgramFailure, DatabaseError, NotImplemented and sizes beyond CLBlast's int
+ * arguments; RESOURCE_EXHAUSTED for -4/-5/-6 and a scratch allocation that fails;
+ * INTERNAL otherwise. CLBlast itself also prints "CLBlast: Run-time error" to stderr on
+ * every failure (it cannot be silenced). Without CLBlast in the build: UNIMPLEMENTED. */
 clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, bool ta, bool tb,
                        size_t m, size_t n, size_t k, const clg_block *a, const clg_block *b,
                        const clg_block *c);
 
-/* Releases the programs cached for all contexts (at process-wide teardown). */
+/* Releases the programs and kernels cached for all contexts, and CLBlast's caches (at
+ * process-wide teardown, with no kernel call in flight). The cache holds a reference to
+ * each context it built for, so call this before expecting the contexts to go away. */
 void clg_cl_release_all(void);
+
+/* CLBlast's name for a status code ("CLBlastNoHalfPrecision" for -2045), also in builds
+ * without CLBlast; "CLBlastUnknownStatus" for codes it does not define. */
+const char *clg_clblast_status_name(int status);
+/* The clgraph code for a CLBlast status (OK, UNIMPLEMENTED, RESOURCE_EXHAUSTED, INTERNAL),
+ * as clg_cl_matmul maps it. */
+clg_code clg_clblast_status_code(int status);
 
 #endif

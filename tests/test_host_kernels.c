@@ -1,0 +1,351 @@
+/* Host kernels: MatMul through both paths (CBLAS when built with it, and the portable
+ * blocked kernel) against a long-double reference over shapes that cross every blocking
+ * boundary and all four transpose cases; element-wise ops with broadcasting; AddN; and
+ * clg_kernels_supported's table. */
+// ctest: native
+// ctest: avx2 CLGRAPH_HOST_GEMM_ISA=avx2
+// ctest: base CLGRAPH_HOST_GEMM_ISA=base
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/kernels.h"
+#include "testutil.h"
+
+typedef void (*matmul_fn)(clg_dtype, bool, bool, size_t, size_t, size_t, const void *, const void *,
+                          void *);
+
+static void fill_random(clg_dtype dt, void *p, size_t count)
+{
+  for (size_t i = 0; i < count; i++) {
+    double v = clg_test_uniform(-1, 1);
+    if (dt == CLG_FLOAT32)
+      ((float *)p)[i] = (float)v;
+    else
+      ((double *)p)[i] = v;
+  }
+}
+
+static void fill_nan(clg_dtype dt, void *p, size_t count)
+{
+  for (size_t i = 0; i < count; i++) {
+    if (dt == CLG_FLOAT32)
+      ((float *)p)[i] = NAN;
+    else
+      ((double *)p)[i] = NAN;
+  }
+}
+
+static long double get(clg_dtype dt, const void *p, size_t i)
+{
+  return dt == CLG_FLOAT32 ? (long double)((const float *)p)[i]
+                           : (long double)((const double *)p)[i];
+}
+
+/* ||out - ref|| / ||ref|| (Frobenius), ref computed in long double; NaN anywhere gives NaN.
+ * When ref is all zero (k = 0) returns ||out||. */
+static double matmul_rel_error(clg_dtype dt, bool ta, bool tb, size_t m, size_t n, size_t k,
+                               const void *a, const void *b, const void *c)
+{
+  long double num = 0, den = 0;
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      long double s = 0;
+      for (size_t p = 0; p < k; p++)
+        s += get(dt, a, ta ? p * m + i : i * k + p) * get(dt, b, tb ? j * k + p : p * n + j);
+      long double d = get(dt, c, i * n + j) - s;
+      num += d * d;
+      den += s * s;
+    }
+  if (den == 0)
+    return (double)sqrtl(num);
+  return (double)sqrtl(num / den);
+}
+
+typedef struct shape {
+  size_t m, n, k;
+} shape;
+
+/* Square, tall, wide, 1xN, Nx1, odd and prime sizes, and sizes past each cache block
+ * (k > KC = 256, m > MC = 128, n > NC = 2048). */
+static const shape shapes[] = {
+    {1, 1, 1},       {7, 7, 7},       {13, 13, 13},  {31, 31, 31},  {64, 64, 64},  {97, 97, 97},
+    {128, 128, 128}, {257, 257, 257}, {257, 7, 31},  {7, 257, 13},  {1, 257, 64},  {257, 1, 97},
+    {1, 1, 257},     {13, 97, 1},     {31, 64, 128}, {97, 13, 257}, {128, 257, 7}, {64, 1, 1},
+    {3, 2100, 5},    {129, 17, 300},  {2, 5, 513}};
+
+static void check_matmul_path(const char *path, matmul_fn fn, clg_dtype dt)
+{
+  double tol = dt == CLG_FLOAT32 ? 1e-5 : 1e-12;
+  size_t es = dt == CLG_FLOAT32 ? sizeof(float) : sizeof(double);
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    size_t m = shapes[s].m, n = shapes[s].n, k = shapes[s].k;
+    for (int t = 0; t < 4; t++) {
+      bool ta = t & 1, tb = t & 2;
+      void *a = malloc(m * k * es), *b = malloc(k * n * es), *c = malloc(m * n * es);
+      if (!a || !b || !c) {
+        CHECK_MSG(false, "out of memory");
+        free(a), free(b), free(c);
+        return;
+      }
+      fill_random(dt, a, m * k); /* fresh inputs for every check */
+      fill_random(dt, b, k * n);
+      fill_nan(dt, c, m * n); /* an element left unwritten stays NaN and fails */
+      fn(dt, ta, tb, m, n, k, a, b, c);
+      double err = matmul_rel_error(dt, ta, tb, m, n, k, a, b, c);
+      CHECK_MSG(err < tol, "%s %s m=%zu n=%zu k=%zu ta=%d tb=%d: relative error %g >= %g", path,
+                dt == CLG_FLOAT32 ? "float" : "double", m, n, k, ta, tb, err, tol);
+      free(a), free(b), free(c);
+    }
+  }
+}
+
+static void test_matmul(void)
+{
+  clg_dtype dts[2] = {CLG_FLOAT32, CLG_FLOAT64};
+  for (int d = 0; d < 2; d++) {
+    check_matmul_path("clg_host_matmul", clg_host_matmul, dts[d]);
+    check_matmul_path("clg_host_matmul_portable", clg_host_matmul_portable, dts[d]);
+  }
+  /* The ctest variants pin the portable kernel's instruction set (down to what the CPU
+   * has): every variant is tested on a machine that has them all. */
+  const char *isa = getenv("CLGRAPH_HOST_GEMM_ISA"), *got = clg_host_matmul_portable_isa();
+  printf("portable kernel variant: %s\n", got);
+  if (isa && strcmp(isa, "base") == 0)
+    CHECK_STR(got, "base");
+  else if (isa && strcmp(isa, "avx2") == 0)
+    CHECK(strcmp(got, "avx2") == 0 || strcmp(got, "base") == 0);
+  else
+    CHECK(strcmp(got, "avx512") == 0 || strcmp(got, "avx2") == 0 || strcmp(got, "base") == 0);
+#ifdef CLG_HAVE_CBLAS
+  CHECK_STR(clg_host_matmul_backend(), "OpenBLAS");
+#else
+  CHECK_STR(clg_host_matmul_backend(), "portable");
+#endif
+}
+
+/* k = 0 is an empty sum: zeros, also over a poisoned output. m or n = 0 writes nothing. */
+static void test_matmul_empty(void)
+{
+  matmul_fn fns[2] = {clg_host_matmul, clg_host_matmul_portable};
+  for (int f = 0; f < 2; f++) {
+    float c[15], a[1] = {1}, b[1] = {1};
+    fill_nan(CLG_FLOAT32, c, 15);
+    fns[f](CLG_FLOAT32, false, false, 5, 3, 0, a, b, c);
+    bool zero = true;
+    for (int i = 0; i < 15; i++)
+      zero = zero && c[i] == 0.0f;
+    CHECK_MSG(zero, "k=0 must give zeros (path %d)", f);
+    double d[4] = {7, 7, 7, 7};
+    fns[f](CLG_FLOAT64, true, true, 0, 4, 3, a, b, d);
+    fns[f](CLG_FLOAT64, false, true, 4, 0, 3, a, b, d);
+    CHECK(d[0] == 7 && d[3] == 7);
+  }
+}
+
+/* The guide's product: [[1,2,3],[4,5,6]] x [[1,2],[3,4],[5,6]] = [[22,28],[49,64]]. */
+static void test_matmul_exact(void)
+{
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 2, 3, 4, 5, 6}, c[4];
+  clg_host_matmul(CLG_FLOAT32, false, false, 2, 2, 3, a, b, c);
+  CHECK(c[0] == 22 && c[1] == 28 && c[2] == 49 && c[3] == 64);
+  clg_host_matmul_portable(CLG_FLOAT32, false, false, 2, 2, 3, a, b, c);
+  CHECK(c[0] == 22 && c[1] == 28 && c[2] == 49 && c[3] == 64);
+  /* a^T (a stored [2,3] read as [3,2]) x b^T (b stored [2,3] read as [3,2])... as [2,2]:
+   * op(a) = a^T is [3,2]; take m=3,n=3,k=2: a^T[3,2] x b[2,3]. */
+  double ad[6] = {1, 2, 3, 4, 5, 6}, bd[6] = {1, 2, 3, 4, 5, 6}, cd[9];
+  clg_host_matmul_portable(CLG_FLOAT64, true, false, 3, 3, 2, ad, bd, cd);
+  /* a^T = [[1,4],[2,5],[3,6]], b = [[1,2,3],[4,5,6]] */
+  double want[9] = {17, 22, 27, 22, 29, 36, 27, 36, 45};
+  bool ok = true;
+  for (int i = 0; i < 9; i++)
+    ok = ok && cd[i] == want[i];
+  CHECK_MSG(ok, "a^T x b");
+}
+
+static double binop(clg_binop op, double x, double y)
+{
+  return op == CLG_BINOP_ADD ? x + y : op == CLG_BINOP_SUB ? x - y : x * y;
+}
+
+static float binopf(clg_binop op, float x, float y)
+{
+  return op == CLG_BINOP_ADD ? x + y : op == CLG_BINOP_SUB ? x - y : x * y;
+}
+
+static void test_binary(void)
+{
+  static const size_t counts[] = {1, 3, 1000, 4097};
+  clg_dtype dts[2] = {CLG_FLOAT32, CLG_FLOAT64};
+  for (int d = 0; d < 2; d++) {
+    clg_dtype dt = dts[d];
+    size_t es = dt == CLG_FLOAT32 ? 4 : 8;
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+      size_t count = counts[ci];
+      for (int op = CLG_BINOP_ADD; op <= CLG_BINOP_MUL; op++)
+        for (int mode = 0; mode < 5; mode++) {
+          /* 0: full op full, 1: full op scalar, 2: scalar op full, 3: scalar op scalar,
+           * 4: full op full written in place over a */
+          size_t na = (mode == 2 || mode == 3) ? 1 : count;
+          size_t nb = (mode == 1 || mode == 3) ? 1 : count;
+          void *a = malloc(na * es), *b = malloc(nb * es), *out = malloc(count * es);
+          void *a0 = malloc(na * es);
+          if (!a || !b || !out || !a0) {
+            CHECK_MSG(false, "out of memory");
+            free(a), free(b), free(out), free(a0);
+            return;
+          }
+          fill_random(dt, a, na);
+          fill_random(dt, b, nb);
+          memcpy(a0, a, na * es);
+          fill_nan(dt, out, count);
+          void *dst = mode == 4 ? a : out;
+          clg_host_binary((clg_binop)op, dt, a, na, b, nb, dst, count);
+          bool ok = true;
+          for (size_t i = 0; i < count && ok; i++) {
+            double x = (double)get(dt, a0, na == 1 ? 0 : i),
+                   y = (double)get(dt, b, nb == 1 ? 0 : i);
+            if (dt == CLG_FLOAT32)
+              ok = ((float *)dst)[i] == binopf((clg_binop)op, (float)x, (float)y);
+            else
+              ok = ((double *)dst)[i] == binop((clg_binop)op, x, y);
+            if (!ok)
+              CHECK_MSG(false, "binary op %d dtype %d mode %d count %zu: element %zu wrong", op,
+                        (int)dt, mode, count, i);
+          }
+          if (ok)
+            CHECK(ok);
+          free(a), free(b), free(out), free(a0);
+        }
+    }
+  }
+  /* float arithmetic is float, not double rounded to float: 16777216 + 1 stays 16777216. */
+  float big = 16777216.0f, one = 1.0f, r = 0;
+  clg_host_binary(CLG_BINOP_ADD, CLG_FLOAT32, &big, 1, &one, 1, &r, 1);
+  CHECK(r == 16777216.0f);
+  /* count 0 writes nothing */
+  float untouched = 5;
+  clg_host_binary(CLG_BINOP_MUL, CLG_FLOAT32, &big, 1, &one, 1, &untouched, 0);
+  CHECK(untouched == 5);
+}
+
+static void test_addn(void)
+{
+  static const int ns[] = {1, 2, 3, 8, 9, 17};
+  static const size_t counts[] = {1, 513, 2000};
+  clg_dtype dts[2] = {CLG_FLOAT32, CLG_FLOAT64};
+  for (int d = 0; d < 2; d++) {
+    clg_dtype dt = dts[d];
+    size_t es = dt == CLG_FLOAT32 ? 4 : 8;
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+      for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+        for (int inplace = 0; inplace < 2; inplace++) {
+          int n = ns[ni];
+          size_t count = counts[ci];
+          void *in[17];
+          void *want = malloc(count * es), *out = malloc(count * es);
+          for (int j = 0; j < n; j++) {
+            in[j] = malloc(count * es);
+            fill_random(dt, in[j], count);
+          }
+          /* the sum in input order, in the dtype's own arithmetic */
+          for (size_t i = 0; i < count; i++) {
+            if (dt == CLG_FLOAT32) {
+              float s = ((float *)in[0])[i];
+              for (int j = 1; j < n; j++)
+                s += ((float *)in[j])[i];
+              ((float *)want)[i] = s;
+            } else {
+              double s = ((double *)in[0])[i];
+              for (int j = 1; j < n; j++)
+                s += ((double *)in[j])[i];
+              ((double *)want)[i] = s;
+            }
+          }
+          fill_nan(dt, out, count);
+          void *dst = inplace ? in[n - 1] : out;
+          clg_host_addn(dt, (const void *const *)in, n, dst, count);
+          CHECK_MSG(memcmp(dst, want, count * es) == 0,
+                    "addn dtype %d n=%d count=%zu inplace=%d differs from the ordered sum", (int)dt,
+                    n, count, inplace);
+          for (int j = 0; j < n; j++)
+            free(in[j]);
+          free(want), free(out);
+        }
+  }
+}
+
+static void test_supported(void)
+{
+  clg_device host, gpu, gpu64;
+  memset(&host, 0, sizeof host);
+  memset(&gpu, 0, sizeof gpu);
+  host.is_host = true;
+  host.info.name = "/device:CPU:0";
+  gpu.info.name = "/device:GPU:0";
+  gpu64 = gpu;
+  gpu64.info.has_fp64 = 1;
+  static const char *ops[] = {"Const", "Placeholder", "Identity", "Add", "Sub", "Mul", "AddN"};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    CHECK(clg_kernels_supported(ops[i], CLG_FLOAT32, &host));
+    CHECK(clg_kernels_supported(ops[i], CLG_FLOAT64, &host));
+    CHECK(!clg_kernels_supported(ops[i], CLG_FLOAT16, &host));
+    CHECK(clg_kernels_supported(ops[i], CLG_FLOAT32, &gpu));
+    CHECK(!clg_kernels_supported(ops[i], CLG_FLOAT64, &gpu));
+    CHECK(clg_kernels_supported(ops[i], CLG_FLOAT64, &gpu64));
+    CHECK(!clg_kernels_supported(ops[i], CLG_FLOAT16, &gpu64));
+  }
+  CHECK(clg_kernels_supported("MatMul", CLG_FLOAT32, &host));
+  CHECK(clg_kernels_supported("MatMul", CLG_FLOAT64, &host));
+  CHECK(!clg_kernels_supported("MatMul", CLG_FLOAT16, &host));
+  clg_device gpu16 = gpu64;
+  gpu16.info.has_fp16 = 1;
+#ifdef CLG_HAVE_CLBLAST
+  CHECK(clg_kernels_supported("MatMul", CLG_FLOAT32, &gpu));
+  CHECK(!clg_kernels_supported("MatMul", CLG_FLOAT64, &gpu));
+  CHECK(clg_kernels_supported("MatMul", CLG_FLOAT64, &gpu64));
+  CHECK(!clg_kernels_supported("MatMul", CLG_FLOAT16, &gpu64));
+  CHECK(clg_kernels_supported("MatMul", CLG_FLOAT16, &gpu16));
+#else
+  CHECK(!clg_kernels_supported("MatMul", CLG_FLOAT32, &gpu));
+  CHECK(!clg_kernels_supported("MatMul", CLG_FLOAT64, &gpu64));
+  CHECK(!clg_kernels_supported("MatMul", CLG_FLOAT16, &gpu16));
+#endif
+  CHECK(!clg_kernels_supported("Conv2D", CLG_FLOAT32, &host));
+  CHECK(!clg_kernels_supported("matmul", CLG_FLOAT32, &host));
+  CHECK(!clg_kernels_supported(NULL, CLG_FLOAT32, &host));
+  CHECK(!clg_kernels_supported("Add", CLG_FLOAT32, NULL));
+  CHECK(!clg_kernels_supported("Add", (clg_dtype)7, &host));
+}
+
+static void test_clblast_names(void)
+{
+  CHECK_STR(clg_clblast_status_name(-2045), "CLBlastNoHalfPrecision");
+  CHECK_STR(clg_clblast_status_name(-2044), "CLBlastNoDoublePrecision");
+  CHECK_STR(clg_clblast_status_name(-1016), "CLBlastInvalidLeadDimA");
+  CHECK_STR(clg_clblast_status_name(-11), "CLBlastOpenCLBuildProgramFailure");
+  CHECK_STR(clg_clblast_status_name(0), "CLBlastSuccess");
+  CHECK_STR(clg_clblast_status_name(12345), "CLBlastUnknownStatus");
+  CHECK(clg_clblast_status_code(0) == CLG_OK);
+  CHECK(clg_clblast_status_code(-2045) == CLG_UNIMPLEMENTED);
+  CHECK(clg_clblast_status_code(-2044) == CLG_UNIMPLEMENTED);
+  CHECK(clg_clblast_status_code(-3) == CLG_UNIMPLEMENTED);
+  CHECK(clg_clblast_status_code(-11) == CLG_UNIMPLEMENTED);
+  CHECK(clg_clblast_status_code(-2041) == CLG_UNIMPLEMENTED);
+  CHECK(clg_clblast_status_code(-1024) == CLG_UNIMPLEMENTED);
+  CHECK(clg_clblast_status_code(-4) == CLG_RESOURCE_EXHAUSTED);
+  CHECK(clg_clblast_status_code(-1009) == CLG_INTERNAL);
+  CHECK(clg_clblast_status_code(-2050) == CLG_INTERNAL);
+}
+
+int main(void)
+{
+  clg_test_seed(20240611);
+  test_matmul();
+  test_matmul_empty();
+  test_matmul_exact();
+  test_binary();
+  test_addn();
+  test_supported();
+  test_clblast_names();
+  return clg_test_summary("test_host_kernels");
+}
