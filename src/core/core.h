@@ -34,6 +34,12 @@ void clg_error_clear(void);
 bool clg_log_enabled(clg_log_level level);
 void clg_log(clg_log_level level, const char *fmt, ...) CLG_PRINTF(2, 3);
 
+/* --- tensors ------------------------------------------------------------------------ */
+
+/* As clg_tensor_new with data NULL, but the data is left uninitialised: for a producer
+ * that writes every element (a kernel computing a fetched output in place). */
+clg_tensor *clg_tensor_new_uninit(clg_dtype dtype, int rank, const int64_t *dims);
+
 /* --- strings ----------------------------------------------------------------------- */
 
 /* A growable string; all functions keep buf NUL-terminated. On allocation failure the

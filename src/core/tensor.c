@@ -61,7 +61,10 @@ static void dims_text(int rank, const int64_t *dims, char *buf, size_t size)
   clg_strbuf_free(&s);
 }
 
-clg_tensor *clg_tensor_new(clg_dtype dtype, int rank, const int64_t *dims, const void *data)
+/* Creates a tensor; its data is copied from `data`, else zeroed when `zero`, else left
+ * as it is (for producers that overwrite every element). */
+static clg_tensor *tensor_create(clg_dtype dtype, int rank, const int64_t *dims, const void *data,
+                                 bool zero)
 {
   size_t esize = clg_dtype_size(dtype);
   if (esize == 0) {
@@ -127,9 +130,19 @@ clg_tensor *clg_tensor_new(clg_dtype dtype, int rank, const int64_t *dims, const
   t->data = mem;
   if (data && bytes)
     memcpy(mem, data, bytes);
-  else if (bytes)
+  else if (bytes && zero)
     memset(mem, 0, bytes);
   return t;
+}
+
+clg_tensor *clg_tensor_new(clg_dtype dtype, int rank, const int64_t *dims, const void *data)
+{
+  return tensor_create(dtype, rank, dims, data, true);
+}
+
+clg_tensor *clg_tensor_new_uninit(clg_dtype dtype, int rank, const int64_t *dims)
+{
+  return tensor_create(dtype, rank, dims, NULL, false);
 }
 
 void clg_tensor_free(clg_tensor *t)

@@ -49,6 +49,8 @@ struct clg_executor {
   value *vals;
   bool *needed;
   int *fed; /* feed index + 1, 0 when not fed */
+  bool *fetched;       /* fetched in this run */
+  clg_tensor **outs;   /* a fetched host node's output, computed in place */
   trace *traces; /* NULL unless tracing */
 };
 
@@ -192,7 +194,10 @@ clg_code clg_executor_new(clg_process *p, const clg_graph *g, const clg_placemen
   x->vals = calloc(n1, sizeof *x->vals);
   x->needed = calloc(n1, sizeof *x->needed);
   x->fed = calloc(n1, sizeof *x->fed);
-  if (!x->dev_of || !x->consts || !x->const_ready || !x->vals || !x->needed || !x->fed) {
+  x->fetched = calloc(n1, sizeof *x->fetched);
+  x->outs = calloc(n1, sizeof *x->outs);
+  if (!x->dev_of || !x->consts || !x->const_ready || !x->vals || !x->needed || !x->fed ||
+      !x->fetched || !x->outs) {
     clg_executor_free(x);
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating an executor");
   }
@@ -274,6 +279,8 @@ void clg_executor_free(clg_executor *x)
   free(x->vals);
   free(x->needed);
   free(x->fed);
+  free(x->fetched);
+  free(x->outs);
   free(x);
 }
 
@@ -344,8 +351,19 @@ static clg_code run_node(clg_executor *x, const clg_node *n, int d)
     code = value_on(x, src, &x->vals[src->index], d, &in[i]);
   }
   value *v = &x->vals[n->index];
-  if (code == CLG_OK)
+  if (code == CLG_OK && x->fetched[n->index] && ops(x, d)->host_memory) {
+    /* A fetched host result is computed straight into the tensor returned. */
+    clg_tensor *t = clg_tensor_new_uninit(n->dtype, n->rank, n->dims);
+    if (!t) {
+      code = clg_error_prefix("node '%s' (%s): ", n->name, n->op);
+    } else {
+      x->outs[n->index] = t;
+      v->block = (clg_block){.host = clg_tensor_data(t), .size = node_bytes(n)};
+      v->borrowed = true;
+    }
+  } else if (code == CLG_OK) {
     code = alloc_on(x, d, n, node_bytes(n), &v->block);
+  }
   if (code == CLG_OK) {
     v->live = true;
     v->dev = d;
@@ -426,7 +444,12 @@ static clg_code produce(clg_executor *x, const clg_node *n, clg_tensor *const *f
 static clg_code fetch(clg_executor *x, const clg_node *n, clg_tensor **out)
 {
   value *v = &x->vals[n->index];
-  clg_tensor *t = clg_tensor_new(n->dtype, n->rank, n->dims, NULL);
+  if (x->outs[n->index]) {
+    *out = x->outs[n->index];
+    x->outs[n->index] = NULL;
+    return CLG_OK;
+  }
+  clg_tensor *t = clg_tensor_new_uninit(n->dtype, n->rank, n->dims);
   if (!t)
     return clg_last_code();
   clg_code code = ops(x, v->dev)->download(device(x, v->dev), &v->block, clg_tensor_data(t),
@@ -445,6 +468,7 @@ clg_code clg_executor_run(clg_executor *x, int num_feeds, clg_node *const *feed_
 {
   memset(x->fed, 0, sizeof *x->fed * (size_t)x->nn);
   memset(x->needed, 0, sizeof *x->needed * (size_t)x->nn);
+  memset(x->fetched, 0, sizeof *x->fetched * (size_t)x->nn);
   traces_reset(x);
   clg_code code = check_args(x, num_feeds, feed_nodes, feeds, num_fetches, fetches, outputs);
   if (code != CLG_OK)
@@ -453,6 +477,7 @@ clg_code clg_executor_run(clg_executor *x, int num_feeds, clg_node *const *feed_
   /* What the fetches need, stopping at fed nodes; and how often each value is used. */
   for (int i = 0; i < num_fetches; i++) {
     x->needed[fetches[i]->index] = true;
+    x->fetched[fetches[i]->index] = true;
     x->vals[fetches[i]->index].uses++;
   }
   for (int i = x->nn - 1; i >= 0; i--) {
@@ -485,6 +510,8 @@ clg_code clg_executor_run(clg_executor *x, int num_feeds, clg_node *const *feed_
     if (x->vals[i].live)
       value_release(x, &x->vals[i]);
     x->vals[i].uses = 0;
+    clg_tensor_free(x->outs[i]); /* not handed out: the run failed */
+    x->outs[i] = NULL;
   }
   traces_resolve(x);
   return code;
