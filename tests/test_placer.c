@@ -37,9 +37,15 @@ static void test_default_prefers_gpu0(void)
   clg_placement *pl = place(g, false);
   CHECK(pl != NULL);
   if (pl) {
+#ifdef CLG_HAVE_CLBLAST
     CHECK_STR(dev_name(pl, c), "/device:GPU:0");
     CHECK_STR(dev_name(pl, a), "/device:GPU:0");
     CHECK_STR(pl[c->index].reason, "default: lowest-id GPU with a kernel for MatMul");
+#else /* no OpenCL MatMul: the default rule falls to CPU:0 and the inputs follow */
+    CHECK_STR(dev_name(pl, c), "/device:CPU:0");
+    CHECK_STR(dev_name(pl, a), "/device:CPU:0");
+    CHECK_STR(pl[c->index].reason, "default: no GPU has a kernel for MatMul (float); CPU:0");
+#endif
     CHECK_STR(pl[b->index].reason, "follows its consumer 'MatMul'");
   }
   free(pl);
