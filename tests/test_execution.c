@@ -253,6 +253,30 @@ static void test_bad_runs(void)
   clg_graph_free(other);
 }
 
+/* warm_matmul compiles the MatMul kernels at session creation; runs then work as usual. */
+static void test_warm_matmul(void)
+{
+  clg_graph *g = clg_graph_new();
+  float v[4] = {1, 2, 3, 4}, want[4] = {7, 10, 15, 22};
+  CHECK_OK(clg_graph_push_device(g, "/device:GPU:1"));
+  clg_node *a = clg_const_f32(g, "a", 2, d22, v);
+  clg_node *m = clg_matmul(g, "m", a, a, false, false);
+  CHECK_OK(clg_graph_pop_device(g));
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  opt.warm_matmul = 1;
+  opt.allow_soft_placement = 1;
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, &opt, &s));
+  clg_tensor *out = NULL;
+  if (s)
+    CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &m, &out));
+  check_values(out, want, 4);
+  clg_tensor_free(out);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
 int main(void)
 {
   if (!clg_test_require_gpus(4))
@@ -260,6 +284,7 @@ int main(void)
   test_bad_runs();
   test_copies_and_feeds();
   test_out_of_memory();
+  test_warm_matmul();
 #ifdef CLG_HAVE_CLBLAST /* the towers are MatMuls on GPU:2 and GPU:3 */
   test_towers_overlap();
 #endif
