@@ -182,16 +182,8 @@ int clg_bench_alloc(int argc, char **argv)
   bool json = clg_tool_has_flag(argc, argv, "--json");
   bool reserve = clg_tool_has_flag(argc, argv, "--reserve");
   int repeats = 15;
-  const char *r = clg_tool_option(argc, argv, "--repeats");
-  if (r) {
-    char *end;
-    long v = strtol(r, &end, 10);
-    if (*end || v < 1 || v > 1000) {
-      fprintf(stderr, "clgraph bench alloc: --repeats must be 1 to 1000, got '%s'\n", r);
-      return 2;
-    }
-    repeats = (int)v;
-  }
+  if (!clg_tool_int_option(argc, argv, "bench alloc", "--repeats", 1, 1000, &repeats))
+    return 2;
 
   clg_devices *devs;
   if (clg_devices_new(NULL, &devs) != CLG_OK) {

@@ -368,16 +368,8 @@ int clg_bench_matmul(int argc, char **argv)
   }
   bool json = clg_tool_has_flag(argc, argv, "--json");
   int repeats = 5;
-  const char *rep = clg_tool_option(argc, argv, "--repeats");
-  if (rep) {
-    char *end;
-    long v = strtol(rep, &end, 10);
-    if (*end || v < 1 || v > 64) {
-      fprintf(stderr, "clgraph bench matmul: --repeats '%s': want 1..64\n", rep);
-      return 2;
-    }
-    repeats = (int)v;
-  }
+  if (!clg_tool_int_option(argc, argv, "bench matmul", "--repeats", 1, 64, &repeats))
+    return 2;
   size_t f32[MAX_SIZES] = {256, 512, 1024, 2048}, f64[MAX_SIZES] = {1024};
   int n32 = 4, n64 = 1;
   const char *sz = clg_tool_option(argc, argv, "--sizes");

@@ -190,12 +190,9 @@ int clg_bench_overhead(int argc, char **argv)
     return 0;
   }
   bool json = clg_tool_has_flag(argc, argv, "--json");
-  const char *rep = clg_tool_option(argc, argv, "--repeats");
-  int repeats = rep ? atoi(rep) : 15;
-  if (repeats < 1 || repeats > 10000) {
-    fprintf(stderr, "clgraph bench overhead: --repeats must be 1..10000, got '%s'\n", rep);
+  int repeats = 15;
+  if (!clg_tool_int_option(argc, argv, "bench overhead", "--repeats", 1, 10000, &repeats))
     return 2;
-  }
   /* A session held open keeps the device state (and compiled programs) for all runs. */
   clg_graph *hold_g = clg_graph_new();
   clg_session *hold = NULL;

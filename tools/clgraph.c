@@ -49,6 +49,22 @@ const char *clg_tool_option(int argc, char **argv, const char *option)
   return NULL;
 }
 
+bool clg_tool_int_option(int argc, char **argv, const char *command, const char *option, int min,
+                         int max, int *value)
+{
+  const char *text = clg_tool_option(argc, argv, option);
+  if (!text)
+    return true;
+  char *end;
+  long v = strtol(text, &end, 10);
+  if (end == text || *end || v < min || v > max) {
+    fprintf(stderr, "clgraph %s: %s '%s': want %d..%d\n", command, option, text, min, max);
+    return false;
+  }
+  *value = (int)v;
+  return true;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;

@@ -19,6 +19,12 @@ bool clg_tool_has_flag(int argc, char **argv, const char *flag);
 /* The value after option (e.g. "--scenario S3"), or NULL. */
 const char *clg_tool_option(int argc, char **argv, const char *option);
 
+/* Reads an integer option ("--repeats 5") into *value, which keeps its default when the
+ * option is absent. A value that is not a whole number in [min, max] is reported on
+ * stderr as "clgraph <command>: <option> '<text>': want <min>..<max>"; returns false then. */
+bool clg_tool_int_option(int argc, char **argv, const char *command, const char *option, int min,
+                         int max, int *value);
+
 /* Median of n doubles (sorts the array). */
 double clg_tool_median(double *v, int n);
 

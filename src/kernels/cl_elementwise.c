@@ -293,19 +293,6 @@ static clg_code check_block(const clg_block *b, const char *arg, size_t es, size
   return CLG_OK;
 }
 
-static size_t dtype_bytes(clg_dtype dtype)
-{
-  switch (dtype) {
-  case CLG_FLOAT32:
-    return 4;
-  case CLG_FLOAT64:
-    return 8;
-  case CLG_FLOAT16:
-    return 2;
-  }
-  return 0;
-}
-
 clg_code clg_cl_prepare(clg_device *dev)
 {
   clg_code code = check_device(dev, CLG_FLOAT32, "clg_cl_prepare");
@@ -369,7 +356,7 @@ clg_code clg_cl_binary(clg_device *dev, clg_binop op, clg_dtype dtype, const clg
     return clg_error(CLG_INVALID_ARGUMENT, "%s: na is %zu; want 1 or count (%zu)", what, na, count);
   if (nb != count && nb != 1)
     return clg_error(CLG_INVALID_ARGUMENT, "%s: nb is %zu; want 1 or count (%zu)", what, nb, count);
-  size_t es = dtype_bytes(dtype);
+  size_t es = clg_dtype_size(dtype);
   if ((code = check_block(a, "a", es, na, what)) != CLG_OK ||
       (code = check_block(b, "b", es, nb, what)) != CLG_OK ||
       (code = check_block(out, "out", es, count, what)) != CLG_OK)
@@ -396,7 +383,7 @@ clg_code clg_cl_addn(clg_device *dev, clg_dtype dtype, const clg_block *inputs, 
     return clg_error(CLG_INVALID_ARGUMENT, "%s: inputs is NULL", what);
   if (count == 0)
     return CLG_OK;
-  size_t es = dtype_bytes(dtype);
+  size_t es = clg_dtype_size(dtype);
   for (int i = 0; i < n; i++) {
     char arg[32];
     snprintf(arg, sizeof arg, "inputs[%d]", i);
