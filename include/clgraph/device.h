@@ -91,7 +91,7 @@ typedef struct clg_devices clg_devices;
 /* Sets the defaults (types 0, no visible list, no virtual devices). */
 void clg_device_config_init(clg_device_config *cfg);
 
-/* Enumerates the devices. With no OpenCL platform at all the set holds CPU:0 alone and
+/* Enumerates the devices (cfg NULL: the defaults). With no OpenCL platform at all the set holds CPU:0 alone and
  * the call succeeds. Errors: INVALID_ARGUMENT for a bad CLGRAPH_DEVICE_TYPES, visible
  * list (TensorFlow's texts: "Could not parse entry in 'visible_device_list': ...",
  * "'visible_device_list' listed an invalid Device id ...", "visible_device_list contained
