@@ -1,7 +1,7 @@
 /* Host kernels: MatMul through both paths (CBLAS when built with it, and the portable
  * blocked kernel) against a long-double reference over shapes that cross every blocking
- * boundary and all four transpose cases; element-wise ops with broadcasting; AddN; and
- * clg_kernels_supported's table. */
+ * boundary and all four transpose cases; half MatMul and the half conversions;
+ * element-wise ops with broadcasting; AddN; and clg_kernels_supported's table. */
 // ctest: native
 // ctest: avx2 CLGRAPH_HOST_GEMM_ISA=avx2
 // ctest: base CLGRAPH_HOST_GEMM_ISA=base
@@ -284,7 +284,19 @@ static void test_supported(void)
   gpu.info.name = "/device:GPU:0";
   gpu64 = gpu;
   gpu64.info.has_fp64 = 1;
-  static const char *ops[] = {"Const", "Placeholder", "Identity", "Add", "Sub", "Mul", "AddN"};
+  clg_device gpu16 = gpu64;
+  gpu16.info.has_fp16 = 1;
+  const clg_device *all[] = {&host, &gpu, &gpu64, &gpu16};
+  const clg_dtype dtypes[] = {CLG_FLOAT32, CLG_FLOAT64, CLG_FLOAT16};
+  /* Ops that only move bytes: every dtype on every device. */
+  static const char *movers[] = {"Const", "Placeholder", "Identity"};
+  for (size_t i = 0; i < 3; i++)
+    for (size_t d = 0; d < 4; d++)
+      for (size_t t = 0; t < 3; t++)
+        CHECK_MSG(clg_kernels_supported(movers[i], dtypes[t], all[d]), "%s %s on %s unsupported",
+                  movers[i], clg_dtype_name(dtypes[t]), all[d]->info.name);
+  /* Arithmetic: float everywhere, double on the host and with fp64, half nowhere. */
+  static const char *ops[] = {"Add", "Sub", "Mul", "AddN"};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
     CHECK(clg_kernels_supported(ops[i], CLG_FLOAT32, &host));
     CHECK(clg_kernels_supported(ops[i], CLG_FLOAT64, &host));
@@ -293,28 +305,168 @@ static void test_supported(void)
     CHECK(!clg_kernels_supported(ops[i], CLG_FLOAT64, &gpu));
     CHECK(clg_kernels_supported(ops[i], CLG_FLOAT64, &gpu64));
     CHECK(!clg_kernels_supported(ops[i], CLG_FLOAT16, &gpu64));
+    CHECK(!clg_kernels_supported(ops[i], CLG_FLOAT16, &gpu16));
   }
-  CHECK(clg_kernels_supported("MatMul", CLG_FLOAT32, &host));
-  CHECK(clg_kernels_supported("MatMul", CLG_FLOAT64, &host));
-  CHECK(!clg_kernels_supported("MatMul", CLG_FLOAT16, &host));
-  clg_device gpu16 = gpu64;
-  gpu16.info.has_fp16 = 1;
+  /* MatMul: every dtype on the host (half through float). */
+  for (size_t t = 0; t < 3; t++)
+    CHECK(clg_kernels_supported("MatMul", dtypes[t], &host));
+  /* On OpenCL devices CLBlast decides at run time, whatever the device's extensions: what
+   * it cannot run falls back to the host. Without CLBlast there is no kernel at all. */
+  for (size_t d = 1; d < 4; d++)
+    for (size_t t = 0; t < 3; t++) {
 #ifdef CLG_HAVE_CLBLAST
-  CHECK(clg_kernels_supported("MatMul", CLG_FLOAT32, &gpu));
-  CHECK(!clg_kernels_supported("MatMul", CLG_FLOAT64, &gpu));
-  CHECK(clg_kernels_supported("MatMul", CLG_FLOAT64, &gpu64));
-  CHECK(!clg_kernels_supported("MatMul", CLG_FLOAT16, &gpu64));
-  CHECK(clg_kernels_supported("MatMul", CLG_FLOAT16, &gpu16));
+      CHECK_MSG(clg_kernels_supported("MatMul", dtypes[t], all[d]),
+                "MatMul %s unsupported on a device with fp64 %d, fp16 %d",
+                clg_dtype_name(dtypes[t]), all[d]->info.has_fp64, all[d]->info.has_fp16);
 #else
-  CHECK(!clg_kernels_supported("MatMul", CLG_FLOAT32, &gpu));
-  CHECK(!clg_kernels_supported("MatMul", CLG_FLOAT64, &gpu64));
-  CHECK(!clg_kernels_supported("MatMul", CLG_FLOAT16, &gpu16));
+      CHECK_MSG(!clg_kernels_supported("MatMul", dtypes[t], all[d]),
+                "MatMul %s supported on a device without CLBlast", clg_dtype_name(dtypes[t]));
 #endif
+    }
   CHECK(!clg_kernels_supported("Conv2D", CLG_FLOAT32, &host));
   CHECK(!clg_kernels_supported("matmul", CLG_FLOAT32, &host));
   CHECK(!clg_kernels_supported(NULL, CLG_FLOAT32, &host));
   CHECK(!clg_kernels_supported("Add", CLG_FLOAT32, NULL));
   CHECK(!clg_kernels_supported("Add", (clg_dtype)7, &host));
+  CHECK(!clg_kernels_supported("Const", (clg_dtype)7, &gpu));
+  CHECK(!clg_kernels_supported("MatMul", (clg_dtype)0, &host));
+}
+
+/* IEEE binary16 conversions: exact values, rounding ties to even, the edges of the
+ * subnormal and normal ranges, infinities and NaN. */
+static void test_half_conversions(void)
+{
+  static const struct {
+    uint16_t h;
+    double d;
+  } exact[] = {{0x0000, 0.0},         {0x8000, -0.0},       {0x3c00, 1.0},      {0xbc00, -1.0},
+               {0x4000, 2.0},         {0x3555, 0x1.554p-2}, {0x7bff, 65504.0},  {0x0400, 0x1p-14},
+               {0x03ff, 0x1.ff8p-15}, {0x0001, 0x1p-24},    {0x8001, -0x1p-24}, {0x6400, 1024.0},
+               {0x57d0, 125.0}};
+  for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+    CHECK_MSG(clg_half_to_double(exact[i].h) == exact[i].d, "half 0x%04x: got %a, want %a",
+              exact[i].h, clg_half_to_double(exact[i].h), exact[i].d);
+    CHECK_MSG(clg_half_from_double(exact[i].d) == exact[i].h, "%a: got 0x%04x, want 0x%04x",
+              exact[i].d, clg_half_from_double(exact[i].d), exact[i].h);
+  }
+  CHECK(signbit(clg_half_to_double(0x8000)));
+  /* Ties go to the even significand; just past a tie rounds away. */
+  CHECK(clg_half_from_double(1.0 + 0x1p-11) == 0x3c00);
+  CHECK(clg_half_from_double(1.0 + 3 * 0x1p-11) == 0x3c02);
+  CHECK(clg_half_from_double(1.0 + 0x1p-11 + 0x1p-40) == 0x3c01);
+  CHECK(clg_half_from_double(2049.0) == 0x6800);  /* 2048 */
+  CHECK(clg_half_from_double(2051.0) == 0x6802);  /* 2052 */
+  CHECK(clg_half_from_double(0x1p-25) == 0x0000); /* half the smallest subnormal: to 0 */
+  CHECK(clg_half_from_double(0x1.8p-24) == 0x0002);
+  CHECK(clg_half_from_double(0x1p-14 - 0x1p-26) == 0x0400); /* rounds up into the normals */
+  /* Overflow: 65519.99 rounds to 65504, 65520 (the tie with 2^16) to infinity. */
+  CHECK(clg_half_from_double(65519.0) == 0x7bff);
+  CHECK(clg_half_from_double(65520.0) == 0x7c00);
+  CHECK(clg_half_from_double(-1e300) == 0xfc00);
+  CHECK(clg_half_from_double(INFINITY) == 0x7c00);
+  CHECK(clg_half_from_double(-INFINITY) == 0xfc00);
+  CHECK(clg_half_to_double(0x7c00) == INFINITY);
+  CHECK(clg_half_to_double(0xfc00) == -INFINITY);
+  CHECK(isnan(clg_half_to_double(0x7e00)) && isnan(clg_half_to_double(0xfc01)));
+  uint16_t qn = clg_half_from_double(NAN);
+  CHECK((qn & 0x7c00) == 0x7c00 && (qn & 0x03ff) != 0);
+  /* Every half survives the round trip (NaNs stay NaN). */
+  int bad = 0;
+  for (unsigned h = 0; h < 65536; h++) {
+    double d = clg_half_to_double((uint16_t)h);
+    uint16_t back = clg_half_from_double(d);
+    if (isnan(d) ? !isnan(clg_half_to_double(back)) : back != h)
+      bad++;
+  }
+  CHECK_MSG(bad == 0, "%d halves changed on the round trip", bad);
+  /* Against float -> half by nearest-even on random floats: the result is the nearer
+   * neighbour, and a tie picks the even one. */
+  bad = 0;
+  for (int i = 0; i < 100000; i++) {
+    float f = (float)clg_test_uniform(-70000, 70000) * (float)ldexp(1.0, -(i % 30));
+    uint16_t h = clg_half_from_double(f);
+    double got = clg_half_to_double(h);
+    double err = fabs(got - (double)f);
+    uint16_t lo = (uint16_t)(h - 1), hi = (uint16_t)(h + 1);
+    for (int j = 0; j < 2; j++) {
+      uint16_t other = j ? hi : lo;
+      double o = clg_half_to_double(other);
+      if (isnan(o) || isinf(got) || ((other ^ h) & 0x8000))
+        continue;
+      double oe = fabs(o - (double)f);
+      if (oe < err || (oe == err && (other & 1) == 0))
+        bad++;
+    }
+  }
+  CHECK_MSG(bad == 0, "%d floats not rounded to the nearest even half", bad);
+}
+
+/* Half MatMul: small integers (exact in half, and their products and sums below 2048) give
+ * the exact result; random values are within half's rounding of a float product. */
+static void test_matmul_half(void)
+{
+  const size_t dims[][3] = {{1, 1, 1}, {3, 5, 4}, {17, 9, 33}, {64, 1, 7}, {1, 40, 9}, {5, 5, 0}};
+  for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
+    for (int t = 0; t < 4; t++) {
+      bool ta = t & 1, tb = t & 2;
+      size_t m = dims[s][0], n = dims[s][1], k = dims[s][2];
+      uint16_t *a = malloc(sizeof *a * (m * k + 1)), *b = malloc(sizeof *b * (k * n + 1));
+      uint16_t *c = malloc(sizeof *c * m * n);
+      double *av = malloc(sizeof *av * (m * k + 1)), *bv = malloc(sizeof *bv * (k * n + 1));
+      if (!a || !b || !c || !av || !bv) {
+        CHECK_MSG(false, "out of memory");
+        free(a), free(b), free(c), free(av), free(bv);
+        return;
+      }
+      for (size_t i = 0; i < m * k; i++) {
+        av[i] = (double)((int)(clg_test_rand() % 13) - 6);
+        a[i] = clg_half_from_double(av[i]);
+      }
+      for (size_t i = 0; i < k * n; i++) {
+        bv[i] = (double)((int)(clg_test_rand() % 9) - 4);
+        b[i] = clg_half_from_double(bv[i]);
+      }
+      for (size_t i = 0; i < m * n; i++)
+        c[i] = 0x7e00; /* NaN: an unwritten element fails */
+      CHECK_OK(clg_host_matmul_half(ta, tb, m, n, k, a, b, c));
+      int wrong = 0;
+      for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+          double want = 0;
+          for (size_t p = 0; p < k; p++)
+            want += av[ta ? p * m + i : i * k + p] * bv[tb ? j * k + p : p * n + j];
+          if (clg_half_to_double(c[i * n + j]) != want)
+            wrong++;
+        }
+      CHECK_MSG(wrong == 0, "half MatMul %zux%zux%zu ta=%d tb=%d: %d wrong elements", m, n, k, ta,
+                tb, wrong);
+      free(a), free(b), free(c), free(av), free(bv);
+    }
+
+  /* Random values in [-1, 1): each element is the float product rounded once to half, so
+   * within half an ulp of half (2^-11 relative) plus float's accumulation error. */
+  enum { M = 37, N = 29, K = 301 };
+  static uint16_t a[M * K], b[K * N], c[M * N];
+  for (size_t i = 0; i < M * K; i++)
+    a[i] = clg_half_from_double(clg_test_uniform(-1, 1));
+  for (size_t i = 0; i < K * N; i++)
+    b[i] = clg_half_from_double(clg_test_uniform(-1, 1));
+  CHECK_OK(clg_host_matmul_half(false, true, M, N, K, a, b, c));
+  double worst = 0;
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      double want = 0, mag = 0;
+      for (size_t p = 0; p < K; p++) {
+        double x = clg_half_to_double(a[i * K + p]) * clg_half_to_double(b[j * K + p]);
+        want += x;
+        mag += fabs(x);
+      }
+      double err = fabs(clg_half_to_double(c[i * N + j]) - want);
+      double bound = fabs(want) * 0x1p-11 + mag * K * 0x1p-24 + 0x1p-24;
+      if (!(err <= bound) && err / bound > worst)
+        worst = err / bound;
+    }
+  CHECK_MSG(worst == 0, "half MatMul off by %.2f times its error bound", worst);
 }
 
 static void test_clblast_names(void)
@@ -346,6 +498,8 @@ int main(void)
   test_binary();
   test_addn();
   test_supported();
+  test_half_conversions();
+  test_matmul_half();
   test_clblast_names();
   return clg_test_summary("test_host_kernels");
 }

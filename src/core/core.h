@@ -39,6 +39,12 @@ void clg_log(clg_log_level level, const char *fmt, ...) CLG_PRINTF(2, 3);
 /* As clg_tensor_new with data NULL, but the data is left uninitialised: for a producer
  * that writes every element (a kernel computing a fetched output in place). */
 clg_tensor *clg_tensor_new_uninit(clg_dtype dtype, int rank, const int64_t *dims);
+/* IEEE 754 binary16 (CLG_FLOAT16 elements are stored as these bit patterns). To double is
+ * exact; from double rounds to nearest, ties to even, once (so float -> double -> half is
+ * a correct float -> half rounding): too large becomes infinity, tiny values subnormals or
+ * zero, NaN stays NaN (quiet, sign kept). */
+double clg_half_to_double(uint16_t h);
+uint16_t clg_half_from_double(double d);
 
 /* --- strings ----------------------------------------------------------------------- */
 

@@ -184,7 +184,7 @@ char *clg_tensor_shape_string(const clg_tensor *t, char *buf, size_t size)
 
 /* --- IEEE half precision ------------------------------------------------------------ */
 
-static double half_to_double(uint16_t h)
+double clg_half_to_double(uint16_t h)
 {
   int sign = h >> 15, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
   double v;
@@ -198,12 +198,14 @@ static double half_to_double(uint16_t h)
 }
 
 /* Rounds to the nearest half (ties to even), as a conversion would. */
-static uint16_t half_from_double(double d)
+uint16_t clg_half_from_double(double d)
 {
   uint16_t sign = signbit(d) ? 0x8000 : 0;
   double a = fabs(d);
   if (isnan(d))
     return sign | 0x7e00;
+  if (isinf(d)) /* frexp leaves the exponent unspecified for infinities */
+    return sign | 0x7c00;
   if (a < 0x1p-14) /* subnormal: a multiple of 2^-24; 1024 * 2^-24 is the smallest normal */
     return sign | (uint16_t)rint(a * 0x1p24);
   int e;
@@ -229,7 +231,7 @@ static double element(const clg_tensor *t, size_t i)
   case CLG_FLOAT64:
     return ((const double *)t->data)[i];
   case CLG_FLOAT16:
-    return half_to_double(((const uint16_t *)t->data)[i]);
+    return clg_half_to_double(((const uint16_t *)t->data)[i]);
   }
   return 0.0;
 }
@@ -259,7 +261,7 @@ static bool reads_back(const char *s, double a, clg_dtype dtype)
   case CLG_FLOAT32:
     return strtof(s, NULL) == (float)a;
   case CLG_FLOAT16:
-    return half_from_double(strtod(s, NULL)) == half_from_double(a);
+    return clg_half_from_double(strtod(s, NULL)) == clg_half_from_double(a);
   case CLG_FLOAT64:
     break;
   }
@@ -394,7 +396,7 @@ static bool wants_exp(double max_val, double min_val, clg_dtype dtype)
   }
   case CLG_FLOAT16: {
     float ratio = (float)max_val / (float)min_val;
-    return half_to_double(half_from_double(ratio)) > 1000.0;
+    return clg_half_to_double(clg_half_from_double(ratio)) > 1000.0;
   }
   case CLG_FLOAT64:
     break;

@@ -10,14 +10,74 @@
  * whenever a routine fails, e.g. for the expected CLBlastNoHalfPrecision on PoCL; clgraph
  * cannot silence it. The status is what counts: it becomes a clgraph error that carries
  * CLBlast's name for the code.
+ *
+ * CLGRAPH_CLBLAST_DISABLE (a diagnostic switch, read once per process): a comma-separated
+ * list of precisions (half, single, double) that CLBlast is treated as unable to run on
+ * every device, so MatMuls of those dtypes take the host fallback exactly as on a device
+ * without fp16/fp64. It lets tests and users exercise that path on any device.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kernels/kernels.h"
 
 #ifdef CLG_HAVE_CLBLAST
 #include <clblast_c.h>
+
+static const char *const precision_names[] = {"half", "single", "double"};
+static bool precision_disabled[3];
+static pthread_once_t disable_once = PTHREAD_ONCE_INIT;
+
+static int precision_index(clg_dtype dtype)
+{
+  return dtype == CLG_FLOAT16 ? 0 : dtype == CLG_FLOAT32 ? 1 : 2;
+}
+
+static void disable_init(void)
+{
+  const char *env = getenv("CLGRAPH_CLBLAST_DISABLE");
+  if (!env)
+    return;
+  for (const char *p = env; *p;) {
+    size_t len = strcspn(p, ",");
+    while (len > 0 && (*p == ' ' || *p == '\t'))
+      p++, len--;
+    size_t end = len;
+    while (end > 0 && (p[end - 1] == ' ' || p[end - 1] == '\t'))
+      end--;
+    bool known = end == 0; /* empty items ("double,") are harmless */
+    for (int i = 0; i < 3 && !known; i++)
+      if (strlen(precision_names[i]) == end && strncmp(p, precision_names[i], end) == 0)
+        precision_disabled[i] = known = true;
+    if (!known)
+      clg_log(CLG_LOG_WARNING,
+              "CLGRAPH_CLBLAST_DISABLE: '%.*s' ignored: want a comma-separated list of half, "
+              "single and double",
+              (int)end, p);
+    p += len;
+    if (*p == ',')
+      p++;
+  }
+  for (int i = 0; i < 3; i++)
+    if (precision_disabled[i])
+      clg_log(CLG_LOG_DEBUG, "CLGRAPH_CLBLAST_DISABLE: MatMul in %s precision will not use CLBlast",
+              precision_names[i]);
+}
+
+/* UNIMPLEMENTED, as for a device without the precision, when CLGRAPH_CLBLAST_DISABLE
+ * names dtype's precision; OK otherwise. */
+static clg_code check_disabled(clg_dtype dtype)
+{
+  pthread_once(&disable_once, disable_init);
+  int i = precision_index(dtype);
+  if (!precision_disabled[i])
+    return CLG_OK;
+  return clg_error(CLG_UNIMPLEMENTED, "CLBlast disabled for %s by CLGRAPH_CLBLAST_DISABLE",
+                   precision_names[i]);
+}
 
 static clg_code clblast_error(int status, const char *routine, const clg_device *dev)
 {
@@ -188,6 +248,9 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, b
                      "MatMul [%zu,%zu]x[%zu,%zu] on %s exceeds CLBlast's int sizes and offsets", m,
                      k, k, n, dev->info.name);
 
+  if ((code = check_disabled(dtype)) != CLG_OK)
+    return code;
+
   cl_command_queue q = dev->queue;
   if (!alloc) {
     CLBlastStatusCode st = gemm_call(dtype, &g, &q, NULL, NULL);
@@ -260,6 +323,9 @@ clg_code clg_cl_warm_matmul(clg_device *dev, clg_dtype dtype)
   if (es == 0)
     return clg_error(CLG_INVALID_ARGUMENT,
                      "clg_cl_warm_matmul: dtype %d is not float, double or half", (int)dtype);
+  clg_code code = check_disabled(dtype);
+  if (code != CLG_OK)
+    return code;
   enum { N = 8 };
   uint64_t zeros[N * N] = {0}; /* large enough for N x N of any dtype */
   cl_mem buf[3] = {NULL, NULL, NULL};
@@ -267,7 +333,6 @@ clg_code clg_cl_warm_matmul(clg_device *dev, clg_dtype dtype)
   for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
     buf[i] = clCreateBuffer(dev->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, N * N * es,
                             zeros, &err);
-  clg_code code = CLG_OK;
   if (err != CL_SUCCESS) {
     code = clg_cl_error(err, "clCreateBuffer", " warming MatMul on %s", dev->info.name);
   } else {

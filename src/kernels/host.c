@@ -4,6 +4,7 @@
  * output untouched. */
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,6 +135,44 @@ void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size
   }
 #endif
   clg_host_matmul_portable(dtype, ta, tb, m, n, k, a, b, c);
+}
+
+/* rows x cols floats, or NULL when that many bytes cannot exist or be allocated. */
+static float *float_array(size_t rows, size_t cols)
+{
+  size_t count = rows * cols;
+  if (rows != 0 && count / rows != cols)
+    return NULL;
+  if (count > SIZE_MAX / sizeof(float))
+    return NULL;
+  return malloc(count ? count * sizeof(float) : 1);
+}
+
+clg_code clg_host_matmul_half(bool ta, bool tb, size_t m, size_t n, size_t k, const uint16_t *a,
+                              const uint16_t *b, uint16_t *c)
+{
+  /* Every half is exactly a float, so the only rounding besides sgemm's is the last one. */
+  float *fa = float_array(m, k), *fb = float_array(k, n), *fc = float_array(m, n);
+  if (!fa || !fb || !fc) {
+    free(fa);
+    free(fb);
+    free(fc);
+    return clg_error(CLG_RESOURCE_EXHAUSTED,
+                     "out of host memory for the float copies of a half MatMul "
+                     "[%zu,%zu]x[%zu,%zu]",
+                     m, k, k, n);
+  }
+  for (size_t i = 0; i < m * k; i++)
+    fa[i] = (float)clg_half_to_double(a[i]);
+  for (size_t i = 0; i < k * n; i++)
+    fb[i] = (float)clg_half_to_double(b[i]);
+  clg_host_matmul(CLG_FLOAT32, ta, tb, m, n, k, fa, fb, fc);
+  for (size_t i = 0; i < m * n; i++)
+    c[i] = clg_half_from_double(fc[i]);
+  free(fa);
+  free(fb);
+  free(fc);
+  return CLG_OK;
 }
 
 const char *clg_host_matmul_backend(void)

@@ -15,8 +15,11 @@
 typedef enum clg_binop { CLG_BINOP_ADD, CLG_BINOP_SUB, CLG_BINOP_MUL } clg_binop;
 
 /* Does a kernel exist for op type `op` ("MatMul", "Add", "Sub", "Mul", "AddN", "Identity",
- * "Const", "Placeholder") with dtype on this device? For OpenCL devices this reflects the
- * build (CLBlast present for MatMul) and the device (fp64 for double). */
+ * "Const", "Placeholder") with dtype on this device? Const, Placeholder and Identity: every
+ * dtype everywhere. MatMul: every dtype on the host; on OpenCL devices every dtype when
+ * the build has CLBlast (what CLBlast cannot run there falls back to the host at run time),
+ * none without. Add, Sub, Mul, AddN: float everywhere, double on the host and on devices
+ * with fp64, never half. */
 bool clg_kernels_supported(const char *op, clg_dtype dtype, const clg_device *dev);
 
 /* --- host ------------------------------------------------------------------------------ */
@@ -25,6 +28,12 @@ bool clg_kernels_supported(const char *op, clg_dtype dtype, const clg_device *de
  * [k,n] (b stored [n,k] when tb). CBLAS when built with it, else the portable kernel. */
 void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k, const void *a,
                      const void *b, void *c);
+/* The same for half-precision operands (IEEE binary16 bit patterns): converted to float,
+ * multiplied by clg_host_matmul (accumulating in float), rounded back to half (nearest,
+ * ties to even). RESOURCE_EXHAUSTED (c untouched) when the
+ * float copies cannot be allocated. */
+clg_code clg_host_matmul_half(bool ta, bool tb, size_t m, size_t n, size_t k, const uint16_t *a,
+                              const uint16_t *b, uint16_t *c);
 /* The portable cache-blocked kernel alone (tests compare both paths). */
 void clg_host_matmul_portable(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k,
                               const void *a, const void *b, void *c);

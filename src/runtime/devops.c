@@ -31,6 +31,20 @@ static void matmul_dims(const clg_node *n, size_t *m, size_t *nn, size_t *k)
 
 /* --- host ---------------------------------------------------------------------------- */
 
+/* clg_host_matmul for float and double; half goes through float copies, which can fail. */
+static clg_code host_matmul(const clg_node *n, size_t m, size_t nn, size_t k, const void *a,
+                            const void *b, void *c)
+{
+  if (n->dtype == CLG_FLOAT16) {
+    clg_code code = clg_host_matmul_half(n->transpose_a, n->transpose_b, m, nn, k, a, b, c);
+    if (code != CLG_OK)
+      return clg_error_prefix("MatMul '%s': ", n->name);
+    return CLG_OK;
+  }
+  clg_host_matmul(n->dtype, n->transpose_a, n->transpose_b, m, nn, k, a, b, c);
+  return CLG_OK;
+}
+
 static clg_code host_upload(clg_device *dev, const clg_block *dst, const void *src, size_t bytes)
 {
   (void)dev;
@@ -79,8 +93,7 @@ static clg_code host_run(clg_process *p, int device, const clg_node *n, const cl
   if (strcmp(n->op, "MatMul") == 0) {
     size_t m, nn, k;
     matmul_dims(n, &m, &nn, &k);
-    clg_host_matmul(n->dtype, n->transpose_a, n->transpose_b, m, nn, k, in[0].host, in[1].host,
-                    out->host);
+    return host_matmul(n, m, nn, k, in[0].host, in[1].host, out->host);
   } else if (is_binop(n->op)) {
     clg_host_binary(binop_of(n->op), n->dtype, in[0].host, clg_node_count(n->inputs[0]),
                     in[1].host, clg_node_count(n->inputs[1]), out->host, count);
@@ -148,10 +161,10 @@ static clg_code cl_matmul_on_host(clg_device *dev, const clg_node *n, const clg_
     code = clg_device_download(dev, in[0].mem, in[0].offset, a, ab);
   if (code == CLG_OK)
     code = clg_device_download(dev, in[1].mem, in[1].offset, b, bb);
-  if (code == CLG_OK) {
-    clg_host_matmul(n->dtype, n->transpose_a, n->transpose_b, m, nn, k, a, b, c);
+  if (code == CLG_OK)
+    code = host_matmul(n, m, nn, k, a, b, c);
+  if (code == CLG_OK)
     code = clg_device_upload(dev, out->mem, out->offset, c, cb);
-  }
   free(a);
   free(b);
   free(c);
@@ -176,7 +189,10 @@ static clg_code cl_run(clg_process *p, int device, const clg_node *n, const clg_
     char msg[1024];
     snprintf(msg, sizeof msg, "MatMul on %s runs on the host instead: %s", dev->info.full_name,
              clg_last_error());
-    clg_process_warn_once(p, device, clg_last_error(), msg);
+    /* The reason is CLBlast's status, not which routine met it: a device without fp16
+     * refuses both the direct Hgemm and the indirect HgemmWithTempBuffer. */
+    const char *why = clg_last_error(), *status = strstr(why, " failed: ");
+    clg_process_warn_once(p, device, status ? status + strlen(" failed: ") : why, msg);
     return cl_matmul_on_host(dev, n, in, out);
   }
   if (is_binop(n->op))
