@@ -135,8 +135,8 @@ static void test_towers_overlap(void)
       CHECK_OK(clg_session_node_times(s, tower[1], &s1, &e1));
       CHECK(s0 < e0 && s1 < e1);
       overlapped = s0 < e1 && s1 < e0;
-      printf("towers: GPU:2 [%llu, %llu] GPU:3 [%llu, %llu] ns (relative to GPU:2's start)\n",
-             0ull, (unsigned long long)(e0 - s0), (unsigned long long)(s1 - s0),
+      printf("towers: GPU:2 [%llu, %llu] GPU:3 [%llu, %llu] ns (relative to GPU:2's start)\n", 0ull,
+             (unsigned long long)(e0 - s0), (unsigned long long)(s1 - s0),
              (unsigned long long)(e1 - s0));
     }
     CHECK_MSG(overlapped, "the two towers never ran at the same time");

@@ -8,8 +8,8 @@
 
 enum { GRAPHS = 200, MAX_NODES = 14 };
 
-static const char *const specs[] = {"", "/cpu:0", "/device:GPU:0", "/device:GPU:1", "/gpu:2",
-                                    "/device:GPU:3", "/device:GPU:*"};
+static const char *const specs[] = {"",       "/cpu:0",        "/device:GPU:0", "/device:GPU:1",
+                                    "/gpu:2", "/device:GPU:3", "/device:GPU:*"};
 
 /* Every tensor is [n,n], so that any two nodes can be combined by any op. */
 typedef struct plan {

@@ -208,8 +208,8 @@ int clg_bench_overhead(int argc, char **argv)
            "\"devices\": [",
            CHAIN, ELEMS, repeats);
   else
-    printf("chain of %d Adds on %d floats, median of %d runs\n%-16s %14s %14s %8s\n", CHAIN,
-           ELEMS, repeats, "device", "clgraph us/op", "direct us/op", "ratio");
+    printf("chain of %d Adds on %d floats, median of %d runs\n%-16s %14s %14s %8s\n", CHAIN, ELEMS,
+           repeats, "device", "clgraph us/op", "direct us/op", "ratio");
   for (int i = 0; i < clg_devices_count(devs); i++) {
     clg_device *dev = clg_devices_at(devs, i);
     double e = engine_chain(dev->info.name, repeats);

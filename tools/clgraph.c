@@ -18,19 +18,21 @@ static const struct {
 
 static void usage(FILE *f)
 {
-  fprintf(f, "usage: clgraph <command> [options]\n\n"
-             "clgraph %s runs dataflow graphs on OpenCL devices with TensorFlow's device model.\n\n"
-             "commands:\n",
+  fprintf(f,
+          "usage: clgraph <command> [options]\n\n"
+          "clgraph %s runs dataflow graphs on OpenCL devices with TensorFlow's device model.\n\n"
+          "commands:\n",
           clg_version());
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-  fprintf(f, "\n'clgraph <command> --help' explains a command.\n"
-             "\nenvironment:\n"
-             "  CLGRAPH_DEVICE_TYPES     OpenCL device types used as GPUs: gpu,accelerator,cpu or all\n"
-             "                           (default gpu,accelerator; cpu makes PoCL devices stand in)\n"
-             "  CLGRAPH_VISIBLE_DEVICES  visible GPUs and their order, e.g. 2,0\n"
-             "  CLGRAPH_LOG_LEVEL        debug, info, warning, error or off (default info)\n"
-             "  CLGRAPH_FORCE_GPU_ALLOW_GROWTH  true or false: overrides allow_growth\n");
+  fprintf(
+      f, "\n'clgraph <command> --help' explains a command.\n"
+         "\nenvironment:\n"
+         "  CLGRAPH_DEVICE_TYPES     OpenCL device types used as GPUs: gpu,accelerator,cpu or all\n"
+         "                           (default gpu,accelerator; cpu makes PoCL devices stand in)\n"
+         "  CLGRAPH_VISIBLE_DEVICES  visible GPUs and their order, e.g. 2,0\n"
+         "  CLGRAPH_LOG_LEVEL        debug, info, warning, error or off (default info)\n"
+         "  CLGRAPH_FORCE_GPU_ALLOW_GROWTH  true or false: overrides allow_growth\n");
 }
 
 bool clg_tool_has_flag(int argc, char **argv, const char *flag)

@@ -10,28 +10,45 @@ static _Thread_local clg_code last_code = CLG_OK;
 static _Thread_local char last_msg[CLG_MSG_MAX];
 
 static const char *const code_names[] = {
-    "OK",          "CANCELLED",          "UNKNOWN",           "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED", "NOT_FOUND",    "ALREADY_EXISTS",    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",   "OUT_OF_RANGE",
-    "UNIMPLEMENTED", "INTERNAL",         "UNAVAILABLE",       "DATA_LOSS"};
+    "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+    "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+    "DATA_LOSS"};
 
 static const char *const code_titles[] = {
-    "OK",           "Cancelled",         "Unknown",           "Invalid argument",
-    "Deadline exceeded", "Not found",    "Already exists",    "Permission denied",
-    "Resource exhausted", "Failed precondition", "Aborted",   "Out of range",
-    "Unimplemented", "Internal",         "Unavailable",       "Data loss"};
+    "OK",        "Cancelled",      "Unknown",           "Invalid argument",   "Deadline exceeded",
+    "Not found", "Already exists", "Permission denied", "Resource exhausted", "Failed precondition",
+    "Aborted",   "Out of range",   "Unimplemented",     "Internal",           "Unavailable",
+    "Data loss"};
 
-static const char *const code_classes[] = {
-    "OK",           "CancelledError",    "UnknownError",      "InvalidArgumentError",
-    "DeadlineExceededError", "NotFoundError", "AlreadyExistsError", "PermissionDeniedError",
-    "ResourceExhaustedError", "FailedPreconditionError", "AbortedError", "OutOfRangeError",
-    "UnimplementedError", "InternalError", "UnavailableError", "DataLossError"};
+static const char *const code_classes[] = {"OK",
+                                           "CancelledError",
+                                           "UnknownError",
+                                           "InvalidArgumentError",
+                                           "DeadlineExceededError",
+                                           "NotFoundError",
+                                           "AlreadyExistsError",
+                                           "PermissionDeniedError",
+                                           "ResourceExhaustedError",
+                                           "FailedPreconditionError",
+                                           "AbortedError",
+                                           "OutOfRangeError",
+                                           "UnimplementedError",
+                                           "InternalError",
+                                           "UnavailableError",
+                                           "DataLossError"};
 
 static bool code_valid(clg_code code) { return (unsigned)code <= (unsigned)CLG_DATA_LOSS; }
 
-const char *clg_code_name(clg_code code) { return code_valid(code) ? code_names[code] : "UNKNOWN_CODE"; }
+const char *clg_code_name(clg_code code)
+{
+  return code_valid(code) ? code_names[code] : "UNKNOWN_CODE";
+}
 
-const char *clg_code_title(clg_code code) { return code_valid(code) ? code_titles[code] : "Unknown"; }
+const char *clg_code_title(clg_code code)
+{
+  return code_valid(code) ? code_titles[code] : "Unknown";
+}
 
 const char *clg_code_error_class(clg_code code)
 {

@@ -2,7 +2,8 @@
  * the destination's queue, ordered after the source's event, so no queue is drained. */
 #include "device/device.h"
 
-clg_code clg_device_upload(clg_device *dev, cl_mem mem, size_t offset, const void *host, size_t bytes)
+clg_code clg_device_upload(clg_device *dev, cl_mem mem, size_t offset, const void *host,
+                           size_t bytes)
 {
   if (bytes == 0)
     return CLG_OK;

@@ -11,8 +11,9 @@
 
 static clg_binop binop_of(const char *op)
 {
-  return strcmp(op, "Add") == 0 ? CLG_BINOP_ADD : strcmp(op, "Sub") == 0 ? CLG_BINOP_SUB
-                                                                         : CLG_BINOP_MUL;
+  return strcmp(op, "Add") == 0   ? CLG_BINOP_ADD
+         : strcmp(op, "Sub") == 0 ? CLG_BINOP_SUB
+                                  : CLG_BINOP_MUL;
 }
 
 static bool is_binop(const char *op)
@@ -95,8 +96,8 @@ static clg_code host_run(clg_process *p, int device, const clg_node *n, const cl
     matmul_dims(n, &m, &nn, &k);
     return host_matmul(n, m, nn, k, in[0].host, in[1].host, out->host);
   } else if (is_binop(n->op)) {
-    clg_host_binary(binop_of(n->op), n->dtype, in[0].host, clg_node_count(n->inputs[0]),
-                    in[1].host, clg_node_count(n->inputs[1]), out->host, count);
+    clg_host_binary(binop_of(n->op), n->dtype, in[0].host, clg_node_count(n->inputs[0]), in[1].host,
+                    clg_node_count(n->inputs[1]), out->host, count);
   } else if (strcmp(n->op, "AddN") == 0) {
     const void *stack[16];
     const void **ptrs = n->num_inputs <= 16 ? stack : malloc(sizeof *ptrs * (size_t)n->num_inputs);
@@ -115,8 +116,8 @@ static clg_code host_run(clg_process *p, int device, const clg_node *n, const cl
   return CLG_OK;
 }
 
-static const clg_devops host_ops = {true,           host_upload,      host_download, host_copy,
-                                    host_ready_event, host_run,       host_finish};
+static const clg_devops host_ops = {
+    true, host_upload, host_download, host_copy, host_ready_event, host_run, host_finish};
 
 /* --- OpenCL ---------------------------------------------------------------------------- */
 
@@ -206,7 +207,7 @@ static clg_code cl_run(clg_process *p, int device, const clg_node *n, const clg_
   return clg_error(CLG_UNIMPLEMENTED, "no OpenCL kernel for op %s (node '%s')", n->op, n->name);
 }
 
-static const clg_devops cl_ops = {false,          cl_upload, cl_download,   cl_copy,
+static const clg_devops cl_ops = {false,          cl_upload, cl_download,      cl_copy,
                                   cl_ready_event, cl_run,    clg_device_finish};
 
 const clg_devops *clg_devops_of(const clg_device *dev)

@@ -48,10 +48,10 @@ struct clg_executor {
   bool *const_ready;
   value *vals;
   bool *needed;
-  int *fed; /* feed index + 1, 0 when not fed */
-  bool *fetched;       /* fetched in this run */
-  clg_tensor **outs;   /* a fetched host node's output, computed in place */
-  trace *traces; /* NULL unless tracing */
+  int *fed;          /* feed index + 1, 0 when not fed */
+  bool *fetched;     /* fetched in this run */
+  clg_tensor **outs; /* a fetched host node's output, computed in place */
+  trace *traces;     /* NULL unless tracing */
 };
 
 static clg_device *device(clg_executor *x, int d) { return clg_devices_at(x->devs, d); }
@@ -436,7 +436,8 @@ static clg_code produce(clg_executor *x, const clg_node *n, clg_tensor *const *f
     char shape[96];
     return clg_error(CLG_INVALID_ARGUMENT,
                      "You must feed a value for placeholder tensor '%s' with dtype %s and shape %s",
-                     n->name, clg_dtype_name(n->dtype), clg_node_shape_string(n, shape, sizeof shape));
+                     n->name, clg_dtype_name(n->dtype),
+                     clg_node_shape_string(n, shape, sizeof shape));
   }
   return run_node(x, n, d);
 }
@@ -452,8 +453,8 @@ static clg_code fetch(clg_executor *x, const clg_node *n, clg_tensor **out)
   clg_tensor *t = clg_tensor_new_uninit(n->dtype, n->rank, n->dims);
   if (!t)
     return clg_last_code();
-  clg_code code = ops(x, v->dev)->download(device(x, v->dev), &v->block, clg_tensor_data(t),
-                                          node_bytes(n));
+  clg_code code =
+      ops(x, v->dev)->download(device(x, v->dev), &v->block, clg_tensor_data(t), node_bytes(n));
   if (code != CLG_OK) {
     clg_tensor_free(t);
     return clg_error_prefix("fetching '%s': ", n->name);

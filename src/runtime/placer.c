@@ -36,8 +36,9 @@ static void summarize_value(clg_strbuf *s, const clg_tensor *t)
   const void *data = clg_tensor_const_data(t);
   for (size_t i = 0; i < shown; i++) {
     double v = clg_tensor_dtype(t) == CLG_FLOAT64 ? ((const double *)data)[i]
-               : clg_tensor_dtype(t) == CLG_FLOAT32 ? (double)((const float *)data)[i]
-                                                    : 0.0;
+               : clg_tensor_dtype(t) == CLG_FLOAT32
+                   ? (double)((const float *)data)[i]
+                   : clg_half_to_double(((const uint16_t *)data)[i]);
     clg_strbuf_printf(s, "%s%g", i ? " " : "", v);
   }
   if (count > shown)

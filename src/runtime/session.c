@@ -64,7 +64,8 @@ static clg_code session_place(clg_session *s)
   clg_placement *pl = malloc(sizeof *pl * (size_t)(nn > 0 ? nn : 1));
   if (!pl)
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory placing %d nodes", nn);
-  clg_code code = clg_place(s->graph, clg_process_devices(s->proc), s->opt.allow_soft_placement, pl);
+  clg_code code =
+      clg_place(s->graph, clg_process_devices(s->proc), s->opt.allow_soft_placement, pl);
   clg_executor *x = NULL;
   if (code == CLG_OK)
     code = clg_executor_new(s->proc, s->graph, pl, &x);
