@@ -13,53 +13,53 @@ extern int clg_test_passed, clg_test_failed;
 
 void clg_test_fail(const char *file, int line, const char *fmt, ...);
 
-#define CHECK(cond)                                                                              \
-  do {                                                                                           \
-    if (cond)                                                                                    \
-      clg_test_passed++;                                                                         \
-    else                                                                                         \
-      clg_test_fail(__FILE__, __LINE__, "CHECK(%s)", #cond);                                     \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (cond)                                                                                      \
+      clg_test_passed++;                                                                           \
+    else                                                                                           \
+      clg_test_fail(__FILE__, __LINE__, "CHECK(%s)", #cond);                                       \
   } while (0)
 
-#define CHECK_MSG(cond, ...)                                                                     \
-  do {                                                                                           \
-    if (cond)                                                                                    \
-      clg_test_passed++;                                                                         \
-    else                                                                                         \
-      clg_test_fail(__FILE__, __LINE__, __VA_ARGS__);                                            \
+#define CHECK_MSG(cond, ...)                                                                       \
+  do {                                                                                             \
+    if (cond)                                                                                      \
+      clg_test_passed++;                                                                           \
+    else                                                                                           \
+      clg_test_fail(__FILE__, __LINE__, __VA_ARGS__);                                              \
   } while (0)
 
-#define CHECK_CODE(expr, want)                                                                   \
-  do {                                                                                           \
-    clg_code got_ = (expr);                                                                      \
-    if (got_ == (want))                                                                          \
-      clg_test_passed++;                                                                         \
-    else                                                                                         \
-      clg_test_fail(__FILE__, __LINE__, "%s returned %s, want %s (last error: %s)", #expr,       \
-                    clg_code_name(got_), clg_code_name(want), clg_last_error());                 \
+#define CHECK_CODE(expr, want)                                                                     \
+  do {                                                                                             \
+    clg_code got_ = (expr);                                                                        \
+    if (got_ == (want))                                                                            \
+      clg_test_passed++;                                                                           \
+    else                                                                                           \
+      clg_test_fail(__FILE__, __LINE__, "%s returned %s, want %s (last error: %s)", #expr,         \
+                    clg_code_name(got_), clg_code_name(want), clg_last_error());                   \
   } while (0)
 
 #define CHECK_OK(expr) CHECK_CODE(expr, CLG_OK)
 
-#define CHECK_STR(got, want)                                                                     \
-  do {                                                                                           \
-    const char *g_ = (got), *w_ = (want);                                                        \
-    if (g_ && w_ && strcmp(g_, w_) == 0)                                                         \
-      clg_test_passed++;                                                                         \
-    else                                                                                         \
-      clg_test_fail(__FILE__, __LINE__, "%s:\n  got:  \"%s\"\n  want: \"%s\"", #got,             \
-                    g_ ? g_ : "(null)", w_ ? w_ : "(null)");                                     \
+#define CHECK_STR(got, want)                                                                       \
+  do {                                                                                             \
+    const char *g_ = (got), *w_ = (want);                                                          \
+    if (g_ && w_ && strcmp(g_, w_) == 0)                                                           \
+      clg_test_passed++;                                                                           \
+    else                                                                                           \
+      clg_test_fail(__FILE__, __LINE__, "%s:\n  got:  \"%s\"\n  want: \"%s\"", #got,               \
+                    g_ ? g_ : "(null)", w_ ? w_ : "(null)");                                       \
   } while (0)
 
 /* Checks that haystack contains needle. */
-#define CHECK_CONTAINS(haystack, needle)                                                         \
-  do {                                                                                           \
-    const char *h_ = (haystack), *n_ = (needle);                                                 \
-    if (h_ && n_ && strstr(h_, n_))                                                              \
-      clg_test_passed++;                                                                         \
-    else                                                                                         \
-      clg_test_fail(__FILE__, __LINE__, "%s does not contain \"%s\":\n  \"%s\"", #haystack,     \
-                    n_ ? n_ : "(null)", h_ ? h_ : "(null)");                                     \
+#define CHECK_CONTAINS(haystack, needle)                                                           \
+  do {                                                                                             \
+    const char *h_ = (haystack), *n_ = (needle);                                                   \
+    if (h_ && n_ && strstr(h_, n_))                                                                \
+      clg_test_passed++;                                                                           \
+    else                                                                                           \
+      clg_test_fail(__FILE__, __LINE__, "%s does not contain \"%s\":\n  \"%s\"", #haystack,        \
+                    n_ ? n_ : "(null)", h_ ? h_ : "(null)");                                       \
   } while (0)
 
 /* Prints "<name>: N passed, N failed" and returns the process exit status. */

@@ -65,24 +65,24 @@ typedef struct clg_device_config {
 
 /* Everything known about one device. Strings are owned by the device set. */
 typedef struct clg_device_info {
-  int index;                 /* 0 = CPU:0, then GPUs in order */
-  const char *type;          /* "CPU" or "GPU" */
-  int id;                    /* the N of /device:TYPE:N */
-  const char *name;          /* "/device:GPU:0" */
-  const char *full_name;     /* "/job:localhost/replica:0/task:0/device:GPU:0" */
-  const char *cl_name;       /* CL_DEVICE_NAME ("" for the host) */
-  const char *cl_vendor;     /* CL_DEVICE_VENDOR */
-  const char *cl_type;       /* "GPU", "CPU", "ACCELERATOR", "host" */
-  const char *driver_version;/* CL_DRIVER_VERSION */
-  const char *cl_version;    /* CL_DEVICE_VERSION */
-  const char *platform_name; /* CL_PLATFORM_NAME */
-  const char *pci_bus_id;    /* "0000:05:00.0", or "unknown" when the driver gives none */
+  int index;                  /* 0 = CPU:0, then GPUs in order */
+  const char *type;           /* "CPU" or "GPU" */
+  int id;                     /* the N of /device:TYPE:N */
+  const char *name;           /* "/device:GPU:0" */
+  const char *full_name;      /* "/job:localhost/replica:0/task:0/device:GPU:0" */
+  const char *cl_name;        /* CL_DEVICE_NAME ("" for the host) */
+  const char *cl_vendor;      /* CL_DEVICE_VENDOR */
+  const char *cl_type;        /* "GPU", "CPU", "ACCELERATOR", "host" */
+  const char *driver_version; /* CL_DRIVER_VERSION */
+  const char *cl_version;     /* CL_DEVICE_VERSION */
+  const char *platform_name;  /* CL_PLATFORM_NAME */
+  const char *pci_bus_id;     /* "0000:05:00.0", or "unknown" when the driver gives none */
   unsigned compute_units;
-  uint64_t global_mem;       /* CL_DEVICE_GLOBAL_MEM_SIZE (host: physical memory) */
-  uint64_t max_alloc;        /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
-  unsigned base_addr_align;  /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes */
-  uint64_t memory_limit;     /* virtual device limit in bytes, 0 if none */
-  int physical_index;        /* index in the physical GPU order; -1 for the host */
+  uint64_t global_mem;      /* CL_DEVICE_GLOBAL_MEM_SIZE (host: physical memory) */
+  uint64_t max_alloc;       /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+  unsigned base_addr_align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes */
+  uint64_t memory_limit;    /* virtual device limit in bytes, 0 if none */
+  int physical_index;       /* index in the physical GPU order; -1 for the host */
   int has_fp64, has_fp16;
 } clg_device_info;
 
@@ -91,9 +91,9 @@ typedef struct clg_devices clg_devices;
 /* Sets the defaults (types 0, no visible list, no virtual devices). */
 void clg_device_config_init(clg_device_config *cfg);
 
-/* Enumerates the devices (cfg NULL: the defaults). With no OpenCL platform at all the set holds CPU:0 alone and
- * the call succeeds. Errors: INVALID_ARGUMENT for a bad CLGRAPH_DEVICE_TYPES, visible
- * list (TensorFlow's texts: "Could not parse entry in 'visible_device_list': ...",
+/* Enumerates the devices (cfg NULL: the defaults). With no OpenCL platform at all the set holds
+ * CPU:0 alone and the call succeeds. Errors: INVALID_ARGUMENT for a bad CLGRAPH_DEVICE_TYPES,
+ * visible list (TensorFlow's texts: "Could not parse entry in 'visible_device_list': ...",
  * "'visible_device_list' listed an invalid Device id ...", "visible_device_list contained
  * a duplicate entry: ...") or virtual device configuration; OpenCL failures by name. */
 clg_code clg_devices_new(const clg_device_config *cfg, clg_devices **out);

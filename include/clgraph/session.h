@@ -32,13 +32,13 @@ extern "C" {
 #endif
 
 typedef struct clg_session_options {
-  int log_device_placement;   /* log the device mapping and each node's device (INFO) */
-  int allow_soft_placement;   /* fall back to an existing, supported device */
-  clg_memory_options gpu_options; /* allow_growth, per_process_gpu_memory_fraction */
+  int log_device_placement;        /* log the device mapping and each node's device (INFO) */
+  int allow_soft_placement;        /* fall back to an existing, supported device */
+  clg_memory_options gpu_options;  /* allow_growth, per_process_gpu_memory_fraction */
   const char *visible_device_list; /* as in clg_device_config */
   int num_virtual;
   const clg_virtual_devices *virtual_devices;
-  unsigned device_types;      /* CLG_DEVTYPE_* mask; 0: CLGRAPH_DEVICE_TYPES or default */
+  unsigned device_types; /* CLG_DEVTYPE_* mask; 0: CLGRAPH_DEVICE_TYPES or default */
   /* Compile the MatMul kernels of the devices MatMuls are placed on when the session is
    * created, so the first run is not the slow one. CLBlast compiles a GEMM routine on its
    * first use per context and dtype: about 10 s on PoCL with a cold kernel cache, ~0.05 s

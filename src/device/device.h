@@ -42,14 +42,16 @@ char *clg_devname_format(const clg_devname *n, char *buf, size_t size);
  * ("Cannot merge devices with incompatible types: '<a>' and '<b>'") unless
  * allow_soft_placement, which clears the conflicting type/id instead (jobs, replicas and
  * tasks always conflict). */
-clg_code clg_devname_merge(clg_devname *target, const clg_devname *other, bool allow_soft_placement);
+clg_code clg_devname_merge(clg_devname *target, const clg_devname *other,
+                           bool allow_soft_placement);
 /* MergeOverrideDevNames: every field set in other wins. */
 void clg_devname_merge_override(clg_devname *target, const clg_devname *other);
 /* MergeUnsetDevNames: copies only fields unset in target. */
 void clg_devname_merge_unset(clg_devname *target, const clg_devname *other);
 
 /* IsSpecification: every field set in less_specific is set and equal in more_specific. */
-bool clg_devname_is_specification(const clg_devname *less_specific, const clg_devname *more_specific);
+bool clg_devname_is_specification(const clg_devname *less_specific,
+                                  const clg_devname *more_specific);
 /* IsCompleteSpecification: every field set in pattern equals the one in the (complete)
  * name. */
 bool clg_devname_matches(const clg_devname *pattern, const clg_devname *name);
@@ -100,7 +102,8 @@ clg_device *clg_devices_at(clg_devices *devs, int i);
 /* --- data movement (device/transfer.c) ------------------------------------------------ */
 
 /* Blocking write of bytes from host to (mem, offset) on dev's queue. */
-clg_code clg_device_upload(clg_device *dev, cl_mem mem, size_t offset, const void *host, size_t bytes);
+clg_code clg_device_upload(clg_device *dev, cl_mem mem, size_t offset, const void *host,
+                           size_t bytes);
 /* Blocking read of bytes from (mem, offset) on dev's queue (after all work queued there). */
 clg_code clg_device_download(clg_device *dev, cl_mem mem, size_t offset, void *host, size_t bytes);
 /* Copies within one context, enqueued on dst's queue after `wait` (may be NULL); *done
@@ -115,6 +118,5 @@ clg_code clg_device_marker(clg_device *dev, cl_event *event);
 clg_code clg_device_finish(clg_device *dev);
 /* Profiling times (ns, device clock) of a completed event. */
 clg_code clg_device_event_times(cl_event event, uint64_t *start_ns, uint64_t *end_ns);
-
 
 #endif
