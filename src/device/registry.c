@@ -471,8 +471,15 @@ static clg_code enumerate(clg_devices *devs, unsigned types, phys_device **out, 
     }
     for (cl_uint i = 0; i < nd; i++) {
       cl_device_type t = 0;
-      if (clGetDeviceInfo(ids[i], CL_DEVICE_TYPE, sizeof t, &t, NULL) != CL_SUCCESS)
+      err = clGetDeviceInfo(ids[i], CL_DEVICE_TYPE, sizeof t, &t, NULL);
+      if (err != CL_SUCCESS) {
+        /* One device that cannot describe itself must not hide the others. */
+        clg_log(CLG_LOG_WARNING,
+                "OpenCL device %u of platform %u skipped: %s (%d) in clGetDeviceInfo for "
+                "CL_DEVICE_TYPE",
+                i, p, clg_cl_error_name(err), (int)err);
         continue;
+      }
       if (!(t & want))
         continue;
       list[n].platform_index = (int)p;

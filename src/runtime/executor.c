@@ -495,18 +495,27 @@ clg_code clg_executor_run(clg_executor *x, int num_feeds, clg_node *const *feed_
     if (x->needed[i])
       code = produce(x, clg_graph_node(x->g, i), feeds);
 
+  /* Results go to the caller's outputs only when every fetch succeeded. */
+  clg_tensor *stack[8];
+  clg_tensor **got = num_fetches <= 8 ? stack : calloc((size_t)num_fetches, sizeof *got);
+  if (!got && code == CLG_OK)
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory fetching %d tensors", num_fetches);
   int fetched = 0;
   for (; fetched < num_fetches && code == CLG_OK; fetched++)
-    code = fetch(x, fetches[fetched], &outputs[fetched]);
-  if (code != CLG_OK) {
-    for (int i = 0; i < fetched; i++) {
-      clg_tensor_free(outputs[i]);
-      outputs[i] = NULL;
-    }
+    if ((code = fetch(x, fetches[fetched], &got[fetched])) != CLG_OK)
+      break;
+  if (code == CLG_OK) {
+    for (int i = 0; i < num_fetches; i++)
+      outputs[i] = got[i];
+  } else {
+    for (int i = 0; i < fetched; i++)
+      clg_tensor_free(got[i]);
     /* Drain every queue before freeing blocks that work may still use. */
     for (int d = 0; d < x->devs->count; d++)
       ops(x, d)->finish(device(x, d));
   }
+  if (got != stack)
+    free(got);
   for (int i = 0; i < x->nn; i++) {
     if (x->vals[i].live)
       value_release(x, &x->vals[i]);
