@@ -37,12 +37,9 @@ configure_and_build build/ci-portable -DCLGRAPH_WITH_CBLAS=OFF
 ctest --test-dir build/ci-portable --output-on-failure -j "$jobs" \
   -R 'test_(host_kernels|scenarios|random_graphs)'
 
-if [ -f ci/sanitize.sh ]; then
-  step "4. sanitizers"
-  bash ci/sanitize.sh
-fi
-if [ -f ci/fuzz.sh ]; then
-  step "5. fuzzing"
-  bash ci/fuzz.sh
-fi
+step "4. sanitizers"
+bash ci/sanitize.sh
+
+step "5. fuzzing (FUZZ_SECONDS per target, default 60)"
+bash ci/fuzz.sh
 step "all checks passed"

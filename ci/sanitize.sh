@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Sanitizers and valgrind (called by ci/test.sh; runs alone too):
+#   a. build/asan: the whole CTest suite built with AddressSanitizer + UndefinedBehaviorSanitizer
+#      (-fno-sanitize-recover=all: the first UB report fails the test) and LeakSanitizer;
+#   b. valgrind memcheck on a representative subset, with the plain build/ci (configured and
+#      built here when missing);
+#   c. build/tsan: ThreadSanitizer on the tests that run threads.
+# Zero reports from clgraph's code are allowed. PoCL's in-process kernel compiler keeps memory
+# for the life of the process (opencl-practice.md, 5): clgraph calls clUnloadPlatformCompiler at
+# exit where PoCL survives it, and tests/lsan.supp and tests/valgrind.supp name only PoCL, LLVM
+# and ld.so frames, never clgraph's, so a cl_* object clgraph forgets is still reported.
+#
+#   ci/sanitize.sh                      # all three
+#   SANITIZE_STEPS="asan tsan" ci/sanitize.sh
+#   CLG_CI_BUILD=build-me ci/sanitize.sh  # build trees under build-me/ instead of build/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source ci/env.sh
+jobs=$(nproc)
+steps="${SANITIZE_STEPS:-asan valgrind tsan}"
+root="${CLG_CI_BUILD:-build}"
+start=$(date +%s)
+elapsed() { echo "$(($(date +%s) - start)) s"; }
+has_step() { [[ " $steps " == *" $1 "* ]]; }
+
+# --- a. ASan + UBSan + LSan on the whole suite ---------------------------------------------------
+if has_step asan; then
+  echo "== sanitize: ASan+UBSan build ($root/asan) and the whole suite ($(elapsed))"
+  cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLGRAPH_WERROR=ON \
+    -DCLGRAPH_SANITIZE=ON >/dev/null
+  cmake --build "$root/asan" -j "$jobs" >/dev/null
+  export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
+  export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  log="$root/asan/ctest.log"
+  if ! ctest --test-dir "$root/asan" --output-on-failure -j "$jobs" --output-log "$log"; then
+    # LeakSanitizer's stop-the-world tracer itself crashes now and then at exit ("Tracer
+    # caught signal 11 ... LeakSanitizer has encountered a fatal error": no report, an LSan
+    # limitation with threads that exit meanwhile). Only then are the failed tests run once
+    # more; any real report (ASan, LSan leak, UBSan) fails at once.
+    if grep -q "LeakSanitizer has encountered a fatal error" "$log" &&
+      ! grep -qE "ERROR: (AddressSanitizer|LeakSanitizer): |runtime error: |FAIL " "$log"; then
+      echo "sanitize: LeakSanitizer's tracer crashed (not a report); running the failed tests again"
+      ctest --test-dir "$root/asan" --output-on-failure --rerun-failed
+    else
+      exit 1
+    fi
+  fi
+  unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
+fi
+
+# --- b. valgrind memcheck on a subset --------------------------------------------------------------
+# Pure C parts, a placement-only test, the guide's scenarios on one PoCL device (where the
+# compiler unload at exit runs: no leak suppression needed) and the threaded test on four.
+valgrind_tests=(
+  "test_devname"
+  "test_graph"
+  "test_tensor"
+  "test_placer"
+  "test_scenarios POCL_DEVICES=pthread"
+  "test_concurrency"
+)
+if has_step valgrind; then
+  echo "== sanitize: valgrind memcheck on ${#valgrind_tests[@]} tests ($root/ci) ($(elapsed))"
+  cmake -S . -B "$root/ci" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLGRAPH_WERROR=ON >/dev/null
+  cmake --build "$root/ci" -j "$jobs" >/dev/null
+  failed=0
+  for entry in "${valgrind_tests[@]}"; do
+    read -r t env_extra <<<"$entry"
+    log="$root/ci/valgrind-$t.log"
+    t0=$(date +%s)
+    # The environment of tests/CMakeLists.txt's default test variant, plus the entry's.
+    if env POCL_DEVICES="pthread pthread pthread pthread" POCL_MEMORY_LIMIT=2 \
+        POCL_CACHE_DIR="$POCL_CACHE_DIR" POCL_ENABLE_UNINIT=1 CLGRAPH_DEVICE_TYPES=all \
+        CLGRAPH_LOG_LEVEL=warning CLG_SOURCE_DIR="$PWD" CLG_BINARY_DIR="$PWD/$root/ci" \
+        ${env_extra:+"$env_extra"} \
+        valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect,possible \
+          --errors-for-leak-kinds=definite,indirect,possible \
+          --suppressions=tests/valgrind.supp "$root/ci/tests/$t" >"$log" 2>&1; then
+      echo "valgrind: $t clean ($(($(date +%s) - t0)) s)"
+    else
+      echo "valgrind: $t FAILED (log: $log)"
+      grep -v "^hwloc\|^May be\|^and reloading" "$log" | tail -n 80
+      failed=1
+    fi
+  done
+  ((failed == 0)) || exit 1
+fi
+
+# --- c. ThreadSanitizer on the threaded tests ----------------------------------------------------
+if has_step tsan; then
+  echo "== sanitize: TSan build ($root/tsan) and the threaded tests ($(elapsed))"
+  cmake -S . -B "$root/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLGRAPH_WERROR=ON \
+    -DCLGRAPH_TSAN=ON >/dev/null
+  cmake --build "$root/tsan" -j "$jobs" --target test_concurrency test_allocator >/dev/null
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+    ctest --test-dir "$root/tsan" --output-on-failure -R '^test_(concurrency|allocator)$'
+fi
+echo "== sanitize: all clean ($(elapsed))"

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seeds of tests/fuzz/corpus/<target>/seed_*.
+
+The byte codes follow the decoders in fuzz_devname.c, fuzz_suballoc.c and fuzz_graph.c
+(each opcode is one byte; see the fg_/fs_ functions for the operand bytes). Run from the
+repository root: python3 tests/fuzz/make_seeds.py. Inputs that libFuzzer found and that
+add coverage live beside these seeds, named by their SHA-1 (ci/fuzz.sh keeps new ones in
+build/fuzz/work/, merge them with `-merge=1` when they matter).
+"""
+import os
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def write(target, name, data):
+    d = os.path.join(ROOT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "seed_" + name), "wb") as f:
+        f.write(bytes(data))
+
+
+# --- fuzz_devname: byte 0 picks the parsers (2 bits per spec), then "A\nB" ------------------
+DEVNAME = {
+    "full_full": (0, "/job:localhost/replica:0/task:0/device:GPU:0", "/device:GPU:0"),
+    "legacy": (0, "/cpu:0", "/gpu:1"),
+    "local": (5, "GPU:2", "cpu:0"),
+    "scope": (10, "/device:gpu:1", "/job:worker/task:3"),
+    "wildcards": (0, "/job:*/replica:*/task:*/device:*:*", "/device:GPU:*"),
+    "conflict": (0, "/device:GPU:0", "/device:CPU:0"),
+    "ids": (0, "/device:GPU:0", "/device:GPU:1"),
+    "jobs": (0, "/job:a", "/job:b/replica:1"),
+    "empty": (0, "", "/"),
+    "bad": (0, "/device:", "//"),
+    "overflow": (0, "/device:GPU:99999999999", "/replica:-1"),
+    "order": (0, "/device:GPU:0/job:x/task:1", "/task:1/job:x"),
+    "longname": (0, "/job:" + "a" * 70, "/device:" + "T" * 63 + ":1"),
+    "garbage": (1, "\x01\xff/job:\x00", "GPU:"),
+}
+for name, (how, a, b) in DEVNAME.items():
+    write("fuzz_devname", name, [how] + list(a.encode("latin-1")) + [10] + list(b.encode("latin-1")))
+
+# --- fuzz_suballoc: byte 0 alignment; op%8: 0-2 alloc, 3-4 release, 5 add, 6 remove, 7 check --
+ADD, REMOVE, CHECK = 5, 6, 7
+
+
+def add_region(rid, units, kind=1):
+    # id, multiple?, size kind, 2 size bytes, zero-size flag
+    return [ADD, rid, 1, kind, units >> 8, units & 0xFF, 0]
+
+
+def alloc(units, kind=1):
+    return [0, kind, units >> 8, units & 0xFF, 0]
+
+
+def release(i):
+    return [3, 0, i]
+
+
+write("fuzz_suballoc", "basic", [0] + add_region(1, 63) + alloc(3) + alloc(5) + alloc(1) +
+      release(1) + release(0) + [CHECK] + alloc(7) + release(0) + release(0) + release(0) +
+      [REMOVE, 1])
+write("fuzz_suballoc", "two_regions", [2] + add_region(1, 31) + add_region(2, 15) +
+      alloc(20) + alloc(20) + alloc(10) + [REMOVE, 1, REMOVE, 2] + release(0) + release(0) +
+      [REMOVE, 2, CHECK])
+write("fuzz_suballoc", "fill", [1] + add_region(0, 16) + alloc(1) * 18 + [CHECK] +
+      release(3) * 8 + alloc(2) * 4)
+write("fuzz_suballoc", "odd", [4, ADD, 3, 0, 0x81, 0, 9, 17, 0] + add_region(3, 9) +
+      [0, 0x81, 0, 2, 200] + [0, 0, 0, 0, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0] + [3, 0x80, 0, 5, 0, 9])
+write("fuzz_suballoc", "big", [0] + add_region(7, 60000, 2) + alloc(30000, 2) +
+      alloc(30001, 2) + alloc(29999, 2) + release(0) + alloc(40000, 2))
+
+# --- fuzz_graph: op%20, see fg_step ----------------------------------------------------------
+C32, C64, PH, MM, ADDOP, SUB, MUL, ADDN, IDENT, MISUSE = 0, 1, 2, 3, 5, 6, 7, 8, 9, 10
+PUSH, POP, NAME, RUN, SECOND, DEVICES, RESET = 11, 13, 14, 15, 17, 18, 19
+SPECS = ["/cpu:0", "/device:GPU:0", "/device:GPU:1", "/gpu:3", "/device:GPU:7", "GPU:2", "gpu:1",
+         "/job:localhost/replica:0/task:0/device:GPU:2", "/job:worker", "/device:CPU:1",
+         "/device:TPU:0", "", None, "/device:GPU:*", "/replica:1", "//", "/device:", "cpu:x",
+         "/job:localhost/device:cpu:0", "/GPU:0/cpu:0"]
+NAMES = ["a", "b", "Const", "MatMul", "Const_1", "x/y", ".z", "_bad", "-bad", "", "with space",
+         "A", "tower_0/MatMul"]
+
+
+def dim_byte(d):
+    return d if d < 5 else 192 + d
+
+
+def const(dims, values, f64=False, via_tensor=False):
+    out = [C64 if f64 else C32, len(dims)] + [dim_byte(d) for d in dims]
+    out += [(v + 2) % 5 for v in values]
+    return out + [0 if via_tensor else 1]
+
+
+def const_big(dims, f64, seed=1):
+    n = 1
+    for d in dims:
+        n *= d
+    vals = [(seed * 7 + i * 3) % 5 for i in range(n)]
+    return [C64 if f64 else C32, len(dims)] + [dim_byte(d) for d in dims] + vals + [1]
+
+
+def placeholder(dims, dtype=0):
+    out = [PH, dtype, len(dims)]
+    for d in dims:
+        out += [0, dim_byte(d)]  # 0: not a special value, then the dimension
+    return out + ([0] if dims else [])
+
+
+def push(spec):
+    return [PUSH, SPECS.index(spec)]
+
+
+def name(n):
+    return [NAME, NAMES.index(n)]
+
+
+def run(num_nodes, fetch, opts=(0, 0), feeds=None, new_session=True, placeholders=(),
+        fails=False):
+    """fetch: node indices; feeds: {node index: values}; placeholders: the indices of
+    placeholder nodes (a placeholder is fed unless its byte is a multiple of 8, any other
+    node only when its byte is a multiple of 16); fails: the session cannot be created (or
+    the graph has an error), so the run reads no more bytes."""
+    out = [RUN] + (list(opts) if new_session else [])
+    if fails:
+        return out
+    feeds = feeds or {}
+    for i in range(num_nodes):
+        if i in feeds:
+            out += [1 if i in placeholders else 16] + [(v + 2) % 5 for v in feeds[i]]
+        else:
+            out += [0 if i in placeholders else 1]
+    out += [1, len(fetch) - 1] + list(fetch) + [1]
+    return out
+
+
+# S2: a, b on the default device, MatMul; log_device_placement on.
+s2 = name("a") + const([2, 3], [1, 2, -1, 0, 1, 2]) + name("b") + const([3, 2], [2, 1, 0, -1, 1, 1])
+s2 += [MM, 0, 1, 0] + run(3, [2], opts=(2, 0))
+write("fuzz_graph", "s2", s2)
+# S3: a, b on /cpu:0, MatMul outside any scope.
+s3 = push("/cpu:0") + const([2, 3], [1, 2, -1, 0, 1, 2]) + const([3, 2], [2, 1, 0, -1, 1, 1])
+s3 += [POP, MM, 0, 1, 0] + run(3, [2, 0])
+write("fuzz_graph", "s3", s3)
+# S7: towers on GPU:2 and GPU:3, AddN on the CPU.
+s7 = (push("/job:localhost/replica:0/task:0/device:GPU:2") + const([2, 3], [1, 2, -1, 0, 1, 2]) +
+      const([3, 2], [2, 1, 0, -1, 1, 1]) + [MM, 0, 1, 0, POP] + push("/gpu:3") +
+      const([2, 3], [1, 1, 1, 0, 1, 2]) + const([3, 2], [2, 1, 0, -1, 1, 1]) + [MM, 3, 4, 0, POP] +
+      push("/cpu:0") + [ADDN, 2, 2, 5, POP] + run(7, [6]))
+write("fuzz_graph", "s7", s7)
+# S5/S6: a device that does not exist, without and with soft placement.
+s5 = push("/device:GPU:7") + const([3, 2], [1, 2, 0, 1, 2, 0]) + [POP]
+s5 += run(1, [0], opts=(0, 0), fails=True)
+s5 += [RESET] + push("/device:GPU:7") + const([3, 2], [1, 2, 0, 1, 2, 0]) + [POP]
+s5 += run(1, [0], opts=(1, 0))
+write("fuzz_graph", "s5_s6", s5)
+# Feeds: x (placeholder [3,4]) + c, x * 2, Identity, Sub; run twice, the graph grows between.
+fd = placeholder([3, 4]) + const([3, 4], list(range(-2, 10))) + [ADDOP, 0, 1, MUL, 2, 0, IDENT, 3]
+fd += run(5, [2, 4], feeds={0: list(range(12))}, placeholders=(0,))
+fd += [SUB, 4, 1] + run(6, [5], feeds={0: [1] * 12}, new_session=False, placeholders=(0,))
+write("fuzz_graph", "feeds", fd)
+# Double precision, a MatMul big enough for CLBlast's indirect path (scratch from the allocator).
+big = const_big([40, 33], True) + const_big([33, 20], True, 2) + [MM, 0, 1, 0]
+big += const_big([20, 40], True, 3) + [MM, 2, 3, 0] + run(5, [4])
+write("fuzz_graph", "matmul_f64_big", big)
+big32 = const_big([41, 7], False) + const_big([41, 9], False, 2) + [MM, 0, 1, 1] + run(3, [2])
+write("fuzz_graph", "matmul_f32_transposed", big32)
+# Scalars against tensors, on several GPUs.
+sc = const([], [2]) + push("/device:GPU:1") + const([2, 2], [1, 2, 0, -1]) + [MUL, 0, 1]
+sc += [POP] + push("/job:localhost/replica:0/task:0/device:GPU:2") + [ADDOP, 1, 0, SUB, 3, 2, POP] + run(5, [4, 2])
+write("fuzz_graph", "scalars", sc)
+# Errors: a bad scope, a pop too many, misuse, names.
+write("fuzz_graph", "bad_scope", push("//") + const([1], [1]) + run(0, [0], fails=True))
+write("fuzz_graph", "bad_pop", const([1], [1]) + [POP] + run(1, [0], fails=True))
+write("fuzz_graph", "bad_name", name("_bad") + const([1], [1]) + run(0, [0], fails=True))
+write("fuzz_graph", "dup_name", name("a") + const([1], [1]) + name("a") + const([1], [1]))
+write("fuzz_graph", "misuse", const([2], [1, 1]) + [MISUSE, 2, 0, RESET, MISUSE, 0, 0])
+write("fuzz_graph", "half", placeholder([2, 2], dtype=3) + run(1, [0], fails=True) +
+      [RESET] + placeholder([2, 2]) + [ADDOP, 0, 0] + run(2, [1], placeholders=(0,)))
+write("fuzz_graph", "bad_options", const([1], [1]) + run(1, [0], opts=(0, 4), fails=True) +
+      run(1, [0], opts=(0x20, 0), fails=True) + run(1, [0], opts=(0x40, 0), fails=True) +
+      run(1, [0], opts=(0x60, 0)))
+write("fuzz_graph", "second_session", const([2], [1, 2]) + [IDENT, 0] + run(2, [1]) +
+      [SECOND] + run(2, [0, 1], opts=(1, 0x08))[1:])
+write("fuzz_graph", "devices", [DEVICES, 0x24, 3, 2, 1, 5, 0, 1, 2, 3, 4] +
+      [DEVICES, 0x07, 8, 0, 0, 3, 4, 4, 4])
