@@ -58,27 +58,6 @@ static void read_block(clg_device *dev, const clg_block *b, void *data, size_t b
   CHECK_MSG(err == CL_SUCCESS, "clEnqueueReadBuffer: %d", err);
 }
 
-static void fill_random(clg_dtype dt, void *p, size_t count)
-{
-  for (size_t i = 0; i < count; i++) {
-    double v = clg_test_uniform(-1, 1);
-    if (dt == CLG_FLOAT32)
-      ((float *)p)[i] = (float)v;
-    else
-      ((double *)p)[i] = v;
-  }
-}
-
-static void fill_nan(clg_dtype dt, void *p, size_t count)
-{
-  for (size_t i = 0; i < count; i++) {
-    if (dt == CLG_FLOAT32)
-      ((float *)p)[i] = NAN;
-    else
-      ((double *)p)[i] = NAN;
-  }
-}
-
 static size_t esize(clg_dtype dt) { return dt == CLG_FLOAT32 ? 4 : 8; }
 
 /* Writes a sentinel pattern of 256 bytes right after block b (in the arena's gap) and
@@ -123,9 +102,9 @@ static void test_binary(clg_device *dev, arena *ar)
           size_t nb = (mode == 1 || mode == 3) ? 1 : count;
           void *ha = malloc(na * es), *hb = malloc(nb * es), *want = malloc(count * es);
           void *got = malloc(count * es);
-          fill_random(dt, ha, na);
-          fill_random(dt, hb, nb);
-          fill_nan(dt, got, count);
+          clg_test_fill_random(dt, ha, na);
+          clg_test_fill_random(dt, hb, nb);
+          clg_test_fill_nan(dt, got, count);
           clg_host_binary((clg_binop)op, dt, ha, na, hb, nb, want, count);
           arena_reset(ar);
           clg_block a = arena_block(ar, na * es), b = arena_block(ar, nb * es);
@@ -164,7 +143,7 @@ static void test_addn(clg_device *dev, arena *ar)
           arena_reset(ar);
           for (int j = 0; j < n; j++) {
             host[j] = malloc(count * es);
-            fill_random(dt, host[j], count);
+            clg_test_fill_random(dt, host[j], count);
             blk[j] = arena_block(ar, count * es);
             write_block(dev, &blk[j], host[j], count * es);
           }
@@ -172,7 +151,7 @@ static void test_addn(clg_device *dev, arena *ar)
           clg_host_addn(dt, (const void *const *)host, n, want, count);
           clg_block out = inplace ? blk[0] : arena_block(ar, count * es);
           if (!inplace) {
-            fill_nan(dt, got, count);
+            clg_test_fill_nan(dt, got, count);
             write_block(dev, &out, got, count * es);
           }
           put_sentinel(dev, &out, count * es);
@@ -381,9 +360,9 @@ static void check_matmul(clg_device *dev, clg_allocator *alloc, arena *ar, clg_d
   size_t es = esize(dt);
   double tol = dt == CLG_FLOAT32 ? 1e-5 : 1e-12;
   void *ha = malloc(m * k * es), *hb = malloc(k * n * es), *hc = malloc(m * n * es);
-  fill_random(dt, ha, m * k);
-  fill_random(dt, hb, k * n);
-  fill_nan(dt, hc, m * n);
+  clg_test_fill_random(dt, ha, m * k);
+  clg_test_fill_random(dt, hb, k * n);
+  clg_test_fill_nan(dt, hc, m * n);
   arena_reset(ar);
   clg_block a = arena_block(ar, m * k * es), b = arena_block(ar, k * n * es);
   clg_block c = arena_block(ar, m * n * es);
@@ -479,7 +458,7 @@ static void test_matmul_errors(clg_device *dev, clg_allocator *alloc, arena *ar)
 
   /* k = 0: an empty sum, C becomes zeros */
   float poison[12];
-  fill_nan(CLG_FLOAT32, poison, 12);
+  clg_test_fill_nan(CLG_FLOAT32, poison, 12);
   write_block(dev, &c, poison, sizeof poison);
   CHECK_OK(clg_cl_matmul(dev, alloc, CLG_FLOAT32, false, false, 3, 4, 0, &a, &b, &c));
   read_block(dev, &c, poison, sizeof poison);

@@ -14,27 +14,6 @@
 typedef void (*matmul_fn)(clg_dtype, bool, bool, size_t, size_t, size_t, const void *, const void *,
                           void *);
 
-static void fill_random(clg_dtype dt, void *p, size_t count)
-{
-  for (size_t i = 0; i < count; i++) {
-    double v = clg_test_uniform(-1, 1);
-    if (dt == CLG_FLOAT32)
-      ((float *)p)[i] = (float)v;
-    else
-      ((double *)p)[i] = v;
-  }
-}
-
-static void fill_nan(clg_dtype dt, void *p, size_t count)
-{
-  for (size_t i = 0; i < count; i++) {
-    if (dt == CLG_FLOAT32)
-      ((float *)p)[i] = NAN;
-    else
-      ((double *)p)[i] = NAN;
-  }
-}
-
 static long double get(clg_dtype dt, const void *p, size_t i)
 {
   return dt == CLG_FLOAT32 ? (long double)((const float *)p)[i]
@@ -87,9 +66,9 @@ static void check_matmul_path(const char *path, matmul_fn fn, clg_dtype dt)
         free(a), free(b), free(c);
         return;
       }
-      fill_random(dt, a, m * k); /* fresh inputs for every check */
-      fill_random(dt, b, k * n);
-      fill_nan(dt, c, m * n); /* an element left unwritten stays NaN and fails */
+      clg_test_fill_random(dt, a, m * k); /* fresh inputs for every check */
+      clg_test_fill_random(dt, b, k * n);
+      clg_test_fill_nan(dt, c, m * n); /* an element left unwritten stays NaN and fails */
       fn(dt, ta, tb, m, n, k, a, b, c);
       double err = matmul_rel_error(dt, ta, tb, m, n, k, a, b, c);
       CHECK_MSG(err < tol, "%s %s m=%zu n=%zu k=%zu ta=%d tb=%d: relative error %g >= %g", path,
@@ -129,7 +108,7 @@ static void test_matmul_empty(void)
   matmul_fn fns[2] = {clg_host_matmul, clg_host_matmul_portable};
   for (int f = 0; f < 2; f++) {
     float c[15], a[1] = {1}, b[1] = {1};
-    fill_nan(CLG_FLOAT32, c, 15);
+    clg_test_fill_nan(CLG_FLOAT32, c, 15);
     fns[f](CLG_FLOAT32, false, false, 5, 3, 0, a, b, c);
     bool zero = true;
     for (int i = 0; i < 15; i++)
@@ -194,10 +173,10 @@ static void test_binary(void)
             free(a), free(b), free(out), free(a0);
             return;
           }
-          fill_random(dt, a, na);
-          fill_random(dt, b, nb);
+          clg_test_fill_random(dt, a, na);
+          clg_test_fill_random(dt, b, nb);
           memcpy(a0, a, na * es);
-          fill_nan(dt, out, count);
+          clg_test_fill_nan(dt, out, count);
           void *dst = mode == 4 ? a : out;
           clg_host_binary((clg_binop)op, dt, a, na, b, nb, dst, count);
           bool ok = true;
@@ -245,7 +224,7 @@ static void test_addn(void)
           void *want = malloc(count * es), *out = malloc(count * es);
           for (int j = 0; j < n; j++) {
             in[j] = malloc(count * es);
-            fill_random(dt, in[j], count);
+            clg_test_fill_random(dt, in[j], count);
           }
           /* the sum in input order, in the dtype's own arithmetic */
           for (size_t i = 0; i < count; i++) {
@@ -261,7 +240,7 @@ static void test_addn(void)
               ((double *)want)[i] = s;
             }
           }
-          fill_nan(dt, out, count);
+          clg_test_fill_nan(dt, out, count);
           void *dst = inplace ? in[n - 1] : out;
           clg_host_addn(dt, (const void *const *)in, n, dst, count);
           CHECK_MSG(memcmp(dst, want, count * es) == 0,

@@ -1,5 +1,6 @@
 #include "testutil.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -97,4 +98,25 @@ unsigned long long clg_test_rand(void)
 double clg_test_uniform(double lo, double hi)
 {
   return lo + (hi - lo) * (double)(clg_test_rand() >> 11) / 9007199254740992.0;
+}
+
+void clg_test_fill_random(clg_dtype dtype, void *p, size_t count)
+{
+  for (size_t i = 0; i < count; i++) {
+    double v = clg_test_uniform(-1, 1);
+    if (dtype == CLG_FLOAT32)
+      ((float *)p)[i] = (float)v;
+    else
+      ((double *)p)[i] = v;
+  }
+}
+
+void clg_test_fill_nan(clg_dtype dtype, void *p, size_t count)
+{
+  for (size_t i = 0; i < count; i++) {
+    if (dtype == CLG_FLOAT32)
+      ((float *)p)[i] = NAN;
+    else
+      ((double *)p)[i] = NAN;
+  }
 }

@@ -81,4 +81,9 @@ void clg_test_seed(unsigned long long seed);
 /* Uniform in [lo, hi). */
 double clg_test_uniform(double lo, double hi);
 
+/* Fills count float32 or float64 elements with uniform values in [-1, 1), or with NaN
+ * (poison: an element a kernel fails to write stays NaN). */
+void clg_test_fill_random(clg_dtype dtype, void *p, size_t count);
+void clg_test_fill_nan(clg_dtype dtype, void *p, size_t count);
+
 #endif
