@@ -3,8 +3,10 @@
  * a bare cl_mem for OpenCL devices), and CPU:0's fraction of the machine's peak.
  *
  * The session number is end to end: one run feeds A and B (host to device), multiplies and
- * fetches C. The direct number is the GEMM alone, wall clock to completion (clFinish for
- * OpenCL: CLBlast's event covers only its last kernel). */
+ * fetches C. The direct number does the same by hand: on the host the GEMM (there is nothing
+ * to move), on an OpenCL device write A and B, CLBlast, read C. For OpenCL devices the GEMM
+ * alone on resident buffers is shown too ("kernel", timed to clFinish: CLBlast's event covers
+ * only its last kernel), so that transfer cost and engine cost can be told apart. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +129,7 @@ typedef struct result {
   clg_dtype dtype;
   size_t n;
   double clgraph, direct; /* GFLOP/s; NAN when not measured */
+  double kernel;          /* OpenCL devices: the GEMM alone on resident buffers */
   const char *direct_what;
   double diff; /* session result vs direct result */
   char note[200];
@@ -255,9 +258,11 @@ static bool direct_setup(direct_bench *db, clg_device *dev, clg_dtype dt, size_t
 #endif
 }
 
-/* One direct GEMM; NAN on failure. c receives the result (read back from the device only
- * when not NULL). */
-static double direct_run(direct_bench *db, void *c, char *note, size_t note_size)
+/* One direct run; NAN on failure. On the host: the GEMM into c. On an OpenCL device with
+ * `transfers`: what a hand-written program does for one product, and what a session run does
+ * (write A and B, GEMM, read C into c, timed to the read); without:
+ * the GEMM alone on the resident buffers, timed to clFinish. */
+static double direct_run(direct_bench *db, void *c, bool transfers, char *note, size_t note_size)
 {
   size_t n = db->n;
   uint64_t t0 = clg_now_ns();
@@ -274,15 +279,23 @@ static double direct_run(direct_bench *db, void *c, char *note, size_t note_size
 #else
     clg_host_matmul_portable(db->dt, false, false, n, n, n, db->a, db->b, out);
 #endif
+    (void)transfers;
     return (double)(clg_now_ns() - t0) * 1e-9;
   }
 #ifdef CLG_HAVE_CLBLAST
   cl_command_queue q = db->dev->queue;
-  CLBlastStatusCode st;
-  if (db->dt == CLG_FLOAT32)
+  size_t bytes = n * n * (db->dt == CLG_FLOAT32 ? 4 : 8);
+  cl_int err = CL_SUCCESS;
+  if (transfers) {
+    err = clEnqueueWriteBuffer(q, db->m[0], CL_FALSE, 0, bytes, db->a, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+      err = clEnqueueWriteBuffer(q, db->m[1], CL_FALSE, 0, bytes, db->b, 0, NULL, NULL);
+  }
+  CLBlastStatusCode st = CLBlastSuccess;
+  if (err == CL_SUCCESS && db->dt == CLG_FLOAT32)
     st = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, n, n, n, 1.0f,
                       db->m[0], 0, n, db->m[1], 0, n, 0.0f, db->m[2], 0, n, &q, NULL);
-  else
+  else if (err == CL_SUCCESS)
     st = CLBlastDgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, n, n, n, 1.0,
                       db->m[0], 0, n, db->m[1], 0, n, 0.0, db->m[2], 0, n, &q, NULL);
   if (st != CLBlastSuccess) {
@@ -290,14 +303,17 @@ static double direct_run(direct_bench *db, void *c, char *note, size_t note_size
              (int)st);
     return NAN;
   }
-  clFinish(q);
-  double t = (double)(clg_now_ns() - t0) * 1e-9;
-  if (c)
-    clEnqueueReadBuffer(q, db->m[2], CL_TRUE, 0, n * n * (db->dt == CLG_FLOAT32 ? 4 : 8), c, 0,
-                        NULL, NULL);
-  return t;
+  if (err == CL_SUCCESS && transfers)
+    err = clEnqueueReadBuffer(q, db->m[2], CL_TRUE, 0, bytes, c, 0, NULL, NULL);
+  else if (err == CL_SUCCESS)
+    err = clFinish(q);
+  if (err != CL_SUCCESS) {
+    snprintf(note, note_size, "direct: %s (%d)", clg_cl_error_name(err), err);
+    return NAN;
+  }
+  return (double)(clg_now_ns() - t0) * 1e-9;
 #else
-  (void)c, (void)note, (void)note_size;
+  (void)c, (void)transfers, (void)note, (void)note_size;
   return NAN;
 #endif
 }
@@ -310,27 +326,31 @@ static void measure(result *r, clg_device *dev, size_t n, const void *a, const v
 {
   sess_bench sb;
   direct_bench db;
-  double ts[64], td[64];
-  int okS = 0, okD = 0;
+  double ts[64], td[64], tk[64];
+  int okS = 0, okD = 0, okK = 0;
   bool has_s = sess_setup(&sb, dev->info.name, r->dtype, n, a, b, r->note, sizeof r->note);
   bool has_d = direct_setup(&db, dev, r->dtype, n, a, b, r->note, sizeof r->note);
+  bool has_k = has_d && !dev->is_host;
   r->direct_what = db.what ? db.what : "";
   if (has_s && isnan(sess_run(&sb, c1, r->note, sizeof r->note)))
     has_s = false;
-  if (has_d && isnan(direct_run(&db, c2, r->note, sizeof r->note)))
-    has_d = false;
+  if (has_d && isnan(direct_run(&db, c2, true, r->note, sizeof r->note)))
+    has_d = has_k = false;
   for (int i = 0; i < repeats; i++) {
     if (has_s && !isnan(ts[okS] = sess_run(&sb, NULL, r->note, sizeof r->note)))
       okS++;
-    if (has_d &&
-        !isnan(td[okD] = direct_run(&db, dev->is_host ? c2 : NULL, r->note, sizeof r->note)))
+    if (has_d && !isnan(td[okD] = direct_run(&db, c2, true, r->note, sizeof r->note)))
       okD++;
+    if (has_k && !isnan(tk[okK] = direct_run(&db, c2, false, r->note, sizeof r->note)))
+      okK++;
   }
   double flops = 2.0 * (double)n * (double)n * (double)n;
   if (okS == repeats)
     r->clgraph = flops / clg_tool_median(ts, okS) * 1e-9;
   if (okD == repeats)
     r->direct = flops / clg_tool_median(td, okD) * 1e-9;
+  if (has_k && okK == repeats)
+    r->kernel = flops / clg_tool_median(tk, okK) * 1e-9;
   if (!isnan(r->clgraph) && !isnan(r->direct))
     r->diff = rel_diff(r->dtype, c1, c2, n * n);
   sess_free(&sb);
@@ -344,7 +364,8 @@ static void usage(FILE *f)
           "\n"
           "GFLOP/s (2n^3 / median time of N runs after a warm-up) of an n x n MatMul on every\n"
           "device: through a clgraph session (feed A and B, run, fetch C) and by a direct call\n"
-          "(cblas_sgemm/dgemm on CPU:0, CLBlast on a bare cl_mem on OpenCL devices).\n"
+          "(cblas_sgemm/dgemm on CPU:0; on OpenCL devices write A and B to bare cl_mem\n"
+          "buffers, CLBlast, read C), and on OpenCL devices the GEMM alone (\"kernel\").\n"
           "  --repeats N      timed runs per measurement (default 5, at most 64)\n"
           "  --sizes LIST     float32 sizes (default 256,512,1024,2048)\n"
           "  --f64-sizes LIST float64 sizes (default 1024; \"\" for none)\n"
@@ -422,11 +443,13 @@ int clg_bench_matmul(int argc, char **argv)
     printf("clgraph bench matmul: C = A x B, n x n, GFLOP/s = 2n^3 / median of %d runs after a "
            "warm-up\n",
            repeats);
-    printf("  clgraph: a session run (feed A, B; MatMul; fetch C); direct: the GEMM alone\n\n");
-    printf("%-16s %-6s %5s %9s %9s %6s %7s %7s  %s\n", "device", "dtype", "n", "clgraph", "direct",
-           "ratio", "%peak", "%peak", "direct call");
-    printf("%-16s %-6s %5s %9s %9s %6s %7s %7s\n", "", "", "", "GFLOP/s", "GFLOP/s", "", "clgraph",
-           "direct");
+    printf(
+        "  clgraph: a session run (feed A, B; MatMul; fetch C); direct: the same by hand (on an\n"
+        "  OpenCL device: write A, B; GEMM; read C); kernel: the GEMM alone on resident data\n\n");
+    printf("%-16s %-6s %5s %9s %9s %6s %9s %7s %7s  %s\n", "device", "dtype", "n", "clgraph",
+           "direct", "ratio", "kernel", "%peak", "%peak", "direct call");
+    printf("%-16s %-6s %5s %9s %9s %6s %9s %7s %7s\n", "", "", "", "GFLOP/s", "GFLOP/s", "",
+           "GFLOP/s", "clgraph", "direct");
     fflush(stdout);
   }
 
@@ -446,7 +469,7 @@ int clg_bench_matmul(int argc, char **argv)
         r->device = dev->info.name;
         r->dtype = dt;
         r->n = n;
-        r->clgraph = r->direct = r->diff = NAN;
+        r->clgraph = r->direct = r->kernel = r->diff = NAN;
         r->direct_what = "";
         if (!dev->is_host && dt == CLG_FLOAT64 && !dev->info.has_fp64) {
           snprintf(r->note, sizeof r->note, "no fp64 on this device");
@@ -470,6 +493,10 @@ int clg_bench_matmul(int argc, char **argv)
           printf("%-16s %-6s %5zu %9.1f %9.1f %6.2f", r->device,
                  dt == CLG_FLOAT32 ? "float" : "double", n, r->clgraph, r->direct,
                  r->clgraph / r->direct);
+          if (isnan(r->kernel))
+            printf(" %9s", "-");
+          else
+            printf(" %9.1f", r->kernel);
           if (show_peak)
             printf(" %6.1f%% %6.1f%%", 100 * r->clgraph / pk, 100 * r->direct / pk);
           else
@@ -503,6 +530,8 @@ int clg_bench_matmul(int argc, char **argv)
       print_json_number(r->clgraph);
       printf(", \"direct_gflops\": ");
       print_json_number(r->direct);
+      printf(", \"kernel_gflops\": ");
+      print_json_number(r->kernel);
       printf(", \"ratio\": ");
       print_json_number(r->clgraph / r->direct);
       printf(", \"peak_fraction_clgraph\": ");
