@@ -4,6 +4,7 @@
  * times), running out of device memory and recovering, and bad input to runs. */
 #include <stdlib.h>
 
+#include "core/core.h"
 #include "testutil.h"
 
 static const int64_t d22[2] = {2, 2};
@@ -282,6 +283,37 @@ static void test_warm_matmul(void)
   clg_graph_free(g);
 }
 
+/* A fetched result's buffer is reused by the next run's result of the same shape while the
+ * session lives (no fresh pages per step), and nothing is kept once the last session goes. */
+static void test_fetch_buffers_recycled(void)
+{
+  static float v[512 * 512];
+  for (int i = 0; i < 512 * 512; i++)
+    v[i] = (float)(i % 7);
+  const int64_t dims[2] = {512, 512};
+  clg_graph *g = clg_graph_new();
+  CHECK_OK(clg_graph_push_device(g, "/cpu:0"));
+  clg_node *a = clg_const_f32(g, "a", 2, dims, v);
+  clg_node *sum = clg_add(g, "sum", a, a);
+  CHECK_OK(clg_graph_pop_device(g));
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, NULL, &s));
+  clg_tensor *out1 = NULL, *out2 = NULL;
+  if (s) {
+    CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &sum, &out1));
+    const void *p = out1 ? clg_tensor_const_data(out1) : NULL;
+    clg_tensor_free(out1);
+    CHECK(clg_tensor_recycled_bytes() == sizeof v);
+    CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &sum, &out2));
+    CHECK(out2 && clg_tensor_const_data(out2) == p);
+    CHECK(out2 && ((const float *)clg_tensor_const_data(out2))[8] == 2.0f);
+    clg_tensor_free(out2);
+  }
+  clg_session_free(s);
+  CHECK(clg_tensor_recycled_bytes() == 0);
+  clg_graph_free(g);
+}
+
 int main(void)
 {
   if (!clg_test_require_gpus(4))
@@ -290,6 +322,7 @@ int main(void)
   test_copies_and_feeds();
   test_out_of_memory();
   test_warm_matmul();
+  test_fetch_buffers_recycled();
 #ifdef CLG_HAVE_CLBLAST /* the towers are MatMuls on GPU:2 and GPU:3 */
   test_towers_overlap();
 #endif

@@ -250,6 +250,46 @@ static void test_bad_arguments(void)
   clg_tensor_free(t);
 }
 
+/* Large buffers are reused only while recycling is on (a session is live), by exact size,
+ * within 8 buffers; small ones never; turning it off frees what is kept. */
+static void test_recycling(void)
+{
+  int64_t big[1] = {1 << 18}, other[1] = {(1 << 18) + 16}, small[1] = {1024};
+  clg_tensor *t = clg_tensor_new_uninit(CLG_FLOAT32, 1, big);
+  CHECK(t != NULL);
+  void *p = clg_tensor_data(t);
+  clg_tensor_free(t); /* off: freed at once */
+  CHECK(clg_tensor_recycled_bytes() == 0);
+
+  clg_tensor_recycle_set(true);
+  t = clg_tensor_new_uninit(CLG_FLOAT32, 1, big);
+  p = clg_tensor_data(t);
+  clg_tensor_free(t);
+  CHECK(clg_tensor_recycled_bytes() == (size_t)1 << 20);
+  clg_tensor *u = clg_tensor_new_uninit(CLG_FLOAT32, 1, other); /* other size: not taken */
+  CHECK(u != NULL && clg_tensor_data(u) != p);
+  CHECK(clg_tensor_recycled_bytes() == (size_t)1 << 20);
+  clg_tensor *v = clg_tensor_new(CLG_FLOAT32, 1, big, NULL); /* same size: reused, zeroed */
+  CHECK(v != NULL && clg_tensor_data(v) == p);
+  CHECK(v && ((const float *)clg_tensor_const_data(v))[12345] == 0.0f);
+  CHECK(clg_tensor_recycled_bytes() == 0);
+  clg_tensor_free(u);
+  clg_tensor_free(v);
+  clg_tensor *w = clg_tensor_new_uninit(CLG_FLOAT32, 1, small);
+  clg_tensor_free(w); /* 4 KiB: below the floor */
+  CHECK(clg_tensor_recycled_bytes() == ((size_t)2 << 20) + 64);
+
+  clg_tensor *many[10];
+  for (int i = 0; i < 10; i++)
+    many[i] = clg_tensor_new_uninit(CLG_FLOAT32, 1, big);
+  for (int i = 0; i < 10; i++)
+    clg_tensor_free(many[i]);
+  /* 8 buffers at most: the other-sized one and seven of these */
+  CHECK(clg_tensor_recycled_bytes() == ((size_t)8 << 20) + 64);
+  clg_tensor_recycle_set(false);
+  CHECK(clg_tensor_recycled_bytes() == 0);
+}
+
 int main(void)
 {
   test_guide_strings();
@@ -257,5 +297,6 @@ int main(void)
   test_scalars_and_empty();
   test_accessors();
   test_bad_arguments();
+  test_recycling();
   return clg_test_summary("test_tensor");
 }

@@ -39,6 +39,10 @@ void clg_log(clg_log_level level, const char *fmt, ...) CLG_PRINTF(2, 3);
 /* As clg_tensor_new with data NULL, but the data is left uninitialised: for a producer
  * that writes every element (a kernel computing a fetched output in place). */
 clg_tensor *clg_tensor_new_uninit(clg_dtype dtype, int rank, const int64_t *dims);
+/* While on (from the first live session to the last), the buffers of large freed tensors are
+ * kept, within bounds, for the next tensor of the same size; off frees them. */
+void clg_tensor_recycle_set(bool on);
+size_t clg_tensor_recycled_bytes(void);
 /* IEEE 754 binary16 (CLG_FLOAT16 elements are stored as these bit patterns). To double is
  * exact; from double rounds to nearest, ties to even, once (so float -> double -> half is
  * a correct float -> half rounding): too large becomes infinity, tiny values subnormals or

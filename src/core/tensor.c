@@ -6,6 +6,7 @@
  * summarisation ("...") above 1000 elements. Digits are the shortest that read back as
  * the same value of the tensor's dtype, as numpy's Dragon4 does. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,82 @@ struct clg_tensor {
   size_t count, bytes;
   void *data;
 };
+
+/* Buffers of large tensors freed while a session is live wait here for the next tensor of
+ * the same byte size: session runs fetch same-shaped results step after step, and a fresh
+ * buffer costs a page fault per 4 KiB (on the H200 machine's VM that was 12% of a 1024^2
+ * float GEMM on 16 cores). Bounded in count and bytes; emptied when the last session goes,
+ * so nothing is held once the library is idle. */
+#define RECYCLE_MIN_BYTES ((size_t)256 << 10)
+#define RECYCLE_MAX_BYTES ((size_t)512 << 20)
+#define RECYCLE_SLOTS 8
+
+static struct {
+  pthread_mutex_t mu;
+  bool on;
+  int n;
+  size_t bytes;
+  struct {
+    void *mem;
+    size_t bytes;
+  } slot[RECYCLE_SLOTS];
+} recycle = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void *recycle_take(size_t bytes)
+{
+  void *mem = NULL;
+  if (bytes < RECYCLE_MIN_BYTES)
+    return NULL;
+  pthread_mutex_lock(&recycle.mu);
+  for (int i = 0; i < recycle.n; i++)
+    if (recycle.slot[i].bytes == bytes) {
+      mem = recycle.slot[i].mem;
+      recycle.bytes -= bytes;
+      recycle.slot[i] = recycle.slot[--recycle.n];
+      break;
+    }
+  pthread_mutex_unlock(&recycle.mu);
+  return mem;
+}
+
+/* Keeps mem for reuse when there is room; false when the caller must free it. */
+static bool recycle_give(void *mem, size_t bytes)
+{
+  if (bytes < RECYCLE_MIN_BYTES)
+    return false;
+  bool kept = false;
+  pthread_mutex_lock(&recycle.mu);
+  if (recycle.on && recycle.n < RECYCLE_SLOTS && bytes <= RECYCLE_MAX_BYTES - recycle.bytes) {
+    recycle.slot[recycle.n].mem = mem;
+    recycle.slot[recycle.n].bytes = bytes;
+    recycle.n++;
+    recycle.bytes += bytes;
+    kept = true;
+  }
+  pthread_mutex_unlock(&recycle.mu);
+  return kept;
+}
+
+void clg_tensor_recycle_set(bool on)
+{
+  pthread_mutex_lock(&recycle.mu);
+  recycle.on = on;
+  if (!on) {
+    for (int i = 0; i < recycle.n; i++)
+      clg_aligned_free(recycle.slot[i].mem);
+    recycle.n = 0;
+    recycle.bytes = 0;
+  }
+  pthread_mutex_unlock(&recycle.mu);
+}
+
+size_t clg_tensor_recycled_bytes(void)
+{
+  pthread_mutex_lock(&recycle.mu);
+  size_t bytes = recycle.bytes;
+  pthread_mutex_unlock(&recycle.mu);
+  return bytes;
+}
 
 size_t clg_dtype_size(clg_dtype dtype)
 {
@@ -109,7 +186,9 @@ static clg_tensor *tensor_create(clg_dtype dtype, int rank, const int64_t *dims,
   }
   size_t bytes = count * esize;
   clg_tensor *t = malloc(sizeof *t);
-  void *mem = clg_aligned_alloc(TENSOR_ALIGN, bytes);
+  void *mem = recycle_take(bytes);
+  if (!mem)
+    mem = clg_aligned_alloc(TENSOR_ALIGN, bytes);
   if (!t || !mem) {
     free(t);
     clg_aligned_free(mem);
@@ -149,7 +228,8 @@ void clg_tensor_free(clg_tensor *t)
 {
   if (!t)
     return;
-  clg_aligned_free(t->data);
+  if (!recycle_give(t->data, t->bytes))
+    clg_aligned_free(t->data);
   free(t);
 }
 

@@ -136,6 +136,8 @@ clg_code clg_process_acquire(const clg_session_options *opt, clg_process **out)
   pthread_mutex_lock(&process_lock);
   if (!process) {
     code = process_create(opt, &process);
+    if (code == CLG_OK)
+      clg_tensor_recycle_set(true);
   } else {
     if (!same_devices(&process->first, opt))
       clg_log(CLG_LOG_WARNING,
@@ -168,6 +170,7 @@ void clg_process_release(clg_process *p)
   if (--p->refs == 0) {
     process_destroy(p);
     process = NULL;
+    clg_tensor_recycle_set(false);
   }
   pthread_mutex_unlock(&process_lock);
 }
