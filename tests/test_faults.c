@@ -519,6 +519,53 @@ static void fetch_failure_keeps_outputs(void)
   free_case(&c);
 }
 
+/* A device that gives less than the default limit: its fourth region (of four 512 MiB
+ * ones) is refused once, the retry at 0.9x is made, and the allocator stops there, says
+ * so once, and serves allocations from what it holds. */
+static void reserve_short_device(void)
+{
+  clg_devices *devs = NULL;
+  CHECK_OK(clg_devices_new(NULL, &devs));
+  clg_device *gpu = devs ? clg_devices_at(devs, 1) : NULL;
+  clg_allocator *a = NULL;
+  clg_memory_options o = {0};
+  if (gpu)
+    CHECK_OK(clg_allocator_new(gpu, &o, &a));
+  if (!a) {
+    clg_devices_free(devs);
+    return;
+  }
+  uint64_t limit = gpu->info.global_mem, region = gpu->info.max_alloc;
+  CHECK(limit == 4 * region); /* PoCL: max alloc is a quarter of the memory */
+  clg_fault_arm("clCreateBuffer", 4, CL_MEM_OBJECT_ALLOCATION_FAILURE);
+  clg_test_log_capture_start(CLG_LOG_WARNING);
+  clg_block b;
+  CHECK_OK(clg_allocator_alloc(a, 1000, &b));
+  const char *log = clg_test_log_capture_stop();
+  CHECK(clg_fault_fired());
+  clg_fault_disarm();
+  clg_memory_stats st;
+  clg_allocator_stats(a, &st);
+  uint64_t smaller = (uint64_t)((double)region * 0.9) & ~(uint64_t)255;
+  CHECK(st.bytes_limit == limit && st.num_regions == 4);
+  CHECK(st.bytes_reserved == 3 * region + smaller);
+  char want[400];
+  snprintf(
+      want, sizeof want,
+      "GPU_0_bfc could reserve only %llu of its %llu-byte limit on "
+      "/job:localhost/replica:0/task:0/device:GPU:0 (creating a region of %llu bytes failed: "
+      "CL_MEM_OBJECT_ALLOCATION_FAILURE (-4) in clCreateBuffer); allocations beyond that fail.",
+      (unsigned long long)st.bytes_reserved, (unsigned long long)limit, (unsigned long long)region);
+  CHECK_CONTAINS(log, want);
+  clg_block c;
+  CHECK_OK(clg_allocator_alloc(a, (size_t)region, &c));
+  clg_allocator_free(a, &c, NULL);
+  clg_allocator_free(a, &b, NULL);
+  CHECK_OK(clg_allocator_validate(a));
+  clg_allocator_destroy(a);
+  clg_devices_free(devs);
+}
+
 int main(void)
 {
   verbose = getenv("CLG_FAULTS_VERBOSE") != NULL;
@@ -527,6 +574,7 @@ int main(void)
   if (!clg_test_require_gpus(4))
     return clg_test_summary("test_faults");
   fetch_failure_keeps_outputs();
+  reserve_short_device();
   for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
     sweep(&scenarios[i]);
   printf("faults: %ld injected: %ld clear errors, %ld skipped devices with a warning, %ld "

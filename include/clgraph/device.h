@@ -84,6 +84,7 @@ typedef struct clg_device_info {
   uint64_t memory_limit;    /* virtual device limit in bytes, 0 if none */
   int physical_index;       /* index in the physical GPU order; -1 for the host */
   int has_fp64, has_fp16;
+  int nv_cc_major; /* NVIDIA compute capability major (cl_nv_device_attribute_query), else 0 */
 } clg_device_info;
 
 typedef struct clg_devices clg_devices;

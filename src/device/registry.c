@@ -15,6 +15,7 @@
 
 /* Vendor queries that the Khronos headers lack or may lack (opencl-practice.md, 3). */
 #define CLG_CL_PCI_BUS_INFO_KHR 0x410F
+#define CLG_CL_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
 #define CLG_CL_PCI_BUS_ID_NV 0x4008
 #define CLG_CL_PCI_SLOT_ID_NV 0x4009
 #define CLG_CL_PCI_DOMAIN_ID_NV 0x400A
@@ -589,6 +590,12 @@ static clg_code fill_gpu(clg_device *d, const phys_device *ph, cl_platform_id pl
     dbl = 0;
   info->has_fp64 = has_extension(ext, "cl_khr_fp64") || dbl != 0;
   info->has_fp16 = has_extension(ext, "cl_khr_fp16");
+  cl_uint cc = 0;
+  if (has_extension(ext, "cl_nv_device_attribute_query") &&
+      clGetDeviceInfo(ph->id, CLG_CL_COMPUTE_CAPABILITY_MAJOR_NV, sizeof cc, &cc, NULL) !=
+          CL_SUCCESS)
+    cc = 0;
+  info->nv_cc_major = (int)cc;
   info->pci_bus_id = pci_bus_id(ph->id, ext);
   free(ext);
   if (!info->pci_bus_id)

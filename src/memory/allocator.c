@@ -12,6 +12,7 @@
  * One mutex per allocator covers everything; it is dropped only while waiting for events
  * of blocks that were freed with a command still using them.
  */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -186,6 +187,49 @@ static void stats_on_reserve(clg_allocator *a, uint64_t size)
 
 /* --- creation ----------------------------------------------------------------------- */
 
+/* What the default limit leaves to the driver and other programs: TensorFlow's
+ * MinSystemMemory (225 MiB below 2 GiB; else by compute capability, 500 MiB up to 6.x,
+ * 1050 MiB for 7.x, 1536 MiB for 8.x, 1800 MiB from 9.0; other vendors get the 500 MiB of
+ * the oldest class), or CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB (TF_DEVICE_MIN_SYS_MEMORY_IN_MB).
+ * On the H200 a limit of the whole memory failed: its fourth 35 GiB region was refused.
+ * OpenCL devices of CPU type (PoCL) take host memory, which has no such driver share. */
+static uint64_t system_memory(const clg_device *dev, logq *q)
+{
+  const uint64_t MiB = 1ull << 20, total = dev->info.global_mem;
+  const char *env = getenv("CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB");
+  if (env && *env) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long mb = strtoull(env, &end, 10);
+    if (*end || errno || env[0] == '-' || mb > (UINT64_MAX >> 20))
+      logq_add(q, CLG_LOG_WARNING,
+               format_text("The environment variable CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB=%s is "
+                           "invalid. The request will be ignored.",
+                           env));
+    else if (mb * MiB > total)
+      logq_add(q, CLG_LOG_WARNING,
+               format_text("The requested reserved device memory %.2fGiB is larger than the "
+                           "available memory of %.2fGiB. The request is ignored.",
+                           (double)(mb * MiB) / (double)(1ull << 30),
+                           (double)total / (double)(1ull << 30)));
+    else
+      return mb * MiB;
+  }
+  if (dev->info.cl_type && strcmp(dev->info.cl_type, "CPU") == 0)
+    return 0;
+  uint64_t sys = 500 * MiB;
+  int cc = dev->info.nv_cc_major;
+  if (total < 2048 * MiB)
+    sys = 225 * MiB;
+  else if (cc >= 9)
+    sys = 1800 * MiB;
+  else if (cc == 8)
+    sys = 1536 * MiB;
+  else if (cc == 7)
+    sys = 1050 * MiB;
+  return sys < total ? sys : 0;
+}
+
 clg_code clg_allocator_new(clg_device *dev, const clg_memory_options *opt, clg_allocator **out)
 {
   if (!out)
@@ -254,6 +298,8 @@ clg_code clg_allocator_new(clg_device *dev, const clg_memory_options *opt, clg_a
       limit = dev->info.memory_limit;
     else if (f > 0)
       limit = (uint64_t)((double)dev->info.global_mem * f);
+    else
+      limit -= system_memory(dev, &q);
     a->limit = round_down(limit, align);
     a->max_region = round_down(dev->info.max_alloc ? dev->info.max_alloc : a->limit, align);
     a->next_region_size = GROWTH_FIRST_REGION < a->limit ? GROWTH_FIRST_REGION : a->limit;
@@ -444,18 +490,29 @@ static clg_code extend(clg_allocator *a, uint64_t rounded)
 }
 
 /* The default mode: reserve the whole limit at first use, in regions of at most
- * max_region bytes. Stops at the first region the device refuses. */
-static void reserve_all(clg_allocator *a)
+ * max_region bytes. A region the device refuses is retried smaller (0.9x, as TensorFlow's
+ * backpedal); when the device gives less than the limit, a warning says how much. */
+static void reserve_all(clg_allocator *a, logq *q)
 {
   uint64_t t0 = clg_now_ns();
   int made = 0;
   while (a->limit > a->reserved && round_down(a->limit - a->reserved, a->align) > 0) {
     uint64_t available = round_down(a->limit - a->reserved, a->align);
     uint64_t size = available < a->max_region ? available : a->max_region;
-    if (region_create(a, size) != CLG_OK)
+    uint64_t got = 0;
+    if (region_create_backpedal(a, size, a->align, &got) != CLG_OK)
       break;
     made++;
+    if (got < size)
+      break; /* the device is full: smaller pieces would only fragment the pool */
   }
+  if (a->reserved < a->limit)
+    logq_add(q, CLG_LOG_WARNING,
+             format_text("%s could reserve only %llu of its %llu-byte limit on %s (%s); "
+                         "allocations beyond that fail. Set per_process_gpu_memory_fraction or "
+                         "raise CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB to leave the driver more.",
+                         a->name, (unsigned long long)a->reserved, (unsigned long long)a->limit,
+                         a->dev->info.full_name, a->region_error));
   if (clg_log_enabled(CLG_LOG_DEBUG))
     clg_log(CLG_LOG_DEBUG, "%s: reserved %llu of %llu bytes in %d regions in %.1f ms", a->name,
             (unsigned long long)a->reserved, (unsigned long long)a->limit, made,
@@ -602,7 +659,7 @@ static clg_code alloc_slow(clg_allocator *a, size_t bytes, uint64_t rounded, clg
   a->region_error[0] = '\0';
   if (!a->growth && !a->reserve_done) {
     a->reserve_done = true;
-    reserve_all(a);
+    reserve_all(a, q);
     if (try_alloc(a, rounded, out))
       return CLG_OK;
   }

@@ -74,12 +74,17 @@ typedef struct clg_allocator clg_allocator;
 /* Creates the allocator for dev with the given options (NULL: the defaults). A fraction
  * outside [0, 1] (or NaN) is INVALID_ARGUMENT. For an OpenCL device the limit is: the
  * virtual device's memory_limit if set, else fraction x global memory if fraction > 0,
- * else the global memory (rounded down to the alignment: a power of two >= 256 and >=
- * CL_DEVICE_MEM_BASE_ADDR_ALIGN). Regions are at most CL_DEVICE_MAX_MEM_ALLOC_SIZE bytes
+ * else the global memory less what TensorFlow leaves the driver (MinSystemMemory: 225 MiB
+ * below 2 GiB, else 500 MiB, or for NVIDIA by compute capability 1050 MiB for 7.x, 1536 for
+ * 8.x, 1800 from 9.0; none for CPU-type OpenCL devices such as PoCL's; any device:
+ * CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB), rounded down to the alignment (a power of two >= 256
+ * and >= CL_DEVICE_MEM_BASE_ADDR_ALIGN). Regions are at most CL_DEVICE_MAX_MEM_ALLOC_SIZE bytes
  * and are filled with zeros when created, so that lazy drivers commit them at once.
  *  - default (no allow_growth): the first allocation reserves the whole limit (as
  *    TensorFlow's BFC allocator does at its first AllocateRaw), in as few regions as
- *    max_alloc allows. Creating the allocator touches no device memory.
+ *    max_alloc allows. Creating the allocator touches no device memory. A region the
+ *    device refuses is retried at 0.9x (up to 8 times); if the device gives less than the
+ *    limit, a warning says how much was reserved.
  *  - allow_growth: a 2 MiB region first, then regions of an eighth of the pool (at least
  *    2 MiB, at least the request): geometric growth by 1.125 rather than TensorFlow's
  *    doubling, which can leave half of the newest region unused. Never given back
