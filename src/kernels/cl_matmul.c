@@ -79,8 +79,10 @@ static clg_code check_disabled(clg_dtype dtype)
                    precision_names[i]);
 }
 
-static clg_code clblast_error(int status, const char *routine, const clg_device *dev)
+static clg_code clblast_error(int status, const char *routine, const clg_device *dev,
+                              const char **why)
 {
+  *why = clg_clblast_status_name(status);
   clg_code code = clg_clblast_status_code(status);
   const char *hint = code == CLG_UNIMPLEMENTED ? " (the host kernel can run this MatMul)" : "";
   return clg_error(code, "%s failed: %s (%d) on %s%s", routine, clg_clblast_status_name(status),
@@ -188,8 +190,12 @@ static clg_code check_mm_block(const clg_block *b, const char *arg, size_t es, s
 
 clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, bool ta, bool tb,
                        size_t m, size_t n, size_t k, const clg_block *a, const clg_block *b,
-                       const clg_block *c)
+                       const clg_block *c, const char **why)
 {
+  const char *unused;
+  if (!why)
+    why = &unused;
+  *why = NULL;
   if (!dev)
     return clg_error(CLG_INVALID_ARGUMENT, "clg_cl_matmul: dev is NULL");
   if (dev->is_host || !dev->queue)
@@ -198,6 +204,7 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, b
 #ifndef CLG_HAVE_CLBLAST
   (void)alloc, (void)dtype, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a, (void)b;
   (void)c;
+  *why = "no CLBlast in this build";
   return clg_error(CLG_UNIMPLEMENTED,
                    "MatMul on %s needs CLBlast, and this build of clgraph has none "
                    "(CLGRAPH_WITH_CLBLAST=OFF or CLBlast not found)",
@@ -243,27 +250,31 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, b
   size_t biggest = m > n ? m : n;
   biggest = biggest > k ? biggest : k;
   if (biggest > INT_MAX || g.a_off + m * k > INT_MAX || g.b_off + k * n > INT_MAX ||
-      g.c_off + m * n > INT_MAX)
+      g.c_off + m * n > INT_MAX) {
+    *why = "sizes beyond CLBlast's int arguments";
     return clg_error(CLG_UNIMPLEMENTED,
                      "MatMul [%zu,%zu]x[%zu,%zu] on %s exceeds CLBlast's int sizes and offsets", m,
                      k, k, n, dev->info.name);
+  }
 
-  if ((code = check_disabled(dtype)) != CLG_OK)
+  if ((code = check_disabled(dtype)) != CLG_OK) {
+    *why = "CLGRAPH_CLBLAST_DISABLE";
     return code;
+  }
 
   cl_command_queue q = dev->queue;
   if (!alloc) {
     CLBlastStatusCode st = gemm_call(dtype, &g, &q, NULL, NULL);
-    return st == CLBlastSuccess ? CLG_OK : clblast_error(st, gemm_name(dtype, false), dev);
+    return st == CLBlastSuccess ? CLG_OK : clblast_error(st, gemm_name(dtype, false), dev, why);
   }
 
   size_t temp_bytes = 0;
   CLBlastStatusCode st = temp_size_call(dtype, &g, &q, &temp_bytes);
   if (st != CLBlastSuccess)
-    return clblast_error(st, temp_size_name(dtype), dev);
+    return clblast_error(st, temp_size_name(dtype), dev, why);
   if (temp_bytes == 0) { /* the direct kernel: no scratch */
     st = gemm_call(dtype, &g, &q, NULL, NULL);
-    return st == CLBlastSuccess ? CLG_OK : clblast_error(st, gemm_name(dtype, false), dev);
+    return st == CLBlastSuccess ? CLG_OK : clblast_error(st, gemm_name(dtype, false), dev, why);
   }
 
   /* CLBlast takes the scratch as a whole cl_mem, so the block becomes a sub-buffer, whose
@@ -296,7 +307,7 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, b
     if (ev)
       clReleaseEvent(ev);
     clg_allocator_free(alloc, &tmp, NULL);
-    return clblast_error(st, gemm_name(dtype, true), dev);
+    return clblast_error(st, gemm_name(dtype, true), dev, why);
   }
   /* The event is that of CLBlast's last kernel; the queue is in order, so it completes
    * after every kernel that uses the scratch. */
@@ -341,8 +352,9 @@ clg_code clg_cl_warm_matmul(clg_device *dev, clg_dtype dtype)
         CLBlastTransposeNo, CLBlastTransposeNo, N, N, N, buf[0], buf[1], buf[2], 0, N, 0, N, 0, N};
     cl_command_queue q = dev->queue;
     CLBlastStatusCode st = gemm_call(dtype, &g, &q, NULL, NULL);
+    const char *why = NULL;
     if (st != CLBlastSuccess)
-      code = clblast_error(st, gemm_name(dtype, false), dev);
+      code = clblast_error(st, gemm_name(dtype, false), dev, &why);
     else if ((err = clFinish(q)) != CL_SUCCESS)
       code = clg_cl_error(err, "clFinish", " warming MatMul on %s", dev->info.name);
     else

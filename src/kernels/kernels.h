@@ -85,10 +85,13 @@ clg_code clg_cl_addn(clg_device *dev, clg_dtype dtype, const clg_block *inputs, 
  * OpenCLBuildProgramFailure, DatabaseError, NotImplemented and sizes beyond CLBlast's int
  * arguments; RESOURCE_EXHAUSTED for -4/-5/-6 and a scratch allocation that fails;
  * INTERNAL otherwise. CLBlast itself also prints "CLBlast: Run-time error" to stderr on
- * every failure (it cannot be silenced). Without CLBlast in the build: UNIMPLEMENTED. */
+ * every failure (it cannot be silenced). Without CLBlast in the build: UNIMPLEMENTED.
+ * why (may be NULL) receives a short fixed name of the reason for an UNIMPLEMENTED or CLBlast
+ * failure (CLBlast's status name, "CLGRAPH_CLBLAST_DISABLE", ...), NULL otherwise: the
+ * caller warns once per device and reason with it. */
 clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, bool ta, bool tb,
                        size_t m, size_t n, size_t k, const clg_block *a, const clg_block *b,
-                       const clg_block *c);
+                       const clg_block *c, const char **why);
 
 /* Releases the programs and kernels cached for all contexts, and CLBlast's caches (at
  * process-wide teardown, with no kernel call in flight). The cache holds a reference to

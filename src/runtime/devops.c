@@ -181,19 +181,19 @@ static clg_code cl_run(clg_process *p, int device, const clg_node *n, const clg_
     size_t m, nn, k;
     matmul_dims(n, &m, &nn, &k);
     clg_allocator *alloc = NULL;
+    const char *why = NULL;
     clg_code code = clg_process_allocator(p, device, &alloc);
     if (code == CLG_OK)
       code = clg_cl_matmul(dev, alloc, n->dtype, n->transpose_a, n->transpose_b, m, nn, k, &in[0],
-                           &in[1], out);
+                           &in[1], out, &why);
     if (code != CLG_UNIMPLEMENTED)
       return code;
     char msg[1024];
     snprintf(msg, sizeof msg, "MatMul on %s runs on the host instead: %s", dev->info.full_name,
              clg_last_error());
-    /* The reason is CLBlast's status, not which routine met it: a device without fp16
-     * refuses both the direct Hgemm and the indirect HgemmWithTempBuffer. */
-    const char *why = clg_last_error(), *status = strstr(why, " failed: ");
-    clg_process_warn_once(p, device, status ? status + strlen(" failed: ") : why, msg);
+    /* Keyed on the reason, not on which routine met it: a device without fp16 refuses both
+     * the direct Hgemm and the indirect HgemmWithTempBuffer. */
+    clg_process_warn_once(p, device, why ? why : clg_last_error(), msg);
     return cl_matmul_on_host(dev, n, in, out);
   }
   if (is_binop(n->op))
