@@ -261,7 +261,8 @@ static void test_reserve_fraction(clg_devices *devs)
 }
 
 /* allow_growth: a 2 MiB region first, then regions of an eighth of the pool (at least 2 MiB,
- * at least the request). */
+ * at least the request) or, larger, twice the largest request that needed a region (at most
+ * the pool plus the request, and only while as much again stays below the limit). */
 static void test_growth(clg_devices *devs)
 {
   clg_device *gpu = clg_devices_at(devs, 1);
@@ -271,41 +272,43 @@ static void test_growth(clg_devices *devs)
   CHECK(o.allow_growth == 1);
   CHECK(stats(a).bytes_limit == (gpu->info.global_mem & ~(uint64_t)255));
   clg_block b[6];
-  CHECK_OK(clg_allocator_alloc(a, 1 * MiB, &b[0]));
+  CHECK_OK(clg_allocator_alloc(a, 1 * MiB, &b[0])); /* 2 MiB: the first region */
   CHECK(stats(a).bytes_reserved == 2 * MiB);
   CHECK_OK(clg_allocator_alloc(a, 1 * MiB, &b[1])); /* fits in the first region */
   CHECK(stats(a).bytes_reserved == 2 * MiB && b[1].mem == b[0].mem);
+  /* Twice the request: 3 MiB, room for one more of its size. */
   CHECK_OK(clg_allocator_alloc(a, 3 * MiB / 2, &b[2]));
-  CHECK(stats(a).bytes_reserved == 4 * MiB && b[2].mem != b[0].mem);
-  /* A request above the next size gets a region of its own size. */
-  CHECK_OK(clg_allocator_alloc(a, 3 * MiB, &b[3]));
-  CHECK(stats(a).bytes_reserved == 7 * MiB);
+  CHECK(stats(a).bytes_reserved == 5 * MiB && b[2].mem != b[0].mem);
+  CHECK_OK(clg_allocator_alloc(a, 3 * MiB, &b[3])); /* 6 MiB */
+  CHECK(stats(a).bytes_reserved == 11 * MiB);
+  /* Twice 20 MiB would be more than the pool plus the request: 11 + 20 = 31 MiB. */
   CHECK_OK(clg_allocator_alloc(a, 20 * MiB, &b[4]));
-  CHECK(stats(a).bytes_reserved == 27 * MiB);
-  CHECK_OK(clg_allocator_alloc(a, 31 * MiB, &b[5]));
+  CHECK(stats(a).bytes_reserved == 42 * MiB);
+  CHECK_OK(clg_allocator_alloc(a, 31 * MiB, &b[5])); /* 62 MiB */
   clg_memory_stats st = stats(a);
-  CHECK(st.bytes_reserved == 58 * MiB && st.num_regions == 5);
+  CHECK(st.bytes_reserved == 104 * MiB && st.num_regions == 5);
   char *json = clg_allocator_dump(a, true);
   CHECK(json && json_balanced(json));
   CHECK(json_regions(json) == 5);
   CHECK_CONTAINS(json, "{\"id\":0,\"size\":2097152,\"blocks\":[{\"offset\":0,\"size\":1048576,"
                        "\"state\":\"in_use\"},{\"offset\":1048576,\"size\":1048576,\"state\":"
                        "\"in_use\"}]}");
-  CHECK_CONTAINS(json, "{\"id\":1,\"size\":2097152,");
-  CHECK_CONTAINS(json, "{\"id\":2,\"size\":3145728,");
-  CHECK_CONTAINS(json, "{\"id\":3,\"size\":20971520,");
-  CHECK_CONTAINS(json, "{\"id\":4,\"size\":32505856,");
+  CHECK_CONTAINS(json, "{\"id\":1,\"size\":3145728,");
+  CHECK_CONTAINS(json, "{\"id\":2,\"size\":6291456,");
+  CHECK_CONTAINS(json, "{\"id\":3,\"size\":32505856,");
+  CHECK_CONTAINS(json, "{\"id\":4,\"size\":65011712,");
   CHECK_CONTAINS(json, "\"allow_growth\":true");
   free(json);
   for (int i = 0; i < 6; i++)
     clg_allocator_free(a, &b[i], NULL);
   st = stats(a);
-  CHECK(st.bytes_in_use == 0 && st.bytes_reserved == 58 * MiB); /* never given back */
+  CHECK(st.bytes_in_use == 0 && st.bytes_reserved == 104 * MiB); /* never given back */
   CHECK(st.peak_bytes_in_use == 2 * MiB + 3 * MiB / 2 + 3 * MiB + 20 * MiB + 31 * MiB);
   CHECK_OK(clg_allocator_validate(a));
   clg_allocator_destroy(a);
 
-  /* Near the limit, the last region takes what is left. */
+  /* Near the limit, regions are the request's size (no room for one more) and the last one
+   * takes what is left. */
   double limits[] = {10};
   clg_devices *vd = open_devices(1, limits);
   a = make(clg_devices_at(vd, 1), 1, 0, 0);
@@ -321,6 +324,40 @@ static void test_growth(clg_devices *devs)
   CHECK(st.bytes_reserved == 10 * MiB && st.num_regions == 4);
   for (int i = 0; i < 4; i++)
     clg_allocator_free(a, &c[i], NULL);
+  CHECK_OK(clg_allocator_validate(a));
+  clg_allocator_destroy(a);
+  clg_devices_free(vd);
+}
+
+/* allow_growth's room for one more large tensor: a region twice the largest request that
+ * needed one, except for a lone first tensor and near the limit. */
+static void test_growth_room(void)
+{
+  double limits[] = {100};
+  clg_devices *vd = open_devices(1, limits);
+  clg_allocator *a = make(clg_devices_at(vd, 1), 1, 0, 0);
+  clg_block b[5];
+  CHECK_OK(clg_allocator_alloc(a, 8 * MiB, &b[0])); /* alone: a region of its size */
+  CHECK(stats(a).bytes_reserved == 8 * MiB);
+  CHECK_OK(clg_allocator_alloc(a, 8 * MiB, &b[1])); /* 16 MiB: room for one more */
+  CHECK(stats(a).bytes_reserved == 24 * MiB && b[1].mem != b[0].mem);
+  CHECK_OK(clg_allocator_alloc(a, 8 * MiB, &b[2])); /* ... which this one takes */
+  CHECK(stats(a).bytes_reserved == 24 * MiB && b[2].mem == b[1].mem);
+  /* 60 MiB would leave less than that under the limit: the request's size. */
+  CHECK_OK(clg_allocator_alloc(a, 30 * MiB, &b[3]));
+  CHECK(stats(a).bytes_reserved == 54 * MiB);
+  CHECK_OK(clg_allocator_alloc(a, 8 * MiB, &b[4]));
+  clg_memory_stats st = stats(a);
+  CHECK(st.bytes_reserved == 62 * MiB && st.num_regions == 4 && st.peak_bytes_in_use == 62 * MiB);
+  char *json = clg_allocator_dump(a, true);
+  CHECK(json && json_regions(json) == 4);
+  CHECK_CONTAINS(json, "{\"id\":0,\"size\":8388608,");
+  CHECK_CONTAINS(json, "{\"id\":1,\"size\":16777216,");
+  CHECK_CONTAINS(json, "{\"id\":2,\"size\":31457280,");
+  CHECK_CONTAINS(json, "{\"id\":3,\"size\":8388608,");
+  free(json);
+  for (int i = 0; i < 5; i++)
+    clg_allocator_free(a, &b[i], NULL);
   CHECK_OK(clg_allocator_validate(a));
   clg_allocator_destroy(a);
   clg_devices_free(vd);
@@ -917,6 +954,7 @@ int main(void)
   test_reserve_virtual();
   test_reserve_fraction(devs);
   test_growth(devs);
+  test_growth_room();
   test_fraction(devs);
   test_force_growth(devs);
   test_oom_recovery();

@@ -87,8 +87,10 @@ typedef struct clg_allocator clg_allocator;
  *    limit, a warning says how much was reserved.
  *  - allow_growth: a 2 MiB region first, then regions of an eighth of the pool (at least
  *    2 MiB, at least the request): geometric growth by 1.125 rather than TensorFlow's
- *    doubling, which can leave half of the newest region unused. Never given back
- *    except by garbage collection (below).
+ *    doubling, which can leave half of the newest region unused; or, when larger, twice
+ *    the largest request that needed a region (at most the pool plus the request, and
+ *    only while as much again stays below the limit), so that a region keeps room for one
+ *    more large tensor. Never given back except by garbage collection (below).
  * CLGRAPH_FORCE_GPU_ALLOW_GROWTH ("true"/"false") overrides allow_growth with TensorFlow's
  * warning when it changes the value, or logs TensorFlow's error for other values.
  * CLGRAPH_ENABLE_GPU_GARBAGE_COLLECTION ("false" disables; default true): before an OOM,
