@@ -117,6 +117,40 @@ static trace make_random(size_t allocations, uint32_t max_live, unsigned long lo
   return t;
 }
 
+/* A reference for the growth ratio: the trace replayed in one region as large as it likes
+ * (offsets only, no memory), with the same best fit and alignment. Its high-water mark over
+ * the peak in use is what this fit's fragmentation costs with no region boundary and no
+ * growth step, which regions grown on demand only add to (over 24 seeds growth policies
+ * stayed at least 0.1 above it). 0 on failure. */
+static double one_region_reference(const trace *t, uint64_t align)
+{
+  clg_suballoc *sa = clg_suballoc_new(align);
+  uint64_t *offsets = calloc(t->slots, sizeof *offsets), *sizes = calloc(t->slots, sizeof *sizes);
+  double ratio = 0;
+  if (sa && offsets && sizes && clg_suballoc_add_region(sa, 0, 1ull << 40) == CLG_OK) {
+    uint64_t in_use = 0, peak = 0, high = 0;
+    bool ok = true;
+    for (size_t i = 0; ok && i < t->n; i++) {
+      const op *o = &t->ops[i];
+      uint32_t region;
+      if (o->size) {
+        ok = clg_suballoc_alloc(sa, o->size, &region, &offsets[o->slot], &sizes[o->slot]);
+        in_use += sizes[o->slot];
+        peak = in_use > peak ? in_use : peak;
+        high = offsets[o->slot] + sizes[o->slot] > high ? offsets[o->slot] + sizes[o->slot] : high;
+      } else {
+        ok = clg_suballoc_release(sa, 0, offsets[o->slot]);
+        in_use -= sizes[o->slot];
+      }
+    }
+    ratio = ok && peak ? (double)high / (double)peak : 0;
+  }
+  free(offsets);
+  free(sizes);
+  clg_suballoc_free_all(sa);
+  return ratio;
+}
+
 /* Replays: ns per pair, or a negative value on failure. */
 static double run_clg(clg_allocator *a, const trace *t, clg_block *blocks)
 {
@@ -259,6 +293,10 @@ int clg_bench_alloc(int argc, char **argv)
   }
   double overhead =
       st.peak_bytes_in_use ? (double)st.peak_bytes_reserved / (double)st.peak_bytes_in_use : 0;
+  uint64_t align = 256;
+  while (align < dev->info.base_addr_align)
+    align *= 2;
+  double ref_trace = one_region_reference(&t, align), ref_random = one_region_reference(&rt, align);
 
   /* Optional: the default mode's reservation of the whole memory, timed. */
   double reserve_s = -1;
@@ -295,18 +333,19 @@ int clg_bench_alloc(int argc, char **argv)
     printf("\"trace\":{\"allocations\":%zu,\"max_live\":%u,\"sizes\":\"256B..32MiB\","
            "\"ns_per_pair\":{\"clg_allocator\":%.1f,\"malloc\":%.1f,\"clCreateBuffer\":%s},"
            "\"clg_over_malloc\":%.3f,\"peak_bytes_reserved\":%llu,\"peak_bytes_in_use\":%llu,"
-           "\"reserved_over_in_use\":%.3f},",
+           "\"reserved_over_in_use\":%.3f,\"one_region_reference\":%.3f},",
            allocations, t.slots, ns_clg, ns_mal, clbuf, ns_mal > 0 ? ns_clg / ns_mal : 0,
            (unsigned long long)st_trace.peak_bytes_reserved,
-           (unsigned long long)st_trace.peak_bytes_in_use, trace_overhead);
+           (unsigned long long)st_trace.peak_bytes_in_use, trace_overhead, ref_trace);
     printf("\"small_trace\":{\"sizes\":\"256B..16KiB\",\"ns_per_pair\":{\"clg_allocator\":%.1f,"
            "\"malloc\":%.1f},\"clg_over_malloc\":%.3f},",
            ns_sclg, ns_smal, ns_smal > 0 ? ns_sclg / ns_smal : 0);
     printf("\"random_trace\":{\"allocations\":%zu,\"max_live\":%u,\"peak_bytes_in_use\":%llu,"
-           "\"peak_bytes_reserved\":%llu,\"reserved_over_in_use\":%.3f,\"regions\":%llu},",
+           "\"peak_bytes_reserved\":%llu,\"reserved_over_in_use\":%.3f,\"regions\":%llu,"
+           "\"one_region_reference\":%.3f},",
            rt.pairs, rt.slots, (unsigned long long)st.peak_bytes_in_use,
-           (unsigned long long)st.peak_bytes_reserved, overhead,
-           (unsigned long long)st.num_regions);
+           (unsigned long long)st.peak_bytes_reserved, overhead, (unsigned long long)st.num_regions,
+           ref_random);
     printf("\"reserve\":{\"seconds\":%s,\"bytes\":%llu,\"regions\":%llu},", resbuf,
            (unsigned long long)st_res.bytes_reserved, (unsigned long long)st_res.num_regions);
     printf("\"goals\":{\"under_100ns\":%s,\"within_2x_malloc\":%s,"
@@ -337,6 +376,9 @@ int clg_bench_alloc(int argc, char **argv)
            "32 MiB, up to %u live, %llu regions)\n",
            (double)st.peak_bytes_reserved / MiB, (double)st.peak_bytes_in_use / MiB, overhead,
            rt.pairs, rt.slots, (unsigned long long)st.num_regions);
+    printf("  reference: the same best fit in one unbounded region (no region boundary, no "
+           "growth step): %.4f (the trace), %.4f (random)\n",
+           ref_trace, ref_random);
     if (reserve_s >= 0)
       printf("\ndefault mode: reserving and touching %.1f MiB (%llu regions) took %.2f s (%.2f "
              "GB/s)\n",
