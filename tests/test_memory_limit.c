@@ -1,7 +1,7 @@
-/* The default mode's limit and reservation: what is left to the driver (TensorFlow's
- * MinSystemMemory, CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB) and a device that gives less than the
- * limit. The GPU rows use a PoCL device whose description says GPU: the allocator reads only
- * the description to pick the share, and the device under it stays real. (A device that
+/* The default mode's limit: what is left to the driver (TensorFlow's
+ * MinSystemMemory, CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB). The rows use GPU:0 (PoCL in the
+ * tests) with another description (type, memory, compute capability): the allocator reads
+ * only the description to pick the share, and the device under it stays real. (A device that
  * gives less than the limit is tested in test_faults, which can make it refuse.) */
 #include <stdlib.h>
 #include <string.h>
@@ -25,50 +25,67 @@ static uint64_t limit_of(clg_device *dev)
   return st.bytes_limit;
 }
 
-static void test_system_share(clg_device *pocl)
+/* The real device with another description: OpenCL type, memory size, NVIDIA compute
+ * capability. Only the allocator's limit is read, so nothing is reserved on it. */
+static clg_device described(const clg_device *real, const char *type, uint64_t mem, int cc)
 {
-  uint64_t total = pocl->info.global_mem;
-  /* PoCL's CPU-type devices take host memory: no driver share, the whole memory. */
-  CHECK(limit_of(pocl) == total);
+  clg_device d = *real;
+  d.info.cl_type = type;
+  d.info.global_mem = mem;
+  d.info.nv_cc_major = cc;
+  d.info.memory_limit = 0;
+  return d;
+}
 
-  clg_device gpu = *pocl;
-  gpu.info.cl_type = "GPU";
+static void test_system_share(clg_device *real)
+{
+  /* CPU-type devices (PoCL) take host memory: no driver share, the whole memory. Tests run on
+   * PoCL; on a real GPU the table below applies to the device itself. */
+  uint64_t total = real->info.global_mem;
+  if (strcmp(real->info.cl_type, "CPU") == 0)
+    CHECK(limit_of(real) == total);
+  else
+    CHECK(limit_of(real) < total && limit_of(real) >= total - 1800 * MiB);
+
+  total = 2048 * MiB;
+  clg_device cpu = described(real, "CPU", total, 9);
+  CHECK(limit_of(&cpu) == total);
   static const struct {
     int cc;
     uint64_t share;
   } rows[] = {{0, 500 * MiB},  {5, 500 * MiB},  {6, 500 * MiB},  {7, 1050 * MiB},
               {8, 1536 * MiB}, {9, 1800 * MiB}, {10, 1800 * MiB}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-    gpu.info.nv_cc_major = rows[i].cc;
-    CHECK_MSG(limit_of(&gpu) == total - rows[i].share, "cc %d: limit %llu, want %llu", rows[i].cc,
-              (unsigned long long)limit_of(&gpu), (unsigned long long)(total - rows[i].share));
+    clg_device gpu = described(real, "GPU", total, rows[i].cc);
+    uint64_t got = limit_of(&gpu);
+    CHECK_MSG(got == total - rows[i].share, "cc %d: limit %llu, want %llu", rows[i].cc,
+              (unsigned long long)got, (unsigned long long)(total - rows[i].share));
   }
-  gpu.info.global_mem = 1536 * MiB; /* below 2 GiB: 225 MiB */
-  gpu.info.nv_cc_major = 9;
-  CHECK(limit_of(&gpu) == 1311 * MiB);
+  clg_device small = described(real, "GPU", 1536 * MiB, 9); /* below 2 GiB: 225 MiB */
+  CHECK(limit_of(&small) == 1311 * MiB);
+  clg_device acc = described(real, "ACCELERATOR", total, 0);
+  CHECK(limit_of(&acc) == total - 500 * MiB);
 
   /* A fraction or a virtual device's limit is taken as given. */
-  gpu = *pocl;
-  gpu.info.cl_type = "GPU";
+  clg_device gpu = described(real, "GPU", total, 9);
   clg_memory_options o = {.allow_growth = 1, .per_process_gpu_memory_fraction = 0.5};
   clg_allocator *a = NULL;
   CHECK_OK(clg_allocator_new(&gpu, &o, &a));
   clg_memory_stats st;
   clg_allocator_stats(a, &st);
-  CHECK(st.bytes_limit == (total / 2 & ~255ull));
+  CHECK(st.bytes_limit == total / 2);
   clg_allocator_destroy(a);
   gpu.info.memory_limit = 64 * MiB;
   CHECK(limit_of(&gpu) == 64 * MiB);
 }
 
-static void test_env(clg_device *pocl)
+static void test_env(clg_device *real)
 {
-  uint64_t total = pocl->info.global_mem;
-  clg_device gpu = *pocl;
-  gpu.info.cl_type = "GPU";
+  uint64_t total = 2048 * MiB;
+  clg_device gpu = described(real, "GPU", total, 0), cpu = described(real, "CPU", total, 0);
   setenv("CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB", "300", 1);
   CHECK(limit_of(&gpu) == total - 300 * MiB);
-  CHECK(limit_of(pocl) == total - 300 * MiB); /* the variable applies to every device */
+  CHECK(limit_of(&cpu) == total - 300 * MiB); /* the variable applies to every device */
   setenv("CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB", "0", 1);
   CHECK(limit_of(&gpu) == total);
 
@@ -103,9 +120,9 @@ int main(void)
   clg_devices *devs = NULL;
   CHECK_OK(clg_devices_new(NULL, &devs));
   if (devs) {
-    clg_device *pocl = clg_devices_at(devs, 1);
-    test_system_share(pocl);
-    test_env(pocl);
+    clg_device *gpu0 = clg_devices_at(devs, 1);
+    test_system_share(gpu0);
+    test_env(gpu0);
   }
   clg_devices_free(devs);
   return clg_test_summary("test_memory_limit");
