@@ -3,6 +3,7 @@
  * GPUs, tensor lifetimes, towers overlapping on two devices (shown with the trace's event
  * times), running out of device memory and recovering, and bad input to runs. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/core.h"
 #include "testutil.h"
@@ -284,13 +285,14 @@ static void test_warm_matmul(void)
 }
 
 /* A fetched result's buffer is reused by the next run's result of the same shape while the
- * session lives (no fresh pages per step), and nothing is kept once the last session goes. */
+ * session lives (no fresh pages per step), and nothing is kept once the last session goes.
+ * (512 KiB: below the pinned memory's 1 MiB floor.) */
 static void test_fetch_buffers_recycled(void)
 {
-  static float v[512 * 512];
-  for (int i = 0; i < 512 * 512; i++)
+  static float v[256 * 512];
+  for (int i = 0; i < 256 * 512; i++)
     v[i] = (float)(i % 7);
-  const int64_t dims[2] = {512, 512};
+  const int64_t dims[2] = {256, 512};
   clg_graph *g = clg_graph_new();
   CHECK_OK(clg_graph_push_device(g, "/cpu:0"));
   clg_node *a = clg_const_f32(g, "a", 2, dims, v);
@@ -302,6 +304,7 @@ static void test_fetch_buffers_recycled(void)
   if (s) {
     CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &sum, &out1));
     const void *p = out1 ? clg_tensor_const_data(out1) : NULL;
+    CHECK(out1 && !clg_tensor_is_provided(out1));
     clg_tensor_free(out1);
     CHECK(clg_tensor_recycled_bytes() == sizeof v);
     CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &sum, &out2));
@@ -314,6 +317,125 @@ static void test_fetch_buffers_recycled(void)
   clg_graph_free(g);
 }
 
+/* A session whose graph is one MatMul on GPU:0 fed by placeholders. */
+static clg_session *matmul_session(clg_graph **g, clg_node **a, clg_node **b, clg_node **m)
+{
+  const int64_t dims[2] = {512, 512};
+  *g = clg_graph_new();
+  CHECK_OK(clg_graph_push_device(*g, "/device:GPU:0"));
+  *a = clg_placeholder(*g, "a", CLG_FLOAT32, 2, dims);
+  *b = clg_placeholder(*g, "b", CLG_FLOAT32, 2, dims);
+  *m = clg_matmul(*g, "m", *a, *b, false, false);
+  CHECK_OK(clg_graph_pop_device(*g));
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  opt.gpu_options.allow_growth = 1;
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(*g, &opt, &s));
+  return s;
+}
+
+/* While a session lives, tensors of 1 MiB and more take pinned host memory (mapped
+ * CL_MEM_ALLOC_HOST_PTR buffers of GPU:0's context): feeds and fetches of a GPU MatMul give
+ * the right values, a fetched result outlives the session, freed buffers are reused, and
+ * CLGRAPH_GPU_HOST_MEM_LIMIT_IN_MB caps what is pinned (0: none). */
+static void test_pinned_tensors(void)
+{
+  const int64_t dims[2] = {512, 512}, half[2] = {256, 512};
+  float *va = malloc(sizeof(float) * 512 * 512), *vb = malloc(sizeof(float) * 512 * 512);
+  for (int i = 0; i < 512 * 512; i++) {
+    va[i] = (float)(i % 5) - 2;
+    vb[i] = (float)(i % 3);
+  }
+  clg_tensor *before = clg_tensor_new(CLG_FLOAT32, 2, dims, va); /* no session yet */
+  CHECK(before && !clg_tensor_is_provided(before));
+  clg_graph *g;
+  clg_node *a, *b, *m;
+  clg_session *s = matmul_session(&g, &a, &b, &m);
+  clg_tensor *ta = clg_tensor_new(CLG_FLOAT32, 2, dims, va);
+  clg_tensor *tb = clg_tensor_new(CLG_FLOAT32, 2, dims, vb);
+  clg_tensor *small = clg_tensor_new(CLG_FLOAT32, 2, half, NULL);
+  CHECK(ta && clg_tensor_is_provided(ta) && tb && clg_tensor_is_provided(tb));
+  CHECK(small && !clg_tensor_is_provided(small));
+  CHECK(ta && memcmp(clg_tensor_const_data(ta), va, sizeof(float) * 512 * 512) == 0);
+  clg_tensor *out = NULL, *feeds[2] = {ta, tb}, *ref = NULL;
+  clg_node *ph[2] = {a, b};
+  if (s) {
+    CHECK_OK(clg_session_run(s, 2, ph, feeds, 1, &m, &out));
+    CHECK(out && clg_tensor_is_provided(out));
+    clg_tensor *plain[2] = {before, tb}; /* the same product from plain memory */
+    CHECK_OK(clg_session_run(s, 2, ph, plain, 1, &m, &ref));
+  }
+  CHECK(out && ref &&
+        memcmp(clg_tensor_const_data(out), clg_tensor_const_data(ref), sizeof(float) * 512 * 512) ==
+            0);
+  /* row 0, column 0: sum over k of a[0][k] * b[k][0] */
+  double want = 0;
+  for (int k = 0; k < 512; k++)
+    want += (double)va[k] * (double)vb[k * 512];
+  CHECK(out && ((const float *)clg_tensor_const_data(out))[0] == (float)want);
+  const void *pa = clg_tensor_const_data(ta);
+  clg_tensor_free(ta); /* kept for the next tensor of its size */
+  clg_tensor *again = clg_tensor_new(CLG_FLOAT32, 2, dims, NULL);
+  CHECK(again && clg_tensor_const_data(again) == pa);
+  clg_tensor_free(again);
+  clg_session_free(s);
+  clg_graph_free(g);
+  /* The result outlives the session and the device state. */
+  CHECK(out && ((const float *)clg_tensor_const_data(out))[0] == (float)want);
+  clg_tensor *after = clg_tensor_new(CLG_FLOAT32, 2, dims, NULL);
+  CHECK(after && !clg_tensor_is_provided(after));
+  clg_tensor_free(after);
+  clg_tensor_free(out);
+  clg_tensor_free(ref);
+  clg_tensor_free(tb);
+  clg_tensor_free(small);
+
+  /* The limit: 3 MiB holds one 1 MiB tensor and one 2 MiB tensor, not a second 2 MiB. */
+  const int64_t two[2] = {1024, 512};
+  setenv("CLGRAPH_GPU_HOST_MEM_LIMIT_IN_MB", "3", 1);
+  s = matmul_session(&g, &a, &b, &m);
+  clg_tensor *t1 = clg_tensor_new(CLG_FLOAT32, 2, dims, NULL);
+  clg_tensor *t2 = clg_tensor_new(CLG_FLOAT32, 2, two, NULL);
+  clg_tensor *t3 = clg_tensor_new(CLG_FLOAT32, 2, two, NULL);
+  CHECK(clg_tensor_is_provided(t1) && clg_tensor_is_provided(t2) && !clg_tensor_is_provided(t3));
+  const void *p2 = clg_tensor_const_data(t2);
+  clg_tensor_free(t3);
+  clg_tensor_free(t1); /* both kept: 3 MiB pinned */
+  clg_tensor_free(t2);
+  t2 = clg_tensor_new(CLG_FLOAT32, 2, two, NULL); /* the kept 2 MiB buffer */
+  CHECK(clg_tensor_is_provided(t2) && clg_tensor_const_data(t2) == p2);
+  clg_tensor_free(t2);
+  const int64_t three[2] = {1536, 512}; /* kept buffers give way to a new size */
+  t3 = clg_tensor_new(CLG_FLOAT32, 2, three, NULL);
+  CHECK(clg_tensor_is_provided(t3));
+  clg_tensor_free(t3);
+  clg_session_free(s);
+  clg_graph_free(g);
+  setenv("CLGRAPH_GPU_HOST_MEM_LIMIT_IN_MB", "0", 1);
+  s = matmul_session(&g, &a, &b, &m);
+  t1 = clg_tensor_new(CLG_FLOAT32, 2, dims, NULL);
+  CHECK(t1 && !clg_tensor_is_provided(t1));
+  clg_tensor_free(t1);
+  clg_session_free(s);
+  clg_graph_free(g);
+  /* Not a number: a warning, and the default (a quarter of the host's memory). */
+  setenv("CLGRAPH_GPU_HOST_MEM_LIMIT_IN_MB", "lots", 1);
+  clg_test_log_capture_start(CLG_LOG_WARNING);
+  s = matmul_session(&g, &a, &b, &m);
+  const char *log = clg_test_log_capture_stop();
+  CHECK_CONTAINS(log, "CLGRAPH_GPU_HOST_MEM_LIMIT_IN_MB=\"lots\" is not a number of MiB; using ");
+  t1 = clg_tensor_new(CLG_FLOAT32, 2, dims, NULL);
+  CHECK(t1 && clg_tensor_is_provided(t1));
+  clg_tensor_free(t1);
+  clg_session_free(s);
+  clg_graph_free(g);
+  unsetenv("CLGRAPH_GPU_HOST_MEM_LIMIT_IN_MB");
+  clg_tensor_free(before);
+  free(va);
+  free(vb);
+}
+
 int main(void)
 {
   if (!clg_test_require_gpus(4))
@@ -323,6 +445,7 @@ int main(void)
   test_out_of_memory();
   test_warm_matmul();
   test_fetch_buffers_recycled();
+  test_pinned_tensors();
 #ifdef CLG_HAVE_CLBLAST /* the towers are MatMuls on GPU:2 and GPU:3 */
   test_towers_overlap();
 #endif

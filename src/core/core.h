@@ -43,6 +43,23 @@ clg_tensor *clg_tensor_new_uninit(clg_dtype dtype, int rank, const int64_t *dims
  * kept, within bounds, for the next tensor of the same size; off frees them. */
 void clg_tensor_recycle_set(bool on);
 size_t clg_tensor_recycled_bytes(void);
+
+/* Memory for tensors of at least min_bytes from elsewhere while set: the runtime's pinned
+ * host memory, which GPUs copy at full speed. alloc returns NULL to decline (the tensor then
+ * takes plain memory), else 64-byte aligned memory and a handle for release; release may
+ * run after the provider is unset (a tensor can outlive every session), so a handle keeps
+ * whatever it needs. */
+typedef struct clg_host_buf clg_host_buf;
+typedef struct clg_host_provider {
+  size_t min_bytes;
+  void *(*alloc)(void *ctx, size_t bytes, clg_host_buf **buf);
+  void (*release)(clg_host_buf *buf);
+  void *ctx;
+} clg_host_provider;
+/* p NULL: unset. */
+void clg_tensor_set_host_provider(const clg_host_provider *p);
+/* Whether t's memory came from the provider. */
+bool clg_tensor_is_provided(const clg_tensor *t);
 /* IEEE 754 binary16 (CLG_FLOAT16 elements are stored as these bit patterns). To double is
  * exact; from double rounds to nearest, ties to even, once (so float -> double -> half is
  * a correct float -> half rounding): too large becomes infinity, tiny values subnormals or

@@ -21,6 +21,8 @@ struct clg_tensor {
   int64_t dims[CLG_MAX_RANK];
   size_t count, bytes;
   void *data;
+  clg_host_buf *buf; /* data came from a host provider: give it back through release */
+  void (*release)(clg_host_buf *buf);
 };
 
 /* Buffers of large tensors freed while a session is live wait here for the next tensor of
@@ -41,7 +43,34 @@ static struct {
     void *mem;
     size_t bytes;
   } slot[RECYCLE_SLOTS];
+  bool has_provider;
+  clg_host_provider provider;
 } recycle = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void clg_tensor_set_host_provider(const clg_host_provider *p)
+{
+  pthread_mutex_lock(&recycle.mu);
+  recycle.has_provider = p != NULL;
+  if (p)
+    recycle.provider = *p;
+  pthread_mutex_unlock(&recycle.mu);
+}
+
+/* The provider is called under the lock, so that it cannot be unset (and its owner freed)
+ * while it allocates. */
+static void *provider_take(size_t bytes, clg_host_buf **buf, void (**release)(clg_host_buf *))
+{
+  void *mem = NULL;
+  pthread_mutex_lock(&recycle.mu);
+  if (recycle.has_provider && bytes >= recycle.provider.min_bytes && bytes > 0) {
+    mem = recycle.provider.alloc(recycle.provider.ctx, bytes, buf);
+    *release = recycle.provider.release;
+  }
+  pthread_mutex_unlock(&recycle.mu);
+  return mem;
+}
+
+bool clg_tensor_is_provided(const clg_tensor *t) { return t && t->buf; }
 
 static void *recycle_take(size_t bytes)
 {
@@ -186,7 +215,13 @@ static clg_tensor *tensor_create(clg_dtype dtype, int rank, const int64_t *dims,
   }
   size_t bytes = count * esize;
   clg_tensor *t = malloc(sizeof *t);
-  void *mem = recycle_take(bytes);
+  clg_host_buf *buf = NULL;
+  void (*release)(clg_host_buf *) = NULL;
+  void *mem = t ? provider_take(bytes, &buf, &release) : NULL;
+  if (!mem) {
+    buf = NULL;
+    mem = recycle_take(bytes);
+  }
   if (!mem)
     mem = clg_aligned_alloc(TENSOR_ALIGN, bytes);
   if (!t || !mem) {
@@ -207,6 +242,8 @@ static clg_tensor *tensor_create(clg_dtype dtype, int rank, const int64_t *dims,
   t->count = count;
   t->bytes = bytes;
   t->data = mem;
+  t->buf = buf;
+  t->release = release;
   if (data && bytes)
     memcpy(mem, data, bytes);
   else if (bytes && zero)
@@ -228,7 +265,9 @@ void clg_tensor_free(clg_tensor *t)
 {
   if (!t)
     return;
-  if (!recycle_give(t->data, t->bytes))
+  if (t->buf)
+    t->release(t->buf);
+  else if (!recycle_give(t->data, t->bytes))
     clg_aligned_free(t->data);
   free(t);
 }

@@ -7,6 +7,7 @@
  *    memory for CPU:0), applies TensorFlow's memory options (reserve-all, allow_growth,
  *    fraction, virtual-device limit, CLGRAPH_FORCE_GPU_ALLOW_GROWTH), keeps statistics,
  *    and hands out clg_block values. Thread-safe.
+ * And clg_pinned: page-locked host memory for large host tensors, which GPUs copy fastest.
  */
 #ifndef CLG_MEMORY_H
 #define CLG_MEMORY_H
@@ -128,5 +129,23 @@ clg_code clg_allocator_validate(clg_allocator *a);
 const char *clg_allocator_name(const clg_allocator *a);
 /* The options the allocator was created with (after CLGRAPH_FORCE_GPU_ALLOW_GROWTH). */
 void clg_allocator_options(const clg_allocator *a, clg_memory_options *out);
+
+/* --- pinned host memory (memory/pinned.c) -------------------------------------------- */
+
+/* A pool of mapped CL_MEM_ALLOC_HOST_PTR buffers in dev's context, up to `limit` bytes
+ * pinned at once: the host tensor provider (core.h) while the process state lives. NULL
+ * when dev is not an OpenCL device, limit is 0 or the pool cannot be made (logged). */
+typedef struct clg_pinned clg_pinned;
+clg_pinned *clg_pinned_new(const clg_device *dev, size_t limit);
+/* The owner's release: frees the kept buffers; the pool goes when the last buffer in use
+ * comes back. */
+void clg_pinned_close(clg_pinned *p);
+/* The provider's functions (pool is a clg_pinned): exact-size reuse of kept buffers, else a
+ * new mapped buffer if the limit allows (kept ones of other sizes are freed to make room);
+ * NULL when not. */
+void *clg_pinned_alloc(void *pool, size_t bytes, clg_host_buf **buf);
+void clg_pinned_release(clg_host_buf *buf);
+/* Bytes pinned (in use and kept) and kept. */
+void clg_pinned_stats(clg_pinned *p, size_t *pinned, size_t *cached);
 
 #endif

@@ -2,8 +2,10 @@
  * process, not to a session: the first session configures them, and a later session
  * asking for a different configuration gets a warning. Unlike TensorFlow, the state is
  * released when the last session is freed, so an embedding program leaks nothing. */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +23,7 @@ struct clg_process {
   pthread_mutex_t lock;      /* guards allocs and warned */
   char **warned;             /* "<device>|<reason>" keys already warned about */
   int num_warned;
+  clg_pinned *pinned; /* host memory for large tensors, from GPU:0's context */
 };
 
 static pthread_mutex_t process_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -53,6 +56,8 @@ static void process_destroy(clg_process *p)
 {
   if (!p)
     return;
+  clg_tensor_set_host_provider(NULL);
+  clg_pinned_close(p->pinned);
   if (p->allocs && p->devs)
     for (int i = 0; i < p->devs->count; i++)
       if (p->allocs[i]) {
@@ -69,6 +74,33 @@ static void process_destroy(clg_process *p)
   free(p->virt);
   pthread_mutex_destroy(&p->lock);
   free(p);
+}
+
+/* Pinned host memory for tensors of 1 MiB and more, from GPU:0's context, up to
+ * CLGRAPH_GPU_HOST_MEM_LIMIT_IN_MB (TensorFlow's TF_GPU_HOST_MEM_LIMIT_IN_MB; 0 turns it off)
+ * or a quarter of the host's memory. */
+static void pinned_start(clg_process *p)
+{
+  if (p->devs->count < 2)
+    return;
+  size_t limit = (size_t)(clg_devices_at(p->devs, 0)->info.global_mem / 4);
+  const char *env = getenv("CLGRAPH_GPU_HOST_MEM_LIMIT_IN_MB");
+  if (env && *env) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long mb = strtoull(env, &end, 10);
+    if (*end || errno || env[0] == '-' || mb > (SIZE_MAX >> 20))
+      clg_log(CLG_LOG_WARNING,
+              "CLGRAPH_GPU_HOST_MEM_LIMIT_IN_MB=\"%s\" is not a number of MiB; using %zu MiB", env,
+              limit >> 20);
+    else
+      limit = (size_t)mb << 20;
+  }
+  p->pinned = clg_pinned_new(clg_devices_at(p->devs, 1), limit);
+  if (p->pinned) {
+    clg_host_provider hp = {1u << 20, clg_pinned_alloc, clg_pinned_release, p->pinned};
+    clg_tensor_set_host_provider(&hp);
+  }
 }
 
 static clg_code validate_options(const clg_session_options *opt)
@@ -121,6 +153,7 @@ static clg_code process_create(const clg_session_options *opt, clg_process **out
   p->allocs = calloc((size_t)p->devs->count, sizeof *p->allocs);
   if (!p->allocs)
     goto oom;
+  pinned_start(p);
   *out = p;
   return CLG_OK;
 oom:
