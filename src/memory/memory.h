@@ -145,7 +145,5 @@ void clg_pinned_close(clg_pinned *p);
  * NULL when not. */
 void *clg_pinned_alloc(void *pool, size_t bytes, clg_host_buf **buf);
 void clg_pinned_release(clg_host_buf *buf);
-/* Bytes pinned (in use and kept) and kept. */
-void clg_pinned_stats(clg_pinned *p, size_t *pinned, size_t *cached);
 
 #endif

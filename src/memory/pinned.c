@@ -27,9 +27,9 @@ struct clg_pinned {
   pthread_mutex_t mu;
   cl_context context;
   cl_command_queue queue;
-  int refs;  /* the owner's, while open, and one per buffer handed out */
-  bool open; /* the owner has not closed it */
-  size_t limit, pinned, cached;
+  int refs;             /* the owner's, while open, and one per buffer handed out */
+  bool open;            /* the owner has not closed it */
+  size_t limit, pinned; /* pinned: bytes in buffers, in use or kept */
   clg_host_buf *cache;
 };
 
@@ -86,7 +86,6 @@ void clg_pinned_close(clg_pinned *p)
   while (p->cache) {
     clg_host_buf *b = p->cache;
     p->cache = b->next;
-    p->cached -= b->bytes;
     buf_destroy(p, b);
   }
   bool last = --p->refs == 0;
@@ -104,14 +103,12 @@ void *clg_pinned_alloc(void *pool, size_t bytes, clg_host_buf **out)
     if ((*at)->bytes == bytes) {
       b = *at;
       *at = b->next;
-      p->cached -= bytes;
       break;
     }
   /* Room first: kept buffers of other sizes give way to a new one. */
   while (!b && p->cache && bytes > p->limit - p->pinned) {
     clg_host_buf *old = p->cache;
     p->cache = old->next;
-    p->cached -= old->bytes;
     buf_destroy(p, old);
   }
   if (!b && bytes <= p->limit - p->pinned) {
@@ -149,7 +146,6 @@ void clg_pinned_release(clg_host_buf *b)
   if (p->open) {
     b->next = p->cache;
     p->cache = b;
-    p->cached += b->bytes;
   } else {
     buf_destroy(p, b);
   }
@@ -157,12 +153,4 @@ void clg_pinned_release(clg_host_buf *b)
   pthread_mutex_unlock(&p->mu);
   if (last)
     pool_destroy(p);
-}
-
-void clg_pinned_stats(clg_pinned *p, size_t *pinned, size_t *cached)
-{
-  pthread_mutex_lock(&p->mu);
-  *pinned = p->pinned;
-  *cached = p->cached;
-  pthread_mutex_unlock(&p->mu);
 }
