@@ -266,6 +266,9 @@ int clg_bench_alloc(int argc, char **argv)
   }
   char alloc_name[32];
   snprintf(alloc_name, sizeof alloc_name, "%s", clg_allocator_name(a));
+  /* The reference replays with the allocator's own alignment (the sub-allocator's floor is
+   * 256; the host allocator's 64 does not apply to it). */
+  uint64_t align = clg_allocator_alignment(a) > 256 ? clg_allocator_alignment(a) : 256;
   clg_memory_stats st_trace;
   clg_allocator_stats(a, &st_trace);
   clg_allocator_destroy(a);
@@ -293,9 +296,6 @@ int clg_bench_alloc(int argc, char **argv)
   }
   double overhead =
       st.peak_bytes_in_use ? (double)st.peak_bytes_reserved / (double)st.peak_bytes_in_use : 0;
-  uint64_t align = 256;
-  while (align < dev->info.base_addr_align)
-    align *= 2;
   double ref_trace = one_region_reference(&t, align), ref_random = one_region_reference(&rt, align);
 
   /* Optional: the default mode's reservation of the whole memory, timed. */

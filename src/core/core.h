@@ -91,6 +91,11 @@ char *clg_strdup(const char *s);
 void *clg_aligned_alloc(size_t alignment, size_t size);
 void clg_aligned_free(void *p);
 
+/* The environment variable `name` as a whole number of MiB, in bytes: 1 and *bytes set when
+ * it is one, 0 when it is set to anything else (the caller warns with *raw), -1 when unset
+ * or empty. */
+int clg_env_mib(const char *name, uint64_t *bytes, const char **raw);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t clg_now_ns(void);
 

@@ -1,4 +1,5 @@
 /* Small utilities: growable strings, aligned memory, a monotonic clock. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,21 @@ void *clg_aligned_alloc(size_t alignment, size_t size)
 }
 
 void clg_aligned_free(void *p) { free(p); }
+
+int clg_env_mib(const char *name, uint64_t *bytes, const char **raw)
+{
+  const char *v = getenv(name);
+  *raw = v;
+  if (!v || !*v)
+    return -1;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long mb = strtoull(v, &end, 10);
+  if (*end || errno || v[0] == '-' || mb > (UINT64_MAX >> 20))
+    return 0;
+  *bytes = (uint64_t)mb << 20;
+  return 1;
+}
 
 uint64_t clg_now_ns(void)
 {

@@ -82,7 +82,8 @@ static clg_code check_disabled(clg_dtype dtype)
 static clg_code clblast_error(int status, const char *routine, const clg_device *dev,
                               const char **why)
 {
-  *why = clg_clblast_status_name(status);
+  if (why)
+    *why = clg_clblast_status_name(status);
   clg_code code = clg_clblast_status_code(status);
   const char *hint = code == CLG_UNIMPLEMENTED ? " (the host kernel can run this MatMul)" : "";
   return clg_error(code, "%s failed: %s (%d) on %s%s", routine, clg_clblast_status_name(status),
@@ -352,9 +353,8 @@ clg_code clg_cl_warm_matmul(clg_device *dev, clg_dtype dtype)
         CLBlastTransposeNo, CLBlastTransposeNo, N, N, N, buf[0], buf[1], buf[2], 0, N, 0, N, 0, N};
     cl_command_queue q = dev->queue;
     CLBlastStatusCode st = gemm_call(dtype, &g, &q, NULL, NULL);
-    const char *why = NULL;
     if (st != CLBlastSuccess)
-      code = clblast_error(st, gemm_name(dtype, false), dev, &why);
+      code = clblast_error(st, gemm_name(dtype, false), dev, NULL);
     else if ((err = clFinish(q)) != CL_SUCCESS)
       code = clg_cl_error(err, "clFinish", " warming MatMul on %s", dev->info.name);
     else

@@ -12,7 +12,6 @@
  * One mutex per allocator covers everything; it is dropped only while waiting for events
  * of blocks that were freed with a command still using them.
  */
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -197,25 +196,22 @@ static void stats_on_reserve(clg_allocator *a, uint64_t size)
 static uint64_t system_memory(const clg_device *dev, logq *q)
 {
   const uint64_t MiB = 1ull << 20, total = dev->info.global_mem;
-  const char *env = getenv("CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB");
-  if (env && *env) {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long mb = strtoull(env, &end, 10);
-    if (*end || errno || env[0] == '-' || mb > (UINT64_MAX >> 20))
-      logq_add(q, CLG_LOG_WARNING,
-               format_text("The environment variable CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB=%s is "
-                           "invalid. The request will be ignored.",
-                           env));
-    else if (mb * MiB > total)
-      logq_add(q, CLG_LOG_WARNING,
-               format_text("The requested reserved device memory %.2fGiB is larger than the "
-                           "available memory of %.2fGiB. The request is ignored.",
-                           (double)(mb * MiB) / (double)(1ull << 30),
-                           (double)total / (double)(1ull << 30)));
-    else
-      return mb * MiB;
-  }
+  uint64_t want = 0;
+  const char *raw;
+  int got = clg_env_mib("CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB", &want, &raw);
+  if (got == 0)
+    logq_add(q, CLG_LOG_WARNING,
+             format_text("The environment variable CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB=%s is "
+                         "invalid. The request will be ignored.",
+                         raw));
+  else if (got == 1 && want > total)
+    logq_add(q, CLG_LOG_WARNING,
+             format_text("The requested reserved device memory %.2fGiB is larger than the "
+                         "available memory of %.2fGiB. The request is ignored.",
+                         (double)want / (double)(1ull << 30),
+                         (double)total / (double)(1ull << 30)));
+  else if (got == 1)
+    return want;
   if (dev->info.cl_type && strcmp(dev->info.cl_type, "CPU") == 0)
     return 0;
   uint64_t sys = 500 * MiB;
@@ -1251,6 +1247,8 @@ clg_code clg_allocator_validate(clg_allocator *a)
 }
 
 const char *clg_allocator_name(const clg_allocator *a) { return a ? a->name : ""; }
+
+uint64_t clg_allocator_alignment(const clg_allocator *a) { return a ? a->align : 0; }
 
 void clg_allocator_options(const clg_allocator *a, clg_memory_options *out)
 {

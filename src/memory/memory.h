@@ -127,6 +127,8 @@ char *clg_allocator_dump(clg_allocator *a, bool json);
 clg_code clg_allocator_validate(clg_allocator *a);
 /* "GPU_0_bfc", "cpu". */
 const char *clg_allocator_name(const clg_allocator *a);
+/* The alignment of every block's offset and size. */
+uint64_t clg_allocator_alignment(const clg_allocator *a);
 /* The options the allocator was created with (after CLGRAPH_FORCE_GPU_ALLOW_GROWTH). */
 void clg_allocator_options(const clg_allocator *a, clg_memory_options *out);
 

@@ -2,7 +2,6 @@
  * process, not to a session: the first session configures them, and a later session
  * asking for a different configuration gets a warning. Unlike TensorFlow, the state is
  * released when the last session is freed, so an embedding program leaks nothing. */
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -83,20 +82,13 @@ static void pinned_start(clg_process *p)
 {
   if (p->devs->count < 2)
     return;
-  size_t limit = (size_t)(clg_devices_at(p->devs, 0)->info.global_mem / 4);
-  const char *env = getenv("CLGRAPH_GPU_HOST_MEM_LIMIT_IN_MB");
-  if (env && *env) {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long mb = strtoull(env, &end, 10);
-    if (*end || errno || env[0] == '-' || mb > (SIZE_MAX >> 20))
-      clg_log(CLG_LOG_WARNING,
-              "CLGRAPH_GPU_HOST_MEM_LIMIT_IN_MB=\"%s\" is not a number of MiB; using %zu MiB", env,
-              limit >> 20);
-    else
-      limit = (size_t)mb << 20;
-  }
-  p->pinned = clg_pinned_new(clg_devices_at(p->devs, 1), limit);
+  uint64_t limit = clg_devices_at(p->devs, 0)->info.global_mem / 4;
+  const char *raw;
+  if (clg_env_mib("CLGRAPH_GPU_HOST_MEM_LIMIT_IN_MB", &limit, &raw) == 0)
+    clg_log(CLG_LOG_WARNING,
+            "CLGRAPH_GPU_HOST_MEM_LIMIT_IN_MB=\"%s\" is not a number of MiB; using %llu MiB", raw,
+            (unsigned long long)(limit >> 20));
+  p->pinned = clg_pinned_new(clg_devices_at(p->devs, 1), limit > SIZE_MAX ? SIZE_MAX : limit);
   if (p->pinned) {
     clg_host_provider hp = {1u << 20, clg_pinned_alloc, clg_pinned_release, p->pinned};
     clg_tensor_set_host_provider(&hp);
