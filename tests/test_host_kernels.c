@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "kernels/kernels.h"
+#include "ops/ops.h"
 #include "testutil.h"
 
 typedef void (*matmul_fn)(clg_dtype, bool, bool, size_t, size_t, size_t, const void *, const void *,
@@ -272,43 +273,43 @@ static void test_supported(void)
   for (size_t i = 0; i < 3; i++)
     for (size_t d = 0; d < 4; d++)
       for (size_t t = 0; t < 3; t++)
-        CHECK_MSG(clg_kernels_supported(movers[i], dtypes[t], all[d]), "%s %s on %s unsupported",
+        CHECK_MSG(clg_op_supported(movers[i], dtypes[t], all[d]), "%s %s on %s unsupported",
                   movers[i], clg_dtype_name(dtypes[t]), all[d]->info.name);
   /* Arithmetic: float everywhere, double on the host and with fp64, half nowhere. */
   static const char *ops[] = {"Add", "Sub", "Mul", "AddN"};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-    CHECK(clg_kernels_supported(ops[i], CLG_FLOAT32, &host));
-    CHECK(clg_kernels_supported(ops[i], CLG_FLOAT64, &host));
-    CHECK(!clg_kernels_supported(ops[i], CLG_FLOAT16, &host));
-    CHECK(clg_kernels_supported(ops[i], CLG_FLOAT32, &gpu));
-    CHECK(!clg_kernels_supported(ops[i], CLG_FLOAT64, &gpu));
-    CHECK(clg_kernels_supported(ops[i], CLG_FLOAT64, &gpu64));
-    CHECK(!clg_kernels_supported(ops[i], CLG_FLOAT16, &gpu64));
-    CHECK(!clg_kernels_supported(ops[i], CLG_FLOAT16, &gpu16));
+    CHECK(clg_op_supported(ops[i], CLG_FLOAT32, &host));
+    CHECK(clg_op_supported(ops[i], CLG_FLOAT64, &host));
+    CHECK(!clg_op_supported(ops[i], CLG_FLOAT16, &host));
+    CHECK(clg_op_supported(ops[i], CLG_FLOAT32, &gpu));
+    CHECK(!clg_op_supported(ops[i], CLG_FLOAT64, &gpu));
+    CHECK(clg_op_supported(ops[i], CLG_FLOAT64, &gpu64));
+    CHECK(!clg_op_supported(ops[i], CLG_FLOAT16, &gpu64));
+    CHECK(!clg_op_supported(ops[i], CLG_FLOAT16, &gpu16));
   }
   /* MatMul: every dtype on the host (half through float). */
   for (size_t t = 0; t < 3; t++)
-    CHECK(clg_kernels_supported("MatMul", dtypes[t], &host));
+    CHECK(clg_op_supported("MatMul", dtypes[t], &host));
   /* On OpenCL devices CLBlast decides at run time, whatever the device's extensions: what
    * it cannot run falls back to the host. Without CLBlast there is no kernel at all. */
   for (size_t d = 1; d < 4; d++)
     for (size_t t = 0; t < 3; t++) {
 #ifdef CLG_HAVE_CLBLAST
-      CHECK_MSG(clg_kernels_supported("MatMul", dtypes[t], all[d]),
+      CHECK_MSG(clg_op_supported("MatMul", dtypes[t], all[d]),
                 "MatMul %s unsupported on a device with fp64 %d, fp16 %d",
                 clg_dtype_name(dtypes[t]), all[d]->info.has_fp64, all[d]->info.has_fp16);
 #else
-      CHECK_MSG(!clg_kernels_supported("MatMul", dtypes[t], all[d]),
+      CHECK_MSG(!clg_op_supported("MatMul", dtypes[t], all[d]),
                 "MatMul %s supported on a device without CLBlast", clg_dtype_name(dtypes[t]));
 #endif
     }
-  CHECK(!clg_kernels_supported("Conv2D", CLG_FLOAT32, &host));
-  CHECK(!clg_kernels_supported("matmul", CLG_FLOAT32, &host));
-  CHECK(!clg_kernels_supported(NULL, CLG_FLOAT32, &host));
-  CHECK(!clg_kernels_supported("Add", CLG_FLOAT32, NULL));
-  CHECK(!clg_kernels_supported("Add", (clg_dtype)7, &host));
-  CHECK(!clg_kernels_supported("Const", (clg_dtype)7, &gpu));
-  CHECK(!clg_kernels_supported("MatMul", (clg_dtype)0, &host));
+  CHECK(!clg_op_supported("Conv2D", CLG_FLOAT32, &host));
+  CHECK(!clg_op_supported("matmul", CLG_FLOAT32, &host));
+  CHECK(!clg_op_supported(NULL, CLG_FLOAT32, &host));
+  CHECK(!clg_op_supported("Add", CLG_FLOAT32, NULL));
+  CHECK(!clg_op_supported("Add", (clg_dtype)7, &host));
+  CHECK(!clg_op_supported("Const", (clg_dtype)7, &gpu));
+  CHECK(!clg_op_supported("MatMul", (clg_dtype)0, &host));
 }
 
 /* IEEE binary16 conversions: exact values, rounding ties to even, the edges of the

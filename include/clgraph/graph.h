@@ -37,6 +37,91 @@ extern "C" {
 typedef struct clg_graph clg_graph;
 typedef struct clg_node clg_node;
 
+/* One end of an edge: output `index` of `node`, which TensorFlow writes "name:index"
+ * ("MatMul" is "MatMul:0"). Builders that take clg_node * use its output 0. */
+typedef struct clg_output {
+  clg_node *node;
+  int index;
+} clg_output;
+
+/* Output i of n, as a value (n may be NULL: builders then report the NULL input). */
+static inline clg_output clg_out(clg_node *n, int i)
+{
+  clg_output o = {n, i};
+  return o;
+}
+
+/* The types of op attributes (TensorFlow's AttrValue, in miniature). */
+typedef enum clg_attr_type {
+  CLG_ATTR_INT = 1,  /* v.i */
+  CLG_ATTR_FLOAT,    /* v.f */
+  CLG_ATTR_BOOL,     /* v.b */
+  CLG_ATTR_STRING,   /* v.s (copied) */
+  CLG_ATTR_DTYPE,    /* v.dtype */
+  CLG_ATTR_INT_LIST, /* v.list: n values (copied) */
+  CLG_ATTR_SHAPE,    /* v.list: n = rank, the dims (copied) */
+  CLG_ATTR_TENSOR    /* v.tensor (copied) */
+} clg_attr_type;
+
+/* A named attribute value, as given to clg_op. */
+typedef struct clg_attr {
+  const char *name;
+  clg_attr_type type;
+  union {
+    int64_t i;
+    double f;
+    int b;
+    const char *s;
+    clg_dtype dtype;
+    struct {
+      int n;
+      const int64_t *v;
+    } list;
+    const clg_tensor *tensor;
+  } v;
+} clg_attr;
+
+static inline clg_attr clg_attr_int(const char *name, int64_t v)
+{
+  clg_attr a = {name, CLG_ATTR_INT, {.i = v}};
+  return a;
+}
+static inline clg_attr clg_attr_float(const char *name, double v)
+{
+  clg_attr a = {name, CLG_ATTR_FLOAT, {.f = v}};
+  return a;
+}
+static inline clg_attr clg_attr_bool(const char *name, int v)
+{
+  clg_attr a = {name, CLG_ATTR_BOOL, {.b = v != 0}};
+  return a;
+}
+static inline clg_attr clg_attr_string(const char *name, const char *v)
+{
+  clg_attr a = {name, CLG_ATTR_STRING, {.s = v}};
+  return a;
+}
+static inline clg_attr clg_attr_dtype(const char *name, clg_dtype v)
+{
+  clg_attr a = {name, CLG_ATTR_DTYPE, {.dtype = v}};
+  return a;
+}
+static inline clg_attr clg_attr_int_list(const char *name, int n, const int64_t *v)
+{
+  clg_attr a = {name, CLG_ATTR_INT_LIST, {.list = {n, v}}};
+  return a;
+}
+static inline clg_attr clg_attr_shape(const char *name, int rank, const int64_t *dims)
+{
+  clg_attr a = {name, CLG_ATTR_SHAPE, {.list = {rank, dims}}};
+  return a;
+}
+static inline clg_attr clg_attr_tensor(const char *name, const clg_tensor *v)
+{
+  clg_attr a = {name, CLG_ATTR_TENSOR, {.tensor = v}};
+  return a;
+}
+
 /* NULL only when host memory runs out. */
 clg_graph *clg_graph_new(void);
 /* Frees the graph and its nodes. Sessions on the graph must be freed first. */
@@ -73,6 +158,30 @@ clg_node *clg_mul(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 /* The sum of n >= 1 inputs of one shape and dtype (tf.add_n). */
 clg_node *clg_add_n(clg_graph *g, const char *name, int n, clg_node *const *inputs);
 clg_node *clg_identity(clg_graph *g, const char *name, clg_node *x);
+/* Element-wise max(x, 0), -x and x * x (float everywhere, double where the device has it). */
+clg_node *clg_relu(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_neg(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_square(clg_graph *g, const char *name, clg_node *x);
+
+/* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
+ * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes
+ * the op can infer from its inputs (such as T or N) may be omitted; given ones must agree.
+ * An unknown op, a missing, unknown, repeated or mistyped attribute, or a wrong number of
+ * inputs is INVALID_ARGUMENT naming the node (and sticky, as every builder error).
+ *
+ *   clg_output in[1] = {clg_out(x, 0)};
+ *   clg_node *r = clg_op(g, "Relu", NULL, 1, in, 0, NULL);
+ *   clg_attr at[2] = {clg_attr_bool("transpose_a", 1), clg_attr_bool("transpose_b", 0)};
+ *   clg_node *m = clg_op(g, "MatMul", "m", 2, (clg_output[]){{a, 0}, {b, 0}}, 2, at);
+ */
+clg_node *clg_op(clg_graph *g, const char *op, const char *name, int num_inputs,
+                 const clg_output *inputs, int num_attrs, const clg_attr *attrs);
+
+/* Control dependency: n runs only after `before` has run (in every run that runs n), as
+ * tf.control_dependencies. Both must belong to the same graph and `before` must have been
+ * built before n (graphs stay acyclic). Errors are sticky. Adding an edge to a graph that
+ * a session has already placed takes effect at that session's next run. */
+clg_code clg_node_add_control_input(clg_node *n, clg_node *before);
 
 /* Queries. */
 int clg_graph_num_nodes(const clg_graph *g);
@@ -85,6 +194,19 @@ int clg_node_rank(const clg_node *n);
 int64_t clg_node_dim(const clg_node *n, int i);
 int clg_node_num_inputs(const clg_node *n);
 clg_node *clg_node_input(const clg_node *n, int i);
+/* The producer of input i and which of its outputs it is. */
+int clg_node_input_index(const clg_node *n, int i);
+int clg_node_num_control_inputs(const clg_node *n);
+clg_node *clg_node_control_input(const clg_node *n, int i);
+/* Outputs: their number, and each output's dtype and shape (clg_node_dtype, _rank and _dim
+ * describe output 0). */
+int clg_node_num_outputs(const clg_node *n);
+clg_dtype clg_node_output_dtype(const clg_node *n, int i);
+int clg_node_output_rank(const clg_node *n, int i);
+int64_t clg_node_output_dim(const clg_node *n, int i, int d);
+/* "name" or "name:i" (TensorFlow's tensor names) to an output. NOT_FOUND for an unknown node,
+ * INVALID_ARGUMENT for a bad index. */
+clg_code clg_graph_find_output(const clg_graph *g, const char *tensor_name, clg_output *out);
 /* The merged device spec the node was built under, e.g. "/device:GPU:2" ("" if none). */
 const char *clg_node_requested_device(const clg_node *n);
 

@@ -63,11 +63,22 @@ clg_code clg_session_run(clg_session *s, int num_feeds, clg_node *const *feed_no
                          clg_tensor *const *feeds, int num_fetches, clg_node *const *fetches,
                          clg_tensor **outputs);
 
+/* The general run, as TensorFlow's Session::Run: feeds_at[i] is the output fed with
+ * feeds[i] (any output may be fed: its producer then does not run); outputs[i] receives
+ * the value of fetches[i]; targets are nodes run for their effects, nothing fetched. Control
+ * inputs of what runs run first. On failure no output is set. */
+clg_code clg_session_run_outputs(clg_session *s, int num_feeds, const clg_output *feeds_at,
+                                 clg_tensor *const *feeds, int num_fetches,
+                                 const clg_output *fetches, clg_tensor **outputs, int num_targets,
+                                 clg_node *const *targets);
+
 /* The device set the session uses. */
 const clg_devices *clg_session_devices(const clg_session *s);
-/* The full name of the device node n was placed on, or NULL. */
+/* The full name of the device node n was placed on, or NULL. Safe to call while another
+ * thread runs the session; the string lives as long as the session. */
 const char *clg_session_node_device(const clg_session *s, const clg_node *n);
-/* Why node n is on its device ("explicit device specification '/cpu:0'", "default: lowest-id
+/* Why node n is on its device; the string lives until the session is freed, even when a
+ * later run re-places a grown graph ("explicit device specification '/cpu:0'", "default: lowest-id
  * GPU with a kernel for MatMul", ...), or NULL. */
 const char *clg_session_node_reason(const clg_session *s, const clg_node *n);
 

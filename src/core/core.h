@@ -99,4 +99,58 @@ int clg_env_mib(const char *name, uint64_t *bytes, const char **raw);
 /* Monotonic clock in nanoseconds. */
 uint64_t clg_now_ns(void);
 
+/* --- device-name specifications (tf-semantics.md section 1) -------------------------- */
+
+#define CLG_DEVNAME_FIELD 64
+
+/* A parsed, possibly partial, device name. A field is meaningful only when its has_ flag
+ * is set; "*" leaves it unset. */
+typedef struct clg_devname {
+  bool has_job, has_replica, has_task, has_type, has_id;
+  char job[CLG_DEVNAME_FIELD];
+  int replica, task;
+  char type[CLG_DEVNAME_FIELD];
+  int id;
+} clg_devname;
+
+/* TensorFlow's ParseFullName (any order, legacy /cpu:N /gpu:N, wildcards, "" and "/"
+ * valid). On failure: INVALID_ARGUMENT "Malformed device specification '<s>': <what is
+ * wrong, naming the part>". */
+clg_code clg_devname_parse(const char *text, clg_devname *out);
+/* ParseFullName, then ParseLocalName ("GPU:0", "CPU:1"). */
+clg_code clg_devname_parse_full_or_local(const char *text, clg_devname *out);
+/* As tf.device() in Python does: parse, then upper-case the types "cpu" and "gpu". */
+clg_code clg_devname_parse_scope(const char *text, clg_devname *out);
+
+/* ParsedNameToString: "/job:J/replica:R/task:T/device:TYPE:ID" with the parts that are
+ * set ("*" for an unset id after a type). Always NUL-terminates buf. Returns buf. */
+char *clg_devname_format(const clg_devname *n, char *buf, size_t size);
+
+/* MergeDevNames: fills target's unset fields from other; conflicts are INVALID_ARGUMENT
+ * ("Cannot merge devices with incompatible types: '<a>' and '<b>'") unless
+ * allow_soft_placement, which clears the conflicting type/id instead (jobs, replicas and
+ * tasks always conflict). */
+clg_code clg_devname_merge(clg_devname *target, const clg_devname *other,
+                           bool allow_soft_placement);
+/* MergeOverrideDevNames: every field set in other wins. */
+void clg_devname_merge_override(clg_devname *target, const clg_devname *other);
+/* MergeUnsetDevNames: copies only fields unset in target. */
+void clg_devname_merge_unset(clg_devname *target, const clg_devname *other);
+
+/* IsSpecification: every field set in less_specific is set and equal in more_specific. */
+bool clg_devname_is_specification(const clg_devname *less_specific,
+                                  const clg_devname *more_specific);
+/* IsCompleteSpecification: every field set in pattern equals the one in the (complete)
+ * name. */
+bool clg_devname_matches(const clg_devname *pattern, const clg_devname *name);
+/* AreCompatibleDevNames: fields set in both are equal. */
+bool clg_devname_compatible(const clg_devname *a, const clg_devname *b);
+/* True when nothing is set. */
+bool clg_devname_is_empty(const clg_devname *n);
+
+/* --- device kinds -------------------------------------------------------------------- */
+
+/* The kinds of device implementation; each has a device table and its own kernels. */
+typedef enum clg_device_kind { CLG_KIND_HOST, CLG_KIND_OPENCL, CLG_KIND_COUNT } clg_device_kind;
+
 #endif

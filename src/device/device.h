@@ -11,55 +11,6 @@
 #include "clgraph/device.h"
 #include "core/core.h"
 
-/* --- device-name specifications (tf-semantics.md section 1) -------------------------- */
-
-#define CLG_DEVNAME_FIELD 64
-
-/* A parsed, possibly partial, device name. A field is meaningful only when its has_ flag
- * is set; "*" leaves it unset. */
-typedef struct clg_devname {
-  bool has_job, has_replica, has_task, has_type, has_id;
-  char job[CLG_DEVNAME_FIELD];
-  int replica, task;
-  char type[CLG_DEVNAME_FIELD];
-  int id;
-} clg_devname;
-
-/* TensorFlow's ParseFullName (any order, legacy /cpu:N /gpu:N, wildcards, "" and "/"
- * valid). On failure: INVALID_ARGUMENT "Malformed device specification '<s>': <what is
- * wrong, naming the part>". */
-clg_code clg_devname_parse(const char *text, clg_devname *out);
-/* ParseFullName, then ParseLocalName ("GPU:0", "CPU:1"). */
-clg_code clg_devname_parse_full_or_local(const char *text, clg_devname *out);
-/* As tf.device() in Python does: parse, then upper-case the types "cpu" and "gpu". */
-clg_code clg_devname_parse_scope(const char *text, clg_devname *out);
-
-/* ParsedNameToString: "/job:J/replica:R/task:T/device:TYPE:ID" with the parts that are
- * set ("*" for an unset id after a type). Always NUL-terminates buf. Returns buf. */
-char *clg_devname_format(const clg_devname *n, char *buf, size_t size);
-
-/* MergeDevNames: fills target's unset fields from other; conflicts are INVALID_ARGUMENT
- * ("Cannot merge devices with incompatible types: '<a>' and '<b>'") unless
- * allow_soft_placement, which clears the conflicting type/id instead (jobs, replicas and
- * tasks always conflict). */
-clg_code clg_devname_merge(clg_devname *target, const clg_devname *other,
-                           bool allow_soft_placement);
-/* MergeOverrideDevNames: every field set in other wins. */
-void clg_devname_merge_override(clg_devname *target, const clg_devname *other);
-/* MergeUnsetDevNames: copies only fields unset in target. */
-void clg_devname_merge_unset(clg_devname *target, const clg_devname *other);
-
-/* IsSpecification: every field set in less_specific is set and equal in more_specific. */
-bool clg_devname_is_specification(const clg_devname *less_specific,
-                                  const clg_devname *more_specific);
-/* IsCompleteSpecification: every field set in pattern equals the one in the (complete)
- * name. */
-bool clg_devname_matches(const clg_devname *pattern, const clg_devname *name);
-/* AreCompatibleDevNames: fields set in both are equal. */
-bool clg_devname_compatible(const clg_devname *a, const clg_devname *b);
-/* True when nothing is set. */
-bool clg_devname_is_empty(const clg_devname *n);
-
 /* --- OpenCL errors and queries ------------------------------------------------------- */
 
 /* "CL_INVALID_BUFFER_SIZE" for -61, "CL_UNKNOWN_ERROR" otherwise. */
@@ -98,6 +49,61 @@ struct clg_devices {
 
 /* Device i of the set (0 = host). */
 clg_device *clg_devices_at(clg_devices *devs, int i);
+
+/* A block of device memory. For OpenCL devices mem is the region's cl_mem and offset the
+ * byte offset in it; for the host, host points at the memory and mem is NULL. */
+typedef struct clg_block {
+  cl_mem mem;
+  size_t offset;
+  size_t size; /* rounded size actually reserved */
+  void *host;
+  uint32_t region;
+} clg_block;
+
+/* --- events ------------------------------------------------------------------------ */
+
+/* An opaque event: completes when a command enqueued on a device has finished. NULL is an
+ * event that has already completed (devices that work synchronously return NULL). */
+typedef struct clg_event clg_event;
+
+clg_event *clg_event_retain(clg_event *e);
+void clg_event_release(clg_event *e);
+/* Waits for n events (NULL entries allowed). */
+clg_code clg_event_wait(int n, clg_event *const *events);
+/* Whether e has completed (or failed). */
+bool clg_event_done(clg_event *e);
+/* When the command ran (ns, on its device's clock). FAILED_PRECONDITION for NULL. */
+clg_code clg_event_times(clg_event *e, uint64_t *start_ns, uint64_t *end_ns);
+/* The OpenCL event behind e, and the reverse (for the OpenCL device code only). */
+cl_event clg_event_cl(clg_event *e);
+clg_event *clg_event_from_cl(cl_event e);
+
+/* --- the device interface ------------------------------------------------------------- */
+
+/* What the runtime asks of a device: a table per device kind (the host, OpenCL devices;
+ * later a remote task). The runtime never asks which kind a device is. */
+typedef struct clg_device_ops {
+  clg_device_kind kind;
+  /* Blocks of this device are plain host memory (block.host). */
+  bool host_memory;
+  /* Blocking copy between host memory and a block of this device. */
+  clg_code (*upload)(clg_device *dev, const clg_block *dst, const void *src, size_t bytes);
+  clg_code (*download)(clg_device *dev, const clg_block *src, void *dst, size_t bytes);
+  /* Copies from a block of peer device src into a block of dst, enqueued on dst after the
+   * `nwait` events; *done gets the copy's event (NULL when it has already completed).
+   * UNIMPLEMENTED when the two cannot copy directly (the caller stages through the host). */
+  clg_code (*copy_from_peer)(clg_device *dst, const clg_block *d, clg_device *src,
+                             const clg_block *s, size_t bytes, int nwait, clg_event *const *wait,
+                             clg_event **done);
+  /* An event completing after all work enqueued on dev so far (NULL where work is
+   * synchronous). */
+  clg_code (*marker)(clg_device *dev, clg_event **event);
+  /* Waits for all work of the device. */
+  clg_code (*finish)(clg_device *dev);
+} clg_device_ops;
+
+/* The table of dev. */
+const clg_device_ops *clg_device_ops_of(const clg_device *dev);
 
 /* --- data movement (device/transfer.c) ------------------------------------------------ */
 

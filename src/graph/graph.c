@@ -1,5 +1,7 @@
-/* The graph: nodes in creation order, device scopes, the sticky first error, and the
- * queries the public header and the runtime use. Op-specific checks live in ops.c. */
+/* The graph: nodes in creation order, device scopes, the sticky first error, the one
+ * builder path every op takes (clg_graph_build: inputs, attributes, the op's inference),
+ * and the queries the public header and the runtime use. Op-specific checks live with
+ * each op under src/ops/. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +12,8 @@
 #define SCOPE_TEXT_MAX 256
 
 typedef struct device_scope {
-  clg_devname name;          /* merged with the enclosing scopes */
-  char text[SCOPE_TEXT_MAX]; /* its clg_devname_format text, "" when empty */
+  clg_devname name; /* merged with the enclosing scopes */
+  char *text;       /* its clg_devname_format text, "" when empty; in g->texts */
 } device_scope;
 
 struct clg_graph {
@@ -20,7 +22,10 @@ struct clg_graph {
   clg_graph_names *names;
   device_scope *scopes;
   int num_scopes, cap_scopes;
-  clg_code code; /* first error, sticky */
+  char **texts; /* scope texts, owned here so that nodes can point at them */
+  int num_texts, cap_texts;
+  uint64_t version; /* bumped by every node and control edge */
+  clg_code code;    /* first error, sticky */
   char error[GRAPH_ERROR_MAX];
 };
 
@@ -37,15 +42,23 @@ clg_graph *clg_graph_new(void)
   return g;
 }
 
+static void attr_clear(clg_attr_value *a)
+{
+  free(a->s);
+  free(a->v);
+  clg_tensor_free(a->tensor);
+  memset(a, 0, sizeof *a);
+}
+
 static void node_free(clg_node *n)
 {
   if (!n)
     return;
   free(n->name);
-  free(n->inputs);
-  clg_tensor_free(n->value);
-  free(n->requested_text);
-  free(n);
+  for (int i = 0; n->def && i < n->def->num_attrs; i++)
+    attr_clear(&n->attrs[i]);
+  free(n->control);
+  free(n); /* inputs, outs and attrs share the node's allocation */
 }
 
 void clg_graph_free(clg_graph *g)
@@ -56,6 +69,9 @@ void clg_graph_free(clg_graph *g)
     node_free(g->nodes[i]);
   free(g->nodes);
   free(g->scopes);
+  for (int i = 0; i < g->num_texts; i++)
+    free(g->texts[i]);
+  free(g->texts);
   clg_graph_names_free(g->names);
   free(g);
 }
@@ -93,12 +109,28 @@ static clg_code scope_push(clg_graph *g, const clg_devname *name)
     g->scopes = s;
     g->cap_scopes = cap;
   }
+  static char empty[] = "";
+  char *text = empty;
+  if (!clg_devname_is_empty(name)) {
+    char buf[SCOPE_TEXT_MAX];
+    clg_devname_format(name, buf, sizeof buf);
+    if (g->num_texts == g->cap_texts) {
+      int cap = g->cap_texts ? 2 * g->cap_texts : 8;
+      char **t = realloc(g->texts, (size_t)cap * sizeof *t);
+      if (!t) {
+        clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory opening a device scope");
+        return graph_record(g);
+      }
+      g->texts = t;
+      g->cap_texts = cap;
+    }
+    if (!(text = clg_strdup(buf)))
+      return graph_record(g);
+    g->texts[g->num_texts++] = text;
+  }
   device_scope *top = &g->scopes[g->num_scopes++];
   top->name = *name;
-  if (clg_devname_is_empty(name))
-    top->text[0] = '\0';
-  else
-    clg_devname_format(name, top->text, sizeof top->text);
+  top->text = text;
   return CLG_OK;
 }
 
@@ -178,9 +210,133 @@ static char *node_name(clg_graph *g, const char *op, const char *name)
   return clg_strdup(name);
 }
 
-clg_node *clg_graph_node_begin(clg_graph *g, const char *op, const char *name, int num_inputs,
-                               clg_node *const *inputs)
+/* Copies a caller's attribute value into a node's slot. */
+static clg_code attr_set(clg_node *n, clg_attr_value *slot, const clg_attr *a)
 {
+  attr_clear(slot);
+  slot->set = true;
+  slot->type = a->type;
+  switch (a->type) {
+  case CLG_ATTR_INT:
+    slot->i = a->v.i;
+    break;
+  case CLG_ATTR_FLOAT:
+    slot->f = a->v.f;
+    break;
+  case CLG_ATTR_BOOL:
+    slot->b = a->v.b != 0;
+    break;
+  case CLG_ATTR_STRING:
+    if (!a->v.s)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute '%s' is a NULL string", a->name);
+    if (!(slot->s = clg_strdup(a->v.s)))
+      return CLG_RESOURCE_EXHAUSTED;
+    break;
+  case CLG_ATTR_DTYPE: /* checked by the op, which names the dtypes it takes */
+    slot->dtype = a->v.dtype;
+    break;
+  case CLG_ATTR_INT_LIST:
+  case CLG_ATTR_SHAPE:
+    /* A shape's rank and dims are checked by the op's inference (clg_node_set_output). */
+    if (a->type == CLG_ATTR_INT_LIST && (a->v.list.n < 0 || (a->v.list.n > 0 && !a->v.list.v)))
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute '%s': a list of %d values at %p",
+                            a->name, a->v.list.n, (const void *)a->v.list.v);
+    slot->n = a->v.list.n;
+    if (slot->n > 0 && a->v.list.v) {
+      if (!(slot->v = malloc(sizeof *slot->v * (size_t)slot->n)))
+        return clg_node_error(n, CLG_RESOURCE_EXHAUSTED, "out of memory");
+      memcpy(slot->v, a->v.list.v, sizeof *slot->v * (size_t)slot->n);
+    }
+    break;
+  case CLG_ATTR_TENSOR: {
+    const clg_tensor *t = a->v.tensor;
+    if (!t)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute '%s' is a NULL tensor", a->name);
+    int64_t dims[CLG_MAX_RANK];
+    for (int i = 0; i < clg_tensor_rank(t); i++)
+      dims[i] = clg_tensor_dim(t, i);
+    slot->tensor =
+        clg_tensor_new(clg_tensor_dtype(t), clg_tensor_rank(t), dims, clg_tensor_const_data(t));
+    if (!slot->tensor)
+      return clg_node_error(n, clg_last_code(), "%s", clg_last_error());
+    break;
+  }
+  default:
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute '%s' has unknown type %d", a->name,
+                          (int)a->type);
+  }
+  return CLG_OK;
+}
+
+static const char *attr_type_name(clg_attr_type t)
+{
+  static const char *const names[] = {"?",     "int",      "float", "bool",  "string",
+                                      "dtype", "int list", "shape", "tensor"};
+  return (int)t >= 1 && (int)t <= CLG_ATTR_TENSOR ? names[t] : "?";
+}
+
+/* Defaults, then the caller's attributes, then the check that every required one is set. */
+static clg_code attrs_fill(clg_node *n, int num_attrs, const clg_attr *attrs)
+{
+  const clg_op_def *def = n->def;
+  for (int i = 0; i < def->num_attrs; i++) {
+    const clg_attr_def *d = &def->attrs[i];
+    clg_attr_value *v = &n->attrs[i];
+    v->type = d->type;
+    if (!d->has_default)
+      continue;
+    v->set = true;
+    v->i = d->def_i;
+    v->b = d->def_i != 0;
+    v->f = d->def_f;
+    if (d->def_s && !(v->s = clg_strdup(d->def_s)))
+      return CLG_RESOURCE_EXHAUSTED;
+  }
+  if (num_attrs < 0 || (num_attrs > 0 && !attrs))
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "num_attrs is %d but attrs is NULL", num_attrs);
+  bool given[64] = {false};
+  for (int k = 0; k < num_attrs; k++) {
+    const clg_attr *a = &attrs[k];
+    int i = 0;
+    while (i < def->num_attrs && !(a->name && strcmp(a->name, def->attrs[i].name) == 0))
+      i++;
+    if (i == def->num_attrs)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s has no attribute '%s'", def->name,
+                            a->name ? a->name : "(NULL)");
+    if (given[i])
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute '%s' is given twice", a->name);
+    given[i] = true;
+    if (a->type != def->attrs[i].type)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute '%s' must be a %s, got a %s",
+                            a->name, attr_type_name(def->attrs[i].type), attr_type_name(a->type));
+    clg_code code = attr_set(n, &n->attrs[i], a);
+    if (code != CLG_OK)
+      return code;
+  }
+  return CLG_OK;
+}
+
+static clg_code attrs_check_required(const clg_node *n)
+{
+  const clg_op_def *def = n->def;
+  for (int i = 0; i < def->num_attrs; i++)
+    if (!n->attrs[i].set && !def->attrs[i].inferred)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "missing attribute '%s' (a %s)",
+                            def->attrs[i].name, attr_type_name(def->attrs[i].type));
+  return CLG_OK;
+}
+
+clg_node *clg_graph_build(clg_graph *g, const clg_op_def *def, const char *name, int num_inputs,
+                          const clg_output *inputs, int num_attrs, const clg_attr *attrs)
+{
+  return clg_graph_build_ex(g, def, name, num_inputs, inputs, num_attrs, attrs, NULL, NULL);
+}
+
+clg_node *clg_graph_build_ex(clg_graph *g, const clg_op_def *def, const char *name, int num_inputs,
+                             const clg_output *inputs, int num_attrs, const clg_attr *attrs,
+                             clg_code (*prepare)(clg_node *n, void *ctx), void *ctx)
+{
+  const char *op = def ? def->name : "(op)";
   if (!g) {
     clg_error(CLG_INVALID_ARGUMENT, "%s: graph is NULL", op);
     return NULL;
@@ -189,41 +345,78 @@ clg_node *clg_graph_node_begin(clg_graph *g, const char *op, const char *name, i
     graph_repeat(g);
     return NULL;
   }
-  clg_node *n = calloc(1, sizeof *n);
-  if (!n) {
+  if (!def) {
+    clg_error(CLG_INTERNAL, "an op builder has no definition");
+    graph_record(g);
+    return NULL;
+  }
+  int slots = num_inputs > 0 && inputs && num_inputs <= 1 << 20 ? num_inputs : 0;
+  /* One allocation: the node, then its inputs, outputs and attributes. */
+  size_t in_at = sizeof(clg_node);
+  size_t out_at = in_at + sizeof(clg_output) * (size_t)slots;
+  size_t attr_at;
+  out_at = (out_at + 15) & ~(size_t)15;
+  attr_at = (out_at + sizeof(clg_out_desc) * (size_t)def->num_outputs + 15) & ~(size_t)15;
+  size_t total = attr_at + sizeof(clg_attr_value) * (size_t)def->num_attrs;
+  char *mem = calloc(1, total);
+  if (!mem) {
     clg_error(CLG_RESOURCE_EXHAUSTED, "%s: out of memory creating a node", op);
     graph_record(g);
     return NULL;
   }
+  clg_node *n = (clg_node *)mem;
   n->graph = g;
+  n->def = def;
   n->op = op;
   n->index = -1;
+  n->inputs = (clg_output *)(mem + in_at);
+  n->outs = (clg_out_desc *)(mem + out_at);
+  n->num_outputs = def->num_outputs;
+  n->attrs = (clg_attr_value *)(mem + attr_at);
   n->name = node_name(g, op, name);
   if (!n->name)
     return clg_graph_node_abandon(n);
+  if (def->num_inputs == CLG_OP_VARIADIC ? num_inputs < 1 : num_inputs != def->num_inputs)
+    return clg_graph_node_fail(
+        n, CLG_INVALID_ARGUMENT, "%s '%s': needs %s%d input%s, got %d", op, n->name,
+        def->num_inputs == CLG_OP_VARIADIC ? "at least " : "",
+        def->num_inputs == CLG_OP_VARIADIC ? 1 : def->num_inputs,
+        def->num_inputs == 1 || def->num_inputs == CLG_OP_VARIADIC ? "" : "s", num_inputs);
+  if (num_inputs > 0 && !inputs)
+    return clg_graph_node_fail(n, CLG_INVALID_ARGUMENT, "%s '%s': inputs is NULL", op, n->name);
+  if (num_inputs > slots)
+    return clg_graph_node_fail(n, CLG_INVALID_ARGUMENT, "%s '%s': %d inputs are too many", op,
+                               n->name, num_inputs);
   for (int i = 0; i < num_inputs; i++) {
-    if (!inputs[i])
+    const clg_output *in = &inputs[i];
+    if (!in->node)
       return clg_graph_node_fail(n, CLG_INVALID_ARGUMENT, "%s '%s': input %d is NULL", op, n->name,
                                  i);
-    if (inputs[i]->graph != g)
+    if (in->node->graph != g)
       return clg_graph_node_fail(n, CLG_INVALID_ARGUMENT,
                                  "%s '%s': input %d ('%s') belongs to another graph", op, n->name,
-                                 i, inputs[i]->name);
-  }
-  if (num_inputs > 0) {
-    n->inputs = malloc((size_t)num_inputs * sizeof *n->inputs);
-    if (!n->inputs)
-      return clg_graph_node_fail(n, CLG_RESOURCE_EXHAUSTED, "%s '%s': out of memory", op, n->name);
-    memcpy(n->inputs, inputs, (size_t)num_inputs * sizeof *n->inputs);
+                                 i, in->node->name);
+    if (in->index < 0 || in->index >= in->node->num_outputs)
+      return clg_graph_node_fail(n, CLG_INVALID_ARGUMENT,
+                                 "%s '%s': input %d is '%s:%d', but '%s' has %d output%s", op,
+                                 n->name, i, in->node->name, in->index, in->node->name,
+                                 in->node->num_outputs, in->node->num_outputs == 1 ? "" : "s");
+    n->inputs[i] = *in;
   }
   n->num_inputs = num_inputs;
+  if ((size_t)def->num_attrs > 64)
+    return clg_graph_node_fail(n, CLG_INTERNAL, "%s has too many attributes", op);
+  if (attrs_fill(n, num_attrs, attrs) != CLG_OK || (prepare && prepare(n, ctx) != CLG_OK) ||
+      attrs_check_required(n) != CLG_OK)
+    return clg_graph_node_abandon(n);
   const device_scope *top = g->num_scopes > 0 ? &g->scopes[g->num_scopes - 1] : NULL;
+  static char empty[] = "";
   if (top)
     n->requested = top->name;
-  n->requested_text = clg_strdup(top ? top->text : "");
-  if (!n->requested_text)
+  n->requested_text = top ? top->text : empty;
+  if (def->infer(n) != CLG_OK)
     return clg_graph_node_abandon(n);
-  return n;
+  return clg_graph_node_add(n);
 }
 
 clg_node *clg_graph_node_add(clg_node *n)
@@ -242,7 +435,63 @@ clg_node *clg_graph_node_add(clg_node *n)
     return clg_graph_node_abandon(n);
   n->index = g->num_nodes;
   g->nodes[g->num_nodes++] = n;
+  g->version++;
   return n;
+}
+
+clg_node *clg_op(clg_graph *g, const char *op, const char *name, int num_inputs,
+                 const clg_output *inputs, int num_attrs, const clg_attr *attrs)
+{
+  const clg_op_def *def = op ? clg_op_find(op) : NULL;
+  if (g && g->code == CLG_OK && !def) {
+    clg_error(CLG_INVALID_ARGUMENT,
+              "Op type not registered '%s' in binary running clgraph (node '%s')",
+              op ? op : "(NULL)", name ? name : "(default name)");
+    graph_record(g);
+    return NULL;
+  }
+  return clg_graph_build(g, def, name, num_inputs, inputs, num_attrs, attrs);
+}
+
+clg_code clg_node_add_control_input(clg_node *n, clg_node *before)
+{
+  if (!n)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_node_add_control_input: node is NULL");
+  clg_graph *g = n->graph;
+  if (g->code != CLG_OK)
+    return graph_repeat(g);
+  if (!before) {
+    clg_error(CLG_INVALID_ARGUMENT, "control input of '%s' is NULL", n->name);
+    return graph_record(g);
+  }
+  if (before->graph != g) {
+    clg_error(CLG_INVALID_ARGUMENT, "control input '%s' of '%s' belongs to another graph",
+              before->name, n->name);
+    return graph_record(g);
+  }
+  if (before->index >= n->index) {
+    clg_error(CLG_INVALID_ARGUMENT,
+              "control input '%s' of '%s' was built after it (or is the node itself): the edge "
+              "would make a cycle",
+              before->name, n->name);
+    return graph_record(g);
+  }
+  for (int i = 0; i < n->num_control; i++)
+    if (n->control[i] == before)
+      return CLG_OK;
+  if (n->num_control == n->cap_control) {
+    int cap = n->cap_control ? 2 * n->cap_control : 4;
+    clg_node **c = realloc(n->control, (size_t)cap * sizeof *c);
+    if (!c) {
+      clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory adding a control input to '%s'", n->name);
+      return graph_record(g);
+    }
+    n->control = c;
+    n->cap_control = cap;
+  }
+  n->control[n->num_control++] = before;
+  g->version++;
+  return CLG_OK;
 }
 
 /* --- queries --------------------------------------------------------------------------- */
@@ -259,47 +508,112 @@ clg_node *clg_graph_find(const clg_graph *g, const char *name)
   return g ? clg_graph_node(g, clg_graph_names_find(g->names, name)) : NULL;
 }
 
+uint64_t clg_graph_version(const clg_graph *g) { return g ? g->version : 0; }
+
 const char *clg_node_name(const clg_node *n) { return n ? n->name : ""; }
 
 const char *clg_node_op(const clg_node *n) { return n ? n->op : ""; }
 
-clg_dtype clg_node_dtype(const clg_node *n) { return n ? n->dtype : (clg_dtype)0; }
+clg_dtype clg_node_dtype(const clg_node *n) { return clg_node_output_dtype(n, 0); }
 
-int clg_node_rank(const clg_node *n) { return n ? n->rank : -1; }
+int clg_node_rank(const clg_node *n) { return clg_node_output_rank(n, 0); }
 
-int64_t clg_node_dim(const clg_node *n, int i)
+int64_t clg_node_dim(const clg_node *n, int i) { return clg_node_output_dim(n, 0, i); }
+
+int clg_node_num_outputs(const clg_node *n) { return n ? n->num_outputs : 0; }
+
+clg_dtype clg_node_output_dtype(const clg_node *n, int i)
 {
-  return n && i >= 0 && i < n->rank ? n->dims[i] : -1;
+  return n && i >= 0 && i < n->num_outputs ? n->outs[i].dtype : (clg_dtype)0;
+}
+
+int clg_node_output_rank(const clg_node *n, int i)
+{
+  return n && i >= 0 && i < n->num_outputs ? n->outs[i].rank : -1;
+}
+
+int64_t clg_node_output_dim(const clg_node *n, int i, int d)
+{
+  if (!n || i < 0 || i >= n->num_outputs || d < 0 || d >= n->outs[i].rank)
+    return -1;
+  return n->outs[i].dims[d];
 }
 
 int clg_node_num_inputs(const clg_node *n) { return n ? n->num_inputs : 0; }
 
 clg_node *clg_node_input(const clg_node *n, int i)
 {
-  return n && i >= 0 && i < n->num_inputs ? n->inputs[i] : NULL;
+  return n && i >= 0 && i < n->num_inputs ? n->inputs[i].node : NULL;
+}
+
+int clg_node_input_index(const clg_node *n, int i)
+{
+  return n && i >= 0 && i < n->num_inputs ? n->inputs[i].index : -1;
+}
+
+int clg_node_num_control_inputs(const clg_node *n) { return n ? n->num_control : 0; }
+
+clg_node *clg_node_control_input(const clg_node *n, int i)
+{
+  return n && i >= 0 && i < n->num_control ? n->control[i] : NULL;
 }
 
 const char *clg_node_requested_device(const clg_node *n) { return n ? n->requested_text : ""; }
 
-size_t clg_node_count(const clg_node *n)
+clg_code clg_graph_find_output(const clg_graph *g, const char *tensor_name, clg_output *out)
 {
+  if (!g || !tensor_name || !out)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_graph_find_output: a NULL argument");
+  const char *colon = strrchr(tensor_name, ':');
+  size_t len = colon ? (size_t)(colon - tensor_name) : strlen(tensor_name);
+  char stack[256];
+  char *name = len < sizeof stack ? stack : malloc(len + 1);
+  if (!name)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory");
+  memcpy(name, tensor_name, len);
+  name[len] = '\0';
+  clg_node *n = clg_graph_find(g, name);
+  if (name != stack)
+    free(name);
   if (!n)
-    return 0;
-  size_t count = 1;
-  for (int i = 0; i < n->rank; i++)
-    count *= (size_t)n->dims[i];
-  return count;
+    return clg_error(CLG_NOT_FOUND, "The name '%.200s' refers to a node that is not in the graph",
+                     tensor_name);
+  long index = 0;
+  if (colon) {
+    char *end;
+    index = strtol(colon + 1, &end, 10);
+    if (!colon[1] || *end || index < 0 || index >= n->num_outputs)
+      return clg_error(CLG_INVALID_ARGUMENT,
+                       "The name '%.200s' refers to an output of '%s', which has %d output%s",
+                       tensor_name, n->name, n->num_outputs, n->num_outputs == 1 ? "" : "s");
+  }
+  out->node = n;
+  out->index = (int)index;
+  return CLG_OK;
+}
+
+size_t clg_node_out_count(const clg_node *n, int i)
+{
+  return n && i >= 0 && i < n->num_outputs ? clg_out_count(&n->outs[i]) : 0;
+}
+
+size_t clg_node_out_bytes(const clg_node *n, int i)
+{
+  return clg_node_out_count(n, i) * clg_dtype_size(n->outs[i].dtype);
 }
 
 char *clg_node_shape_string(const clg_node *n, char *buf, size_t size)
 {
-  if (!buf || size == 0)
-    return buf;
-  /* snprintf returns the length it wanted: once that reaches size, the rest is cut. */
-  size_t used = (size_t)snprintf(buf, size, "[");
-  for (int i = 0; n && i < n->rank && used < size; i++)
-    used += (size_t)snprintf(buf + used, size - used, i ? ",%lld" : "%lld", (long long)n->dims[i]);
-  if (used < size)
-    snprintf(buf + used, size - used, "]");
-  return buf;
+  static const clg_out_desc none = {0};
+  return clg_out_shape_string(n && n->num_outputs > 0 ? &n->outs[0] : &none, buf, size);
+}
+
+const clg_tensor *clg_node_value(const clg_node *n)
+{
+  if (!n || !(n->def->flags & CLG_OP_CONST))
+    return NULL;
+  for (int i = 0; i < n->def->num_attrs; i++)
+    if (n->attrs[i].type == CLG_ATTR_TENSOR)
+      return n->attrs[i].tensor;
+  return NULL;
 }

@@ -5,41 +5,49 @@
 
 #include "clgraph/graph.h"
 #include "core/core.h"
-#include "device/device.h"
+#include "ops/ops.h"
 
 struct clg_node {
   clg_graph *graph;
   int index; /* position in graph->nodes (a topological order) */
   char *name;
-  const char *op; /* static string: "Const", "Placeholder", "MatMul", "Add", "Sub",
-                     "Mul", "AddN", "Identity" */
-  clg_dtype dtype;
-  int rank;
-  int64_t dims[CLG_MAX_RANK];
+  const clg_op_def *def;
+  const char *op; /* def->name */
   int num_inputs;
-  clg_node **inputs;
-  bool transpose_a, transpose_b; /* MatMul */
-  clg_tensor *value;             /* Const: the value (owned) */
-  clg_devname requested;         /* merged scope spec */
-  char *requested_text;          /* its text ("" if none) */
+  clg_output *inputs;
+  int num_control, cap_control;
+  clg_node **control; /* control inputs: nodes that run before this one */
+  int num_outputs;
+  clg_out_desc *outs;
+  clg_attr_value *attrs; /* def->num_attrs values, in the def's order */
+  clg_devname requested; /* merged scope spec */
+  char *requested_text;  /* its text ("" if none) */
 };
 
-/* Number of elements of a node's output (1 for a scalar, 0 for NULL). */
-size_t clg_node_count(const clg_node *n);
-/* "[2,3]" ("[]" for a scalar) into buf, always NUL-terminated when size > 0. Returns buf. */
+/* Elements and bytes of output i. */
+size_t clg_node_out_count(const clg_node *n, int i);
+size_t clg_node_out_bytes(const clg_node *n, int i);
+/* "[2,3]" ("[]" for a scalar) of output 0 into buf, always NUL-terminated when size > 0. */
 char *clg_node_shape_string(const clg_node *n, char *buf, size_t size);
+/* The node's value attribute (Const), or NULL. */
+const clg_tensor *clg_node_value(const clg_node *n);
+/* A version that changes whenever a node or a control edge is added (sessions re-plan). */
+uint64_t clg_graph_version(const clg_graph *g);
 
 /* --- shared by the files of src/graph/ only -------------------------------------------- */
 
-/* The builder protocol (graph.c), used by the op builders (ops.c):
- *   n = clg_graph_node_begin(...);  if (!n) return NULL;
- *   ...infer n's dtype and shape, or return clg_graph_node_fail(n, ...);
- *   return clg_graph_node_add(n);
- * begin returns NULL when g is NULL or already failed (the first error stays), and on a
- * bad name or input, which it records as the graph's sticky error. The node it returns
- * carries its name, op, inputs and requested device but is not yet in the graph. */
-clg_node *clg_graph_node_begin(clg_graph *g, const char *op, const char *name, int num_inputs,
-                               clg_node *const *inputs);
+/* The builder path (graph.c) every op builder takes: checks the name, the inputs (count,
+ * graph, output index) and the attributes (defaults, types, required ones), then calls the
+ * op's inference and appends the node. Returns NULL when g is NULL or already failed (the
+ * first error stays), and records any new error as the graph's sticky error. */
+clg_node *clg_graph_build(clg_graph *g, const clg_op_def *def, const char *name, int num_inputs,
+                          const clg_output *inputs, int num_attrs, const clg_attr *attrs);
+/* The same, with a hook that runs once the name and the given attributes are set and
+ * before the required-attribute check and inference (typed builders that take raw data
+ * turn it into attributes there, with errors naming the node). */
+clg_node *clg_graph_build_ex(clg_graph *g, const clg_op_def *def, const char *name, int num_inputs,
+                             const clg_output *inputs, int num_attrs, const clg_attr *attrs,
+                             clg_code (*prepare)(clg_node *n, void *ctx), void *ctx);
 /* Appends n to its graph and returns it (NULL, sticky RESOURCE_EXHAUSTED, if memory runs
  * out). */
 clg_node *clg_graph_node_add(clg_node *n);

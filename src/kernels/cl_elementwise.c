@@ -425,6 +425,7 @@ clg_code clg_cl_addn(clg_device *dev, clg_dtype dtype, const clg_block *inputs, 
 
 void clg_cl_release_all(void)
 {
+  clg_cl_programs_release();
   pthread_mutex_lock(&cache_lock);
   prog_entry *e = cache_head;
   cache_head = NULL;

@@ -14,13 +14,8 @@
 
 typedef enum clg_binop { CLG_BINOP_ADD, CLG_BINOP_SUB, CLG_BINOP_MUL } clg_binop;
 
-/* Does a kernel exist for op type `op` ("MatMul", "Add", "Sub", "Mul", "AddN", "Identity",
- * "Const", "Placeholder") with dtype on this device? Const, Placeholder and Identity: every
- * dtype everywhere. MatMul: every dtype on the host; on OpenCL devices every dtype when
- * the build has CLBlast (what CLBlast cannot run there falls back to the host at run time),
- * none without. Add, Sub, Mul, AddN: float everywhere, double on the host and on devices
- * with fp64, never half. */
-bool clg_kernels_supported(const char *op, clg_dtype dtype, const clg_device *dev);
+/* Whether this build has CLBlast (MatMul's OpenCL kernel). */
+bool clg_kernels_have_clblast(void);
 
 /* --- host ------------------------------------------------------------------------------ */
 
@@ -92,6 +87,42 @@ clg_code clg_cl_addn(clg_device *dev, clg_dtype dtype, const clg_block *inputs, 
 clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, bool ta, bool tb,
                        size_t m, size_t n, size_t k, const clg_block *a, const clg_block *b,
                        const clg_block *c, const char **why);
+
+/* --- OpenCL programs that ops carry (cl_program.c) ---------------------------------------- */
+
+/* OpenCL C text with a name; T is typedef'd to the element type (float, or double with
+ * fp64 enabled) before it. Identity matters: one cached program per source object. */
+typedef struct clg_cl_text {
+  const char *name;
+  const char *text;
+} clg_cl_text;
+
+/* One kernel argument, as clSetKernelArg takes it. */
+typedef struct clg_cl_arg {
+  size_t size;
+  const void *value;
+} clg_cl_arg;
+
+/* Enqueues `count` work-items (rounded up to the work-group size: kernels check bounds) of
+ * kernel `kernel` of src, built on first use for dev's context and dtype and cached.
+ * UNIMPLEMENTED for a dtype the device lacks; INTERNAL with the build log. */
+clg_code clg_cl_launch(clg_device *dev, clg_dtype dtype, const clg_cl_text *src, const char *kernel,
+                       const clg_cl_arg *args, int nargs, size_t count);
+/* y[i] = clg_op(x[i]) for an element-wise op whose source defines `T clg_op(T x)` and
+ * includes CLG_CL_UNARY_TEMPLATE. y may be x. */
+clg_code clg_cl_unary(clg_device *dev, const clg_cl_text *src, clg_dtype dtype, const clg_block *x,
+                      const clg_block *y, size_t count);
+#define CLG_CL_UNARY_TEMPLATE                                                                      \
+  "__kernel void clg_unary(__global const T *x, ulong xo, __global T *y, ulong yo, ulong n)\n"     \
+  "{\n"                                                                                            \
+  "  ulong i = get_global_id(0);\n"                                                                \
+  "  if (i < n)\n"                                                                                 \
+  "    y[yo + i] = clg_op(x[xo + i]);\n"                                                           \
+  "}\n"
+/* The user's CLGRAPH_CL_BUILD_OPTIONS, checked, into buf ("" when unset). */
+clg_code clg_cl_build_options(char *buf, size_t size);
+/* Drops the cached op programs (part of clg_cl_release_all). */
+void clg_cl_programs_release(void);
 
 /* Releases the programs and kernels cached for all contexts, and CLBlast's caches (at
  * process-wide teardown, with no kernel call in flight). The cache holds a reference to

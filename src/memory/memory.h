@@ -60,16 +60,6 @@ void clg_suballoc_walk(const clg_suballoc *a, clg_suballoc_visit visit, void *us
 
 /* --- the per-device allocator ------------------------------------------------------ */
 
-/* A block of device memory. For OpenCL devices mem is the region's cl_mem and offset the
- * byte offset in it; for the host, host points at the memory and mem is NULL. */
-typedef struct clg_block {
-  cl_mem mem;
-  size_t offset;
-  size_t size; /* rounded size actually reserved */
-  void *host;
-  uint32_t region;
-} clg_block;
-
 typedef struct clg_allocator clg_allocator;
 
 /* Creates the allocator for dev with the given options (NULL: the defaults). A fraction

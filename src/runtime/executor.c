@@ -1,40 +1,70 @@
-/* The executor: runs the nodes a fetch needs, in graph order, each on its device.
+/* The executor: plans a run signature once, then runs the plan.
  *
- * OpenCL work is enqueued without waiting, so devices run at the same time (the towers of
- * the guide's S7 overlap); host work runs in the calling thread. A tensor that crosses
- * devices is copied once per destination: directly inside one OpenCL context (ordered by
- * an event on the source's queue), staged through host memory otherwise. Each tensor is
- * freed once its last consumer has been enqueued; a block another queue may still read is
- * handed to the allocator with that read's event, so it is not reused too early. Const
- * values are uploaded once per session and kept. */
+ * A plan lists the nodes a run needs (graph order, which is topological), gives every value
+ * it touches a place (a "pval": a node's output, a copy on another device, a feed, a Const
+ * cached per session), each value's lifetime in steps, which outputs reuse an input's
+ * buffer in place, and each value's offset in its device's arena. Offsets come from
+ * replaying the run in order with a best-fit free list, so the arena is what the old
+ * free-after-last-use order needed, less what in-place reuse saves. Plans are kept per
+ * signature; the arenas of the last one used are kept while it repeats, so a steady-state
+ * run makes no allocator call and takes no process-wide lock per tensor.
+ *
+ * Work on OpenCL devices is enqueued without waiting, so devices run at the same time (the
+ * towers of the guide's S7 overlap). A value that crosses devices is copied once per
+ * destination: directly inside one OpenCL context, after a marker on the source's queue
+ * (a wait list, never a host wait), staged through host memory otherwise. A value copied
+ * to another device keeps its buffer to the end of the run, and the run waits for its
+ * copies before returning, so that no queue overwrites what another still reads. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/runtime.h"
 
-/* A copy of a value on another device. */
-typedef struct copy {
-  int dev;
-  clg_block block;
-  cl_event ready; /* the copy's event on the destination queue, or NULL */
-  struct copy *next;
-} copy;
+enum pkind { PV_NODE, PV_COPY, PV_CONST, PV_FEED };
 
-typedef struct value {
-  bool live;
-  bool borrowed; /* block owned elsewhere (a cached Const or a host feed) */
+typedef struct pval {
+  enum pkind kind;
   int dev;
-  clg_block block;
-  cl_event ready; /* marker on the producer's queue, made when a peer copy needs it */
-  int uses;
-  copy *copies;
-} value;
+  int node, out; /* the value's producer (for copies: of the source) */
+  int src;       /* PV_COPY: the pval copied */
+  int feed;      /* PV_FEED: index into the run's feeds */
+  size_t bytes;
+  int start, end; /* steps: 0 is the start of the run, nsteps + 1 its end */
+  bool in_arena;  /* else: a Const block, a host feed, or a fetched host result */
+  bool fetched_host;
+  int alias;     /* in place: the pval whose buffer this one reuses, else -1 */
+  size_t offset; /* in the device's arena */
+} pval;
 
-/* When a node ran, for tracing: markers around its work on an OpenCL queue (CLBlast's own
- * event covers only its last kernel), or the host clock. */
+typedef struct step {
+  int node, dev;
+  const clg_kernel_def *kernel;
+  int *in;  /* pval per input */
+  int *out; /* pval per output */
+  int ncopies;
+  int *copies; /* copies to make before the node runs */
+} step;
+
+typedef struct plan {
+  int nfeeds, nfetches, ntargets;
+  int *feeds;   /* value ids, in the caller's order */
+  int *fetches; /* value ids */
+  int *targets; /* node indices */
+  int nsteps;
+  step *steps;
+  int npv;
+  pval *pv;
+  int *fetch_pv; /* per fetch */
+  int *upload;   /* pvals of device feeds, uploaded at the start */
+  int nupload;
+  size_t *arena; /* per device */
+  clg_plan_stats stats;
+  struct plan *next;
+} plan;
+
 typedef struct trace {
   bool ran;
-  cl_event before, after;
+  clg_event *before, *after;
   uint64_t start_ns, end_ns;
 } trace;
 
@@ -42,139 +72,526 @@ struct clg_executor {
   clg_process *proc;
   clg_devices *devs;
   const clg_graph *g;
-  int nn;
+  int nn, nv;
+  int *base; /* value id of each node's output 0 */
   int *dev_of;
-  clg_block *consts; /* per node: the cached Const block on its device */
+  clg_allocator **alloc; /* per device, looked up once */
+  clg_block *consts;     /* per node: the cached Const block on its device */
   bool *const_ready;
-  value *vals;
-  bool *needed;
-  int *fed;          /* feed index + 1, 0 when not fed */
-  bool *fetched;     /* fetched in this run */
-  clg_tensor **outs; /* a fetched host node's output, computed in place */
-  trace *traces;     /* NULL unless tracing */
+  plan *plans;
+  int num_plans;
+  plan *active;      /* whose arenas are held */
+  clg_block *arenas; /* per device */
+  /* Per run. */
+  clg_block *blk;     /* per pval */
+  clg_event **ready;  /* per pval: a marker after it was produced (for peer copies) */
+  clg_event **copied; /* per pval: a copy's event */
+  clg_tensor **outs;  /* per pval: a fetched host result, computed in place */
+  trace *traces;      /* per node; NULL unless tracing */
 };
 
 static clg_device *device(clg_executor *x, int d) { return clg_devices_at(x->devs, d); }
 
-static const clg_devops *ops(clg_executor *x, int d) { return clg_devops_of(device(x, d)); }
+static const clg_device_ops *ops(clg_executor *x, int d) { return clg_device_ops_of(device(x, d)); }
 
-static size_t node_bytes(const clg_node *n) { return clg_node_count(n) * clg_dtype_size(n->dtype); }
+static const clg_node *node_at(clg_executor *x, int i) { return clg_graph_node(x->g, i); }
 
-static clg_code alloc_on(clg_executor *x, int d, const clg_node *n, size_t bytes, clg_block *out)
+/* --- plans ------------------------------------------------------------------------------ */
+
+static void plan_free(plan *p)
 {
-  clg_allocator *a = NULL;
-  clg_code code = clg_process_allocator(x->proc, d, &a);
-  if (code == CLG_OK)
-    code = clg_allocator_alloc(a, bytes ? bytes : 1, out);
-  if (code != CLG_OK) {
-    char shape[96];
-    clg_error_prefix("node '%s' (%s): %s when allocating tensor with shape%s and type %s on "
-                     "%s: ",
-                     n->name, n->op, code == CLG_RESOURCE_EXHAUSTED ? "OOM" : "failure",
-                     clg_node_shape_string(n, shape, sizeof shape), clg_dtype_name(n->dtype),
-                     device(x, d)->info.full_name);
+  if (!p)
+    return;
+  for (int i = 0; i < p->nsteps; i++) {
+    free(p->steps[i].in);
+    free(p->steps[i].out);
+    free(p->steps[i].copies);
   }
+  free(p->steps);
+  free(p->pv);
+  free(p->feeds);
+  free(p->fetches);
+  free(p->targets);
+  free(p->fetch_pv);
+  free(p->upload);
+  free(p->arena);
+  free(p);
+}
+
+static bool same_ints(const int *a, const int *b, int n)
+{
+  return n == 0 || memcmp(a, b, sizeof(int) * (size_t)n) == 0;
+}
+
+static plan *plan_find(clg_executor *x, int nfeeds, const int *feeds, int nfetches,
+                       const int *fetches, int ntargets, const int *targets)
+{
+  for (plan *p = x->plans; p; p = p->next)
+    if (p->nfeeds == nfeeds && p->nfetches == nfetches && p->ntargets == ntargets &&
+        same_ints(p->feeds, feeds, nfeeds) && same_ints(p->fetches, fetches, nfetches) &&
+        same_ints(p->targets, targets, ntargets))
+      return p;
+  return NULL;
+}
+
+/* A growable array of pvals while planning. */
+typedef struct builder {
+  clg_executor *x;
+  plan *p;
+  int cap;
+  int *val_pv;    /* value id -> pval (-1) */
+  int *copy_head; /* pval -> first copy of it (-1); copies chain through copy_next */
+  int *copy_next;
+  int cap_links;
+} builder;
+
+static int pv_add(builder *b, enum pkind kind, int dev, int node, int out, size_t bytes)
+{
+  plan *p = b->p;
+  if (p->npv == b->cap) {
+    int cap = b->cap ? 2 * b->cap : 64;
+    pval *pv = realloc(p->pv, sizeof *pv * (size_t)cap);
+    int *h = realloc(b->copy_head, sizeof(int) * (size_t)cap);
+    if (h)
+      b->copy_head = h;
+    int *nx = h ? realloc(b->copy_next, sizeof(int) * (size_t)cap) : NULL;
+    if (nx)
+      b->copy_next = nx;
+    if (!pv || !h || !nx) {
+      if (pv)
+        p->pv = pv;
+      return -1;
+    }
+    p->pv = pv;
+    b->cap = cap;
+  }
+  int i = p->npv++;
+  pval *v = &p->pv[i];
+  memset(v, 0, sizeof *v);
+  v->kind = kind;
+  v->dev = dev;
+  v->node = node;
+  v->out = out;
+  v->src = -1;
+  v->feed = -1;
+  v->bytes = bytes;
+  v->alias = -1;
+  b->copy_head[i] = -1;
+  b->copy_next[i] = -1;
+  return i;
+}
+
+/* The pval of value (node, out) on device d, adding the copy when d differs. step is where
+ * it is used at. */
+static int use_on(builder *b, int src, int d, int at, step *st)
+{
+  plan *p = b->p;
+  if (p->pv[src].dev != d) {
+    int c = b->copy_head[src];
+    while (c >= 0 && p->pv[c].dev != d)
+      c = b->copy_next[c];
+    if (c < 0) {
+      c = pv_add(b, PV_COPY, d, p->pv[src].node, p->pv[src].out, p->pv[src].bytes);
+      if (c < 0)
+        return -1;
+      p->pv[c].src = src;
+      p->pv[c].start = at;
+      p->pv[c].in_arena = true;
+      b->copy_next[c] = b->copy_head[src];
+      b->copy_head[src] = c;
+      /* The source stays to the end of the run: another queue reads it. */
+      p->pv[src].end = p->nsteps + 1;
+      int *cp = realloc(st->copies, sizeof(int) * (size_t)(st->ncopies + 1));
+      if (!cp)
+        return -1;
+      st->copies = cp;
+      st->copies[st->ncopies++] = c;
+    }
+    src = c;
+  }
+  if (p->pv[src].end < at)
+    p->pv[src].end = at;
+  return src;
+}
+
+/* Offsets by replaying the run: at each step, place what starts there (best fit in the
+ * free gaps, else at the top), then free what ended before it. Per device. */
+typedef struct gap {
+  size_t offset, size;
+} gap;
+
+typedef struct arena_sim {
+  gap *gaps;
+  int ngaps, cap;
+  size_t top;
+  uint64_t live, peak_live;
+} arena_sim;
+
+static bool sim_alloc(arena_sim *s, size_t size, size_t *offset)
+{
+  int best = -1;
+  for (int i = 0; i < s->ngaps; i++)
+    if (s->gaps[i].size >= size && (best < 0 || s->gaps[i].size < s->gaps[best].size))
+      best = i;
+  if (best >= 0) {
+    *offset = s->gaps[best].offset;
+    s->gaps[best].offset += size;
+    s->gaps[best].size -= size;
+    if (s->gaps[best].size == 0)
+      memmove(&s->gaps[best], &s->gaps[best + 1], sizeof(gap) * (size_t)(--s->ngaps - best));
+    return true;
+  }
+  /* A free gap that ends at the top grows into the top. */
+  if (s->ngaps > 0 && s->gaps[s->ngaps - 1].offset + s->gaps[s->ngaps - 1].size == s->top) {
+    gap *g = &s->gaps[--s->ngaps];
+    *offset = g->offset;
+    s->top = g->offset + size;
+    return true;
+  }
+  *offset = s->top;
+  s->top += size;
+  return true;
+}
+
+static bool sim_free(arena_sim *s, size_t offset, size_t size)
+{
+  int i = 0;
+  while (i < s->ngaps && s->gaps[i].offset < offset)
+    i++;
+  bool prev = i > 0 && s->gaps[i - 1].offset + s->gaps[i - 1].size == offset;
+  bool next = i < s->ngaps && offset + size == s->gaps[i].offset;
+  if (prev && next) {
+    s->gaps[i - 1].size += size + s->gaps[i].size;
+    memmove(&s->gaps[i], &s->gaps[i + 1], sizeof(gap) * (size_t)(--s->ngaps - i));
+  } else if (prev) {
+    s->gaps[i - 1].size += size;
+  } else if (next) {
+    s->gaps[i].offset = offset;
+    s->gaps[i].size += size;
+  } else {
+    if (s->ngaps == s->cap) {
+      int cap = s->cap ? 2 * s->cap : 16;
+      gap *g = realloc(s->gaps, sizeof *g * (size_t)cap);
+      if (!g)
+        return false;
+      s->gaps = g;
+      s->cap = cap;
+    }
+    memmove(&s->gaps[i + 1], &s->gaps[i], sizeof(gap) * (size_t)(s->ngaps - i));
+    s->gaps[i] = (gap){offset, size};
+    s->ngaps++;
+  }
+  return true;
+}
+
+static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+/* Lifetime of a buffer: a pval and the pvals that alias it in place. */
+static int root_of(const plan *p, int i)
+{
+  while (p->pv[i].alias >= 0)
+    i = p->pv[i].alias;
+  return i;
+}
+
+static clg_code plan_layout(clg_executor *x, plan *p)
+{
+  int nd = x->devs->count;
+  arena_sim *sim = calloc((size_t)nd, sizeof *sim);
+  int *by_start = malloc(sizeof(int) * (size_t)(p->npv ? p->npv : 1));
+  int *by_end = malloc(sizeof(int) * (size_t)(p->npv ? p->npv : 1));
+  int *bucket = calloc((size_t)p->nsteps + 3, sizeof(int));
+  clg_code code = CLG_OK;
+  if (!sim || !by_start || !by_end || !bucket) {
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
+    goto done;
+  }
+  /* A buffer's end is the latest end of the pvals sharing it. */
+  for (int i = 0; i < p->npv; i++) {
+    pval *v = &p->pv[i];
+    if (v->alias >= 0) {
+      pval *r = &p->pv[root_of(p, i)];
+      if (v->end > r->end)
+        r->end = v->end;
+      if (v->bytes > r->bytes)
+        r->bytes = v->bytes;
+    }
+  }
+  /* Counting sort of buffer roots by start and by end. */
+  int nb = 0;
+  for (int i = 0; i < p->npv; i++)
+    if (p->pv[i].in_arena && p->pv[i].alias < 0)
+      bucket[p->pv[i].start + 1]++, nb++;
+  for (int s = 1; s < p->nsteps + 3; s++)
+    bucket[s] += bucket[s - 1];
+  for (int i = 0; i < p->npv; i++)
+    if (p->pv[i].in_arena && p->pv[i].alias < 0)
+      by_start[bucket[p->pv[i].start]++] = i;
+  memset(bucket, 0, sizeof(int) * ((size_t)p->nsteps + 3));
+  for (int i = 0; i < p->npv; i++)
+    if (p->pv[i].in_arena && p->pv[i].alias < 0)
+      bucket[p->pv[i].end + 1]++;
+  for (int s = 1; s < p->nsteps + 3; s++)
+    bucket[s] += bucket[s - 1];
+  for (int i = 0; i < p->npv; i++)
+    if (p->pv[i].in_arena && p->pv[i].alias < 0)
+      by_end[bucket[p->pv[i].end]++] = i;
+  /* Replay: at step s, free what ended before s, then place what starts at s. */
+  int ie = 0;
+  for (int k = 0; k < nb; k++) {
+    pval *v = &p->pv[by_start[k]];
+    while (ie < nb && p->pv[by_end[ie]].end < v->start) {
+      pval *e = &p->pv[by_end[ie++]];
+      size_t a = clg_allocator_alignment(x->alloc[e->dev]);
+      if (!sim_free(&sim[e->dev], e->offset, round_up(e->bytes ? e->bytes : 1, a))) {
+        code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
+        goto done;
+      }
+    }
+    size_t a = clg_allocator_alignment(x->alloc[v->dev]);
+    sim_alloc(&sim[v->dev], round_up(v->bytes ? v->bytes : 1, a), &v->offset);
+  }
+  for (int i = 0; i < p->npv; i++)
+    if (p->pv[i].in_arena && p->pv[i].alias >= 0)
+      p->pv[i].offset = p->pv[root_of(p, i)].offset;
+  p->arena = calloc((size_t)nd, sizeof *p->arena);
+  if (!p->arena) {
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
+    goto done;
+  }
+  for (int d = 0; d < nd; d++) {
+    p->arena[d] = sim[d].top;
+    p->stats.arena_bytes += sim[d].top;
+  }
+done:
+  for (int d = 0; sim && d < nd; d++)
+    free(sim[d].gaps);
+  free(sim);
+  free(by_start);
+  free(by_end);
+  free(bucket);
   return code;
 }
 
-static void free_on(clg_executor *x, int d, const clg_block *b, cl_event pending)
+/* The reference: every value freed after its last use, nothing in place, no arena. */
+static void plan_reference(clg_executor *x, plan *p)
 {
-  clg_allocator *a = NULL;
-  if (clg_process_allocator(x->proc, d, &a) == CLG_OK && a)
-    clg_allocator_free(a, b, pending);
+  int nd = x->devs->count;
+  uint64_t *live = calloc((size_t)nd, sizeof *live), *peak = calloc((size_t)nd, sizeof *peak);
+  int64_t *delta = calloc(((size_t)p->nsteps + 3) * (size_t)nd, sizeof *delta);
+  if (live && peak && delta) {
+    for (int i = 0; i < p->npv; i++) {
+      const pval *v = &p->pv[i];
+      if (!v->in_arena) /* Consts, host feeds and fetched host results were never blocks */
+        continue;
+      size_t a = clg_allocator_alignment(x->alloc[v->dev]);
+      int64_t b = (int64_t)round_up(v->bytes ? v->bytes : 1, a);
+      int end = v->end;
+      /* What an in-place output's input would have kept: its own end. */
+      delta[(size_t)v->start * (size_t)nd + (size_t)v->dev] += b;
+      delta[((size_t)end + 1) * (size_t)nd + (size_t)v->dev] -= b;
+    }
+    for (int s = 0; s < p->nsteps + 2; s++)
+      for (int d = 0; d < nd; d++) {
+        live[d] = (uint64_t)((int64_t)live[d] + delta[(size_t)s * (size_t)nd + (size_t)d]);
+        if (live[d] > peak[d])
+          peak[d] = live[d];
+      }
+    for (int d = 0; d < nd; d++)
+      p->stats.reference_bytes += peak[d];
+  }
+  free(live);
+  free(peak);
+  free(delta);
 }
 
-static void value_release(clg_executor *x, value *v)
+static clg_code placeholder_error(const clg_node *n)
 {
-  if (!v->live)
-    return;
-  cl_event pending = NULL;
-  int foreign = 0;
-  for (copy *c = v->copies; c; c = c->next)
-    if (c->ready)
-      foreign++;
-  for (copy *c = v->copies, *next; c; c = next) {
-    next = c->next;
-    if (c->ready) {
-      if (foreign == 1)
-        pending = c->ready; /* the source block waits for this read */
-      else
-        clWaitForEvents(1, &c->ready);
-    }
-    free_on(x, c->dev, &c->block, NULL);
-    if (c->ready && c->ready != pending)
-      clReleaseEvent(c->ready);
-    free(c);
-  }
-  if (!v->borrowed)
-    free_on(x, v->dev, &v->block, pending);
-  if (pending)
-    clReleaseEvent(pending);
-  if (v->ready)
-    clReleaseEvent(v->ready);
-  memset(v, 0, sizeof *v);
+  char shape[96];
+  return clg_error(CLG_INVALID_ARGUMENT,
+                   "You must feed a value for placeholder tensor '%s' with dtype %s and shape %s",
+                   n->name, clg_dtype_name(n->outs[0].dtype),
+                   clg_node_shape_string(n, shape, sizeof shape));
 }
 
-static void value_use_done(clg_executor *x, value *v)
+static clg_code plan_build(clg_executor *x, plan *p)
 {
-  if (v->live && --v->uses <= 0)
-    value_release(x, v);
+  int nn = x->nn;
+  builder b = {x, p, 0, NULL, NULL, NULL, 0};
+  bool *needed = calloc((size_t)nn + 1, sizeof *needed);
+  bool *fed_node = calloc((size_t)nn + 1, sizeof *fed_node);
+  int *stack = malloc(sizeof(int) * ((size_t)nn + 1));
+  int *step_of = malloc(sizeof(int) * ((size_t)nn + 1));
+  b.val_pv = malloc(sizeof(int) * ((size_t)x->nv + 1));
+  clg_code code = CLG_OK;
+  if (!needed || !fed_node || !stack || !step_of || !b.val_pv) {
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
+    goto done;
+  }
+  for (int i = 0; i < x->nv; i++)
+    b.val_pv[i] = -1;
+  for (int i = 0; i < p->nfeeds; i++) {
+    int vid = p->feeds[i], node = 0;
+    while (node + 1 < nn && x->base[node + 1] <= vid)
+      node++;
+    fed_node[node] = true;
+  }
+  /* What the fetches and targets need, through data and control edges, stopping at fed
+   * nodes. */
+  int top = 0;
+  for (int i = 0; i < p->nfetches; i++) {
+    int node = 0;
+    while (node + 1 < nn && x->base[node + 1] <= p->fetches[i])
+      node++;
+    if (!needed[node])
+      needed[node] = true, stack[top++] = node;
+  }
+  for (int i = 0; i < p->ntargets; i++)
+    if (!needed[p->targets[i]])
+      needed[p->targets[i]] = true, stack[top++] = p->targets[i];
+  while (top > 0) {
+    const clg_node *n = node_at(x, stack[--top]);
+    if (fed_node[n->index])
+      continue;
+    for (int j = 0; j < n->num_inputs + n->num_control; j++) {
+      int in = j < n->num_inputs ? n->inputs[j].node->index : n->control[j - n->num_inputs]->index;
+      if (!needed[in])
+        needed[in] = true, stack[top++] = in;
+    }
+  }
+  /* Steps: the needed nodes that run, in graph order. */
+  p->nsteps = 0;
+  for (int i = 0; i < nn; i++) {
+    const clg_node *n = node_at(x, i);
+    step_of[i] = -1;
+    if (!needed[i] || fed_node[i] || (n->def->flags & CLG_OP_CONST))
+      continue;
+    if (n->def->flags & CLG_OP_MUST_FEED) {
+      code = placeholder_error(n);
+      goto done;
+    }
+    step_of[i] = p->nsteps++;
+  }
+  p->steps = calloc((size_t)(p->nsteps ? p->nsteps : 1), sizeof *p->steps);
+  if (!p->steps) {
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
+    goto done;
+  }
+  /* Feeds and Consts first (start 0), then each step's outputs (start = step + 1). */
+  for (int i = 0; i < p->nfeeds; i++) {
+    int vid = p->feeds[i], node = 0;
+    while (node + 1 < nn && x->base[node + 1] <= vid)
+      node++;
+    int d = x->dev_of[node];
+    int v = pv_add(&b, PV_FEED, d, node, vid - x->base[node],
+                   clg_node_out_bytes(node_at(x, node), vid - x->base[node]));
+    if (v < 0)
+      goto oom;
+    p->pv[v].feed = i;
+    p->pv[v].in_arena = !ops(x, d)->host_memory;
+    b.val_pv[vid] = v;
+  }
+  for (int i = 0; i < nn; i++) {
+    const clg_node *n = node_at(x, i);
+    if (needed[i] && !fed_node[i] && (n->def->flags & CLG_OP_CONST)) {
+      int v = pv_add(&b, PV_CONST, x->dev_of[i], i, 0, clg_node_out_bytes(n, 0));
+      if (v < 0)
+        goto oom;
+      b.val_pv[x->base[i]] = v;
+    }
+  }
+  int k = 0;
+  for (int i = 0; i < nn; i++) {
+    if (step_of[i] < 0)
+      continue;
+    const clg_node *n = node_at(x, i);
+    step *st = &p->steps[k];
+    int s = k + 1; /* step numbers: 0 is the start of the run */
+    st->node = i;
+    st->dev = x->dev_of[i];
+    st->kernel = clg_op_kernel(n, device(x, st->dev));
+    st->in = malloc(sizeof(int) * (size_t)(n->num_inputs ? n->num_inputs : 1));
+    st->out = malloc(sizeof(int) * (size_t)n->num_outputs);
+    if (!st->in || !st->out)
+      goto oom;
+    if (!st->kernel || !st->kernel->run) {
+      code = clg_error(CLG_INTERNAL, "node '%s' (%s) has no kernel on %s", n->name, n->op,
+                       device(x, st->dev)->info.full_name);
+      goto done;
+    }
+    for (int j = 0; j < n->num_inputs; j++) {
+      int src = b.val_pv[x->base[n->inputs[j].node->index] + n->inputs[j].index];
+      if (src < 0 || (st->in[j] = use_on(&b, src, st->dev, s, st)) < 0)
+        goto oom;
+    }
+    for (int o = 0; o < n->num_outputs; o++) {
+      int v = pv_add(&b, PV_NODE, st->dev, i, o, clg_node_out_bytes(n, o));
+      if (v < 0)
+        goto oom;
+      p->pv[v].start = p->pv[v].end = s;
+      p->pv[v].in_arena = true;
+      b.val_pv[x->base[i] + o] = v;
+      st->out[o] = v;
+    }
+    k++;
+  }
+  /* Fetches live to the end; a host result is computed straight into the tensor returned. */
+  p->fetch_pv = malloc(sizeof(int) * (size_t)(p->nfetches ? p->nfetches : 1));
+  if (!p->fetch_pv)
+    goto oom;
+  for (int i = 0; i < p->nfetches; i++) {
+    int v = b.val_pv[p->fetches[i]];
+    if (v < 0) {
+      code = clg_error(CLG_INTERNAL, "fetch %d was not planned", i);
+      goto done;
+    }
+    p->fetch_pv[i] = v;
+    p->pv[v].end = p->nsteps + 1;
+    if (p->pv[v].kind == PV_NODE && ops(x, p->pv[v].dev)->host_memory) {
+      p->pv[v].in_arena = false;
+      p->pv[v].fetched_host = true;
+    }
+  }
+  plan_reference(x, p);
+  /* In place: an output takes the buffer of the input the op names when that input's last
+   * use is this step, on this device, and the sizes match. */
+  for (int i = 0; i < p->nsteps; i++) {
+    step *st = &p->steps[i];
+    const clg_node *n = node_at(x, st->node);
+    int which = n->def->inplace;
+    if (which < 0 || which >= n->num_inputs)
+      continue;
+    pval *out = &p->pv[st->out[0]], *in = &p->pv[st->in[which]];
+    if (out->in_arena && in->in_arena && in->end == i + 1 && in->dev == out->dev &&
+        in->bytes == out->bytes && in->bytes > 0) {
+      out->alias = st->in[which];
+      p->stats.num_inplace++;
+    }
+  }
+  /* Device feeds are uploaded at the start. */
+  p->upload = malloc(sizeof(int) * (size_t)(p->nfeeds ? p->nfeeds : 1));
+  if (!p->upload)
+    goto oom;
+  for (int i = 0; i < p->npv; i++)
+    if (p->pv[i].kind == PV_FEED && p->pv[i].in_arena)
+      p->upload[p->nupload++] = i;
+  code = plan_layout(x, p);
+  p->stats.num_values = p->npv;
+  goto done;
+oom:
+  code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
+done:
+  free(needed);
+  free(fed_node);
+  free(stack);
+  free(step_of);
+  free(b.val_pv);
+  free(b.copy_head);
+  free(b.copy_next);
+  return code;
 }
 
-/* The block holding value v (of node n) on device d, copying it there if needed. */
-static clg_code value_on(clg_executor *x, const clg_node *n, value *v, int d, clg_block *out)
-{
-  if (v->dev == d) {
-    *out = v->block;
-    return CLG_OK;
-  }
-  for (copy *c = v->copies; c; c = c->next)
-    if (c->dev == d) {
-      *out = c->block;
-      return CLG_OK;
-    }
-  size_t bytes = node_bytes(n);
-  copy *c = calloc(1, sizeof *c);
-  if (!c)
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory copying '%s'", n->name);
-  c->dev = d;
-  clg_code code = alloc_on(x, d, n, bytes, &c->block);
-  if (code != CLG_OK) {
-    free(c);
-    return code;
-  }
-  const clg_devops *src = ops(x, v->dev), *dst = ops(x, d);
-  if (!src->host_memory && !dst->host_memory && !v->ready)
-    code = src->ready_event(device(x, v->dev), &v->ready);
-  if (code == CLG_OK)
-    code = dst->copy(device(x, d), &c->block, device(x, v->dev), &v->block, bytes, v->ready,
-                     &c->ready);
-  if (code == CLG_UNIMPLEMENTED) {
-    /* No direct path: through host memory. */
-    if (src->host_memory) {
-      code = dst->upload(device(x, d), &c->block, v->block.host, bytes);
-    } else if (dst->host_memory) {
-      code = src->download(device(x, v->dev), &v->block, c->block.host, bytes);
-    } else {
-      void *tmp = malloc(bytes ? bytes : 1);
-      code = tmp ? src->download(device(x, v->dev), &v->block, tmp, bytes)
-                 : clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory staging '%s'", n->name);
-      if (code == CLG_OK)
-        code = dst->upload(device(x, d), &c->block, tmp, bytes);
-      free(tmp);
-    }
-  }
-  if (code != CLG_OK) {
-    free_on(x, d, &c->block, NULL);
-    free(c);
-    return clg_error_prefix("copying '%s' from %s to %s: ", n->name, device(x, v->dev)->info.name,
-                            device(x, d)->info.name);
-  }
-  c->next = v->copies;
-  v->copies = c;
-  *out = c->block;
-  return CLG_OK;
-}
+/* --- the executor ----------------------------------------------------------------------- */
 
 clg_code clg_executor_new(clg_process *p, const clg_graph *g, const clg_placement *placement,
                           clg_executor **out)
@@ -188,23 +605,45 @@ clg_code clg_executor_new(clg_process *p, const clg_graph *g, const clg_placemen
   x->devs = clg_process_devices(p);
   x->g = g;
   x->nn = nn;
+  int nd = x->devs->count;
+  x->base = malloc(sizeof *x->base * (n1 + 1));
   x->dev_of = malloc(sizeof *x->dev_of * n1);
+  x->alloc = calloc((size_t)nd, sizeof *x->alloc);
+  x->arenas = calloc((size_t)nd, sizeof *x->arenas);
   x->consts = calloc(n1, sizeof *x->consts);
   x->const_ready = calloc(n1, sizeof *x->const_ready);
-  x->vals = calloc(n1, sizeof *x->vals);
-  x->needed = calloc(n1, sizeof *x->needed);
-  x->fed = calloc(n1, sizeof *x->fed);
-  x->fetched = calloc(n1, sizeof *x->fetched);
-  x->outs = calloc(n1, sizeof *x->outs);
-  if (!x->dev_of || !x->consts || !x->const_ready || !x->vals || !x->needed || !x->fed ||
-      !x->fetched || !x->outs) {
+  if (!x->base || !x->dev_of || !x->alloc || !x->arenas || !x->consts || !x->const_ready) {
     clg_executor_free(x);
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating an executor");
   }
-  for (int i = 0; i < nn; i++)
+  int nv = 0;
+  for (int i = 0; i < nn; i++) {
+    x->base[i] = nv;
+    nv += clg_graph_node(g, i)->num_outputs;
     x->dev_of[i] = placement[i].device;
+  }
+  x->base[nn] = nv;
+  x->nv = nv;
+  for (int d = 0; d < nd; d++) {
+    clg_code code = clg_process_allocator(p, d, &x->alloc[d]);
+    if (code != CLG_OK) {
+      clg_executor_free(x);
+      return code;
+    }
+  }
   *out = x;
   return CLG_OK;
+}
+
+static void arenas_release(clg_executor *x)
+{
+  for (int d = 0; x->arenas && d < x->devs->count; d++)
+    if (x->arenas[d].size) {
+      ops(x, d)->finish(device(x, d));
+      clg_allocator_free(x->alloc[d], &x->arenas[d], NULL);
+      memset(&x->arenas[d], 0, sizeof x->arenas[d]);
+    }
+  x->active = NULL;
 }
 
 static void traces_reset(clg_executor *x)
@@ -212,10 +651,8 @@ static void traces_reset(clg_executor *x)
   if (!x->traces)
     return;
   for (int i = 0; i < x->nn; i++) {
-    if (x->traces[i].before)
-      clReleaseEvent(x->traces[i].before);
-    if (x->traces[i].after)
-      clReleaseEvent(x->traces[i].after);
+    clg_event_release(x->traces[i].before);
+    clg_event_release(x->traces[i].after);
   }
   memset(x->traces, 0, sizeof *x->traces * (size_t)x->nn);
 }
@@ -226,9 +663,9 @@ static void traces_resolve(clg_executor *x)
   for (int i = 0; x->traces && i < x->nn; i++) {
     trace *t = &x->traces[i];
     uint64_t s0, e0, s1, e1;
-    if (t->before && t->after && clWaitForEvents(1, &t->after) == CL_SUCCESS &&
-        clg_device_event_times(t->before, &s0, &e0) == CLG_OK &&
-        clg_device_event_times(t->after, &s1, &e1) == CLG_OK) {
+    if (t->before && t->after && clg_event_wait(1, &t->after) == CLG_OK &&
+        clg_event_times(t->before, &s0, &e0) == CLG_OK &&
+        clg_event_times(t->after, &s1, &e1) == CLG_OK) {
       t->start_ns = e0;
       t->end_ns = e1;
     }
@@ -261,239 +698,424 @@ clg_code clg_executor_node_times(const clg_executor *x, const clg_node *n, uint6
   return CLG_OK;
 }
 
+clg_code clg_executor_plan_stats(const clg_executor *x, clg_plan_stats *out)
+{
+  if (!x->active)
+    return clg_error(CLG_FAILED_PRECONDITION, "no run has been planned");
+  *out = x->active->stats;
+  out->num_plans = x->num_plans;
+  return CLG_OK;
+}
+
 void clg_executor_free(clg_executor *x)
 {
   if (!x)
     return;
   if (x->traces)
     clg_executor_set_tracing(x, false);
-  if (x->const_ready)
-    for (int i = 0; i < x->nn; i++)
-      if (x->const_ready[i]) {
-        ops(x, x->dev_of[i])->finish(device(x, x->dev_of[i]));
-        free_on(x, x->dev_of[i], &x->consts[i], NULL);
-      }
+  if (x->alloc)
+    arenas_release(x);
+  for (int i = 0; x->const_ready && i < x->nn; i++)
+    if (x->const_ready[i]) {
+      ops(x, x->dev_of[i])->finish(device(x, x->dev_of[i]));
+      clg_allocator_free(x->alloc[x->dev_of[i]], &x->consts[i], NULL);
+    }
+  while (x->plans) {
+    plan *next = x->plans->next;
+    plan_free(x->plans);
+    x->plans = next;
+  }
+  free(x->base);
   free(x->dev_of);
+  free(x->alloc);
+  free(x->arenas);
   free(x->consts);
   free(x->const_ready);
-  free(x->vals);
-  free(x->needed);
-  free(x->fed);
-  free(x->fetched);
+  free(x->blk);
+  free(x->ready);
+  free(x->copied);
   free(x->outs);
   free(x);
 }
 
-static clg_code check_node(clg_executor *x, const clg_node *n, const char *what, int i)
+/* --- runs --------------------------------------------------------------------------------- */
+
+static clg_code check_output(clg_executor *x, const clg_output *o, const char *what, int i)
 {
-  if (!n)
+  if (!o->node)
     return clg_error(CLG_INVALID_ARGUMENT, "%s[%d] is NULL", what, i);
-  if (n->graph != x->g || n->index >= x->nn)
+  if (o->node->graph != x->g || o->node->index >= x->nn)
     return clg_error(CLG_INVALID_ARGUMENT, "%s[%d] ('%s') is not a node of this session's graph",
-                     what, i, n->name);
+                     what, i, o->node->name);
+  if (o->index < 0 || o->index >= o->node->num_outputs)
+    return clg_error(CLG_INVALID_ARGUMENT, "%s[%d] is '%s:%d', but '%s' has %d output%s", what, i,
+                     o->node->name, o->index, o->node->name, o->node->num_outputs,
+                     o->node->num_outputs == 1 ? "" : "s");
   return CLG_OK;
 }
 
-static clg_code check_args(clg_executor *x, int num_feeds, clg_node *const *feed_nodes,
-                           clg_tensor *const *feeds, int num_fetches, clg_node *const *fetches,
-                           clg_tensor **outputs)
+static clg_code check_feed(const clg_output *o, const clg_tensor *t, int i)
 {
-  if (num_feeds < 0 || (num_feeds > 0 && (!feed_nodes || !feeds)))
-    return clg_error(CLG_INVALID_ARGUMENT, "num_feeds is %d but feed_nodes or feeds is NULL",
-                     num_feeds);
-  if (num_fetches < 0 || (num_fetches > 0 && (!fetches || !outputs)))
-    return clg_error(CLG_INVALID_ARGUMENT, "num_fetches is %d but fetches or outputs is NULL",
-                     num_fetches);
-  for (int i = 0; i < num_fetches; i++) {
-    clg_code code = check_node(x, fetches[i], "fetches", i);
-    if (code != CLG_OK)
-      return code;
-  }
-  for (int i = 0; i < num_feeds; i++) {
-    clg_code code = check_node(x, feed_nodes[i], "feed_nodes", i);
-    if (code != CLG_OK)
-      return code;
-    const clg_node *n = feed_nodes[i];
-    const clg_tensor *t = feeds[i];
-    char want[96], got[96];
-    if (!t)
-      return clg_error(CLG_INVALID_ARGUMENT, "feeds[%d] (for '%s') is NULL", i, n->name);
-    if (clg_tensor_dtype(t) != n->dtype)
-      return clg_error(CLG_INVALID_ARGUMENT,
-                       "Cannot feed value of type %s for '%s', which has type %s",
-                       clg_dtype_name(clg_tensor_dtype(t)), n->name, clg_dtype_name(n->dtype));
-    bool same = clg_tensor_rank(t) == n->rank;
-    for (int d = 0; same && d < n->rank; d++)
-      same = clg_tensor_dim(t, d) == n->dims[d];
-    if (!same)
-      return clg_error(CLG_INVALID_ARGUMENT,
-                       "Cannot feed value of shape %s for '%s', which has shape %s",
-                       clg_tensor_shape_string(t, got, sizeof got), n->name,
-                       clg_node_shape_string(n, want, sizeof want));
-    if (x->fed[n->index])
-      return clg_error(CLG_INVALID_ARGUMENT, "'%s' is fed twice (feeds %d and %d)", n->name,
-                       x->fed[n->index] - 1, i);
-    x->fed[n->index] = i + 1;
-  }
+  const clg_out_desc *d = &o->node->outs[o->index];
+  char want[96], got[96];
+  if (!t)
+    return clg_error(CLG_INVALID_ARGUMENT, "feeds[%d] (for '%s') is NULL", i, o->node->name);
+  if (clg_tensor_dtype(t) != d->dtype)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "Cannot feed value of type %s for '%s', which has type %s",
+                     clg_dtype_name(clg_tensor_dtype(t)), o->node->name, clg_dtype_name(d->dtype));
+  bool same = clg_tensor_rank(t) == d->rank;
+  for (int k = 0; same && k < d->rank; k++)
+    same = clg_tensor_dim(t, k) == d->dims[k];
+  if (!same)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "Cannot feed value of shape %s for '%s', which has shape %s",
+                     clg_tensor_shape_string(t, got, sizeof got), o->node->name,
+                     clg_out_shape_string(d, want, sizeof want));
   return CLG_OK;
 }
 
-/* Produces the value of node n (not fed, not Const). */
-static clg_code run_node(clg_executor *x, const clg_node *n, int d)
+static int cmp_int(const void *a, const void *b)
 {
-  clg_block stack[16];
-  clg_block *in = n->num_inputs <= 16 ? stack : malloc(sizeof *in * (size_t)n->num_inputs);
-  if (!in)
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory running '%s'", n->name);
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* The plan for this signature, built on first use. */
+static clg_code plan_get(clg_executor *x, int nfeeds, const clg_output *feeds_at, int nfetches,
+                         const clg_output *fetches, int ntargets, clg_node *const *targets,
+                         plan **out)
+{
+  int stack[3][16];
+  int *fv = nfeeds <= 16 ? stack[0] : malloc(sizeof(int) * (size_t)nfeeds);
+  int *tv = nfetches <= 16 ? stack[1] : malloc(sizeof(int) * (size_t)nfetches);
+  int *gv = ntargets <= 16 ? stack[2] : malloc(sizeof(int) * (size_t)ntargets);
   clg_code code = CLG_OK;
-  for (int i = 0; i < n->num_inputs && code == CLG_OK; i++) {
-    const clg_node *src = n->inputs[i];
-    code = value_on(x, src, &x->vals[src->index], d, &in[i]);
+  if (!fv || !tv || !gv) {
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
+    goto done;
   }
-  value *v = &x->vals[n->index];
-  if (code == CLG_OK && x->fetched[n->index] && ops(x, d)->host_memory) {
-    /* A fetched host result is computed straight into the tensor returned. */
-    clg_tensor *t = clg_tensor_new_uninit(n->dtype, n->rank, n->dims);
-    if (!t) {
-      code = clg_error_prefix("node '%s' (%s): ", n->name, n->op);
-    } else {
-      x->outs[n->index] = t;
-      v->block = (clg_block){.host = clg_tensor_data(t), .size = node_bytes(n)};
-      v->borrowed = true;
+  for (int i = 0; i < nfeeds; i++)
+    fv[i] = x->base[feeds_at[i].node->index] + feeds_at[i].index;
+  for (int i = 0; i < nfetches; i++)
+    tv[i] = x->base[fetches[i].node->index] + fetches[i].index;
+  for (int i = 0; i < ntargets; i++)
+    gv[i] = targets[i]->index;
+  qsort(gv, (size_t)ntargets, sizeof(int), cmp_int);
+  plan *p = plan_find(x, nfeeds, fv, nfetches, tv, ntargets, gv);
+  if (!p) {
+    p = calloc(1, sizeof *p);
+    if (p) {
+      p->nfeeds = nfeeds;
+      p->nfetches = nfetches;
+      p->ntargets = ntargets;
+      p->feeds = malloc(sizeof(int) * (size_t)(nfeeds + 1));
+      p->fetches = malloc(sizeof(int) * (size_t)(nfetches + 1));
+      p->targets = malloc(sizeof(int) * (size_t)(ntargets + 1));
     }
-  } else if (code == CLG_OK) {
-    code = alloc_on(x, d, n, node_bytes(n), &v->block);
+    if (!p || !p->feeds || !p->fetches || !p->targets) {
+      plan_free(p);
+      code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
+      goto done;
+    }
+    memcpy(p->feeds, fv, sizeof(int) * (size_t)nfeeds);
+    memcpy(p->fetches, tv, sizeof(int) * (size_t)nfetches);
+    memcpy(p->targets, gv, sizeof(int) * (size_t)ntargets);
+    if ((code = plan_build(x, p)) != CLG_OK) {
+      plan_free(p);
+      goto done;
+    }
+    p->next = x->plans;
+    x->plans = p;
+    x->num_plans++;
+  }
+  *out = p;
+done:
+  if (fv != stack[0])
+    free(fv);
+  if (tv != stack[1])
+    free(tv);
+  if (gv != stack[2])
+    free(gv);
+  return code;
+}
+
+/* The largest value of the plan on device d, for an OOM message that names a tensor. */
+static const pval *largest_on(const plan *p, int d)
+{
+  const pval *best = NULL;
+  for (int i = 0; i < p->npv; i++)
+    if (p->pv[i].in_arena && p->pv[i].dev == d && (!best || p->pv[i].bytes > best->bytes))
+      best = &p->pv[i];
+  return best;
+}
+
+/* Makes p the plan whose arenas are held, allocating them (the only allocator calls of a
+ * run, made when the signature changes). */
+static clg_code plan_activate(clg_executor *x, plan *p)
+{
+  if (x->active == p)
+    return CLG_OK;
+  arenas_release(x);
+  int nd = x->devs->count;
+  for (int d = 0; d < nd; d++) {
+    if (!p->arena[d])
+      continue;
+    clg_code code = clg_allocator_alloc(x->alloc[d], p->arena[d], &x->arenas[d]);
+    if (code != CLG_OK) {
+      const pval *v = largest_on(p, d);
+      const clg_node *n = node_at(x, v->node);
+      char shape[96];
+      char *why = clg_strdup(clg_last_error());
+      code = clg_error(code,
+                       "node '%s' (%s): %s when allocating tensor with shape%s and type %s on %s "
+                       "(the run's %llu bytes there, for its largest tensor): %s",
+                       n->name, n->op, code == CLG_RESOURCE_EXHAUSTED ? "OOM" : "failure",
+                       clg_out_shape_string(&n->outs[v->out], shape, sizeof shape),
+                       clg_dtype_name(n->outs[v->out].dtype), device(x, d)->info.full_name,
+                       (unsigned long long)p->arena[d], why ? why : "");
+      free(why);
+      memset(&x->arenas[d], 0, sizeof x->arenas[d]);
+      arenas_release(x);
+      return code;
+    }
+  }
+  free(x->blk);
+  free(x->ready);
+  free(x->copied);
+  free(x->outs);
+  size_t n1 = (size_t)(p->npv ? p->npv : 1);
+  x->blk = calloc(n1, sizeof *x->blk);
+  x->ready = calloc(n1, sizeof *x->ready);
+  x->copied = calloc(n1, sizeof *x->copied);
+  x->outs = calloc(n1, sizeof *x->outs);
+  if (!x->blk || !x->ready || !x->copied || !x->outs) {
+    arenas_release(x);
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for a run");
+  }
+  x->active = p;
+  return CLG_OK;
+}
+
+/* A block of the arena of d at offset, bytes long. */
+static clg_block arena_block(clg_executor *x, int d, size_t offset, size_t bytes)
+{
+  clg_block b = x->arenas[d];
+  b.offset += offset;
+  b.size = bytes;
+  if (b.host)
+    b.host = (char *)b.host + offset;
+  return b;
+}
+
+static clg_code const_block(clg_executor *x, const clg_node *n, int d)
+{
+  if (x->const_ready[n->index])
+    return CLG_OK;
+  size_t bytes = clg_node_out_bytes(n, 0);
+  clg_code code = clg_allocator_alloc(x->alloc[d], bytes ? bytes : 1, &x->consts[n->index]);
+  if (code == CLG_OK)
+    code = ops(x, d)->upload(device(x, d), &x->consts[n->index],
+                             clg_tensor_const_data(clg_node_value(n)), bytes);
+  if (code != CLG_OK) {
+    if (x->consts[n->index].size)
+      clg_allocator_free(x->alloc[d], &x->consts[n->index], NULL);
+    memset(&x->consts[n->index], 0, sizeof x->consts[n->index]);
+    return clg_error_prefix("node '%s' (Const) on %s: ", n->name, device(x, d)->info.full_name);
+  }
+  x->const_ready[n->index] = true;
+  return CLG_OK;
+}
+
+/* Makes copy c of its source value on its device. */
+static clg_code make_copy(clg_executor *x, const plan *p, int c)
+{
+  const pval *v = &p->pv[c], *s = &p->pv[v->src];
+  const clg_device_ops *src = ops(x, s->dev), *dst = ops(x, v->dev);
+  clg_code code = CLG_OK;
+  if (!src->host_memory && !dst->host_memory && !x->ready[v->src])
+    code = src->marker(device(x, s->dev), &x->ready[v->src]);
+  if (code == CLG_OK)
+    code = dst->copy_from_peer(device(x, v->dev), &x->blk[c], device(x, s->dev), &x->blk[v->src],
+                               v->bytes, 1, &x->ready[v->src], &x->copied[c]);
+  if (code == CLG_UNIMPLEMENTED) {
+    /* No direct path: through host memory. */
+    if (src->host_memory) {
+      code = dst->upload(device(x, v->dev), &x->blk[c], x->blk[v->src].host, v->bytes);
+    } else if (dst->host_memory) {
+      code = src->download(device(x, s->dev), &x->blk[v->src], x->blk[c].host, v->bytes);
+    } else {
+      void *tmp = malloc(v->bytes ? v->bytes : 1);
+      code = tmp ? src->download(device(x, s->dev), &x->blk[v->src], tmp, v->bytes)
+                 : clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory staging a copy");
+      if (code == CLG_OK)
+        code = dst->upload(device(x, v->dev), &x->blk[c], tmp, v->bytes);
+      free(tmp);
+    }
+  }
+  if (code != CLG_OK)
+    return clg_error_prefix("copying '%s' from %s to %s: ", node_at(x, v->node)->name,
+                            device(x, s->dev)->info.name, device(x, v->dev)->info.name);
+  return CLG_OK;
+}
+
+static void warn_once(void *ctx, int device, const char *reason, const char *message)
+{
+  clg_process_warn_once(ctx, device, reason, message);
+}
+
+static clg_code run_step(clg_executor *x, const plan *p, const step *st)
+{
+  const clg_node *n = node_at(x, st->node);
+  clg_code code = CLG_OK;
+  for (int c = 0; c < st->ncopies && code == CLG_OK; c++)
+    code = make_copy(x, p, st->copies[c]);
+  if (code != CLG_OK)
+    return code;
+  clg_block in_stack[16], out_stack[4];
+  clg_block *in = n->num_inputs <= 16 ? in_stack : malloc(sizeof *in * (size_t)n->num_inputs);
+  clg_block *out = n->num_outputs <= 4 ? out_stack : malloc(sizeof *out * (size_t)n->num_outputs);
+  if (!in || !out)
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory running '%s'", n->name);
+  for (int j = 0; code == CLG_OK && j < n->num_inputs; j++)
+    in[j] = x->blk[st->in[j]];
+  for (int o = 0; code == CLG_OK && o < n->num_outputs; o++) {
+    int v = st->out[o];
+    const pval *pv = &p->pv[v];
+    if (pv->fetched_host) {
+      clg_tensor *t = clg_tensor_new_uninit(n->outs[o].dtype, n->outs[o].rank, n->outs[o].dims);
+      if (!t) {
+        code = clg_error_prefix("node '%s' (%s): ", n->name, n->op);
+        break;
+      }
+      x->outs[v] = t;
+      x->blk[v] = (clg_block){.host = clg_tensor_data(t), .size = pv->bytes};
+    } else {
+      x->blk[v] = arena_block(x, st->dev, pv->offset, pv->bytes);
+    }
+    out[o] = x->blk[v];
   }
   if (code == CLG_OK) {
-    v->live = true;
-    v->dev = d;
     trace *t = x->traces ? &x->traces[n->index] : NULL;
     if (t) {
       t->ran = true;
       t->start_ns = clg_now_ns();
-      code = ops(x, d)->ready_event(device(x, d), &t->before);
+      code = ops(x, st->dev)->marker(device(x, st->dev), &t->before);
     }
+    clg_kernel_ctx ctx = {device(x, st->dev), st->dev,   n,      in, out,
+                          x->alloc[st->dev],  warn_once, x->proc};
     if (code == CLG_OK)
-      code = ops(x, d)->run(x->proc, d, n, in, &v->block);
+      code = st->kernel->run(&ctx);
     if (t && code == CLG_OK) {
       t->end_ns = clg_now_ns();
-      code = ops(x, d)->ready_event(device(x, d), &t->after);
+      code = ops(x, st->dev)->marker(device(x, st->dev), &t->after);
     }
     if (code != CLG_OK)
-      clg_error_prefix("node '%s' (%s) on %s: ", n->name, n->op, device(x, d)->info.full_name);
+      clg_error_prefix("node '%s' (%s) on %s: ", n->name, n->op,
+                       device(x, st->dev)->info.full_name);
   }
-  for (int i = 0; i < n->num_inputs && code == CLG_OK; i++)
-    value_use_done(x, &x->vals[n->inputs[i]->index]);
-  if (in != stack)
+  if (in != in_stack)
     free(in);
+  if (out != out_stack)
+    free(out);
   return code;
 }
 
-static clg_code produce(clg_executor *x, const clg_node *n, clg_tensor *const *feeds)
+static clg_code fetch_one(clg_executor *x, const plan *p, int i, clg_tensor *const *feeds,
+                          clg_tensor **out)
 {
-  int d = x->dev_of[n->index];
-  value *v = &x->vals[n->index];
-  if (x->fed[n->index]) {
-    const clg_tensor *t = feeds[x->fed[n->index] - 1];
-    if (ops(x, d)->host_memory) {
-      v->block.host = (void *)clg_tensor_const_data(t);
-      v->borrowed = true;
-    } else {
-      clg_code code = alloc_on(x, d, n, node_bytes(n), &v->block);
-      if (code == CLG_OK)
-        code = ops(x, d)->upload(device(x, d), &v->block, clg_tensor_const_data(t), node_bytes(n));
-      if (code != CLG_OK) {
-        if (v->block.size)
-          free_on(x, d, &v->block, NULL);
-        memset(&v->block, 0, sizeof v->block);
-        return clg_error_prefix("feeding '%s': ", n->name);
-      }
-    }
-    v->live = true;
-    v->dev = d;
+  int v = p->fetch_pv[i];
+  const pval *pv = &p->pv[v];
+  const clg_out_desc *d = &node_at(x, pv->node)->outs[pv->out];
+  if (x->outs[v]) { /* computed in place; a second fetch of it gets a copy */
+    *out = x->outs[v];
+    x->outs[v] = NULL;
     return CLG_OK;
   }
-  if (strcmp(n->op, "Const") == 0) {
-    if (!x->const_ready[n->index]) {
-      clg_code code = alloc_on(x, d, n, node_bytes(n), &x->consts[n->index]);
-      if (code == CLG_OK)
-        code = ops(x, d)->upload(device(x, d), &x->consts[n->index],
-                                 clg_tensor_const_data(n->value), node_bytes(n));
-      if (code != CLG_OK) {
-        if (x->consts[n->index].size)
-          free_on(x, d, &x->consts[n->index], NULL);
-        return clg_error_prefix("node '%s' (Const): ", n->name);
-      }
-      x->const_ready[n->index] = true;
-    }
-    v->block = x->consts[n->index];
-    v->borrowed = true;
-    v->live = true;
-    v->dev = d;
-    return CLG_OK;
-  }
-  if (strcmp(n->op, "Placeholder") == 0) {
-    char shape[96];
-    return clg_error(CLG_INVALID_ARGUMENT,
-                     "You must feed a value for placeholder tensor '%s' with dtype %s and shape %s",
-                     n->name, clg_dtype_name(n->dtype),
-                     clg_node_shape_string(n, shape, sizeof shape));
-  }
-  return run_node(x, n, d);
-}
-
-static clg_code fetch(clg_executor *x, const clg_node *n, clg_tensor **out)
-{
-  value *v = &x->vals[n->index];
-  if (x->outs[n->index]) {
-    *out = x->outs[n->index];
-    x->outs[n->index] = NULL;
-    return CLG_OK;
-  }
-  clg_tensor *t = clg_tensor_new_uninit(n->dtype, n->rank, n->dims);
+  const void *host = pv->kind == PV_FEED ? clg_tensor_const_data(feeds[pv->feed]) : NULL;
+  clg_tensor *t = clg_tensor_new_uninit(d->dtype, d->rank, d->dims);
   if (!t)
     return clg_last_code();
-  clg_code code =
-      ops(x, v->dev)->download(device(x, v->dev), &v->block, clg_tensor_data(t), node_bytes(n));
+  clg_code code = CLG_OK;
+  if (host && pv->bytes)
+    memcpy(clg_tensor_data(t), host, pv->bytes);
+  else if (!host) /* a host result fetched twice reads the first one's tensor */
+    code = ops(x, pv->dev)->download(device(x, pv->dev), &x->blk[v], clg_tensor_data(t), pv->bytes);
   if (code != CLG_OK) {
     clg_tensor_free(t);
-    return clg_error_prefix("fetching '%s': ", n->name);
+    return clg_error_prefix("fetching '%s': ", node_at(x, pv->node)->name);
   }
   *out = t;
   return CLG_OK;
 }
 
-clg_code clg_executor_run(clg_executor *x, int num_feeds, clg_node *const *feed_nodes,
-                          clg_tensor *const *feeds, int num_fetches, clg_node *const *fetches,
-                          clg_tensor **outputs)
+clg_code clg_executor_run(clg_executor *x, int num_feeds, const clg_output *feeds_at,
+                          clg_tensor *const *feeds, int num_fetches, const clg_output *fetches,
+                          clg_tensor **outputs, int num_targets, clg_node *const *targets)
 {
-  memset(x->fed, 0, sizeof *x->fed * (size_t)x->nn);
-  memset(x->needed, 0, sizeof *x->needed * (size_t)x->nn);
-  memset(x->fetched, 0, sizeof *x->fetched * (size_t)x->nn);
   traces_reset(x);
-  clg_code code = check_args(x, num_feeds, feed_nodes, feeds, num_fetches, fetches, outputs);
+  if (num_feeds < 0 || (num_feeds > 0 && (!feeds_at || !feeds)))
+    return clg_error(CLG_INVALID_ARGUMENT, "num_feeds is %d but feed_nodes or feeds is NULL",
+                     num_feeds);
+  if (num_fetches < 0 || (num_fetches > 0 && (!fetches || !outputs)))
+    return clg_error(CLG_INVALID_ARGUMENT, "num_fetches is %d but fetches or outputs is NULL",
+                     num_fetches);
+  if (num_targets < 0 || (num_targets > 0 && !targets))
+    return clg_error(CLG_INVALID_ARGUMENT, "num_targets is %d but targets is NULL", num_targets);
+  clg_code code = CLG_OK;
+  for (int i = 0; i < num_fetches && code == CLG_OK; i++)
+    code = check_output(x, &fetches[i], "fetches", i);
+  for (int i = 0; i < num_targets && code == CLG_OK; i++) {
+    if (!targets[i])
+      code = clg_error(CLG_INVALID_ARGUMENT, "targets[%d] is NULL", i);
+    else if (targets[i]->graph != x->g || targets[i]->index >= x->nn)
+      code = clg_error(CLG_INVALID_ARGUMENT,
+                       "targets[%d] ('%s') is not a node of this session's graph", i,
+                       targets[i]->name);
+  }
+  for (int i = 0; i < num_feeds && code == CLG_OK; i++) {
+    if ((code = check_output(x, &feeds_at[i], "feed_nodes", i)) != CLG_OK ||
+        (code = check_feed(&feeds_at[i], feeds[i], i)) != CLG_OK)
+      break;
+    for (int j = 0; j < i; j++)
+      if (feeds_at[j].node == feeds_at[i].node && feeds_at[j].index == feeds_at[i].index) {
+        code = clg_error(CLG_INVALID_ARGUMENT, "'%s' is fed twice (feeds %d and %d)",
+                         feeds_at[i].node->name, j, i);
+        break;
+      }
+  }
+  plan *p = NULL;
+  if (code == CLG_OK)
+    code = plan_get(x, num_feeds, feeds_at, num_fetches, fetches, num_targets, targets, &p);
+  if (code == CLG_OK)
+    code = plan_activate(x, p);
   if (code != CLG_OK)
     return code;
 
-  /* What the fetches need, stopping at fed nodes; and how often each value is used. */
-  for (int i = 0; i < num_fetches; i++) {
-    x->needed[fetches[i]->index] = true;
-    x->fetched[fetches[i]->index] = true;
-    x->vals[fetches[i]->index].uses++;
-  }
-  for (int i = x->nn - 1; i >= 0; i--) {
-    const clg_node *n = clg_graph_node(x->g, i);
-    if (!x->needed[i] || x->fed[i])
-      continue;
-    for (int j = 0; j < n->num_inputs; j++) {
-      x->needed[n->inputs[j]->index] = true;
-      x->vals[n->inputs[j]->index].uses++;
+  /* Where every value lives in this run. */
+  for (int i = 0; i < p->npv && code == CLG_OK; i++) {
+    const pval *v = &p->pv[i];
+    x->ready[i] = x->copied[i] = NULL;
+    x->outs[i] = NULL;
+    if (v->kind == PV_CONST) {
+      if ((code = const_block(x, node_at(x, v->node), v->dev)) == CLG_OK)
+        x->blk[i] = x->consts[v->node];
+    } else if (v->kind == PV_FEED && !v->in_arena) {
+      x->blk[i] =
+          (clg_block){.host = (void *)clg_tensor_const_data(feeds[v->feed]), .size = v->bytes};
+    } else if (v->in_arena) {
+      x->blk[i] = arena_block(x, v->dev, v->offset, v->bytes);
     }
   }
-
-  for (int i = 0; i < x->nn && code == CLG_OK; i++)
-    if (x->needed[i])
-      code = produce(x, clg_graph_node(x->g, i), feeds);
+  for (int i = 0; i < p->nupload && code == CLG_OK; i++) {
+    const pval *v = &p->pv[p->upload[i]];
+    code = ops(x, v->dev)->upload(device(x, v->dev), &x->blk[p->upload[i]],
+                                  clg_tensor_const_data(feeds[v->feed]), v->bytes);
+    if (code != CLG_OK)
+      clg_error_prefix("feeding '%s': ", node_at(x, v->node)->name);
+  }
+  for (int i = 0; i < p->nsteps && code == CLG_OK; i++)
+    code = run_step(x, p, &p->steps[i]);
 
   /* Results go to the caller's outputs only when every fetch succeeded. */
   clg_tensor *stack[8];
@@ -502,24 +1124,31 @@ clg_code clg_executor_run(clg_executor *x, int num_feeds, clg_node *const *feed_
     code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory fetching %d tensors", num_fetches);
   int fetched = 0;
   for (; fetched < num_fetches && code == CLG_OK; fetched++)
-    if ((code = fetch(x, fetches[fetched], &got[fetched])) != CLG_OK)
+    if ((code = fetch_one(x, p, fetched, feeds, &got[fetched])) != CLG_OK)
       break;
+  /* No queue may still read a buffer when the next run reuses it. */
+  for (int i = 0; i < p->npv; i++)
+    if (x->copied[i]) {
+      clg_code c = clg_event_wait(1, &x->copied[i]);
+      if (code == CLG_OK && c != CLG_OK)
+        code = c;
+    }
   if (code == CLG_OK) {
     for (int i = 0; i < num_fetches; i++)
       outputs[i] = got[i];
   } else {
     for (int i = 0; i < fetched; i++)
       clg_tensor_free(got[i]);
-    /* Drain every queue before freeing blocks that work may still use. */
+    /* Drain every queue before the buffers are used again. */
     for (int d = 0; d < x->devs->count; d++)
       ops(x, d)->finish(device(x, d));
   }
   if (got != stack)
     free(got);
-  for (int i = 0; i < x->nn; i++) {
-    if (x->vals[i].live)
-      value_release(x, &x->vals[i]);
-    x->vals[i].uses = 0;
+  for (int i = 0; i < p->npv; i++) {
+    clg_event_release(x->ready[i]);
+    clg_event_release(x->copied[i]);
+    x->ready[i] = x->copied[i] = NULL;
     clg_tensor_free(x->outs[i]); /* not handed out: the run failed */
     x->outs[i] = NULL;
   }

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kernels.h"
 #include "runtime/runtime.h"
 
 typedef struct placer {
@@ -28,62 +27,9 @@ static bool node_is_generator(const clg_node *n) { return n->num_inputs == 0; }
 
 static const char *short_type(const clg_device_info *d) { return d->type; }
 
-/* Appends the TensorFlow-style summary of a Const value: "1 2 3..." (first three). */
-static void summarize_value(clg_strbuf *s, const clg_tensor *t)
-{
-  size_t count = clg_tensor_count(t);
-  size_t shown = count < 3 ? count : 3;
-  const void *data = clg_tensor_const_data(t);
-  for (size_t i = 0; i < shown; i++) {
-    double v = clg_tensor_dtype(t) == CLG_FLOAT64 ? ((const double *)data)[i]
-               : clg_tensor_dtype(t) == CLG_FLOAT32
-                   ? (double)((const float *)data)[i]
-                   : clg_half_to_double(((const uint16_t *)data)[i]);
-    clg_strbuf_printf(s, "%s%g", i ? " " : "", v);
-  }
-  if (count > shown)
-    clg_strbuf_append(s, "...");
-}
-
-static const char *dt_enum(clg_dtype d)
-{
-  return d == CLG_FLOAT64 ? "DT_DOUBLE" : d == CLG_FLOAT16 ? "DT_HALF" : "DT_FLOAT";
-}
-
-char *clg_node_def_string(const clg_node *n)
-{
-  clg_strbuf s;
-  char shape[96];
-  clg_strbuf_init(&s);
-  clg_strbuf_printf(&s, "%s = %s[", n->name, n->op);
-  if (strcmp(n->op, "Const") == 0) {
-    clg_strbuf_printf(&s, "dtype=%s, value=Tensor<type: %s shape: %s values: ", dt_enum(n->dtype),
-                      clg_dtype_name(n->dtype), clg_node_shape_string(n, shape, sizeof shape));
-    summarize_value(&s, n->value);
-    clg_strbuf_append(&s, ">");
-  } else if (strcmp(n->op, "Placeholder") == 0) {
-    clg_strbuf_printf(&s, "dtype=%s, shape=%s", dt_enum(n->dtype),
-                      clg_node_shape_string(n, shape, sizeof shape));
-  } else if (strcmp(n->op, "MatMul") == 0) {
-    clg_strbuf_printf(&s, "T=%s, transpose_a=%s, transpose_b=%s", dt_enum(n->dtype),
-                      n->transpose_a ? "true" : "false", n->transpose_b ? "true" : "false");
-  } else if (strcmp(n->op, "AddN") == 0) {
-    clg_strbuf_printf(&s, "N=%d, T=%s", n->num_inputs, dt_enum(n->dtype));
-  } else {
-    clg_strbuf_printf(&s, "T=%s", dt_enum(n->dtype));
-  }
-  if (n->requested_text && n->requested_text[0])
-    clg_strbuf_printf(&s, ", _device=\"%s\"", n->requested_text);
-  clg_strbuf_append(&s, "](");
-  for (int i = 0; i < n->num_inputs; i++)
-    clg_strbuf_printf(&s, "%s%s", i ? ", " : "", n->inputs[i]->name);
-  clg_strbuf_append(&s, ")");
-  return clg_strbuf_take(&s);
-}
-
 static bool supported(const placer *p, const clg_node *n, int dev)
 {
-  return clg_kernels_supported(n->op, n->dtype, &p->devs->devs[dev]);
+  return clg_op_kernel(n, &p->devs->devs[dev]) != NULL;
 }
 
 /* The first device by priority that matches spec (NULL: any) and has a kernel. With
@@ -145,7 +91,7 @@ static clg_code explain_failure(const placer *p, const clg_node *n, bool any_mat
                      "Cannot assign a device to node '%s': Could not satisfy explicit device "
                      "specification '%s' because no supported kernel for %s devices is "
                      "available (op %s, dtype %s)\n\t [[Node: %s]]",
-                     n->name, n->requested_text, type, n->op, clg_dtype_name(n->dtype),
+                     n->name, n->requested_text, type, n->op, clg_dtype_name(n->outs[0].dtype),
                      def ? def : n->name);
   }
   free(def);
@@ -159,13 +105,13 @@ static clg_code place_default(placer *p, const clg_node *n, const char *why)
     return clg_error(CLG_INVALID_ARGUMENT,
                      "Node had no OpKernel registered to support this operation: Operation was "
                      "%s and inputs were [%s]\n\t [[Node: %s]]",
-                     n->op, clg_dtype_name(n->dtype), n->name);
+                     n->op, n->num_outputs ? clg_dtype_name(n->outs[0].dtype) : "", n->name);
   const clg_device_info *info = &p->devs->devs[d].info;
   if (strcmp(short_type(info), "GPU") == 0)
     set_place(p, n, d, "%sdefault: lowest-id GPU with a kernel for %s", why, n->op);
   else
     set_place(p, n, d, "%sdefault: no GPU has a kernel for %s (%s); CPU:0", why, n->op,
-              clg_dtype_name(n->dtype));
+              n->num_outputs ? clg_dtype_name(n->outs[0].dtype) : "");
   return CLG_OK;
 }
 
@@ -232,15 +178,70 @@ static clg_code place_generator(placer *p, const clg_node *n, const consumers *c
   return place_by_spec(p, n);
 }
 
+/* Consumers counted over data and control edges: roots are nodes nothing consumes. */
 void clg_placement_order(const clg_graph *g, int n, int *order)
 {
+  /* Walk back from each root (in graph order), inputs in reverse order, control inputs
+   * after data inputs, each node listed after its inputs (post-order): for the guide's S7
+   * this is Const_3, Const_2, MatMul_1, Const_1, Const, MatMul, AddN. Iterative, so a
+   * chain of 200,000 nodes needs no deep recursion. */
   int k = 0;
-  for (int i = n - 1; i >= 0; i--)
-    if (node_is_generator(clg_graph_node(g, i)))
-      order[k++] = i;
-  for (int i = 0; i < n; i++)
-    if (!node_is_generator(clg_graph_node(g, i)))
-      order[k++] = i;
+  char *state = calloc((size_t)(n > 0 ? n : 1), 1); /* 0 new, 1 on the stack, 2 listed */
+  bool *consumed = calloc((size_t)(n > 0 ? n : 1), sizeof *consumed);
+  int *stack = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+  int *next = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1)); /* edges still to visit */
+  if (!state || !consumed || !stack || !next) {
+    for (int i = 0; i < n; i++) /* out of memory: graph order still lists every node */
+      order[i] = i;
+    goto done;
+  }
+  for (int i = 0; i < n; i++) {
+    const clg_node *node = clg_graph_node(g, i);
+    for (int j = 0; j < node->num_inputs; j++)
+      if (node->inputs[j].node->index < n)
+        consumed[node->inputs[j].node->index] = true;
+    for (int j = 0; j < node->num_control; j++)
+      if (node->control[j]->index < n)
+        consumed[node->control[j]->index] = true;
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    /* Roots first; a second pass lists what only cycles through unplaced nodes could hide
+     * (nothing, in a well-formed graph, but every node must appear exactly once). */
+    for (int r = 0; r < n; r++) {
+      if (state[r] || (pass == 0 && consumed[r]))
+        continue;
+      int top = 0;
+      stack[top] = r;
+      next[top] = 0;
+      state[r] = 1;
+      top++;
+      while (top > 0) {
+        const clg_node *node = clg_graph_node(g, stack[top - 1]);
+        int edges = node->num_inputs + node->num_control;
+        int e = next[top - 1]++;
+        if (e < edges) {
+          /* Data inputs last to first, then control inputs last to first. */
+          const clg_node *in = e < node->num_inputs ? node->inputs[node->num_inputs - 1 - e].node
+                                                    : node->control[edges - 1 - e];
+          if (in->index < n && !state[in->index]) {
+            state[in->index] = 1;
+            stack[top] = in->index;
+            next[top] = 0;
+            top++;
+          }
+          continue;
+        }
+        state[node->index] = 2;
+        order[k++] = node->index;
+        top--;
+      }
+    }
+  }
+done:
+  free(state);
+  free(consumed);
+  free(stack);
+  free(next);
 }
 
 /* Without soft placement, an explicit spec that cannot be satisfied is an error; report
@@ -290,7 +291,7 @@ clg_code clg_place(const clg_graph *g, const clg_devices *devs, bool allow_soft_
   for (int i = 0; i < nn; i++) {
     const clg_node *n = clg_graph_node(g, i);
     for (int j = 0; j < n->num_inputs; j++)
-      cs.start[n->inputs[j]->index + 1]++;
+      cs.start[n->inputs[j].node->index + 1]++;
   }
   for (int i = 0; i < nn; i++)
     cs.start[i + 1] += cs.start[i];
@@ -303,7 +304,7 @@ clg_code clg_place(const clg_graph *g, const clg_devices *devs, bool allow_soft_
     for (int i = 0; i < nn; i++) {
       const clg_node *n = clg_graph_node(g, i);
       for (int j = 0; j < n->num_inputs; j++) {
-        int src = n->inputs[j]->index;
+        int src = n->inputs[j].node->index;
         cs.users[cs.start[src] + fill[src]++] = i;
       }
     }
@@ -317,8 +318,8 @@ clg_code clg_place(const clg_graph *g, const clg_devices *devs, bool allow_soft_
     out[i].reason[0] = '\0';
     if (node_is_generator(n))
       continue;
-    if (strcmp(n->op, "Identity") == 0 && clg_devname_is_empty(&n->requested)) {
-      const clg_node *in = n->inputs[0];
+    if ((n->def->flags & CLG_OP_FOLLOWS_INPUT) && clg_devname_is_empty(&n->requested)) {
+      const clg_node *in = n->inputs[0].node;
       int d = out[in->index].device;
       if (d >= 0 && supported(&p, n, d)) {
         set_place(&p, n, d, "follows its input '%s'", in->name);

@@ -8,6 +8,7 @@
 #include "device/device.h"
 #include "graph/graph.h"
 #include "memory/memory.h"
+#include "ops/ops.h"
 
 /* --- process-wide device state ------------------------------------------------------ */
 
@@ -43,50 +44,38 @@ clg_code clg_place(const clg_graph *g, const clg_devices *devs, bool allow_soft_
  * entries. */
 void clg_placement_order(const clg_graph *g, int n, int *order);
 
-/* "b = Const[dtype=DT_FLOAT, value=Tensor<type: float shape: [3,2] values: 1 2 3...>,
- * _device=\"/device:GPU:2\"]()" (TensorFlow's node summary in errors). */
-char *clg_node_def_string(const clg_node *n);
-
-/* --- the device interface ------------------------------------------------------------ */
-
-/* What the executor asks of a device. Two implementations: the host (plain memory, C
- * kernels) and OpenCL devices (cl_mem blocks, kernels on the device's in-order queue).
- * The executor never asks which kind a device is; it asks these functions. */
-typedef struct clg_devops {
-  /* Blocks of this device are plain host memory (block.host). */
-  bool host_memory;
-  /* Blocking copy between host memory and a block of this device. */
-  clg_code (*upload)(clg_device *dev, const clg_block *dst, const void *src, size_t bytes);
-  clg_code (*download)(clg_device *dev, const clg_block *src, void *dst, size_t bytes);
-  /* Direct copy from a block of src to a block of dst, enqueued on dst after `wait`;
-   * UNIMPLEMENTED when the two cannot copy directly (the caller stages via the host). */
-  clg_code (*copy)(clg_device *dst, const clg_block *d, clg_device *src, const clg_block *s,
-                   size_t bytes, cl_event wait, cl_event *done);
-  /* An event completing after all work enqueued so far (NULL where work is synchronous). */
-  clg_code (*ready_event)(clg_device *dev, cl_event *event);
-  /* Runs node n: inputs in in[], output into out. */
-  clg_code (*run)(clg_process *p, int device, const clg_node *n, const clg_block *in,
-                  const clg_block *out);
-  /* Waits for all work of the device. */
-  clg_code (*finish)(clg_device *dev);
-} clg_devops;
-
-/* The interface of device i. */
-const clg_devops *clg_devops_of(const clg_device *dev);
-
 /* --- execution -------------------------------------------------------------------- */
 
 typedef struct clg_executor clg_executor;
 
+/* An executor runs the placed graph. For each run signature (which values are fed, which
+ * are fetched, which nodes are targets) it computes a plan once: the nodes to run, each
+ * value's lifetime, which outputs reuse an input's buffer in place, and each device's arena
+ * with every value's offset in it. The plan and its arenas are kept while the signature
+ * repeats, so a steady-state run makes no allocator call. The graph must not grow while an
+ * executor exists (sessions make a new one). */
 clg_code clg_executor_new(clg_process *p, const clg_graph *g, const clg_placement *placement,
                           clg_executor **out);
 void clg_executor_free(clg_executor *x);
-clg_code clg_executor_run(clg_executor *x, int num_feeds, clg_node *const *feed_nodes,
-                          clg_tensor *const *feeds, int num_fetches, clg_node *const *fetches,
-                          clg_tensor **outputs);
+clg_code clg_executor_run(clg_executor *x, int num_feeds, const clg_output *feeds_at,
+                          clg_tensor *const *feeds, int num_fetches, const clg_output *fetches,
+                          clg_tensor **outputs, int num_targets, clg_node *const *targets);
 /* Tracing: record when each node runs (see clg_session_set_tracing). */
 clg_code clg_executor_set_tracing(clg_executor *x, bool on);
 clg_code clg_executor_node_times(const clg_executor *x, const clg_node *n, uint64_t *start_ns,
                                  uint64_t *end_ns);
+
+/* What the last run's plan holds (for tests and benchmarks). */
+typedef struct clg_plan_stats {
+  uint64_t arena_bytes;     /* all devices' arenas */
+  uint64_t reference_bytes; /* peak bytes live when each value is freed after its last use,
+                               without in-place reuse (the order before plans) */
+  int num_values;           /* values the plan places, copies included */
+  int num_inplace;          /* outputs that reuse an input's buffer */
+  int num_plans;            /* signatures planned so far */
+} clg_plan_stats;
+clg_code clg_executor_plan_stats(const clg_executor *x, clg_plan_stats *out);
+/* The session's (for tests and benchmarks): its last run's plan. */
+clg_code clg_session_plan_stats(clg_session *s, clg_plan_stats *out);
 
 #endif

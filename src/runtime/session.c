@@ -3,17 +3,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kernels.h"
 #include "runtime/runtime.h"
+
+/* Placements of earlier graph versions are kept until the session is freed, so that a
+ * string returned by clg_session_node_reason stays valid that long. */
+typedef struct old_placement {
+  clg_placement *placement;
+  struct old_placement *next;
+} old_placement;
 
 struct clg_session {
   clg_graph *graph;
   clg_session_options opt;
   clg_process *proc;
-  pthread_mutex_t lock; /* serialises runs */
-  int placed;           /* nodes placed (the graph may grow after creation) */
+  pthread_mutex_t lock;       /* serialises runs */
+  pthread_mutex_t place_lock; /* guards placed and placement for readers */
+  int placed;                 /* nodes placed (the graph may grow after creation) */
+  uint64_t version;           /* the graph version placed */
   bool tracing;
   clg_placement *placement;
+  old_placement *old;
   clg_executor *exec;
 };
 
@@ -59,7 +68,7 @@ static void log_placement(clg_session *s, int from)
 static clg_code session_place(clg_session *s)
 {
   int nn = clg_graph_num_nodes(s->graph);
-  if (nn == s->placed && s->exec)
+  if (clg_graph_version(s->graph) == s->version && s->exec)
     return CLG_OK;
   clg_placement *pl = malloc(sizeof *pl * (size_t)(nn > 0 ? nn : 1));
   if (!pl)
@@ -78,28 +87,40 @@ static clg_code session_place(clg_session *s)
     free(pl);
     return code;
   }
+  old_placement *keep = s->placement ? malloc(sizeof *keep) : NULL;
+  if (s->placement && !keep) {
+    clg_executor_free(x);
+    free(pl);
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory placing %d nodes", nn);
+  }
   clg_executor_free(s->exec);
-  free(s->placement);
   int from = s->placed;
   s->exec = x;
+  pthread_mutex_lock(&s->place_lock);
+  if (keep) {
+    keep->placement = s->placement;
+    keep->next = s->old;
+    s->old = keep;
+  }
   s->placement = pl;
   s->placed = nn;
+  s->version = clg_graph_version(s->graph);
+  pthread_mutex_unlock(&s->place_lock);
   if (s->opt.log_device_placement)
     log_placement(s, from);
   return CLG_OK;
 }
 
-static clg_code warm_matmul(clg_session *s)
+/* Compiles what the first run would compile (CLBlast's GEMM, for one). */
+static clg_code warm_kernels(clg_session *s)
 {
   clg_devices *devs = clg_process_devices(s->proc);
   for (int i = 0; i < s->placed; i++) {
     const clg_node *n = clg_graph_node(s->graph, i);
     clg_device *dev = clg_devices_at(devs, s->placement[i].device);
-    if (strcmp(n->op, "MatMul") != 0 || dev->is_host)
-      continue;
-    clg_code code = clg_cl_warm_matmul(dev, n->dtype);
-    if (code != CLG_OK && code != CLG_UNIMPLEMENTED)
-      return clg_error_prefix("warming MatMul on %s: ", dev->info.name);
+    const clg_kernel_def *k = clg_op_kernel(n, dev);
+    if (k && k->warm && k->warm(n, dev) != CLG_OK)
+      return clg_error_prefix("warming %s on %s: ", n->op, dev->info.name);
   }
   return CLG_OK;
 }
@@ -124,11 +145,12 @@ clg_code clg_session_new(clg_graph *g, const clg_session_options *opt, clg_sessi
   s->opt.visible_device_list = NULL;
   s->opt.virtual_devices = NULL;
   pthread_mutex_init(&s->lock, NULL);
+  pthread_mutex_init(&s->place_lock, NULL);
   clg_code code = clg_process_acquire(opt ? opt : &defaults, &s->proc);
   if (code == CLG_OK)
     code = session_place(s);
   if (code == CLG_OK && s->opt.warm_matmul)
-    code = warm_matmul(s);
+    code = warm_kernels(s);
   if (code != CLG_OK) {
     clg_session_free(s);
     return code;
@@ -143,14 +165,22 @@ void clg_session_free(clg_session *s)
     return;
   clg_executor_free(s->exec);
   free(s->placement);
+  while (s->old) {
+    old_placement *next = s->old->next;
+    free(s->old->placement);
+    free(s->old);
+    s->old = next;
+  }
   clg_process_release(s->proc);
   pthread_mutex_destroy(&s->lock);
+  pthread_mutex_destroy(&s->place_lock);
   free(s);
 }
 
-clg_code clg_session_run(clg_session *s, int num_feeds, clg_node *const *feed_nodes,
-                         clg_tensor *const *feeds, int num_fetches, clg_node *const *fetches,
-                         clg_tensor **outputs)
+clg_code clg_session_run_outputs(clg_session *s, int num_feeds, const clg_output *feeds_at,
+                                 clg_tensor *const *feeds, int num_fetches,
+                                 const clg_output *fetches, clg_tensor **outputs, int num_targets,
+                                 clg_node *const *targets)
 {
   if (!s)
     return clg_error(CLG_INVALID_ARGUMENT, "clg_session_run: session is NULL");
@@ -161,8 +191,39 @@ clg_code clg_session_run(clg_session *s, int num_feeds, clg_node *const *feed_no
   if (code == CLG_OK)
     code = session_place(s);
   if (code == CLG_OK)
-    code = clg_executor_run(s->exec, num_feeds, feed_nodes, feeds, num_fetches, fetches, outputs);
+    code = clg_executor_run(s->exec, num_feeds, feeds_at, feeds, num_fetches, fetches, outputs,
+                            num_targets, targets);
   pthread_mutex_unlock(&s->lock);
+  return code;
+}
+
+/* Nodes as their output 0; NULL lists stay NULL (the executor names the bad argument). */
+static clg_output *as_outputs(int n, clg_node *const *nodes, clg_output *stack, int cap)
+{
+  if (n <= 0 || !nodes)
+    return NULL;
+  clg_output *o = n <= cap ? stack : malloc(sizeof *o * (size_t)n);
+  for (int i = 0; o && i < n; i++)
+    o[i] = clg_out(nodes[i], 0);
+  return o;
+}
+
+clg_code clg_session_run(clg_session *s, int num_feeds, clg_node *const *feed_nodes,
+                         clg_tensor *const *feeds, int num_fetches, clg_node *const *fetches,
+                         clg_tensor **outputs)
+{
+  clg_output fs[8], ts[8];
+  clg_output *f = as_outputs(num_feeds, feed_nodes, fs, 8);
+  clg_output *t = as_outputs(num_fetches, fetches, ts, 8);
+  clg_code code;
+  if ((num_feeds > 8 && feed_nodes && !f) || (num_fetches > 8 && fetches && !t))
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for a run's arguments");
+  else
+    code = clg_session_run_outputs(s, num_feeds, f, feeds, num_fetches, t, outputs, 0, NULL);
+  if (f != fs)
+    free(f);
+  if (t != ts)
+    free(t);
   return code;
 }
 
@@ -183,10 +244,22 @@ clg_code clg_session_node_times(clg_session *s, const clg_node *n, uint64_t *sta
 {
   if (!s || !n || !start_ns || !end_ns)
     return clg_error(CLG_INVALID_ARGUMENT, "clg_session_node_times: a NULL argument");
-  if (n->graph != s->graph || n->index >= s->placed)
-    return clg_error(CLG_INVALID_ARGUMENT, "node '%s' is not placed in this session", n->name);
   pthread_mutex_lock(&s->lock);
-  clg_code code = clg_executor_node_times(s->exec, n, start_ns, end_ns);
+  clg_code code =
+      n->graph != s->graph || n->index >= s->placed
+          ? clg_error(CLG_INVALID_ARGUMENT, "node '%s' is not placed in this session", n->name)
+          : clg_executor_node_times(s->exec, n, start_ns, end_ns);
+  pthread_mutex_unlock(&s->lock);
+  return code;
+}
+
+clg_code clg_session_plan_stats(clg_session *s, clg_plan_stats *out)
+{
+  if (!s || !out)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_session_plan_stats: a NULL argument");
+  pthread_mutex_lock(&s->lock);
+  clg_code code = s->exec ? clg_executor_plan_stats(s->exec, out)
+                          : clg_error(CLG_FAILED_PRECONDITION, "no run has been planned");
   pthread_mutex_unlock(&s->lock);
   return code;
 }
@@ -196,11 +269,17 @@ const clg_devices *clg_session_devices(const clg_session *s)
   return s ? clg_process_devices(s->proc) : NULL;
 }
 
+/* Reads a placement under the placement lock (runs may re-place concurrently); the
+ * entries themselves are never freed before the session. */
 static const clg_placement *placement_of(const clg_session *s, const clg_node *n)
 {
-  if (!s || !n || n->graph != s->graph || n->index >= s->placed)
+  if (!s || !n || n->graph != s->graph)
     return NULL;
-  return &s->placement[n->index];
+  clg_session *ms = (clg_session *)s;
+  pthread_mutex_lock(&ms->place_lock);
+  const clg_placement *p = n->index < s->placed ? &s->placement[n->index] : NULL;
+  pthread_mutex_unlock(&ms->place_lock);
+  return p;
 }
 
 const char *clg_session_node_device(const clg_session *s, const clg_node *n)

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "device/device.h"
+#include "core/core.h"
 
 /* Error messages quote at most this much of the specification and of the offending part,
  * so that a huge input still leaves the reason readable. */

@@ -1,0 +1,170 @@
+/* The ops module's door: the op registry.
+ *
+ * An op is a record (clg_op_def): its TensorFlow type name, inputs and outputs, typed
+ * attributes with defaults, shape and dtype inference, its kernels per device kind (each
+ * with a predicate saying which nodes and devices it serves), whether an output may reuse
+ * an input's buffer, and a slot for its gradient. One file per op (or small family) under
+ * src/ops/ defines it; registry.c lists them. Graph building, the placer, the executor and
+ * error texts ask this module; nothing else compares op names.
+ *
+ * This header sees no OpenCL: devices, blocks and allocators are opaque here. */
+#ifndef CLG_OPS_H
+#define CLG_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clgraph/graph.h"
+#include "core/core.h"
+
+struct clg_device;
+struct clg_block;
+struct clg_allocator;
+
+/* --- attributes ------------------------------------------------------------------------ */
+
+/* A node's attribute value (owned by the node: strings, lists and tensors are copies). */
+typedef struct clg_attr_value {
+  bool set;
+  clg_attr_type type;
+  int64_t i;
+  double f;
+  bool b;
+  char *s;
+  clg_dtype dtype;
+  int n;      /* list length (INT_LIST), rank (SHAPE) */
+  int64_t *v; /* list values or dims */
+  clg_tensor *tensor;
+} clg_attr_value;
+
+/* How an attribute is declared by its op. Listed in TensorFlow's printing order (sorted by
+ * name, upper case first), which is also the order of a node's attrs[]. */
+typedef struct clg_attr_def {
+  const char *name;
+  clg_attr_type type;
+  /* Without a default: required, unless the op infers it (inferred is then true). */
+  bool has_default;
+  bool inferred;
+  int64_t def_i; /* default of INT and BOOL */
+  double def_f;
+  const char *def_s;
+} clg_attr_def;
+
+/* --- nodes as the ops see them ----------------------------------------------------------- */
+
+/* An output's dtype and static shape. */
+typedef struct clg_out_desc {
+  clg_dtype dtype;
+  int rank;
+  int64_t dims[CLG_MAX_RANK];
+} clg_out_desc;
+
+/* --- kernels --------------------------------------------------------------------------- */
+
+/* What a kernel gets to run one node. in[i] and out[i] are blocks of the device: host
+ * pointers in .host for the host kind, (cl_mem, offset) for OpenCL. An output may be the
+ * same block as the input the op allows in place (clg_op_def.inplace). */
+typedef struct clg_kernel_ctx {
+  struct clg_device *dev;
+  int device_index;
+  const clg_node *node;
+  const struct clg_block *in;
+  const struct clg_block *out;
+  struct clg_allocator *alloc; /* the device's allocator, for scratch */
+  /* Logs a warning once per (device, reason) for the life of the process state. */
+  void (*warn_once)(void *warn_ctx, int device, const char *reason, const char *message);
+  void *warn_ctx;
+} clg_kernel_ctx;
+
+typedef struct clg_kernel_def {
+  clg_device_kind kind;
+  /* Whether this kernel serves node n (its dtypes and attributes) on dev; NULL: always. */
+  bool (*supports)(const clg_node *n, const struct clg_device *dev);
+  clg_code (*run)(const clg_kernel_ctx *ctx);
+  /* Optional: compiles what the first run would (a session's warm option). */
+  clg_code (*warm)(const clg_node *n, struct clg_device *dev);
+} clg_kernel_def;
+
+/* --- op definitions ---------------------------------------------------------------------- */
+
+enum {
+  CLG_OP_VARIADIC = -1, /* num_inputs: one or more */
+};
+
+/* Flags of an op. */
+enum {
+  CLG_OP_CONST = 1u << 0,        /* its value is attribute "value": cached per session */
+  CLG_OP_MUST_FEED = 1u << 1,    /* a Placeholder: running it unfed is an error */
+  CLG_OP_FOLLOWS_INPUT = 1u << 2 /* placed with its input when unconstrained (Identity) */
+};
+
+typedef struct clg_op_def clg_op_def;
+
+/* Gradient slot (filled by the gradients issue): adds the nodes computing the gradients of
+ * the inputs from the gradients of the outputs. */
+typedef clg_code (*clg_grad_fn)(clg_graph *g, const clg_node *n, const clg_output *grad_outputs,
+                                clg_output *grad_inputs);
+
+struct clg_op_def {
+  const char *name;
+  int num_inputs; /* or CLG_OP_VARIADIC */
+  int num_outputs;
+  int num_attrs;
+  const clg_attr_def *attrs;
+  /* Checks the inputs and attributes, fills inferred attributes and sets every output with
+   * clg_node_set_output. Errors with clg_node_error, naming the node. */
+  clg_code (*infer)(clg_node *n);
+  const clg_kernel_def *kernels;
+  int num_kernels;
+  /* The input whose buffer output 0 may reuse (same byte size, last use), or -1. */
+  int inplace;
+  unsigned flags;
+  clg_grad_fn grad;
+};
+
+/* --- the registry ---------------------------------------------------------------------- */
+
+/* The op named `name`, or NULL. */
+const clg_op_def *clg_op_find(const char *name);
+/* Every registered op (for listings and tests). */
+int clg_op_count(void);
+const clg_op_def *clg_op_at(int i);
+/* The kernel that runs n on dev, or NULL when none does. */
+const clg_kernel_def *clg_op_kernel(const clg_node *n, const struct clg_device *dev);
+/* Whether an op of this name has a kernel for `dtype` on dev, as placement sees it for a
+ * node whose inputs and outputs all have that dtype (tests and tools). */
+bool clg_op_supported(const char *name, clg_dtype dtype, const struct clg_device *dev);
+
+/* --- helpers for op files --------------------------------------------------------------- */
+
+/* Records "<Op> '<name>': <message>" as this thread's error and returns code. */
+clg_code clg_node_error(const clg_node *n, clg_code code, const char *fmt, ...) CLG_PRINTF(3, 4);
+/* Sets output i's dtype and shape through the one checked path: rank in range, dims >= 0,
+ * element count bounded so that byte sizes fit (INVALID_ARGUMENT naming the node). */
+clg_code clg_node_set_output(clg_node *n, int i, clg_dtype dtype, int rank, const int64_t *dims);
+/* Input i's descriptor (the producer's output). */
+const clg_out_desc *clg_node_in(const clg_node *n, int i);
+/* Output i's descriptor. */
+const clg_out_desc *clg_node_out(const clg_node *n, int i);
+/* Attribute i (in the def's order). */
+const clg_attr_value *clg_node_attr(const clg_node *n, int i);
+clg_attr_value *clg_node_attr_mut(clg_node *n, int i);
+/* Elements of a descriptor (1 for a scalar). */
+size_t clg_out_count(const clg_out_desc *d);
+/* "[2,3]" into buf. */
+char *clg_out_shape_string(const clg_out_desc *d, char *buf, size_t size);
+/* Predicates for kernels: every input and output has dtype float32 (or float32/float64 with
+ * fp64 on dev). */
+bool clg_node_all_dtype(const clg_node *n, clg_dtype dtype);
+bool clg_kernel_float_or_double(const clg_node *n, const struct clg_device *dev);
+
+/* Inference of an element-wise op with one input: attribute 0 is T (clg_attrs_T), the
+ * output has the input's dtype and shape. */
+clg_code clg_infer_elementwise_unary(clg_node *n);
+extern const clg_attr_def clg_attrs_T[1];
+/* TensorFlow's node summary for errors: "b = Const[dtype=DT_FLOAT, value=Tensor<type: float
+ * shape: [3,2] values: 1 2 3...>, _device=\"/device:GPU:2\"]()", attributes in the op's
+ * order. malloc'd; NULL when memory runs out. */
+char *clg_node_def_string(const clg_node *n);
+
+#endif

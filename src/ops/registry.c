@@ -1,0 +1,269 @@
+/* The op registry: the list of op definitions, lookups, kernel selection, and the helpers
+ * every op file uses (errors naming the node, the one checked path for output shapes). */
+#include <stdio.h>
+#include <string.h>
+
+#include "device/device.h"
+#include "graph/graph.h"
+#include "ops/ops.h"
+
+extern const clg_op_def clg_op_Const, clg_op_Placeholder, clg_op_MatMul, clg_op_Add, clg_op_Sub,
+    clg_op_Mul, clg_op_AddN, clg_op_Identity, clg_op_Relu, clg_op_Neg, clg_op_Square;
+
+static const clg_op_def *const registry[] = {
+    &clg_op_Const, &clg_op_Placeholder, &clg_op_MatMul, &clg_op_Add, &clg_op_Sub,    &clg_op_Mul,
+    &clg_op_AddN,  &clg_op_Identity,    &clg_op_Relu,   &clg_op_Neg, &clg_op_Square,
+};
+
+#define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))
+
+int clg_op_count(void) { return NUM_OPS; }
+
+const clg_op_def *clg_op_at(int i) { return i >= 0 && i < NUM_OPS ? registry[i] : NULL; }
+
+const clg_op_def *clg_op_find(const char *name)
+{
+  for (int i = 0; name && i < NUM_OPS; i++)
+    if (strcmp(registry[i]->name, name) == 0)
+      return registry[i];
+  return NULL;
+}
+
+static clg_device_kind kind_of(const clg_device *dev) { return clg_device_ops_of(dev)->kind; }
+
+const clg_kernel_def *clg_op_kernel(const clg_node *n, const clg_device *dev)
+{
+  if (!n || !dev)
+    return NULL;
+  clg_device_kind kind = kind_of(dev);
+  for (int i = 0; i < n->def->num_kernels; i++) {
+    const clg_kernel_def *k = &n->def->kernels[i];
+    if (k->kind == kind && (!k->supports || k->supports(n, dev)))
+      return k;
+  }
+  return NULL;
+}
+
+bool clg_op_supported(const char *name, clg_dtype dtype, const clg_device *dev)
+{
+  const clg_op_def *def = clg_op_find(name);
+  if (!def || !dev || clg_dtype_size(dtype) == 0)
+    return false;
+  /* A stand-in node whose every input and output has this dtype. */
+  clg_out_desc desc = {dtype, 0, {0}};
+  clg_node fake;
+  memset(&fake, 0, sizeof fake);
+  clg_node src;
+  memset(&src, 0, sizeof src);
+  src.num_outputs = 1;
+  src.outs = &desc;
+  clg_output in[2] = {{&src, 0}, {&src, 0}};
+  clg_attr_value attrs[8];
+  memset(attrs, 0, sizeof attrs);
+  fake.def = def;
+  fake.op = def->name;
+  fake.num_inputs = def->num_inputs == CLG_OP_VARIADIC ? 2 : def->num_inputs;
+  fake.inputs = in;
+  fake.num_outputs = 1;
+  fake.outs = &desc;
+  fake.attrs = attrs;
+  for (int i = 0; i < def->num_attrs && i < 8; i++)
+    attrs[i].dtype = dtype;
+  return clg_op_kernel(&fake, dev) != NULL;
+}
+
+/* --- helpers for op files ---------------------------------------------------------------- */
+
+clg_code clg_node_error(const clg_node *n, clg_code code, const char *fmt, ...)
+{
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return clg_error(code, "%s '%s': %s", n->op, n->name, msg);
+}
+
+/* Element counts stay below this so that byte sizes of every dtype fit in int64. */
+#define MAX_ELEMENTS (INT64_MAX / 8)
+
+clg_code clg_node_set_output(clg_node *n, int i, clg_dtype dtype, int rank, const int64_t *dims)
+{
+  if (i < 0 || i >= n->num_outputs)
+    return clg_node_error(n, CLG_INTERNAL, "output %d of %d", i, n->num_outputs);
+  if (clg_dtype_size(dtype) == 0)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "dtype %d is not float (1), double (2) or half (19)", (int)dtype);
+  if (rank < 0 || rank > CLG_MAX_RANK)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "rank %d is out of range [0, %d]", rank,
+                          CLG_MAX_RANK);
+  if (rank > 0 && !dims)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "dims is NULL for rank %d", rank);
+  clg_out_desc d = {dtype, rank, {0}};
+  int64_t count = 1;
+  for (int k = 0; k < rank; k++) {
+    if (dims[k] < 0)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "dims[%d] is %lld; dimensions must be >= 0", k,
+                            (long long)dims[k]);
+    d.dims[k] = dims[k];
+    if (dims[k] > 0 && count > MAX_ELEMENTS / dims[k])
+      count = MAX_ELEMENTS + 1; /* keep going: a later 0 makes it empty */
+    else
+      count *= dims[k];
+  }
+  if (count > MAX_ELEMENTS) {
+    char s[192];
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "shape %s has too many elements",
+                          clg_out_shape_string(&d, s, sizeof s));
+  }
+  n->outs[i] = d;
+  return CLG_OK;
+}
+
+const clg_out_desc *clg_node_in(const clg_node *n, int i)
+{
+  return &n->inputs[i].node->outs[n->inputs[i].index];
+}
+
+const clg_out_desc *clg_node_out(const clg_node *n, int i) { return &n->outs[i]; }
+
+const clg_attr_value *clg_node_attr(const clg_node *n, int i) { return &n->attrs[i]; }
+
+clg_attr_value *clg_node_attr_mut(clg_node *n, int i) { return &n->attrs[i]; }
+
+size_t clg_out_count(const clg_out_desc *d)
+{
+  size_t count = 1;
+  for (int i = 0; i < d->rank; i++)
+    count *= (size_t)d->dims[i];
+  return count;
+}
+
+char *clg_out_shape_string(const clg_out_desc *d, char *buf, size_t size)
+{
+  if (!buf || size == 0)
+    return buf;
+  /* snprintf returns the length it wanted: once that reaches size, the rest is cut. */
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (int i = 0; d && i < d->rank && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, i ? ",%lld" : "%lld", (long long)d->dims[i]);
+  if (used < size)
+    snprintf(buf + used, size - used, "]");
+  return buf;
+}
+
+bool clg_node_all_dtype(const clg_node *n, clg_dtype dtype)
+{
+  for (int i = 0; i < n->num_inputs; i++)
+    if (clg_node_in(n, i)->dtype != dtype)
+      return false;
+  for (int i = 0; i < n->num_outputs; i++)
+    if (n->outs[i].dtype != dtype)
+      return false;
+  return true;
+}
+
+bool clg_kernel_float_or_double(const clg_node *n, const clg_device *dev)
+{
+  return clg_node_all_dtype(n, CLG_FLOAT32) ||
+         (clg_node_all_dtype(n, CLG_FLOAT64) &&
+          (kind_of(dev) == CLG_KIND_HOST || dev->info.has_fp64));
+}
+
+clg_code clg_infer_elementwise_unary(clg_node *n)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  clg_attr_value *t = &n->attrs[0];
+  if (t->set && t->dtype != x->dtype)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute T is %s but the input is %s",
+                          clg_dtype_name(t->dtype), clg_dtype_name(x->dtype));
+  t->set = true;
+  t->dtype = x->dtype;
+  return clg_node_set_output(n, 0, x->dtype, x->rank, x->dims);
+}
+
+const clg_attr_def clg_attrs_T[1] = {{.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true}};
+
+static const char *dt_enum(clg_dtype d)
+{
+  return d == CLG_FLOAT64 ? "DT_DOUBLE" : d == CLG_FLOAT16 ? "DT_HALF" : "DT_FLOAT";
+}
+
+/* "1 2 3..." (TensorFlow's summary of a value: the first three). */
+static void summarize_value(clg_strbuf *s, const clg_tensor *t)
+{
+  char shape[192];
+  clg_strbuf_printf(s, "Tensor<type: %s shape: %s values: ", clg_dtype_name(clg_tensor_dtype(t)),
+                    clg_tensor_shape_string(t, shape, sizeof shape));
+  size_t count = clg_tensor_count(t);
+  size_t shown = count < 3 ? count : 3;
+  const void *data = clg_tensor_const_data(t);
+  for (size_t i = 0; i < shown; i++) {
+    double v = clg_tensor_dtype(t) == CLG_FLOAT64 ? ((const double *)data)[i]
+               : clg_tensor_dtype(t) == CLG_FLOAT32
+                   ? (double)((const float *)data)[i]
+                   : clg_half_to_double(((const uint16_t *)data)[i]);
+    clg_strbuf_printf(s, "%s%g", i ? " " : "", v);
+  }
+  clg_strbuf_append(s, count > shown ? "...>" : ">");
+}
+
+static void print_attr(clg_strbuf *s, const clg_attr_value *a)
+{
+  switch (a->type) {
+  case CLG_ATTR_INT:
+    clg_strbuf_printf(s, "%lld", (long long)a->i);
+    break;
+  case CLG_ATTR_FLOAT:
+    clg_strbuf_printf(s, "%g", a->f);
+    break;
+  case CLG_ATTR_BOOL:
+    clg_strbuf_append(s, a->b ? "true" : "false");
+    break;
+  case CLG_ATTR_STRING:
+    clg_strbuf_printf(s, "\"%.64s\"", a->s ? a->s : "");
+    break;
+  case CLG_ATTR_DTYPE:
+    clg_strbuf_append(s, dt_enum(a->dtype));
+    break;
+  case CLG_ATTR_INT_LIST:
+  case CLG_ATTR_SHAPE:
+    clg_strbuf_append(s, "[");
+    for (int i = 0; i < a->n && a->v; i++)
+      clg_strbuf_printf(s, "%s%lld", i ? (a->type == CLG_ATTR_SHAPE ? "," : ", ") : "",
+                        (long long)a->v[i]);
+    clg_strbuf_append(s, "]");
+    break;
+  case CLG_ATTR_TENSOR:
+    if (a->tensor)
+      summarize_value(s, a->tensor);
+    break;
+  }
+}
+
+char *clg_node_def_string(const clg_node *n)
+{
+  clg_strbuf s;
+  clg_strbuf_init(&s);
+  clg_strbuf_printf(&s, "%s = %s[", n->name, n->op);
+  int printed = 0;
+  for (int i = 0; i < n->def->num_attrs; i++) {
+    if (!n->attrs[i].set)
+      continue;
+    clg_strbuf_printf(&s, "%s%s=", printed++ ? ", " : "", n->def->attrs[i].name);
+    print_attr(&s, &n->attrs[i]);
+  }
+  if (n->requested_text && n->requested_text[0])
+    clg_strbuf_printf(&s, "%s_device=\"%s\"", printed ? ", " : "", n->requested_text);
+  clg_strbuf_append(&s, "](");
+  for (int i = 0; i < n->num_inputs; i++) {
+    const clg_output *in = &n->inputs[i];
+    clg_strbuf_printf(&s, "%s%s", i ? ", " : "", in->node->name);
+    if (in->index)
+      clg_strbuf_printf(&s, ":%d", in->index);
+  }
+  for (int i = 0; i < n->num_control; i++)
+    clg_strbuf_printf(&s, "%s^%s", i || n->num_inputs ? ", " : "", n->control[i]->name);
+  clg_strbuf_append(&s, ")");
+  return clg_strbuf_take(&s);
+}
