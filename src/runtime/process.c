@@ -33,13 +33,28 @@ static bool same_string(const char *a, const char *b)
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+/* Field by field over the used slots only: memcmp would also compare the padding after
+ * count and the unused tail of memory_limit_mb, which callers need not clear. */
+static bool same_virtual(const clg_virtual_devices *a, const clg_virtual_devices *b)
+{
+  if (a->count != b->count)
+    return false;
+  int n = a->count < 0                         ? 0
+          : a->count > CLG_MAX_VIRTUAL_PER_GPU ? CLG_MAX_VIRTUAL_PER_GPU
+                                               : a->count;
+  for (int i = 0; i < n; i++)
+    if (a->memory_limit_mb[i] != b->memory_limit_mb[i])
+      return false;
+  return true;
+}
+
 static bool same_devices(const clg_session_options *a, const clg_session_options *b)
 {
   if (a->device_types != b->device_types || a->num_virtual != b->num_virtual ||
       !same_string(a->visible_device_list, b->visible_device_list))
     return false;
   for (int i = 0; i < a->num_virtual; i++)
-    if (memcmp(&a->virtual_devices[i], &b->virtual_devices[i], sizeof(clg_virtual_devices)) != 0)
+    if (!same_virtual(&a->virtual_devices[i], &b->virtual_devices[i]))
       return false;
   return true;
 }
