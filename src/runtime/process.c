@@ -113,11 +113,12 @@ static void pinned_start(clg_process *p)
 static clg_code validate_options(const clg_session_options *opt)
 {
   double f = opt->gpu_options.per_process_gpu_memory_fraction;
+  char text[CLG_DOUBLE_TEXT];
   if (isnan(f) || f < 0.0 || f > 1.0)
     return clg_error(CLG_INVALID_ARGUMENT,
                      "per_process_gpu_memory_fraction must be in [0, 1] (0: the default, the "
-                     "whole memory); got %g",
-                     f);
+                     "whole memory); got %s",
+                     clg_double_text(f, text));
   if (f > 0.0 && opt->num_virtual > 0)
     return clg_error(CLG_INVALID_ARGUMENT,
                      "It's invalid to set per_process_gpu_memory_fraction when virtual_devices "
@@ -184,15 +185,18 @@ clg_code clg_process_acquire(const clg_session_options *opt, clg_process **out)
               "This session asks for a device configuration (device types, "
               "visible_device_list, virtual devices) different from the one the devices of "
               "this process were created with; the existing devices are used.");
-    if (!same_memory(&process->first.gpu_options, &opt->gpu_options))
+    if (!same_memory(&process->first.gpu_options, &opt->gpu_options)) {
+      char asked[CLG_DOUBLE_TEXT], first[CLG_DOUBLE_TEXT];
       clg_log(CLG_LOG_WARNING,
               "This session asks for GPU memory options (allow_growth=%d, "
-              "per_process_gpu_memory_fraction=%g) different from those the device allocators "
-              "were created with (allow_growth=%d, per_process_gpu_memory_fraction=%g); the "
+              "per_process_gpu_memory_fraction=%s) different from those the device allocators "
+              "were created with (allow_growth=%d, per_process_gpu_memory_fraction=%s); the "
               "existing allocators are used.",
-              opt->gpu_options.allow_growth, opt->gpu_options.per_process_gpu_memory_fraction,
+              opt->gpu_options.allow_growth,
+              clg_double_text(opt->gpu_options.per_process_gpu_memory_fraction, asked),
               process->first.gpu_options.allow_growth,
-              process->first.gpu_options.per_process_gpu_memory_fraction);
+              clg_double_text(process->first.gpu_options.per_process_gpu_memory_fraction, first));
+    }
   }
   if (code == CLG_OK) {
     process->refs++;
