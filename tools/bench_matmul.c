@@ -383,7 +383,11 @@ static void print_json_number(double v)
 
 int clg_bench_matmul(int argc, char **argv)
 {
-  if (clg_tool_has_flag(argc, argv, "--help")) {
+  static const char *const flags[] = {"--json", NULL};
+  static const char *const valued[] = {"--repeats", "--sizes", "--f64-sizes", NULL};
+  if (!clg_tool_check_options(argc, argv, "bench matmul", flags, valued, usage))
+    return 2;
+  if (clg_tool_wants_help(argc, argv)) {
     usage(stdout);
     return 0;
   }

@@ -177,16 +177,26 @@ static void graph_times(int nodes, double *build_s, double *prepare_s)
   clg_graph_free(g);
 }
 
+static void usage(FILE *f)
+{
+  fprintf(f,
+          "usage: clgraph bench overhead [--json] [--repeats N]\n\n"
+          "Per device: microseconds per op of a %d-Add chain on %d-element float32 tensors\n"
+          "run through a session, against the same work by hand in the same run (the same\n"
+          "OpenCL kernel enqueued on a bare queue, or a plain C loop on CPU:0); medians of\n"
+          "N runs (default 15) after a warm-up. Then the time to build, place and prepare\n"
+          "graphs of 10,000 and 20,000 nodes.\n",
+          CHAIN, ELEMS);
+}
+
 int clg_bench_overhead(int argc, char **argv)
 {
-  if (clg_tool_has_flag(argc, argv, "--help")) {
-    printf("usage: clgraph bench overhead [--json] [--repeats N]\n\n"
-           "Per device: microseconds per op of a %d-Add chain on %d-element float32 tensors\n"
-           "run through a session, against the same work by hand in the same run (the same\n"
-           "OpenCL kernel enqueued on a bare queue, or a plain C loop on CPU:0); medians of\n"
-           "N runs (default 15) after a warm-up. Then the time to build, place and prepare\n"
-           "graphs of 10,000 and 20,000 nodes.\n",
-           CHAIN, ELEMS);
+  static const char *const flags[] = {"--json", NULL};
+  static const char *const valued[] = {"--repeats", NULL};
+  if (!clg_tool_check_options(argc, argv, "bench overhead", flags, valued, usage))
+    return 2;
+  if (clg_tool_wants_help(argc, argv)) {
+    usage(stdout);
     return 0;
   }
   bool json = clg_tool_has_flag(argc, argv, "--json");
