@@ -173,6 +173,13 @@ static void test_arguments(clg_devices *devs)
     CHECK_CONTAINS(clg_last_error(), "per_process_gpu_memory_fraction");
     CHECK(a == NULL);
   }
+  clg_memory_options above_one = {.per_process_gpu_memory_fraction = nextafter(1.0, 2.0)};
+  CHECK_CODE(clg_allocator_new(gpu, &above_one, &a), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "per_process_gpu_memory_fraction = 1.0000000000000002 is out");
+  char text[CLG_DOUBLE_TEXT];
+  CHECK_STR(clg_double_text(0.4, text), "0.4");
+  CHECK_STR(clg_double_text(0.1 + 0.2, text), "0.30000000000000004");
+  CHECK_STR(clg_double_text(NAN, text), "nan");
   CHECK_CODE(clg_allocator_new(NULL, NULL, &a), CLG_INVALID_ARGUMENT);
   CHECK_CODE(clg_allocator_new(gpu, NULL, NULL), CLG_INVALID_ARGUMENT);
   a = make(gpu, 1, 0.5, 0);

@@ -53,6 +53,14 @@ static void session_options(clg_graph *g)
     CHECK_CONTAINS(clg_last_error(), "per_process_gpu_memory_fraction must be in [0, 1]");
     CHECK(s == NULL);
   }
+  /* Just above 1: the message shows the digits that make it so, not "got 1". */
+  clg_session_options_init(&opt);
+  opt.gpu_options.per_process_gpu_memory_fraction = nextafter(1.0, 2.0);
+  CHECK_CODE(clg_session_new(g, &opt, &s), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "got 1.0000000000000002");
+  opt.gpu_options.per_process_gpu_memory_fraction = -0.25;
+  CHECK_CODE(clg_session_new(g, &opt, &s), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "got -0.25");
   clg_virtual_devices vd = {1, {64}};
   clg_session_options_init(&opt);
   opt.gpu_options.per_process_gpu_memory_fraction = 0.5;

@@ -293,9 +293,20 @@ static void test_edge_cases(void)
   name2000[2000] = '\0';
   snprintf(spec, sizeof spec, "/job:%s", name2000);
   CHECK_CODE(clg_devname_parse(spec, &n), CLG_INVALID_ARGUMENT);
-  CHECK_CONTAINS(clg_last_error(), "...': job name 'ccc");
+  CHECK_CONTAINS(clg_last_error(), "...' (2005 characters): job name 'ccc");
   CHECK_CONTAINS(clg_last_error(), "is longer than 63 characters");
   CHECK(strlen(clg_last_error()) < 600);
+  /* 10,000 characters: the message still ends with the reason */
+  char *huge = malloc(10001);
+  memcpy(huge, "/job:", 5);
+  memset(huge + 5, 'd', 9995);
+  huge[10000] = '\0';
+  CHECK_CODE(clg_devname_parse(huge, &n), CLG_INVALID_ARGUMENT);
+  const char *why = "is longer than 63 characters";
+  size_t msg_len = strlen(clg_last_error());
+  CHECK(msg_len > strlen(why) && strcmp(clg_last_error() + msg_len - strlen(why), why) == 0);
+  CHECK(msg_len < 600);
+  free(huge);
 
   /* formatting: small buffers are truncated but terminated; NULL name is "" */
   clg_devname full = name("/job:localhost/replica:0/task:0/device:GPU:1");

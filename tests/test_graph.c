@@ -381,6 +381,29 @@ static void test_malformed_scope(void)
   }
 }
 
+/* A 10,000-character scope: the quoted spec is shortened, the reason is kept whole at the
+ * end (it used to be cut off at 4,095 characters). */
+static void test_huge_scope_spec(void)
+{
+  size_t len = 10000;
+  char *spec = malloc(len + 1);
+  memcpy(spec, "/job:", 5);
+  memset(spec + 5, 'c', len - 5);
+  spec[len] = '\0';
+  clg_graph *g = clg_graph_new();
+  CHECK_CODE(clg_graph_push_device(g, spec), CLG_INVALID_ARGUMENT);
+  const char *msg = clg_graph_error(g);
+  const char *reason = "is longer than 63 characters";
+  size_t n = strlen(msg);
+  CHECK_MSG(n >= strlen(reason) && strcmp(msg + n - strlen(reason), reason) == 0,
+            "the message does not end with the reason: \"...%s\"", n > 200 ? msg + n - 200 : msg);
+  CHECK_MSG(starts_with(msg, "device scope '/job:ccc"), "error \"%.200s\"", msg);
+  CHECK_CONTAINS(msg, "(10000 characters)");
+  CHECK(n < 1000);
+  clg_graph_free(g);
+  free(spec);
+}
+
 static void test_sticky_after_50(void)
 {
   clg_graph *g = clg_graph_new();
@@ -660,6 +683,7 @@ int main(void)
   test_duplicate_and_invalid_names();
   test_scopes();
   test_malformed_scope();
+  test_huge_scope_spec();
   test_sticky_after_50();
   test_scalar_broadcast();
   test_transposes();

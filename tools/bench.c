@@ -4,27 +4,40 @@
 
 #include "tool.h"
 
+static const struct {
+  const char *name;
+  int (*run)(int, char **);
+  const char *summary;
+} benches[] = {
+    {"matmul", clg_bench_matmul, "GFLOP/s through a session vs direct CBLAS / CLBlast"},
+    {"alloc", clg_bench_alloc, "ns per allocate+free vs malloc and clCreateBuffer"},
+    {"overhead", clg_bench_overhead, "us per op on a 1,000-Add chain; graph build/place time"},
+};
+#define NUM_BENCHES (sizeof benches / sizeof benches[0])
+
+static void usage(FILE *f)
+{
+  fprintf(f, "usage: clgraph bench <benchmark> [--json] [--repeats N]\n\nbenchmarks:\n");
+  for (size_t i = 0; i < NUM_BENCHES; i++)
+    fprintf(f, "  %-9s %s\n", benches[i].name, benches[i].summary);
+  fprintf(f, "\n'clgraph bench <benchmark> --help' explains a benchmark.\n");
+}
+
 int clg_tool_bench(int argc, char **argv)
 {
-  static const struct {
-    const char *name;
-    int (*run)(int, char **);
-    const char *summary;
-  } benches[] = {
-      {"matmul", clg_bench_matmul, "GFLOP/s through a session vs direct CBLAS / CLBlast"},
-      {"alloc", clg_bench_alloc, "ns per allocate+free vs malloc and clCreateBuffer"},
-      {"overhead", clg_bench_overhead, "us per op on a 1,000-Add chain; graph build/place time"},
-  };
-  size_t n = sizeof benches / sizeof benches[0];
-  if (argc < 2 || strcmp(argv[1], "--help") == 0) {
-    printf("usage: clgraph bench <benchmark> [--json] [--repeats N]\n\nbenchmarks:\n");
-    for (size_t i = 0; i < n; i++)
-      printf("  %-9s %s\n", benches[i].name, benches[i].summary);
-    return argc < 2 ? 2 : 0;
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
   }
-  for (size_t i = 0; i < n; i++)
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  for (size_t i = 0; i < NUM_BENCHES; i++)
     if (strcmp(argv[1], benches[i].name) == 0)
       return benches[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "clgraph bench: unknown benchmark '%s' (matmul, alloc, overhead)\n", argv[1]);
+  fprintf(stderr, "clgraph bench: unknown %s '%s'\n\n", argv[1][0] == '-' ? "option" : "benchmark",
+          argv[1]);
+  usage(stderr);
   return 2;
 }

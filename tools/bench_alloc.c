@@ -202,15 +202,24 @@ static double run_clcreate(clg_device *dev, const trace *t, cl_mem *mems)
   return (double)(clg_now_ns() - t0) / (double)t->pairs;
 }
 
+static void usage(FILE *f)
+{
+  fprintf(f, "usage: clgraph bench alloc [--json] [--repeats N] [--reserve]\n\n"
+             "Replays one trace of allocations (256 B .. 32 MiB, frees interleaved, fixed seed)\n"
+             "through the device allocator of the first GPU (allow_growth; the host if there is\n"
+             "no GPU), glibc malloc+free and clCreateBuffer+clReleaseMemObject, and prints the\n"
+             "median ns per allocate+free pair; then peak reserved / peak in use on a random\n"
+             "trace. --reserve also times reserving the whole device memory (default mode).\n");
+}
+
 int clg_bench_alloc(int argc, char **argv)
 {
-  if (clg_tool_has_flag(argc, argv, "--help")) {
-    printf("usage: clgraph bench alloc [--json] [--repeats N] [--reserve]\n\n"
-           "Replays one trace of allocations (256 B .. 32 MiB, frees interleaved, fixed seed)\n"
-           "through the device allocator of the first GPU (allow_growth; the host if there is\n"
-           "no GPU), glibc malloc+free and clCreateBuffer+clReleaseMemObject, and prints the\n"
-           "median ns per allocate+free pair; then peak reserved / peak in use on a random\n"
-           "trace. --reserve also times reserving the whole device memory (default mode).\n");
+  static const char *const flags[] = {"--json", "--reserve", NULL};
+  static const char *const valued[] = {"--repeats", NULL};
+  if (!clg_tool_check_options(argc, argv, "bench alloc", flags, valued, usage))
+    return 2;
+  if (clg_tool_wants_help(argc, argv)) {
+    usage(stdout);
     return 0;
   }
   bool json = clg_tool_has_flag(argc, argv, "--json");

@@ -1,8 +1,9 @@
 /* clgraph bench overhead: what the engine adds per op. A chain of 1,000 Adds on 64-element
  * float32 tensors runs in one session on each device, against the same work done by hand
  * in the same run: the same OpenCL kernel enqueued 1,000 times on a bare queue (OpenCL
- * devices), or a plain C loop (CPU:0). Then the time to build, place and prepare graphs of
- * 10,000 and 20,000 nodes (growth should be linear). */
+ * devices), or a plain C loop (CPU:0), the two sides timed back to back in each round. Then
+ * the time to build, place and prepare graphs of 10,000 to 200,000 nodes (growth should be
+ * linear). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,130 +36,188 @@ static clg_node *build_chain(clg_graph *g, const char *device, int length)
   return y;
 }
 
-/* Median seconds per run of the chain through a session on `device`; < 0 on failure. */
-static double engine_chain(const char *device, int repeats)
+/* The chain through a session on one device, built and warmed up once. */
+typedef struct engine_side {
+  clg_graph *g;
+  clg_session *s;
+  clg_node *y;
+} engine_side;
+
+static bool engine_open(engine_side *e, const char *device)
 {
-  clg_graph *g = clg_graph_new();
-  clg_node *y = build_chain(g, device, CHAIN);
-  clg_session *s = NULL;
-  double *t = calloc((size_t)repeats, sizeof *t);
-  double result = -1;
+  memset(e, 0, sizeof *e);
+  e->g = clg_graph_new();
+  e->y = build_chain(e->g, device, CHAIN);
   clg_tensor *out = NULL;
-  if (t && clg_graph_status(g) == CLG_OK && clg_session_new(g, NULL, &s) == CLG_OK &&
-      clg_session_run(s, 0, NULL, NULL, 1, &y, &out) == CLG_OK) {
-    clg_tensor_free(out);
-    int r = 0;
-    for (; r < repeats; r++) {
-      uint64_t t0 = clg_now_ns();
-      out = NULL;
-      if (clg_session_run(s, 0, NULL, NULL, 1, &y, &out) != CLG_OK)
-        break;
-      t[r] = seconds_since(t0);
-      clg_tensor_free(out);
-    }
-    if (r == repeats)
-      result = clg_tool_median(t, repeats);
-  }
-  if (result < 0)
+  bool ok = clg_graph_status(e->g) == CLG_OK && clg_session_new(e->g, NULL, &e->s) == CLG_OK &&
+            clg_session_run(e->s, 0, NULL, NULL, 1, &e->y, &out) == CLG_OK;
+  clg_tensor_free(out);
+  if (!ok)
     fprintf(stderr, "clgraph bench overhead: the chain on %s failed: %s\n", device,
             clg_last_error());
-  clg_session_free(s);
-  clg_graph_free(g);
-  free(t);
-  return result;
+  return ok;
 }
 
-/* The same adds as a plain C loop. */
-static double direct_host(int repeats)
+/* Seconds for one run of the chain (feed nothing, fetch the last Add); < 0 on failure. */
+static double engine_run(engine_side *e)
+{
+  clg_tensor *out = NULL;
+  uint64_t t0 = clg_now_ns();
+  if (clg_session_run(e->s, 0, NULL, NULL, 1, &e->y, &out) != CLG_OK) {
+    fprintf(stderr, "clgraph bench overhead: the chain failed: %s\n", clg_last_error());
+    return -1;
+  }
+  double t = seconds_since(t0);
+  clg_tensor_free(out);
+  return t;
+}
+
+static void engine_close(engine_side *e)
+{
+  clg_session_free(e->s);
+  clg_graph_free(e->g);
+}
+
+/* The same adds as a plain C loop: seconds for one chain. */
+static double direct_host_run(void)
 {
   static float c[ELEMS], buf[2][ELEMS];
-  double *t = calloc((size_t)repeats, sizeof *t);
-  if (!t)
-    return -1;
+  static volatile float sink;
   for (int i = 0; i < ELEMS; i++)
     c[i] = (float)i * 0.001f;
-  volatile float sink = 0;
-  for (int r = 0; r < repeats; r++) {
-    uint64_t t0 = clg_now_ns();
-    memcpy(buf[0], c, sizeof c);
-    for (int k = 0; k < CHAIN; k++) {
-      const float *in = buf[k & 1];
-      float *o = buf[(k + 1) & 1];
-      for (int i = 0; i < ELEMS; i++)
-        o[i] = in[i] + c[i];
-    }
-    sink += buf[CHAIN & 1][ELEMS - 1];
-    t[r] = seconds_since(t0);
+  uint64_t t0 = clg_now_ns();
+  memcpy(buf[0], c, sizeof c);
+  for (int k = 0; k < CHAIN; k++) {
+    const float *in = buf[k & 1];
+    float *o = buf[(k + 1) & 1];
+    for (int i = 0; i < ELEMS; i++)
+      o[i] = in[i] + c[i];
   }
-  (void)sink;
-  double m = clg_tool_median(t, repeats);
-  free(t);
-  return m;
+  sink += buf[CHAIN & 1][ELEMS - 1];
+  return seconds_since(t0);
 }
 
-/* The same kernel (clg_add of cl/elementwise.cl) enqueued CHAIN times by hand on a bare
- * queue of the device, ping-ponging two buffers, then clFinish. */
-static double direct_cl(const clg_device *dev, int repeats)
-{
+/* The same kernel the session launches for Add (clg_add of cl/elementwise.cl, with the same
+ * nine arguments), enqueued CHAIN times by hand on a bare queue of the device, ping-ponging
+ * two buffers, then clFinish. */
+typedef struct direct_side {
+  const clg_device *dev;
+  cl_command_queue q;
+  cl_program prog;
+  cl_kernel k;
+  cl_mem c, buf[2];
   cl_int err;
-  double result = -1;
-  cl_command_queue q = clCreateCommandQueue(dev->context, dev->cl_device, 0, &err);
-  const char *src = clg_cl_source("elementwise");
-  cl_program prog = err == CL_SUCCESS && src
-                        ? clCreateProgramWithSource(dev->context, 1, &src, NULL, &err)
-                        : NULL;
-  if (prog)
-    err = clBuildProgram(prog, 1, &dev->cl_device, "", NULL, NULL);
-  cl_kernel k = prog && err == CL_SUCCESS ? clCreateKernel(prog, "clg_add", &err) : NULL;
-  cl_mem c = NULL, buf[2] = {NULL, NULL};
-  double *t = calloc((size_t)repeats, sizeof *t);
-  if (k && t) {
-    c = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, ELEMS * sizeof(float), NULL, &err);
-    buf[0] = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, ELEMS * sizeof(float), NULL, &err);
-    buf[1] = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, ELEMS * sizeof(float), NULL, &err);
+} direct_side;
+
+static double direct_cl_run(direct_side *d)
+{
+  cl_ulong zero = 0, one = 1, count = ELEMS;
+  size_t global = ELEMS;
+  cl_int err = CL_SUCCESS;
+  uint64_t t0 = clg_now_ns();
+  for (int i = 0; i < CHAIN && err == CL_SUCCESS; i++) {
+    clSetKernelArg(d->k, 0, sizeof(cl_mem), &d->buf[i & 1]);
+    clSetKernelArg(d->k, 1, sizeof zero, &zero);
+    clSetKernelArg(d->k, 2, sizeof one, &one);
+    clSetKernelArg(d->k, 3, sizeof(cl_mem), &d->c);
+    clSetKernelArg(d->k, 4, sizeof zero, &zero);
+    clSetKernelArg(d->k, 5, sizeof one, &one);
+    clSetKernelArg(d->k, 6, sizeof(cl_mem), &d->buf[(i + 1) & 1]);
+    clSetKernelArg(d->k, 7, sizeof zero, &zero);
+    clSetKernelArg(d->k, 8, sizeof count, &count);
+    err = clEnqueueNDRangeKernel(d->q, d->k, 1, NULL, &global, NULL, 0, NULL, NULL);
   }
-  if (c && buf[0] && buf[1]) {
-    cl_ulong zero = 0, one = 1, count = ELEMS;
-    size_t global = ELEMS;
-    int r = -1; /* one warm-up round */
-    for (; r < repeats && err == CL_SUCCESS; r++) {
-      uint64_t t0 = clg_now_ns();
-      for (int i = 0; i < CHAIN && err == CL_SUCCESS; i++) {
-        clSetKernelArg(k, 0, sizeof(cl_mem), &buf[i & 1]);
-        clSetKernelArg(k, 1, sizeof zero, &zero);
-        clSetKernelArg(k, 2, sizeof one, &one);
-        clSetKernelArg(k, 3, sizeof(cl_mem), &c);
-        clSetKernelArg(k, 4, sizeof zero, &zero);
-        clSetKernelArg(k, 5, sizeof one, &one);
-        clSetKernelArg(k, 6, sizeof(cl_mem), &buf[(i + 1) & 1]);
-        clSetKernelArg(k, 7, sizeof zero, &zero);
-        clSetKernelArg(k, 8, sizeof count, &count);
-        err = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL);
-      }
-      if (err == CL_SUCCESS)
-        err = clFinish(q);
-      if (r >= 0)
-        t[r] = seconds_since(t0);
-    }
-    if (err == CL_SUCCESS)
-      result = clg_tool_median(t, repeats);
-  }
-  if (result < 0)
+  if (err == CL_SUCCESS)
+    err = clFinish(d->q);
+  double t = seconds_since(t0);
+  if (err != CL_SUCCESS) {
+    d->err = err;
     fprintf(stderr, "clgraph bench overhead: the hand-enqueued chain on %s failed: %s (%d)\n",
-            dev->info.name, clg_cl_error_name(err), err);
+            d->dev->info.name, clg_cl_error_name(err), err);
+    return -1;
+  }
+  return t;
+}
+
+static void direct_cl_close(direct_side *d)
+{
   for (int i = 0; i < 2; i++)
-    if (buf[i])
-      clReleaseMemObject(buf[i]);
-  if (c)
-    clReleaseMemObject(c);
-  if (k)
-    clReleaseKernel(k);
-  if (prog)
-    clReleaseProgram(prog);
-  if (q)
-    clReleaseCommandQueue(q);
+    if (d->buf[i])
+      clReleaseMemObject(d->buf[i]);
+  if (d->c)
+    clReleaseMemObject(d->c);
+  if (d->k)
+    clReleaseKernel(d->k);
+  if (d->prog)
+    clReleaseProgram(d->prog);
+  if (d->q)
+    clReleaseCommandQueue(d->q);
+}
+
+/* Builds the kernel and buffers and runs one warm-up chain. */
+static bool direct_cl_open(direct_side *d, const clg_device *dev)
+{
+  memset(d, 0, sizeof *d);
+  d->dev = dev;
+  cl_int err;
+  d->q = clCreateCommandQueue(dev->context, dev->cl_device, 0, &err);
+  const char *src = clg_cl_source("elementwise");
+  if (err == CL_SUCCESS && src)
+    d->prog = clCreateProgramWithSource(dev->context, 1, &src, NULL, &err);
+  if (d->prog)
+    err = clBuildProgram(d->prog, 1, &dev->cl_device, "", NULL, NULL);
+  if (d->prog && err == CL_SUCCESS)
+    d->k = clCreateKernel(d->prog, "clg_add", &err);
+  for (int i = 0; d->k && i < 3; i++) {
+    cl_mem m = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, ELEMS * sizeof(float), NULL, &err);
+    *(i == 0 ? &d->c : &d->buf[i - 1]) = m;
+  }
+  if (!(d->c && d->buf[0] && d->buf[1])) {
+    fprintf(stderr, "clgraph bench overhead: setting up the bare queue on %s failed: %s (%d)\n",
+            dev->info.name, clg_cl_error_name(err), err);
+    return false;
+  }
+  return direct_cl_run(d) >= 0;
+}
+
+/* Medians over `repeats` rounds on one device. Each round times both sides back to back,
+ * in alternating order, so that load drift lands on both; ratio is the median of the
+ * rounds' session / direct ratios. */
+typedef struct overhead_result {
+  double engine_s, direct_s, ratio;
+} overhead_result;
+
+static bool measure_device(clg_device *dev, int repeats, overhead_result *res)
+{
+  engine_side e;
+  direct_side d;
+  memset(&d, 0, sizeof d);
+  bool ok = engine_open(&e, dev->info.name);
+  bool dok = ok && (dev->is_host ? direct_host_run() >= 0 : direct_cl_open(&d, dev));
+  double *t = calloc((size_t)repeats * 3, sizeof *t);
+  double *te = t, *td = t + repeats, *ratio = t + 2 * repeats;
+  ok = ok && dok && t;
+  for (int r = 0; ok && r < repeats; r++) {
+    for (int side = 0; side < 2; side++) {
+      bool engine_turn = (side == 0) == (r % 2 == 0);
+      double s = engine_turn    ? engine_run(&e)
+                 : dev->is_host ? direct_host_run()
+                                : direct_cl_run(&d);
+      (engine_turn ? te : td)[r] = s;
+      ok = ok && s >= 0;
+    }
+    ratio[r] = td[r] > 0 ? te[r] / td[r] : 0;
+  }
+  if (ok) {
+    res->ratio = clg_tool_median(ratio, repeats);
+    res->engine_s = clg_tool_median(te, repeats);
+    res->direct_s = clg_tool_median(td, repeats);
+  }
   free(t);
-  return result;
+  if (d.dev)
+    direct_cl_close(&d);
+  engine_close(&e);
+  return ok;
 }
 
 /* Seconds to build a chain of `nodes` nodes, and to create its session (place + prepare). */
@@ -177,16 +236,26 @@ static void graph_times(int nodes, double *build_s, double *prepare_s)
   clg_graph_free(g);
 }
 
+static void usage(FILE *f)
+{
+  fprintf(f,
+          "usage: clgraph bench overhead [--json] [--repeats N]\n\n"
+          "Per device: microseconds per op of a %d-Add chain on %d-element float32 tensors\n"
+          "run through a session, against the same work by hand in the same run (the same\n"
+          "OpenCL kernel enqueued on a bare queue, or a plain C loop on CPU:0); medians of\n"
+          "N runs (default 15) after a warm-up. Then the time to build, place and prepare\n"
+          "graphs of 10,000 to 200,000 nodes.\n",
+          CHAIN, ELEMS);
+}
+
 int clg_bench_overhead(int argc, char **argv)
 {
-  if (clg_tool_has_flag(argc, argv, "--help")) {
-    printf("usage: clgraph bench overhead [--json] [--repeats N]\n\n"
-           "Per device: microseconds per op of a %d-Add chain on %d-element float32 tensors\n"
-           "run through a session, against the same work by hand in the same run (the same\n"
-           "OpenCL kernel enqueued on a bare queue, or a plain C loop on CPU:0); medians of\n"
-           "N runs (default 15) after a warm-up. Then the time to build, place and prepare\n"
-           "graphs of 10,000 and 20,000 nodes.\n",
-           CHAIN, ELEMS);
+  static const char *const flags[] = {"--json", NULL};
+  static const char *const valued[] = {"--repeats", NULL};
+  if (!clg_tool_check_options(argc, argv, "bench overhead", flags, valued, usage))
+    return 2;
+  if (clg_tool_wants_help(argc, argv)) {
+    usage(stdout);
     return 0;
   }
   bool json = clg_tool_has_flag(argc, argv, "--json");
@@ -208,35 +277,42 @@ int clg_bench_overhead(int argc, char **argv)
            "\"devices\": [",
            CHAIN, ELEMS, repeats);
   else
-    printf("chain of %d Adds on %d floats, median of %d runs\n%-16s %14s %14s %8s\n", CHAIN, ELEMS,
-           repeats, "device", "clgraph us/op", "direct us/op", "ratio");
+    printf("chain of %d Adds on %d floats, median of %d rounds (each times both sides, in\n"
+           "alternating order; ratio = median of the rounds' clgraph / direct)\n"
+           "%-16s %14s %14s %8s\n",
+           CHAIN, ELEMS, repeats, "device", "clgraph us/op", "direct us/op", "ratio");
   for (int i = 0; i < clg_devices_count(devs); i++) {
     clg_device *dev = clg_devices_at(devs, i);
-    double e = engine_chain(dev->info.name, repeats);
-    double d = dev->is_host ? direct_host(repeats) : direct_cl(dev, repeats);
-    if (e < 0 || d < 0)
+    overhead_result res = {-1, -1, 0};
+    if (!measure_device(dev, repeats, &res))
       status = 1;
-    double eu = e * 1e6 / CHAIN, du = d * 1e6 / CHAIN;
+    double eu = res.engine_s * 1e6 / CHAIN, du = res.direct_s * 1e6 / CHAIN;
     if (json)
       printf("%s{\"device\": \"%s\", \"direct\": \"%s\", \"clgraph_us_per_op\": %.3f, "
              "\"direct_us_per_op\": %.3f, \"ratio\": %.3f}",
              i ? ", " : "", dev->info.name, dev->is_host ? "C loop" : "bare OpenCL queue", eu, du,
-             eu / du);
+             res.ratio);
     else
-      printf("%-16s %14.3f %14.3f %8.2f  (direct: %s)\n", dev->info.name, eu, du, eu / du,
+      printf("%-16s %14.3f %14.3f %8.2f  (direct: %s)\n", dev->info.name, eu, du, res.ratio,
              dev->is_host ? "C loop" : "same kernel on a bare queue");
   }
-  double b10, p10, b20, p20;
-  graph_times(10000, &b10, &p10);
-  graph_times(20000, &b20, &p20);
-  if (json)
-    printf("], \"graph_10000\": {\"build_ms\": %.3f, \"place_prepare_ms\": %.3f}, "
-           "\"graph_20000\": {\"build_ms\": %.3f, \"place_prepare_ms\": %.3f}}\n",
-           b10 * 1e3, p10 * 1e3, b20 * 1e3, p20 * 1e3);
-  else
-    printf("graph of 10,000 nodes: build %.2f ms, place + prepare %.2f ms\n"
-           "graph of 20,000 nodes: build %.2f ms, place + prepare %.2f ms (x%.2f)\n",
-           b10 * 1e3, p10 * 1e3, b20 * 1e3, p20 * 1e3, p20 / p10);
+  /* Graph sizes: build time should grow linearly with the node count. */
+  static const int sizes[] = {10000, 20000, 100000, 200000};
+  enum { NSIZES = sizeof sizes / sizeof sizes[0] };
+  double build[NSIZES], prep[NSIZES];
+  for (int k = 0; k < NSIZES; k++)
+    graph_times(sizes[k], &build[k], &prep[k]);
+  if (json) {
+    printf("]");
+    for (int k = 0; k < NSIZES; k++)
+      printf(", \"graph_%d\": {\"build_ms\": %.3f, \"place_prepare_ms\": %.3f}", sizes[k],
+             build[k] * 1e3, prep[k] * 1e3);
+    printf("}\n");
+  } else {
+    for (int k = 0; k < NSIZES; k++)
+      printf("graph of %7d nodes: build %8.2f ms (%.3f us/node), place + prepare %8.2f ms\n",
+             sizes[k], build[k] * 1e3, build[k] * 1e6 / sizes[k], prep[k] * 1e3);
+  }
   clg_session_free(hold);
   clg_graph_free(hold_g);
   return status;

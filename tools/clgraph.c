@@ -43,6 +43,43 @@ bool clg_tool_has_flag(int argc, char **argv, const char *flag)
   return false;
 }
 
+static bool in_list(const char *const *list, const char *arg)
+{
+  for (; list && *list; list++)
+    if (strcmp(*list, arg) == 0)
+      return true;
+  return false;
+}
+
+bool clg_tool_check_options(int argc, char **argv, const char *command, const char *const *flags,
+                            const char *const *valued, void (*usage)(FILE *))
+{
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || in_list(flags, a))
+      continue;
+    if (in_list(valued, a)) {
+      if (i + 1 < argc) {
+        i++;
+        continue;
+      }
+      fprintf(stderr, "clgraph %s: %s needs a value\n\n", command, a);
+    } else if (a[0] == '-') {
+      fprintf(stderr, "clgraph %s: unknown option '%s'\n\n", command, a);
+    } else {
+      fprintf(stderr, "clgraph %s: unexpected argument '%s'\n\n", command, a);
+    }
+    usage(stderr);
+    return false;
+  }
+  return true;
+}
+
+bool clg_tool_wants_help(int argc, char **argv)
+{
+  return clg_tool_has_flag(argc, argv, "--help") || clg_tool_has_flag(argc, argv, "-h");
+}
+
 const char *clg_tool_option(int argc, char **argv, const char *option)
 {
   for (int i = 1; i + 1 < argc; i++)
@@ -94,7 +131,8 @@ int main(int argc, char **argv)
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(argv[1], commands[i].name) == 0)
       return commands[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "clgraph: unknown command '%s'\n\n", argv[1]);
+  fprintf(stderr, "clgraph: unknown %s '%s'\n\n", argv[1][0] == '-' ? "option" : "command",
+          argv[1]);
   usage(stderr);
   return 2;
 }

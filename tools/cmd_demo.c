@@ -917,7 +917,11 @@ int clg_tool_demo(int argc, char **argv)
     } else if (strcmp(argv[i], "--scenario") == 0 && i + 1 < argc) {
       only = argv[++i];
     } else {
-      fprintf(stderr, "clgraph demo: unknown or incomplete option '%s'\n\n", argv[i]);
+      if (strcmp(argv[i], "--scenario") == 0)
+        fprintf(stderr, "clgraph demo: --scenario needs a value\n\n");
+      else
+        fprintf(stderr, "clgraph demo: unknown %s '%s'\n\n",
+                argv[i][0] == '-' ? "option" : "argument", argv[i]);
       usage(stderr);
       return 2;
     }

@@ -3,6 +3,7 @@
 #define CLG_TOOL_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 /* Each returns the process exit status. argv[0] is the command's name. */
 int clg_tool_devices(int argc, char **argv);
@@ -24,6 +25,16 @@ const char *clg_tool_option(int argc, char **argv, const char *option);
  * stderr as "clgraph <command>: <option> '<text>': want <min>..<max>"; returns false then. */
 bool clg_tool_int_option(int argc, char **argv, const char *command, const char *option, int min,
                          int max, int *value);
+
+/* Checks argv[1..] against the command's options: flags take no value, valued options
+ * take the next argument. An unknown option, a stray argument or a valued option at the
+ * end is reported on stderr as "clgraph <command>: ...", followed by usage(stderr);
+ * returns false then (the caller exits with status 2). Both lists end with NULL. */
+bool clg_tool_check_options(int argc, char **argv, const char *command, const char *const *flags,
+                            const char *const *valued, void (*usage)(FILE *));
+
+/* True if argv asks for help (--help or -h). */
+bool clg_tool_wants_help(int argc, char **argv);
 
 /* Median of n doubles (sorts the array). */
 double clg_tool_median(double *v, int n);

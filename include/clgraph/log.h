@@ -24,7 +24,9 @@ typedef enum clg_log_level {
 } clg_log_level;
 
 /* A sink receives one complete message (no trailing newline; it may contain newlines).
- * It may be called from any thread that calls into clgraph, one call at a time. */
+ * It may be called from any thread that calls into clgraph, one call at a time. It may
+ * itself log (the message reaches the sink, nested in the current call) or call
+ * clg_log_set_sink (taking effect from the next message). */
 typedef void (*clg_log_sink)(clg_log_level level, const char *message, void *user);
 
 /* Replaces the sink; NULL restores the default stderr sink. */

@@ -86,6 +86,11 @@ void clg_strbuf_free(clg_strbuf *s);
 
 /* strdup that records RESOURCE_EXHAUSTED on failure. */
 char *clg_strdup(const char *s);
+/* v with as many digits as it takes to read back exactly ("%.17g" at most, fewer when they
+ * suffice: 0.4, but 1.0000000000000002), so a message shows why a value was refused.
+ * Returns buf. */
+#define CLG_DOUBLE_TEXT 32
+char *clg_double_text(double v, char buf[CLG_DOUBLE_TEXT]);
 
 /* Aligned allocation (alignment a power of two >= sizeof(void*)); free with clg_aligned_free. */
 void *clg_aligned_alloc(size_t alignment, size_t size);

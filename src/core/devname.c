@@ -8,9 +8,11 @@
 
 #include "core/core.h"
 
-/* Error messages quote at most this much of the specification and of the offending part,
- * so that a huge input still leaves the reason readable. */
-#define SPEC_QUOTE_MAX 200
+/* Error messages quote a specification whole up to SPEC_QUOTE_MAX characters, a longer one
+ * as its first SPEC_QUOTE_KEEP and its length, and at most PART_QUOTE_MAX of the offending
+ * part, so that a huge input still leaves the reason readable. */
+#define SPEC_QUOTE_MAX 128
+#define SPEC_QUOTE_KEEP 64
 #define PART_QUOTE_MAX 100
 
 static clg_code malformed(const char *spec, const char *fmt, ...) CLG_PRINTF(2, 3);
@@ -23,9 +25,11 @@ static clg_code malformed(const char *spec, const char *fmt, ...)
   vsnprintf(why, sizeof why, fmt, ap);
   va_end(ap);
   size_t len = strlen(spec);
-  int shown = len > SPEC_QUOTE_MAX ? SPEC_QUOTE_MAX : (int)len;
-  return clg_error(CLG_INVALID_ARGUMENT, "Malformed device specification '%.*s%s': %s", shown, spec,
-                   len > SPEC_QUOTE_MAX ? "..." : "", why);
+  if (len <= SPEC_QUOTE_MAX)
+    return clg_error(CLG_INVALID_ARGUMENT, "Malformed device specification '%s': %s", spec, why);
+  return clg_error(CLG_INVALID_ARGUMENT,
+                   "Malformed device specification '%.*s...' (%zu characters): %s", SPEC_QUOTE_KEEP,
+                   spec, len, why);
 }
 
 /* Length of the text at p up to (not including) any character of stops, or the end. */
@@ -216,8 +220,8 @@ static clg_code check_args(const char *text, clg_devname *out)
   if (!text)
     return clg_error(CLG_INVALID_ARGUMENT, "device specification is NULL");
   if (!out)
-    return clg_error(CLG_INVALID_ARGUMENT, "out is NULL (parsing device specification '%.*s')",
-                     SPEC_QUOTE_MAX, text);
+    return clg_error(CLG_INVALID_ARGUMENT, "out is NULL (parsing device specification '%.*s%s')",
+                     SPEC_QUOTE_MAX, text, strlen(text) > SPEC_QUOTE_MAX ? "..." : "");
   return CLG_OK;
 }
 

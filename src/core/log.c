@@ -1,5 +1,7 @@
 /* Logging with levels and a replaceable sink. The level is read from CLGRAPH_LOG_LEVEL
- * once; a mutex keeps one message at a time in the sink. */
+ * once. log_lock guards only the sink pointer; the sink is called outside it, so a sink may
+ * log or replace the sink. sink_lock keeps one message at a time in the sink across
+ * threads; a thread already inside the sink re-enters without taking it again. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,8 @@
 #include "core/core.h"
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int sink_depth; /* > 0 while this thread is inside the sink */
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 static clg_log_sink log_sink;
 static void *log_user;
@@ -96,8 +100,15 @@ void clg_log(clg_log_level level, const char *fmt, ...)
   }
   pthread_mutex_lock(&log_lock);
   clg_log_sink sink = log_sink ? log_sink : stderr_sink;
-  sink(level, msg, log_user);
+  void *user = log_user;
   pthread_mutex_unlock(&log_lock);
+  if (sink_depth == 0)
+    pthread_mutex_lock(&sink_lock);
+  sink_depth++;
+  sink(level, msg, user);
+  sink_depth--;
+  if (sink_depth == 0)
+    pthread_mutex_unlock(&sink_lock);
   if (msg != small)
     free(msg);
 }

@@ -1,5 +1,6 @@
 /* Small utilities: growable strings, aligned memory, a monotonic clock. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,16 @@ char *clg_strdup(const char *s)
     return NULL;
   }
   return memcpy(p, s, n);
+}
+
+char *clg_double_text(double v, char buf[CLG_DOUBLE_TEXT])
+{
+  for (int digits = 6; digits <= 17; digits++) {
+    snprintf(buf, CLG_DOUBLE_TEXT, "%.*g", digits, v);
+    if (isnan(v) || strtod(buf, NULL) == v)
+      break;
+  }
+  return buf;
 }
 
 void *clg_aligned_alloc(size_t alignment, size_t size)

@@ -238,11 +238,12 @@ clg_code clg_allocator_new(clg_device *dev, const clg_memory_options *opt, clg_a
   if (opt)
     o = *opt;
   double f = o.per_process_gpu_memory_fraction;
+  char text[CLG_DOUBLE_TEXT];
   if (isnan(f) || f < 0 || f > 1)
     return clg_error(CLG_INVALID_ARGUMENT,
-                     "per_process_gpu_memory_fraction = %g is out of range: it must be in [0, 1] "
+                     "per_process_gpu_memory_fraction = %s is out of range: it must be in [0, 1] "
                      "(0 means the whole memory)",
-                     f);
+                     clg_double_text(f, text));
   if (!dev->is_host && (!dev->context || !dev->cl_device))
     return clg_error(CLG_INVALID_ARGUMENT, "clg_allocator_new: %s has no OpenCL context",
                      dev->info.name ? dev->info.name : "the device");

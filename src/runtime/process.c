@@ -33,13 +33,28 @@ static bool same_string(const char *a, const char *b)
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+/* Field by field over the used slots only: memcmp would also compare the padding after
+ * count and the unused tail of memory_limit_mb, which callers need not clear. */
+static bool same_virtual(const clg_virtual_devices *a, const clg_virtual_devices *b)
+{
+  if (a->count != b->count)
+    return false;
+  int n = a->count < 0                         ? 0
+          : a->count > CLG_MAX_VIRTUAL_PER_GPU ? CLG_MAX_VIRTUAL_PER_GPU
+                                               : a->count;
+  for (int i = 0; i < n; i++)
+    if (a->memory_limit_mb[i] != b->memory_limit_mb[i])
+      return false;
+  return true;
+}
+
 static bool same_devices(const clg_session_options *a, const clg_session_options *b)
 {
   if (a->device_types != b->device_types || a->num_virtual != b->num_virtual ||
       !same_string(a->visible_device_list, b->visible_device_list))
     return false;
   for (int i = 0; i < a->num_virtual; i++)
-    if (memcmp(&a->virtual_devices[i], &b->virtual_devices[i], sizeof(clg_virtual_devices)) != 0)
+    if (!same_virtual(&a->virtual_devices[i], &b->virtual_devices[i]))
       return false;
   return true;
 }
@@ -98,11 +113,12 @@ static void pinned_start(clg_process *p)
 static clg_code validate_options(const clg_session_options *opt)
 {
   double f = opt->gpu_options.per_process_gpu_memory_fraction;
+  char text[CLG_DOUBLE_TEXT];
   if (isnan(f) || f < 0.0 || f > 1.0)
     return clg_error(CLG_INVALID_ARGUMENT,
                      "per_process_gpu_memory_fraction must be in [0, 1] (0: the default, the "
-                     "whole memory); got %g",
-                     f);
+                     "whole memory); got %s",
+                     clg_double_text(f, text));
   if (f > 0.0 && opt->num_virtual > 0)
     return clg_error(CLG_INVALID_ARGUMENT,
                      "It's invalid to set per_process_gpu_memory_fraction when virtual_devices "
@@ -169,15 +185,18 @@ clg_code clg_process_acquire(const clg_session_options *opt, clg_process **out)
               "This session asks for a device configuration (device types, "
               "visible_device_list, virtual devices) different from the one the devices of "
               "this process were created with; the existing devices are used.");
-    if (!same_memory(&process->first.gpu_options, &opt->gpu_options))
+    if (!same_memory(&process->first.gpu_options, &opt->gpu_options)) {
+      char asked[CLG_DOUBLE_TEXT], first[CLG_DOUBLE_TEXT];
       clg_log(CLG_LOG_WARNING,
               "This session asks for GPU memory options (allow_growth=%d, "
-              "per_process_gpu_memory_fraction=%g) different from those the device allocators "
-              "were created with (allow_growth=%d, per_process_gpu_memory_fraction=%g); the "
+              "per_process_gpu_memory_fraction=%s) different from those the device allocators "
+              "were created with (allow_growth=%d, per_process_gpu_memory_fraction=%s); the "
               "existing allocators are used.",
-              opt->gpu_options.allow_growth, opt->gpu_options.per_process_gpu_memory_fraction,
+              opt->gpu_options.allow_growth,
+              clg_double_text(opt->gpu_options.per_process_gpu_memory_fraction, asked),
               process->first.gpu_options.allow_growth,
-              process->first.gpu_options.per_process_gpu_memory_fraction);
+              clg_double_text(process->first.gpu_options.per_process_gpu_memory_fraction, first));
+    }
   }
   if (code == CLG_OK) {
     process->refs++;
