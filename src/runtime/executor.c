@@ -866,14 +866,17 @@ static clg_code plan_activate(clg_executor *x, plan *p)
       const pval *v = largest_on(p, d);
       const clg_node *n = node_at(x, v->node);
       char shape[96];
-      char *why = clg_strdup(clg_last_error());
+      /* TensorFlow's text, naming the largest tensor the run needs there, then the
+       * allocator's figures ("GPU_0_bfc: in use ..."). */
+      const char *detail = strstr(clg_last_error(), "by allocator ");
+      char *why = clg_strdup(detail ? detail + strlen("by allocator ") : clg_last_error());
       code = clg_error(code,
                        "node '%s' (%s): %s when allocating tensor with shape%s and type %s on %s "
-                       "(the run's %llu bytes there, for its largest tensor): %s",
+                       "by allocator %s (the run needs %llu bytes there)",
                        n->name, n->op, code == CLG_RESOURCE_EXHAUSTED ? "OOM" : "failure",
                        clg_out_shape_string(&n->outs[v->out], shape, sizeof shape),
                        clg_dtype_name(n->outs[v->out].dtype), device(x, d)->info.full_name,
-                       (unsigned long long)p->arena[d], why ? why : "");
+                       why ? why : "", (unsigned long long)p->arena[d]);
       free(why);
       memset(&x->arenas[d], 0, sizeof x->arenas[d]);
       arenas_release(x);

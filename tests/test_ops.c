@@ -1,0 +1,556 @@
+/* The op registry and what it enables: the generic builder, attributes, control inputs,
+ * Relu/Neg/Square on every device kind, placement refusals named by the registry, the
+ * memory plan (no allocator call in a steady-state run, in-place reuse, arenas no larger
+ * than the old free-after-last-use order), and placements read while runs re-place. */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "ops/ops.h"
+#include "runtime/runtime.h"
+#include "testutil.h"
+
+static const char *const DEVICES[5] = {"/cpu:0", "/device:GPU:0", "/device:GPU:1", "/device:GPU:2",
+                                       "/device:GPU:3"};
+
+/* --- the registry and the generic builder ------------------------------------------------ */
+
+static void expect_error(clg_graph *g, clg_code code, const char *text, int line)
+{
+  CHECK_MSG(clg_graph_status(g) == code, "line %d: status %s, want %s (%s)", line,
+            clg_code_name(clg_graph_status(g)), clg_code_name(code), clg_graph_error(g));
+  CHECK_MSG(strstr(clg_graph_error(g), text) != NULL, "line %d: error \"%s\" lacks \"%s\"", line,
+            clg_graph_error(g), text);
+  clg_graph_free(g);
+}
+#define EXPECT_ERROR(g, code, text) expect_error(g, code, text, __LINE__)
+
+static void test_registry(void)
+{
+  const char *names[] = {"Const", "Placeholder", "MatMul", "Add", "Sub",   "Mul",
+                         "AddN",  "Identity",    "Relu",   "Neg", "Square"};
+  CHECK(clg_op_count() == (int)(sizeof names / sizeof names[0]));
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const clg_op_def *d = clg_op_find(names[i]);
+    CHECK_MSG(d && strcmp(d->name, names[i]) == 0, "%s is not registered", names[i]);
+    CHECK_MSG(d && d->infer && d->num_outputs >= 1, "%s is incomplete", names[i]);
+    CHECK_MSG(d && d->grad == NULL, "%s has a gradient before the gradients issue", names[i]);
+  }
+  CHECK(clg_op_find("relu") == NULL && clg_op_find("Conv2D") == NULL && clg_op_find(NULL) == NULL);
+}
+
+static void test_generic_builder(void)
+{
+  int64_t d23[2] = {2, 3}, d32[2] = {3, 2};
+  float v[6] = {1, 2, 3, 4, 5, 6};
+  clg_graph *g = clg_graph_new();
+  clg_node *a = clg_const_f32(g, "a", 2, d23, v);
+  clg_node *b = clg_const_f32(g, "b", 2, d32, v);
+  clg_attr at[2] = {clg_attr_bool("transpose_b", 0), clg_attr_bool("transpose_a", 0)};
+  clg_output in[2] = {{a, 0}, {b, 0}};
+  clg_node *m = clg_op(g, "MatMul", NULL, 2, in, 2, at);
+  CHECK(m && strcmp(clg_node_name(m), "MatMul") == 0 && strcmp(clg_node_op(m), "MatMul") == 0);
+  CHECK(clg_node_rank(m) == 2 && clg_node_dim(m, 0) == 2 && clg_node_dim(m, 1) == 2);
+  clg_output mo = {m, 0};
+  clg_node *r = clg_op(g, "Relu", "r", 1, &mo, 0, NULL);
+  clg_node *n = clg_op(g, "Neg", NULL, 1, &mo, 1, (clg_attr[]){clg_attr_dtype("T", CLG_FLOAT32)});
+  CHECK(r && n && clg_node_num_outputs(r) == 1 && clg_node_input(r, 0) == m);
+  CHECK(clg_node_input_index(r, 0) == 0);
+  clg_output found;
+  CHECK_OK(clg_graph_find_output(g, "r:0", &found));
+  CHECK(found.node == r && found.index == 0);
+  CHECK_OK(clg_graph_find_output(g, "MatMul", &found));
+  CHECK(found.node == m && found.index == 0);
+  CHECK_CODE(clg_graph_find_output(g, "r:1", &found), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "which has 1 output");
+  CHECK_CODE(clg_graph_find_output(g, "r:x", &found), CLG_INVALID_ARGUMENT);
+  CHECK_CODE(clg_graph_find_output(g, "nothere:0", &found), CLG_NOT_FOUND);
+  CHECK_OK(clg_graph_status(g));
+  /* The generic MatMul computes what the typed one does. */
+  clg_session *s = NULL;
+  clg_tensor *out[2] = {NULL, NULL};
+  CHECK_OK(clg_session_new(g, NULL, &s));
+  clg_node *fetch[2] = {r, n};
+  CHECK_OK(clg_session_run(s, 0, NULL, NULL, 2, fetch, out));
+  if (out[0] && out[1]) {
+    const float *rv = clg_tensor_const_data(out[0]), *nv = clg_tensor_const_data(out[1]);
+    const float want[4] = {22, 28, 49, 64};
+    for (int i = 0; i < 4; i++)
+      CHECK_MSG(rv[i] == want[i] && nv[i] == -want[i], "element %d: %g %g", i, rv[i], nv[i]);
+  }
+  clg_tensor_free(out[0]);
+  clg_tensor_free(out[1]);
+  clg_session_free(s);
+  clg_graph_free(g);
+
+  /* Errors name the node and stick. */
+  g = clg_graph_new();
+  CHECK(clg_op(g, "Conv9D", "c", 0, NULL, 0, NULL) == NULL);
+  EXPECT_ERROR(g, CLG_INVALID_ARGUMENT, "Op type not registered 'Conv9D'");
+  g = clg_graph_new();
+  a = clg_const_f32(g, "a", 2, d23, v);
+  CHECK(clg_op(g, "Relu", "r", 2, (clg_output[]){{a, 0}, {a, 0}}, 0, NULL) == NULL);
+  EXPECT_ERROR(g, CLG_INVALID_ARGUMENT, "Relu 'r': needs 1 input, got 2");
+  g = clg_graph_new();
+  a = clg_const_f32(g, "a", 2, d23, v);
+  CHECK(clg_op(g, "Relu", "r", 1, (clg_output[]){{a, 1}}, 0, NULL) == NULL);
+  EXPECT_ERROR(g, CLG_INVALID_ARGUMENT, "Relu 'r': input 0 is 'a:1', but 'a' has 1 output");
+  g = clg_graph_new();
+  a = clg_const_f32(g, "a", 2, d23, v);
+  CHECK(clg_op(g, "Relu", "r", 1, (clg_output[]){{a, 0}}, 1,
+               (clg_attr[]){clg_attr_int("alpha", 2)}) == NULL);
+  EXPECT_ERROR(g, CLG_INVALID_ARGUMENT, "Relu 'r': Relu has no attribute 'alpha'");
+  g = clg_graph_new();
+  a = clg_const_f32(g, "a", 2, d23, v);
+  CHECK(clg_op(g, "MatMul", "m", 2, (clg_output[]){{a, 0}, {a, 0}}, 2,
+               (clg_attr[]){clg_attr_bool("transpose_b", 1), clg_attr_bool("transpose_b", 1)}) ==
+        NULL);
+  EXPECT_ERROR(g, CLG_INVALID_ARGUMENT, "MatMul 'm': attribute 'transpose_b' is given twice");
+  g = clg_graph_new();
+  a = clg_const_f32(g, "a", 2, d23, v);
+  CHECK(clg_op(g, "MatMul", "m", 2, (clg_output[]){{a, 0}, {a, 0}}, 1,
+               (clg_attr[]){clg_attr_int("transpose_b", 1)}) == NULL);
+  EXPECT_ERROR(g, CLG_INVALID_ARGUMENT, "attribute 'transpose_b' must be a bool, got a int");
+  g = clg_graph_new();
+  CHECK(clg_op(g, "Placeholder", "p", 0, NULL, 1, (clg_attr[]){clg_attr_dtype("dtype", 1)}) ==
+        NULL);
+  EXPECT_ERROR(g, CLG_INVALID_ARGUMENT, "Placeholder 'p': missing attribute 'shape' (a shape)");
+  g = clg_graph_new();
+  a = clg_const_f32(g, "a", 2, d23, v);
+  CHECK(clg_op(g, "Neg", "n", 1, (clg_output[]){{a, 0}}, 1,
+               (clg_attr[]){clg_attr_dtype("T", CLG_FLOAT64)}) == NULL);
+  EXPECT_ERROR(g, CLG_INVALID_ARGUMENT, "Neg 'n': attribute T is double but the input is float");
+  /* A graph loaded from data: Placeholder with its attributes, through clg_op alone. */
+  g = clg_graph_new();
+  clg_node *p =
+      clg_op(g, "Placeholder", "p", 0, NULL, 2,
+             (clg_attr[]){clg_attr_shape("shape", 2, d23), clg_attr_dtype("dtype", CLG_FLOAT64)});
+  CHECK(p && clg_node_dtype(p) == CLG_FLOAT64 && clg_node_dim(p, 1) == 3);
+  CHECK_OK(clg_graph_status(g));
+  clg_graph_free(g);
+}
+
+/* Defects 2 and 7: the output element count goes through the checked path. */
+static void test_matmul_overflow(void)
+{
+  clg_graph *g = clg_graph_new();
+  int64_t da[2] = {INT64_C(1) << 32, 0}, db[2] = {0, INT64_C(1) << 32};
+  clg_node *a = clg_placeholder(g, "a", CLG_FLOAT32, 2, da);
+  clg_node *b = clg_placeholder(g, "b", CLG_FLOAT32, 2, db);
+  CHECK(a && b);
+  CHECK(clg_matmul(g, "m", a, b, false, false) == NULL);
+  EXPECT_ERROR(g, CLG_INVALID_ARGUMENT,
+               "MatMul 'm': shape [4294967296,4294967296] has too many elements");
+}
+
+/* --- Relu, Neg and Square on every device kind ------------------------------------------- */
+
+static double ref(const char *op, double x)
+{
+  if (strcmp(op, "Relu") == 0)
+    return isnan(x) ? x : (x > 0 ? x : 0);
+  if (strcmp(op, "Neg") == 0)
+    return -x;
+  return x * x;
+}
+
+static void test_unary_everywhere(void)
+{
+  const char *opnames[3] = {"Relu", "Neg", "Square"};
+  const clg_dtype dtypes[2] = {CLG_FLOAT32, CLG_FLOAT64};
+  for (int t = 0; t < 2; t++) {
+    clg_dtype dt = dtypes[t];
+    size_t es = clg_dtype_size(dt);
+    int64_t dims[2] = {37, 29}; /* not a multiple of any work-group size */
+    size_t count = 37 * 29;
+    double *x = malloc(sizeof *x * count);
+    void *xv = malloc(es * count);
+    for (size_t i = 0; i < count; i++) {
+      x[i] = clg_test_uniform(-3, 3);
+      if (i == 5)
+        x[i] = NAN;
+      if (i == 6)
+        x[i] = 0;
+      if (dt == CLG_FLOAT32)
+        ((float *)xv)[i] = (float)x[i], x[i] = ((float *)xv)[i];
+      else
+        ((double *)xv)[i] = x[i];
+    }
+    for (int d = 0; d < 5; d++) {
+      clg_graph *g = clg_graph_new();
+      CHECK_OK(clg_graph_push_device(g, DEVICES[d]));
+      clg_node *p = clg_placeholder(g, "x", dt, 2, dims);
+      clg_node *outs[3];
+      for (int o = 0; o < 3; o++)
+        outs[o] = clg_op(g, opnames[o], NULL, 1, (clg_output[]){{p, 0}}, 0, NULL);
+      /* A chain whose intermediate values die at once: in place on the device. */
+      clg_node *chain = clg_relu(g, "chain", clg_neg(g, NULL, clg_square(g, NULL, p)));
+      CHECK_OK(clg_graph_pop_device(g));
+      clg_session *s = NULL;
+      CHECK_OK(clg_session_new(g, NULL, &s));
+      clg_tensor *feed = clg_tensor_new(dt, 2, dims, xv);
+      clg_tensor *res[4] = {NULL};
+      clg_node *fetch[4] = {outs[0], outs[1], outs[2], chain};
+      if (s)
+        CHECK_OK(clg_session_run(s, 1, &p, &feed, 4, fetch, res));
+      for (int o = 0; o < 4 && res[o]; o++) {
+        CHECK_STR(clg_session_node_device(s, fetch[o]),
+                  clg_devices_get(clg_session_devices(s), d)->full_name);
+        int bad = 0;
+        for (size_t i = 0; i < count; i++) {
+          double want = o < 3 ? ref(opnames[o], x[i]) : ref("Relu", -(x[i] * x[i]));
+          if (dt == CLG_FLOAT32)
+            want = (float)want;
+          double got = dt == CLG_FLOAT32 ? ((const float *)clg_tensor_const_data(res[o]))[i]
+                                         : ((const double *)clg_tensor_const_data(res[o]))[i];
+          if (!(got == want || (isnan(got) && isnan(want))))
+            bad++;
+        }
+        CHECK_MSG(bad == 0, "%s %s on %s: %d elements differ", o < 3 ? opnames[o] : "chain",
+                  clg_dtype_name(dt), DEVICES[d], bad);
+      }
+      if (s && d > 0) {
+        clg_plan_stats ps;
+        CHECK_OK(clg_session_plan_stats(s, &ps));
+        CHECK_MSG(ps.num_inplace >= 1, "%s: no output reused its input in place", DEVICES[d]);
+      }
+      for (int o = 0; o < 4; o++)
+        clg_tensor_free(res[o]);
+      clg_tensor_free(feed);
+      clg_session_free(s);
+      clg_graph_free(g);
+    }
+    free(x);
+    free(xv);
+  }
+}
+
+/* Defect 5: an unsupported (op, dtype, device) is refused at placement with TensorFlow's
+ * text, by asking the registry. */
+static void test_unsupported_refused(void)
+{
+  int64_t d2[1] = {2};
+  clg_graph *g = clg_graph_new();
+  CHECK_OK(clg_graph_push_device(g, "/device:GPU:0"));
+  clg_node *p = clg_placeholder(g, "h", CLG_FLOAT16, 1, d2);
+  clg_relu(g, "r", p);
+  CHECK_OK(clg_graph_pop_device(g));
+  clg_session *s = NULL;
+  CHECK_CODE(clg_session_new(g, NULL, &s), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "Cannot assign a device to node 'r': Could not satisfy explicit "
+                                   "device specification '/device:GPU:0' because no supported "
+                                   "kernel for GPU devices is available (op Relu, dtype half)");
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  opt.allow_soft_placement = 1;
+  CHECK_CODE(clg_session_new(g, &opt, &s), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "Relu");
+  clg_graph_free(g);
+  const clg_devices *unused = NULL;
+  (void)unused;
+  CHECK(!clg_op_supported("Relu", CLG_FLOAT16, NULL));
+}
+
+/* --- control inputs, targets, feeding any output ------------------------------------------- */
+
+static void test_control_inputs(void)
+{
+  int64_t d2[1] = {2};
+  float v[2] = {-1, 2};
+  clg_graph *g = clg_graph_new();
+  clg_node *c = clg_const_f32(g, "c", 1, d2, v);
+  clg_node *side = clg_neg(g, "side", c);
+  clg_node *y = clg_relu(g, "y", c);
+  CHECK_OK(clg_node_add_control_input(y, side));
+  CHECK_OK(clg_node_add_control_input(y, side)); /* twice is once */
+  CHECK(clg_node_num_control_inputs(y) == 1 && clg_node_control_input(y, 0) == side);
+  clg_node *z = clg_square(g, "z", c);
+  /* An edge to a later node would make a cycle. */
+  CHECK_CODE(clg_node_add_control_input(side, z), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "control input 'z' of 'side' was built after it");
+  clg_graph_free(g);
+
+  g = clg_graph_new();
+  c = clg_const_f32(g, "c", 1, d2, v);
+  side = clg_neg(g, "side", c);
+  y = clg_relu(g, "y", c);
+  z = clg_square(g, "z", c);
+  CHECK_OK(clg_node_add_control_input(y, side));
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, NULL, &s));
+  CHECK_OK(clg_session_set_tracing(s, 1));
+  clg_tensor *out = NULL;
+  uint64_t t0, t1;
+  CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &y, &out));
+  CHECK_MSG(clg_session_node_times(s, side, &t0, &t1) == CLG_OK,
+            "the control input did not run: %s", clg_last_error());
+  CHECK_CODE(clg_session_node_times(s, z, &t0, &t1), CLG_NOT_FOUND);
+  clg_tensor_free(out);
+  /* A target runs for its effect; nothing is fetched. */
+  CHECK_OK(clg_session_run_outputs(s, 0, NULL, NULL, 0, NULL, NULL, 1, &z));
+  CHECK_OK(clg_session_node_times(s, z, &t0, &t1));
+  CHECK_CODE(clg_session_node_times(s, y, &t0, &t1), CLG_NOT_FOUND);
+  /* Feeding an intermediate output replaces it: its producer does not run. */
+  float fv[2] = {-5, 7};
+  clg_tensor *feed = clg_tensor_new(CLG_FLOAT32, 1, d2, fv);
+  clg_node *w = NULL;
+  clg_session_free(s);
+  w = clg_relu(g, "w", side); /* the graph grows: the next session sees it */
+  CHECK_OK(clg_session_new(g, NULL, &s));
+  CHECK_OK(clg_session_set_tracing(s, 1));
+  clg_output fed = {side, 0}, fetched = {w, 0};
+  CHECK_OK(clg_session_run_outputs(s, 1, &fed, &feed, 1, &fetched, &out, 0, NULL));
+  if (out) {
+    const float *o = clg_tensor_const_data(out);
+    CHECK(o[0] == 0 && o[1] == 7);
+  }
+  CHECK_CODE(clg_session_node_times(s, side, &t0, &t1), CLG_NOT_FOUND);
+  clg_tensor_free(out);
+  clg_tensor_free(feed);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+/* --- the memory plan ------------------------------------------------------------------------ */
+
+static void stats_of(clg_session *s, clg_memory_stats *st)
+{
+  for (int d = 0; d < 5; d++)
+    CHECK_OK(clg_session_memory_stats(s, DEVICES[d], &st[d]));
+}
+
+static void test_plan_steady_state(void)
+{
+  int64_t dims[2] = {64, 64};
+  clg_graph *g = clg_graph_new();
+  clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 2, dims);
+  clg_node *h = x;
+  CHECK_OK(clg_graph_push_device(g, "/device:GPU:0"));
+  for (int i = 0; i < 6; i++)
+    h = clg_relu(g, NULL, clg_add(g, NULL, h, x));
+  CHECK_OK(clg_graph_pop_device(g));
+  CHECK_OK(clg_graph_push_device(g, "/device:GPU:1"));
+  clg_node *k = clg_square(g, "k", h);
+  CHECK_OK(clg_graph_pop_device(g));
+  CHECK_OK(clg_graph_push_device(g, "/cpu:0"));
+  clg_node *sum = clg_add_n(g, "sum", 2, (clg_node *[]){h, k});
+  clg_node *m = clg_matmul(g, "m", sum, sum, false, true);
+  CHECK_OK(clg_graph_pop_device(g));
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, NULL, &s));
+  clg_tensor *feed = clg_tensor_new(CLG_FLOAT32, 2, dims, NULL);
+  clg_memory_stats before[5], after[5];
+  for (int run = 0; run < 6 && s; run++) {
+    clg_tensor *out = NULL;
+    if (run == 1)
+      stats_of(s, before);
+    CHECK_OK(clg_session_run(s, 1, &x, &feed, 1, &m, &out));
+    clg_tensor_free(out);
+  }
+  if (s) {
+    stats_of(s, after);
+    for (int d = 0; d < 5; d++)
+      CHECK_MSG(after[d].num_allocs == before[d].num_allocs,
+                "%s: %llu allocator calls in 5 steady-state runs", DEVICES[d],
+                (unsigned long long)(after[d].num_allocs - before[d].num_allocs));
+    clg_plan_stats ps;
+    CHECK_OK(clg_session_plan_stats(s, &ps));
+    CHECK(ps.num_plans == 1);
+    CHECK_MSG(ps.num_inplace >= 6, "%d outputs in place", ps.num_inplace);
+    CHECK_MSG(ps.arena_bytes <= ps.reference_bytes, "arena %llu > reference %llu",
+              (unsigned long long)ps.arena_bytes, (unsigned long long)ps.reference_bytes);
+    /* Another signature gets its own plan; the first one's comes back unchanged. */
+    clg_tensor *out = NULL;
+    CHECK_OK(clg_session_run(s, 1, &x, &feed, 1, &h, &out));
+    clg_tensor_free(out);
+    CHECK_OK(clg_session_run(s, 1, &x, &feed, 1, &m, &out));
+    clg_tensor_free(out);
+    CHECK_OK(clg_session_plan_stats(s, &ps));
+    CHECK(ps.num_plans == 2);
+    /* Defect 6: nothing stays pending once a run has returned. */
+    stats_of(s, after);
+    for (int d = 0; d < 5; d++)
+      CHECK_MSG(after[d].bytes_pending == 0, "%s: %llu bytes pending after the run", DEVICES[d],
+                (unsigned long long)after[d].bytes_pending);
+  }
+  clg_tensor_free(feed);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+/* The plan's arenas never exceed the old order's peak, on random chains of one device. */
+static void test_plan_peak(void)
+{
+  clg_test_seed(11);
+  for (int trial = 0; trial < 40; trial++) {
+    clg_graph *g = clg_graph_new();
+    CHECK_OK(clg_graph_push_device(g, trial % 2 ? "/device:GPU:0" : "/cpu:0"));
+    clg_node *nodes[64];
+    int nn = 0;
+    int64_t dims[1] = {(int64_t)(64 + clg_test_rand() % 4096)};
+    nodes[nn++] = clg_placeholder(g, "x", CLG_FLOAT32, 1, dims);
+    int len = 4 + (int)(clg_test_rand() % 40);
+    for (int i = 0; i < len; i++) {
+      clg_node *a = nodes[clg_test_rand() % (unsigned)nn];
+      clg_node *b = nodes[clg_test_rand() % (unsigned)nn];
+      switch (clg_test_rand() % 4) {
+      case 0:
+        nodes[nn++] = clg_relu(g, NULL, a);
+        break;
+      case 1:
+        nodes[nn++] = clg_add(g, NULL, a, b);
+        break;
+      case 2:
+        nodes[nn++] = clg_add_n(g, NULL, 3, (clg_node *[]){a, b, a});
+        break;
+      default:
+        nodes[nn++] = clg_identity(g, NULL, a);
+        break;
+      }
+    }
+    CHECK_OK(clg_graph_pop_device(g));
+    clg_session *s = NULL;
+    CHECK_OK(clg_session_new(g, NULL, &s));
+    clg_tensor *feed = clg_tensor_new(CLG_FLOAT32, 1, dims, NULL);
+    clg_tensor *out = NULL;
+    clg_node *last = nodes[nn - 1];
+    if (s)
+      CHECK_OK(clg_session_run(s, 1, &nodes[0], &feed, 1, &last, &out));
+    clg_plan_stats ps;
+    if (s && clg_session_plan_stats(s, &ps) == CLG_OK)
+      CHECK_MSG(ps.arena_bytes <= ps.reference_bytes, "trial %d: arena %llu > reference %llu",
+                trial, (unsigned long long)ps.arena_bytes, (unsigned long long)ps.reference_bytes);
+    clg_tensor_free(out);
+    clg_tensor_free(feed);
+    clg_session_free(s);
+    clg_graph_free(g);
+  }
+}
+
+/* --- defect 1: placements read while runs re-place a growing graph ------------------------- */
+
+typedef struct reader {
+  clg_session *s;
+  clg_node *n;
+  volatile int stop;
+  int reads;
+} reader;
+
+static void *read_placements(void *arg)
+{
+  reader *r = arg;
+  while (!r->stop) {
+    const char *dev = clg_session_node_device(r->s, r->n);
+    const char *why = clg_session_node_reason(r->s, r->n);
+    if (dev && why && strlen(dev) > 0 && strlen(why) > 0)
+      r->reads++;
+  }
+  return NULL;
+}
+
+static void test_placement_reads_during_runs(void)
+{
+  int64_t d2[1] = {2};
+  float v[2] = {1, 2};
+  clg_graph *g = clg_graph_new();
+  clg_node *a = clg_const_f32(g, "a", 1, d2, v);
+  clg_node *b = clg_neg(g, "b", a);
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, NULL, &s));
+  if (!s) {
+    clg_graph_free(g);
+    return;
+  }
+  const char *first_reason = clg_session_node_reason(s, b);
+  char copy[200];
+  snprintf(copy, sizeof copy, "%s", first_reason ? first_reason : "");
+  reader r = {s, b, 0, 0};
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, read_placements, &r) == 0);
+  clg_node *last = b;
+  for (int i = 0; i < 30; i++) {
+    last = clg_relu(g, NULL, last); /* the graph grows: the next run re-places it */
+    clg_tensor *out = NULL;
+    CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &last, &out));
+    clg_tensor_free(out);
+  }
+  r.stop = 1;
+  pthread_join(th, NULL);
+  CHECK(r.reads > 0);
+  /* A string returned before the re-placements is still the same string. */
+  CHECK_STR(first_reason, copy);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+/* Defect 13: an out-of-memory error names its node once. */
+static int count_of(const char *hay, const char *needle)
+{
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+    n++;
+  return n;
+}
+
+static void test_oom_names_node_once(void)
+{
+  int64_t dims[1] = {1 << 20}; /* 4 MiB of float */
+  clg_graph *g = clg_graph_new();
+  CHECK_OK(clg_graph_push_device(g, "/device:GPU:0"));
+  float *v = calloc((size_t)dims[0], sizeof *v);
+  clg_node *big = clg_const_f32(g, "big", 1, dims, v);
+  CHECK_OK(clg_graph_push_device(g, "/cpu:0"));
+  clg_node *r = clg_relu(g, "r", big);
+  CHECK_OK(clg_graph_pop_device(g));
+  clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 1, dims);
+  clg_node *y = clg_neg(g, "y", x);
+  CHECK_OK(clg_graph_pop_device(g));
+  free(v);
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  clg_virtual_devices vd = {1, {2.0}}; /* a 2 MiB GPU:0 */
+  opt.num_virtual = 1;
+  opt.virtual_devices = &vd;
+  opt.visible_device_list = "0";
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, &opt, &s));
+  clg_tensor *out = NULL;
+  if (s) {
+    clg_test_log_capture_start(CLG_LOG_ERROR);
+    CHECK_CODE(clg_session_run(s, 0, NULL, NULL, 1, &r, &out), CLG_RESOURCE_EXHAUSTED);
+    clg_test_log_capture_stop();
+    CHECK_MSG(count_of(clg_last_error(), "node 'big' (Const)") == 1, "%s", clg_last_error());
+    CHECK_CONTAINS(clg_last_error(), "OOM when allocating");
+    clg_tensor *feed = clg_tensor_new(CLG_FLOAT32, 1, dims, NULL);
+    clg_test_log_capture_start(CLG_LOG_ERROR);
+    CHECK_CODE(clg_session_run(s, 1, &x, &feed, 1, &y, &out), CLG_RESOURCE_EXHAUSTED);
+    clg_test_log_capture_stop();
+    CHECK_MSG(count_of(clg_last_error(), "OOM when allocating") == 1, "%s", clg_last_error());
+    CHECK_CONTAINS(clg_last_error(), "node 'x' (Placeholder): OOM when allocating tensor with "
+                                     "shape[1048576] and type float on "
+                                     "/job:localhost/replica:0/task:0/device:GPU:0 by allocator "
+                                     "GPU_0_bfc: in use 0 bytes, limit 2097152 bytes");
+    clg_tensor_free(feed);
+  }
+  CHECK(out == NULL);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+int main(void)
+{
+  if (!clg_test_require_gpus(4))
+    return clg_test_summary("test_ops");
+  test_registry();
+  test_generic_builder();
+  test_matmul_overflow();
+  test_unary_everywhere();
+  test_unsupported_refused();
+  test_control_inputs();
+  test_plan_steady_state();
+  test_plan_peak();
+  test_placement_reads_during_runs();
+  test_oom_names_node_once();
+  return clg_test_summary("test_ops");
+}
