@@ -140,6 +140,8 @@ static CLBlastStatusCode gemm_call(clg_dtype dtype, const gemm_args *g, cl_comma
     return CLBlastHgemm(L, g->ta, g->tb, g->m, g->n, g->k, one, g->a, g->a_off, g->a_ld, g->b,
                         g->b_off, g->b_ld, zero, g->c, g->c_off, g->c_ld, q, ev);
   }
+  default: /* integer dtypes: no GEMM */
+    break;
   }
   return CLBlastNotImplemented;
 }
@@ -158,6 +160,8 @@ static CLBlastStatusCode temp_size_call(clg_dtype dtype, const gemm_args *g, cl_
   case CLG_FLOAT16:
     return CLBlastHGemmTempBufferSize(L, g->ta, g->tb, g->m, g->n, g->k, g->a_off, g->a_ld,
                                       g->b_off, g->b_ld, g->c_off, g->c_ld, q, bytes);
+  default: /* integer dtypes: no GEMM */
+    break;
   }
   return CLBlastNotImplemented;
 }
