@@ -1,4 +1,8 @@
 # Turns each cl/*.cl file into a C string in one generated file, with a lookup table.
+if(DEFINED CL_DIR)
+  file(GLOB SOURCES ${CL_DIR}/*.cl)
+  list(SORT SOURCES)
+endif()
 set(body "// Generated from the cl folder by cl/embed_cl.cmake: do not edit.\n#include <stddef.h>\n#include <string.h>\n")
 set(table "")
 foreach(src IN LISTS SOURCES)

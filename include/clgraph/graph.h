@@ -151,10 +151,16 @@ clg_node *clg_placeholder(clg_graph *g, const char *name, clg_dtype dtype, int r
 /* [m,k] x [k,n] (after the optional transposes) for rank-2 inputs of one dtype. */
 clg_node *clg_matmul(clg_graph *g, const char *name, clg_node *a, clg_node *b, bool transpose_a,
                      bool transpose_b);
-/* Element-wise on equal shapes, or a scalar (rank 0) against a tensor. */
+/* Element-wise with numpy broadcasting (shapes aligned at the right, each dim equal or 1);
+ * others are INVALID_ARGUMENT "Incompatible shapes: [2,3] vs. [4]". Float, and double where
+ * the device has it. Maximum is x < y ? y : x; Equal also takes int32 and int64 and gives
+ * bool. */
 clg_node *clg_add(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_sub(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_mul(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+clg_node *clg_real_div(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+clg_node *clg_maximum(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+clg_node *clg_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 /* The sum of n >= 1 inputs of one shape and dtype (tf.add_n). */
 clg_node *clg_add_n(clg_graph *g, const char *name, int n, clg_node *const *inputs);
 clg_node *clg_identity(clg_graph *g, const char *name, clg_node *x);

@@ -14,7 +14,7 @@
 #include "kernels/kernels.h"
 
 #define WG_MAX 256
-#define MAX_KERNELS 8
+#define MAX_KERNELS 32
 
 typedef struct slot {
   cl_device_id device;
@@ -55,12 +55,19 @@ static void program_release(program *p)
   p->handle = NULL;
 }
 
+/* Generated from the cl folder by cl/embed_cl.cmake. */
+const char *clg_cl_source(const char *name);
+
 static clg_code program_build(program *p, const clg_device *dev)
 {
   static const char prelude_f[] = "typedef float T;\n";
   static const char prelude_d[] = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
                                   "typedef double T;\n";
-  const char *texts[2] = {p->dtype == CLG_FLOAT64 ? prelude_d : prelude_f, p->source->text};
+  /* Without text, the source is the embedded cl/<name>.cl. */
+  const char *body = p->source->text ? p->source->text : clg_cl_source(p->source->name);
+  if (!body)
+    return clg_error(CLG_INTERNAL, "cl/%s.cl is not embedded in this build", p->source->name);
+  const char *texts[2] = {p->dtype == CLG_FLOAT64 ? prelude_d : prelude_f, body};
   cl_uint ndev = 0;
   cl_int err = clGetContextInfo(p->context, CL_CONTEXT_NUM_DEVICES, sizeof ndev, &ndev, NULL);
   if (err != CL_SUCCESS || ndev == 0)
@@ -185,15 +192,18 @@ static clg_code slot_kernel(program *p, slot *s, const char *name, int *index)
   return CLG_OK;
 }
 
-clg_code clg_cl_launch(clg_device *dev, clg_dtype dtype, const clg_cl_text *src, const char *kernel,
-                       const clg_cl_arg *args, int nargs, size_t count)
+/* Launches `global` work-items in groups of `local` (0: the slot's size, rounding global up
+ * to it). max_local > 0 caps the group at the smallest power of two >= max_local. */
+static clg_code launch(clg_device *dev, clg_dtype dtype, const clg_cl_text *src, const char *kernel,
+                       const clg_cl_arg *args, int nargs, size_t count, size_t groups,
+                       size_t max_local)
 {
   if (!dev || dev->is_host || !dev->queue)
     return clg_error(CLG_INVALID_ARGUMENT, "%s: not an OpenCL device", kernel);
   if (dtype != CLG_FLOAT32 && !(dtype == CLG_FLOAT64 && dev->info.has_fp64))
     return clg_error(CLG_UNIMPLEMENTED, "%s: no OpenCL kernel for %s on %s", kernel,
                      clg_dtype_name(dtype), dev->info.name);
-  if (count == 0)
+  if (count == 0 && groups == 0)
     return CLG_OK;
   program *p = NULL;
   clg_code code = program_get(dev, dtype, src, &p);
@@ -213,7 +223,10 @@ clg_code clg_cl_launch(clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
   for (int i = 0; code == CLG_OK && i < nargs && err == CL_SUCCESS; i++)
     err = clSetKernelArg(s->kernels[k], (cl_uint)i, args[i].size, args[i].value);
   if (code == CLG_OK && err == CL_SUCCESS) {
-    size_t local = s->wg[k], global = (count + local - 1) / local * local;
+    size_t local = s->wg[k];
+    while (max_local && local / 2 >= max_local)
+      local /= 2;
+    size_t global = groups ? groups * local : (count + local - 1) / local * local;
     call = "clEnqueueNDRangeKernel";
     err =
         clEnqueueNDRangeKernel(dev->queue, s->kernels[k], 1, NULL, &global, &local, 0, NULL, NULL);
@@ -222,6 +235,19 @@ clg_code clg_cl_launch(clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
   if (code == CLG_OK && err != CL_SUCCESS)
     code = clg_cl_error(err, call, " for %s on %s", kernel, dev->info.name);
   return code;
+}
+
+clg_code clg_cl_launch(clg_device *dev, clg_dtype dtype, const clg_cl_text *src, const char *kernel,
+                       const clg_cl_arg *args, int nargs, size_t count)
+{
+  return launch(dev, dtype, src, kernel, args, nargs, count, 0, 0);
+}
+
+clg_code clg_cl_launch_groups(clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
+                              const char *kernel, const clg_cl_arg *args, int nargs, size_t groups,
+                              size_t max_local)
+{
+  return launch(dev, dtype, src, kernel, args, nargs, 0, groups, max_local ? max_local : 1);
 }
 
 clg_code clg_cl_unary(clg_device *dev, const clg_cl_text *src, clg_dtype dtype, const clg_block *x,

@@ -220,6 +220,8 @@ const char *clg_host_matmul_backend(void)
     case CLG_BINOP_MUL:                                                                            \
       BINARY_LOOPS(T, *);                                                                          \
       break;                                                                                       \
+    default:                                                                                       \
+      break;                                                                                       \
     }                                                                                              \
   } while (0)
 

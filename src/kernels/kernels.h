@@ -12,7 +12,42 @@
 #include "device/device.h"
 #include "memory/memory.h"
 
-typedef enum clg_binop { CLG_BINOP_ADD, CLG_BINOP_SUB, CLG_BINOP_MUL } clg_binop;
+typedef enum clg_binop {
+  CLG_BINOP_ADD,
+  CLG_BINOP_SUB,
+  CLG_BINOP_MUL,
+  CLG_BINOP_DIV,  /* RealDiv */
+  CLG_BINOP_MAX,  /* Maximum: x < y ? y : x (a NaN in x wins, as Eigen's max) */
+  CLG_BINOP_EQUAL /* Equal: a bool output */
+} clg_binop;
+
+/* An output of `rank` dims (merged where the inputs allow) and, per dim, the strides in
+ * elements of up to two inputs (0 where an input is broadcast): numpy broadcasting, and
+ * Transpose (input a's strides permuted). rank >= 1 (a scalar is [1]). */
+typedef struct clg_strided {
+  int rank;
+  size_t dims[CLG_MAX_RANK];
+  size_t sa[CLG_MAX_RANK];
+  size_t sb[CLG_MAX_RANK];
+} clg_strided;
+
+/* The map of out = a op b with numpy broadcasting (shapes already checked compatible). */
+void clg_strided_broadcast(clg_strided *m, int ra, const int64_t *da, int rb, const int64_t *db,
+                           int ro, const int64_t *dout);
+/* Merges adjacent dims whose strides continue each other in every input. */
+void clg_strided_merge(clg_strided *m);
+/* out[i] = a[ia(i)] op b[ib(i)] over the map (count elements). out may alias a or b when
+ * that input is not broadcast. float, double; EQUAL takes float, double, int32, int64 and
+ * writes bytes 0/1. */
+void clg_host_broadcast(clg_binop op, clg_dtype dtype, const void *a, const void *b, void *out,
+                        const clg_strided *m);
+/* out[i] = a[ia(i)] for elements of es bytes (1, 2, 4, 8): Transpose. */
+void clg_host_gather(size_t es, const void *a, void *out, const clg_strided *m);
+clg_code clg_cl_gather(clg_device *dev, size_t es, const clg_block *a, const clg_block *out,
+                       const clg_strided *m);
+/* The OpenCL version (cl/broadcast.cl). */
+clg_code clg_cl_broadcast(clg_device *dev, clg_binop op, clg_dtype dtype, const clg_block *a,
+                          const clg_block *b, const clg_block *out, const clg_strided *m);
 
 /* Whether this build has CLBlast (MatMul's OpenCL kernel). */
 bool clg_kernels_have_clblast(void);
@@ -91,7 +126,8 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, b
 /* --- OpenCL programs that ops carry (cl_program.c) ---------------------------------------- */
 
 /* OpenCL C text with a name; T is typedef'd to the element type (float, or double with
- * fp64 enabled) before it. Identity matters: one cached program per source object. */
+ * fp64 enabled) before it. Identity matters: one cached program per source object. text
+ * NULL: the program is the embedded cl/<name>.cl. */
 typedef struct clg_cl_text {
   const char *name;
   const char *text;
@@ -108,6 +144,11 @@ typedef struct clg_cl_arg {
  * UNIMPLEMENTED for a dtype the device lacks; INTERNAL with the build log. */
 clg_code clg_cl_launch(clg_device *dev, clg_dtype dtype, const clg_cl_text *src, const char *kernel,
                        const clg_cl_arg *args, int nargs, size_t count);
+/* Enqueues `groups` work-groups of the kernel's work-group size (a power of two <= 256),
+ * lowered to the smallest power of two >= max_local: reductions, one group per output. */
+clg_code clg_cl_launch_groups(clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
+                              const char *kernel, const clg_cl_arg *args, int nargs, size_t groups,
+                              size_t max_local);
 /* y[i] = clg_op(x[i]) for an element-wise op whose source defines `T clg_op(T x)` and
  * includes CLG_CL_UNARY_TEMPLATE. y may be x. */
 clg_code clg_cl_unary(clg_device *dev, const clg_cl_text *src, clg_dtype dtype, const clg_block *x,

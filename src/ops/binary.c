@@ -1,6 +1,7 @@
-/* Add, Sub, Mul: element-wise on equal shapes, or a scalar against a tensor in either
- * order. Float everywhere, double on the host and on devices with fp64. The output may
- * reuse input 0's buffer. */
+/* Add, Sub, Mul, RealDiv, Maximum and Equal: element-wise with numpy broadcasting (shapes
+ * aligned at the right; each dim equal or 1). Float everywhere, double on the host and on
+ * devices with fp64; Equal also takes int32 and int64 and outputs bool. The arithmetic ops'
+ * output may reuse input 0's buffer (only when input 0 has the output's shape). */
 #include "graph/graph.h"
 #include "kernels/kernels.h"
 #include "memory/memory.h"
@@ -9,55 +10,115 @@ enum { A_T };
 
 static const clg_attr_def attrs[] = {{.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true}};
 
+extern const clg_op_def clg_op_Equal;
+
+/* The broadcast shape of a and b, or TensorFlow's "Incompatible shapes" error. */
+clg_code clg_infer_broadcast(clg_node *n, const clg_out_desc *a, const clg_out_desc *b, int *rank,
+                             int64_t *dims)
+{
+  int r = a->rank > b->rank ? a->rank : b->rank;
+  for (int k = 0; k < r; k++) {
+    int ka = k - (r - a->rank), kb = k - (r - b->rank);
+    int64_t x = ka >= 0 ? a->dims[ka] : 1, y = kb >= 0 ? b->dims[kb] : 1;
+    if (x != y && x != 1 && y != 1) {
+      char sa[192], sb[192];
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
+                            clg_out_shape_string(a, sa, sizeof sa),
+                            clg_out_shape_string(b, sb, sizeof sb));
+    }
+    dims[k] = x == 1 ? y : x;
+  }
+  *rank = r;
+  return CLG_OK;
+}
+
 static clg_code infer(clg_node *n)
 {
   const clg_out_desc *a = clg_node_in(n, 0), *b = clg_node_in(n, 1);
   if (a->dtype != b->dtype)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "dtypes differ: %s vs %s",
                           clg_dtype_name(a->dtype), clg_dtype_name(b->dtype));
-  bool same = a->rank == b->rank;
-  for (int i = 0; same && i < a->rank; i++)
-    same = a->dims[i] == b->dims[i];
-  if (!same && a->rank != 0 && b->rank != 0) {
-    char sa[192], sb[192];
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "shapes differ: %s vs %s",
-                          clg_out_shape_string(a, sa, sizeof sa),
-                          clg_out_shape_string(b, sb, sizeof sb));
-  }
+  int rank;
+  int64_t dims[CLG_MAX_RANK];
+  clg_code code = clg_infer_broadcast(n, a, b, &rank, dims);
+  if (code != CLG_OK)
+    return code;
   clg_attr_value *t = &n->attrs[A_T];
   if (t->set && t->dtype != a->dtype)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute T is %s but the inputs are %s",
                           clg_dtype_name(t->dtype), clg_dtype_name(a->dtype));
   t->set = true;
   t->dtype = a->dtype;
-  const clg_out_desc *shape = a->rank == 0 ? b : a;
-  return clg_node_set_output(n, 0, a->dtype, shape->rank, shape->dims);
+  return clg_node_set_output(n, 0, n->def == &clg_op_Equal ? CLG_BOOL : a->dtype, rank, dims);
 }
 
 static clg_binop binop(const clg_node *n);
 
+/* Equal shapes, or a scalar against a tensor: the flat kernels (add, sub, mul). */
+static bool flat(const clg_node *n, size_t *na, size_t *nb)
+{
+  clg_binop op = binop(n);
+  size_t count = clg_out_count(&n->outs[0]);
+  *na = clg_out_count(clg_node_in(n, 0));
+  *nb = clg_out_count(clg_node_in(n, 1));
+  return op <= CLG_BINOP_MUL && (*na == count || *na == 1) && (*nb == count || *nb == 1);
+}
+
+static void map_of(const clg_node *n, clg_strided *m)
+{
+  const clg_out_desc *a = clg_node_in(n, 0), *b = clg_node_in(n, 1), *o = &n->outs[0];
+  clg_strided_broadcast(m, a->rank, a->dims, b->rank, b->dims, o->rank, o->dims);
+}
+
 static clg_code host_run(const clg_kernel_ctx *c)
 {
   const clg_node *n = c->node;
-  clg_host_binary(binop(n), n->outs[0].dtype, c->in[0].host, clg_out_count(clg_node_in(n, 0)),
-                  c->in[1].host, clg_out_count(clg_node_in(n, 1)), c->out[0].host,
-                  clg_out_count(&n->outs[0]));
+  size_t na, nb;
+  clg_dtype dt = clg_node_in(n, 0)->dtype;
+  if (flat(n, &na, &nb)) {
+    clg_host_binary(binop(n), dt, c->in[0].host, na, c->in[1].host, nb, c->out[0].host,
+                    clg_out_count(&n->outs[0]));
+    return CLG_OK;
+  }
+  clg_strided m;
+  map_of(n, &m);
+  clg_host_broadcast(binop(n), dt, c->in[0].host, c->in[1].host, c->out[0].host, &m);
   return CLG_OK;
 }
 
 static clg_code cl_run(const clg_kernel_ctx *c)
 {
   const clg_node *n = c->node;
-  return clg_cl_binary(c->dev, binop(n), n->outs[0].dtype, &c->in[0],
-                       clg_out_count(clg_node_in(n, 0)), &c->in[1],
-                       clg_out_count(clg_node_in(n, 1)), &c->out[0], clg_out_count(&n->outs[0]));
+  size_t na, nb, count = clg_out_count(&n->outs[0]);
+  clg_dtype dt = clg_node_in(n, 0)->dtype;
+  if (count == 0)
+    return CLG_OK;
+  if (flat(n, &na, &nb))
+    return clg_cl_binary(c->dev, binop(n), dt, &c->in[0], na, &c->in[1], nb, &c->out[0], count);
+  clg_strided m;
+  map_of(n, &m);
+  return clg_cl_broadcast(c->dev, binop(n), dt, &c->in[0], &c->in[1], &c->out[0], &m);
 }
 
 static const clg_kernel_def kernels[] = {
     {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL},
     {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL}};
 
-#define BINARY_DEF(OP)                                                                             \
+/* Equal: inputs float, double (with fp64 on OpenCL), int32 or int64; a bool output. */
+static bool equal_supports(const clg_node *n, const clg_device *dev)
+{
+  clg_dtype t = clg_node_in(n, 0)->dtype;
+  if (clg_node_in(n, 1)->dtype != t || n->outs[0].dtype != CLG_BOOL)
+    return false;
+  if (t == CLG_FLOAT64)
+    return clg_device_ops_of(dev)->kind == CLG_KIND_HOST || dev->info.has_fp64;
+  return t == CLG_FLOAT32 || t == CLG_INT32 || t == CLG_INT64;
+}
+
+static const clg_kernel_def equal_kernels[] = {{CLG_KIND_HOST, equal_supports, host_run, NULL},
+                                               {CLG_KIND_OPENCL, equal_supports, cl_run, NULL}};
+
+#define BINARY_DEF(OP, KERNELS, INPLACE)                                                           \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
       .num_inputs = 2,                                                                             \
@@ -65,19 +126,26 @@ static const clg_kernel_def kernels[] = {
       .num_attrs = 1,                                                                              \
       .attrs = attrs,                                                                              \
       .infer = infer,                                                                              \
-      .kernels = kernels,                                                                          \
+      .kernels = KERNELS,                                                                          \
       .num_kernels = 2,                                                                            \
-      .inplace = 0,                                                                                \
+      .inplace = INPLACE,                                                                          \
   };
-BINARY_DEF(Add)
-BINARY_DEF(Sub)
-BINARY_DEF(Mul)
+BINARY_DEF(Add, kernels, 0)
+BINARY_DEF(Sub, kernels, 0)
+BINARY_DEF(Mul, kernels, 0)
+BINARY_DEF(RealDiv, kernels, 0)
+BINARY_DEF(Maximum, kernels, 0)
+BINARY_DEF(Equal, equal_kernels, -1)
 
 static clg_binop binop(const clg_node *n)
 {
-  return n->def == &clg_op_Add   ? CLG_BINOP_ADD
-         : n->def == &clg_op_Sub ? CLG_BINOP_SUB
-                                 : CLG_BINOP_MUL;
+  const clg_op_def *d = n->def;
+  return d == &clg_op_Add       ? CLG_BINOP_ADD
+         : d == &clg_op_Sub     ? CLG_BINOP_SUB
+         : d == &clg_op_Mul     ? CLG_BINOP_MUL
+         : d == &clg_op_RealDiv ? CLG_BINOP_DIV
+         : d == &clg_op_Maximum ? CLG_BINOP_MAX
+                                : CLG_BINOP_EQUAL;
 }
 
 static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *a,
@@ -100,4 +168,19 @@ clg_node *clg_sub(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 clg_node *clg_mul(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
   return build(g, &clg_op_Mul, name, a, b);
+}
+
+clg_node *clg_real_div(clg_graph *g, const char *name, clg_node *a, clg_node *b)
+{
+  return build(g, &clg_op_RealDiv, name, a, b);
+}
+
+clg_node *clg_maximum(clg_graph *g, const char *name, clg_node *a, clg_node *b)
+{
+  return build(g, &clg_op_Maximum, name, a, b);
+}
+
+clg_node *clg_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b)
+{
+  return build(g, &clg_op_Equal, name, a, b);
 }

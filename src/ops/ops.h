@@ -164,6 +164,10 @@ double clg_tensor_element_double(const clg_tensor *t, size_t i);
 /* Inference of an element-wise op with one input: attribute 0 is T (clg_attrs_T), the
  * output has the input's dtype and shape. */
 clg_code clg_infer_elementwise_unary(clg_node *n);
+/* The numpy broadcast shape of a and b into rank/dims, or TensorFlow's INVALID_ARGUMENT
+ * "Incompatible shapes: [2,3] vs. [4]" naming the node. */
+clg_code clg_infer_broadcast(clg_node *n, const clg_out_desc *a, const clg_out_desc *b, int *rank,
+                             int64_t *dims);
 extern const clg_attr_def clg_attrs_T[1];
 /* TensorFlow's node summary for errors: "b = Const[dtype=DT_FLOAT, value=Tensor<type: float
  * shape: [3,2] values: 1 2 3...>, _device=\"/device:GPU:2\"]()", attributes in the op's

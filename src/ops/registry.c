@@ -8,11 +8,25 @@
 #include "ops/ops.h"
 
 extern const clg_op_def clg_op_Const, clg_op_Placeholder, clg_op_MatMul, clg_op_Add, clg_op_Sub,
-    clg_op_Mul, clg_op_AddN, clg_op_Identity, clg_op_Relu, clg_op_Neg, clg_op_Square;
+    clg_op_Mul, clg_op_AddN, clg_op_Identity, clg_op_Relu, clg_op_Neg, clg_op_Square,
+    clg_op_RealDiv, clg_op_Maximum, clg_op_Equal;
 
 static const clg_op_def *const registry[] = {
-    &clg_op_Const, &clg_op_Placeholder, &clg_op_MatMul, &clg_op_Add, &clg_op_Sub,    &clg_op_Mul,
-    &clg_op_AddN,  &clg_op_Identity,    &clg_op_Relu,   &clg_op_Neg, &clg_op_Square,
+    &clg_op_Const,
+    &clg_op_Placeholder,
+    &clg_op_MatMul,
+    &clg_op_Add,
+    &clg_op_Sub,
+    &clg_op_Mul,
+    &clg_op_AddN,
+    &clg_op_Identity,
+    &clg_op_Relu,
+    &clg_op_Neg,
+    &clg_op_Square,
+    /* the CNN set */
+    &clg_op_RealDiv,
+    &clg_op_Maximum,
+    &clg_op_Equal,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))

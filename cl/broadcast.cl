@@ -1,0 +1,75 @@
+/* Binary ops with numpy broadcasting, and strided copies (Transpose). T is float or double.
+ * The map gives, per output dim (outermost first), its size and the strides in elements of
+ * the inputs (0 where broadcast); its layout matches clg_cl_map in src/kernels/broadcast.c. */
+typedef struct clg_map {
+  ulong rank;
+  ulong dims[8];
+  ulong sa[8];
+  ulong sb[8];
+} clg_map;
+
+#define CLG_BCAST(name, TO, EXPR)                                                                \
+  __kernel void name(__global const T *a, ulong ao, __global const T *b, ulong bo,              \
+                     __global TO *out, ulong oo, ulong n, clg_map m)                            \
+  {                                                                                              \
+    ulong i = get_global_id(0);                                                                  \
+    if (i >= n)                                                                                  \
+      return;                                                                                    \
+    ulong ia = 0, ib = 0, r = i;                                                                 \
+    for (int k = (int)m.rank - 1; k >= 0; k--) {                                                 \
+      ulong d = r % m.dims[k];                                                                   \
+      r /= m.dims[k];                                                                            \
+      ia += d * m.sa[k];                                                                         \
+      ib += d * m.sb[k];                                                                         \
+    }                                                                                            \
+    T x = a[ao + ia], y = b[bo + ib];                                                            \
+    out[oo + i] = EXPR;                                                                          \
+  }
+
+CLG_BCAST(clg_bc_add, T, x + y)
+CLG_BCAST(clg_bc_sub, T, x - y)
+CLG_BCAST(clg_bc_mul, T, x * y)
+CLG_BCAST(clg_bc_div, T, x / y)
+CLG_BCAST(clg_bc_max, T, x < y ? y : x)
+CLG_BCAST(clg_bc_equal, uchar, x == y ? 1 : 0)
+
+/* Equal on integers (the program's T is then unused). */
+#define CLG_BCAST_EQ(name, TI)                                                                   \
+  __kernel void name(__global const TI *a, ulong ao, __global const TI *b, ulong bo,            \
+                     __global uchar *out, ulong oo, ulong n, clg_map m)                         \
+  {                                                                                              \
+    ulong i = get_global_id(0);                                                                  \
+    if (i >= n)                                                                                  \
+      return;                                                                                    \
+    ulong ia = 0, ib = 0, r = i;                                                                 \
+    for (int k = (int)m.rank - 1; k >= 0; k--) {                                                 \
+      ulong d = r % m.dims[k];                                                                   \
+      r /= m.dims[k];                                                                            \
+      ia += d * m.sa[k];                                                                         \
+      ib += d * m.sb[k];                                                                         \
+    }                                                                                            \
+    out[oo + i] = a[ao + ia] == b[bo + ib] ? 1 : 0;                                              \
+  }
+CLG_BCAST_EQ(clg_bc_equal_i32, int)
+CLG_BCAST_EQ(clg_bc_equal_i64, long)
+
+/* out[i] = in[strided(i)] for elements of 1, 2, 4 or 8 bytes (Transpose of any dtype). */
+#define CLG_GATHER(name, TE)                                                                     \
+  __kernel void name(__global const TE *a, ulong ao, __global TE *out, ulong oo, ulong n,       \
+                     clg_map m)                                                                  \
+  {                                                                                              \
+    ulong i = get_global_id(0);                                                                  \
+    if (i >= n)                                                                                  \
+      return;                                                                                    \
+    ulong ia = 0, r = i;                                                                         \
+    for (int k = (int)m.rank - 1; k >= 0; k--) {                                                 \
+      ulong d = r % m.dims[k];                                                                   \
+      r /= m.dims[k];                                                                            \
+      ia += d * m.sa[k];                                                                         \
+    }                                                                                            \
+    out[oo + i] = a[ao + ia];                                                                    \
+  }
+CLG_GATHER(clg_gather1, uchar)
+CLG_GATHER(clg_gather2, ushort)
+CLG_GATHER(clg_gather4, uint)
+CLG_GATHER(clg_gather8, ulong)

@@ -1,0 +1,319 @@
+/* The CNN op set (issue 13) on CPU:0 and on the PoCL stand-ins: each op against a naive
+ * double-precision reference written here, over random shapes (1x1 filters, strides larger
+ * than the filter, odd sizes with SAME padding, batch 1, channels not a multiple of 4), the
+ * two device kinds against each other, and bad input per op (clear errors naming the
+ * node). Ends with the CIFAR-10 model's forward pass on fixed weights. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "testutil.h"
+
+/* Each case runs on CPU:0 and on one stand-in GPU, taken in turn. */
+static int gpu_turn;
+
+/* Sessions grow their device memory (the default reserves all of it per device) and a
+ * session kept open for the whole test keeps the process-wide device state alive between
+ * cases. */
+static clg_session_options session_opt;
+static clg_graph *keeper_graph;
+static clg_session *keeper;
+
+static void keeper_start(void)
+{
+  clg_session_options_init(&session_opt);
+  session_opt.gpu_options.allow_growth = 1;
+  keeper_graph = clg_graph_new();
+  clg_const_f32(keeper_graph, NULL, 0, NULL, (float[]){1});
+  CHECK_OK(clg_session_new(keeper_graph, &session_opt, &keeper));
+}
+
+static void keeper_stop(void)
+{
+  clg_session_free(keeper);
+  clg_graph_free(keeper_graph);
+}
+
+/* --- tensors ---------------------------------------------------------------------------- */
+
+static double get(const clg_tensor *t, size_t i)
+{
+  const void *p = clg_tensor_const_data(t);
+  switch (clg_tensor_dtype(t)) {
+  case CLG_FLOAT32:
+    return ((const float *)p)[i];
+  case CLG_FLOAT64:
+    return ((const double *)p)[i];
+  case CLG_INT32:
+    return ((const int32_t *)p)[i];
+  case CLG_INT64:
+    return (double)((const int64_t *)p)[i];
+  case CLG_BOOL:
+    return ((const uint8_t *)p)[i];
+  default:
+    return NAN;
+  }
+}
+
+static void set(clg_tensor *t, size_t i, double v)
+{
+  void *p = clg_tensor_data(t);
+  switch (clg_tensor_dtype(t)) {
+  case CLG_FLOAT32:
+    ((float *)p)[i] = (float)v;
+    break;
+  case CLG_FLOAT64:
+    ((double *)p)[i] = v;
+    break;
+  case CLG_INT32:
+    ((int32_t *)p)[i] = (int32_t)v;
+    break;
+  case CLG_INT64:
+    ((int64_t *)p)[i] = (int64_t)v;
+    break;
+  case CLG_BOOL:
+    ((uint8_t *)p)[i] = v != 0;
+    break;
+  default:
+    break;
+  }
+}
+
+/* Uniform values in [lo, hi). */
+static clg_tensor *rand_tensor(clg_dtype dt, int rank, const int64_t *dims, double lo, double hi)
+{
+  clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
+  for (size_t i = 0; i < clg_tensor_count(t); i++)
+    set(t, i, clg_test_uniform(lo, hi));
+  return t;
+}
+
+static int irand(int lo, int hi) { return lo + (int)(clg_test_rand() % (unsigned)(hi - lo + 1)); }
+
+/* Every element within tol (relative to max(1, |ref|)) of the reference. */
+static bool close_to(const clg_tensor *t, const double *ref, size_t n, double tol, const char *what,
+                     const char *dev)
+{
+  if (!t || clg_tensor_count(t) != n) {
+    CHECK_MSG(false, "%s on %s: %zu elements, want %zu", what, dev, t ? clg_tensor_count(t) : 0, n);
+    return false;
+  }
+  for (size_t i = 0; i < n; i++) {
+    double v = get(t, i), err = fabs(v - ref[i]);
+    bool ok = err <= tol * fmax(1.0, fabs(ref[i])) || (isnan(v) && isnan(ref[i])) ||
+              (isinf(v) && v == ref[i]);
+    if (!ok) {
+      CHECK_MSG(false, "%s on %s: element %zu is %.9g, want %.9g", what, dev, i, v, ref[i]);
+      return false;
+    }
+  }
+  clg_test_passed++;
+  return true;
+}
+
+/* --- running one op on both device kinds ------------------------------------------------- */
+
+typedef clg_node *(*build_fn)(clg_graph *g, clg_node *const *in, void *ctx);
+
+/* Builds fn's node on CPU:0 and on a stand-in GPU, from placeholders fed `inputs`, runs
+ * both in one session and fetches output `index` of each into out[0] (CPU) and out[1]. On
+ * a build or run error returns its code (outputs NULL) and leaves the message in err. */
+static clg_code run_both(int nin, clg_tensor *const *inputs, build_fn fn, void *ctx, int index,
+                         clg_tensor **out, char *err, size_t err_size)
+{
+  const char *gpus[4] = {"/device:GPU:0", "/device:GPU:1", "/device:GPU:2", "/device:GPU:3"};
+  out[0] = out[1] = NULL;
+  clg_graph *g = clg_graph_new();
+  clg_node *ph[8];
+  for (int i = 0; i < nin; i++) {
+    int64_t dims[CLG_MAX_RANK];
+    for (int k = 0; k < clg_tensor_rank(inputs[i]); k++)
+      dims[k] = clg_tensor_dim(inputs[i], k);
+    ph[i] = clg_placeholder(g, NULL, clg_tensor_dtype(inputs[i]), clg_tensor_rank(inputs[i]), dims);
+  }
+  clg_node *node[2];
+  clg_graph_push_device(g, "/cpu:0");
+  node[0] = fn(g, ph, ctx);
+  clg_graph_pop_device(g);
+  clg_graph_push_device(g, gpus[gpu_turn++ % 4]);
+  node[1] = fn(g, ph, ctx);
+  clg_graph_pop_device(g);
+  clg_code code = clg_graph_status(g);
+  clg_session *s = NULL;
+  if (code == CLG_OK)
+    code = clg_session_new(g, &session_opt, &s);
+  if (code == CLG_OK) {
+    clg_output feeds[8], fetch[2] = {{node[0], index}, {node[1], index}};
+    for (int i = 0; i < nin; i++)
+      feeds[i] = clg_out(ph[i], 0);
+    code = clg_session_run_outputs(s, nin, feeds, inputs, 2, fetch, out, 0, NULL);
+  }
+  if (err)
+    snprintf(err, err_size, "%s", code == CLG_OK ? "" : clg_last_error());
+  clg_session_free(s);
+  clg_graph_free(g);
+  return code;
+}
+
+/* Runs and checks both devices against ref; frees the outputs. */
+static void run_check(const char *what, int nin, clg_tensor *const *inputs, build_fn fn, void *ctx,
+                      int index, const double *ref, size_t n, double tol)
+{
+  clg_tensor *out[2];
+  char err[1024];
+  clg_code code = run_both(nin, inputs, fn, ctx, index, out, err, sizeof err);
+  CHECK_MSG(code == CLG_OK, "%s: %s", what, err);
+  if (code == CLG_OK) {
+    close_to(out[0], ref, n, tol, what, "CPU:0");
+    close_to(out[1], ref, n, tol, what, "GPU");
+  }
+  clg_tensor_free(out[0]);
+  clg_tensor_free(out[1]);
+}
+
+/* A build error: the graph's status and text (which names the node). */
+static void expect_build_error(clg_graph *g, const char *text, int line)
+{
+  CHECK_MSG(clg_graph_status(g) == CLG_INVALID_ARGUMENT, "line %d: status %s (%s)", line,
+            clg_code_name(clg_graph_status(g)), clg_graph_error(g));
+  CHECK_MSG(strstr(clg_graph_error(g), text) != NULL, "line %d: error \"%s\" lacks \"%s\"", line,
+            clg_graph_error(g), text);
+  clg_graph_free(g);
+}
+#define EXPECT_BUILD_ERROR(g, text) expect_build_error(g, text, __LINE__)
+
+static clg_node *ph(clg_graph *g, clg_dtype dt, int rank, const int64_t *dims)
+{
+  return clg_placeholder(g, NULL, dt, rank, dims);
+}
+
+/* Row-major index helpers for the references. */
+static size_t count_of(int rank, const int64_t *dims)
+{
+  size_t c = 1;
+  for (int k = 0; k < rank; k++)
+    c *= (size_t)dims[k];
+  return c;
+}
+
+/* --- broadcasting binary ops -------------------------------------------------------------- */
+
+typedef struct binary_case {
+  const char *op;
+} binary_case;
+
+static clg_node *build_binary(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  const binary_case *c = ctx;
+  clg_output io[2] = {clg_out(in[0], 0), clg_out(in[1], 0)};
+  return clg_op(g, c->op, NULL, 2, io, 0, NULL);
+}
+
+static double ref_binary(const char *op, double x, double y)
+{
+  if (!strcmp(op, "Add"))
+    return x + y;
+  if (!strcmp(op, "Sub"))
+    return x - y;
+  if (!strcmp(op, "Mul"))
+    return x * y;
+  if (!strcmp(op, "RealDiv"))
+    return x / y;
+  if (!strcmp(op, "Maximum"))
+    return x < y ? y : x;
+  return x == y;
+}
+
+/* Index of the input element that broadcasts to output element i. */
+static size_t bcast_index(size_t i, int ro, const int64_t *dout, int ri, const int64_t *di)
+{
+  size_t idx = 0, stride = 1;
+  for (int k = ro - 1; k >= 0; k--) {
+    size_t d = i % (size_t)dout[k];
+    i /= (size_t)dout[k];
+    int ki = k - (ro - ri);
+    if (ki < 0)
+      continue;
+    idx += (di[ki] == 1 ? 0 : d) * stride;
+    stride *= (size_t)di[ki];
+  }
+  return idx;
+}
+
+static void test_binary(void)
+{
+  const char *ops[] = {"Add", "Sub", "Mul", "RealDiv", "Maximum", "Equal"};
+  for (int rep = 0; rep < 12; rep++) {
+    int ro = irand(1, 4);
+    int64_t dout[4], da[4], db[4];
+    for (int k = 0; k < ro; k++)
+      dout[k] = irand(1, 5);
+    int ra = irand(0, ro), rb = rep % 3 == 0 ? ro : irand(0, ro);
+    for (int k = 0; k < ra; k++)
+      da[k] = clg_test_rand() % 3 == 0 ? 1 : dout[k + ro - ra];
+    for (int k = 0; k < rb; k++)
+      db[k] = clg_test_rand() % 3 == 0 ? 1 : dout[k + ro - rb];
+    if (rep % 4 == 1) { /* equal shapes */
+      ra = rb = ro;
+      memcpy(da, dout, sizeof dout);
+      memcpy(db, dout, sizeof dout);
+    }
+    /* The broadcast shape of a and b (a dim that both made 1 stays 1). */
+    int r = ra > rb ? ra : rb;
+    int64_t dr[4];
+    for (int k = 0; k < r; k++) {
+      int ka = k - (r - ra), kb = k - (r - rb);
+      int64_t x = ka >= 0 ? da[ka] : 1, y = kb >= 0 ? db[kb] : 1;
+      dr[k] = x == 1 ? y : x;
+    }
+    clg_dtype dt = rep == 5 ? CLG_FLOAT64 : rep == 7 ? CLG_INT32 : CLG_FLOAT32;
+    for (size_t o = 0; o < 6; o++) {
+      if (dt == CLG_INT32 && o != 5)
+        continue;
+      clg_tensor *in[2] = {rand_tensor(dt, ra, da, -3, 3), rand_tensor(dt, rb, db, 0.5, 2)};
+      if (o == 5 || dt == CLG_INT32) /* small integers so that Equal sees equal values */
+        for (int j = 0; j < 2; j++)
+          for (size_t i = 0; i < clg_tensor_count(in[j]); i++)
+            set(in[j], i, (double)(clg_test_rand() % 3));
+      size_t n = count_of(r, dr);
+      double *ref = malloc(sizeof(double) * (n ? n : 1));
+      for (size_t i = 0; i < n; i++)
+        ref[i] = ref_binary(ops[o], get(in[0], bcast_index(i, r, dr, ra, da)),
+                            get(in[1], bcast_index(i, r, dr, rb, db)));
+      binary_case c = {ops[o]};
+      char what[128];
+      snprintf(what, sizeof what, "%s %s rank %d/%d", ops[o], clg_dtype_name(dt), ra, rb);
+      run_check(what, 2, in, build_binary, &c, 0, ref, n, dt == CLG_FLOAT64 ? 1e-12 : 1e-6);
+      free(ref);
+      clg_tensor_free(in[0]);
+      clg_tensor_free(in[1]);
+    }
+  }
+  /* TensorFlow's text for shapes that do not broadcast, naming the node. */
+  clg_graph *g = clg_graph_new();
+  clg_node *a = ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}),
+           *b = ph(g, CLG_FLOAT32, 1, (int64_t[]){4});
+  CHECK(clg_real_div(g, "div", a, b) == NULL);
+  EXPECT_BUILD_ERROR(g, "RealDiv 'div': Incompatible shapes: [2,3] vs. [4]");
+  g = clg_graph_new();
+  a = ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  b = ph(g, CLG_FLOAT32, 2, (int64_t[]){3, 1});
+  CHECK(clg_maximum(g, NULL, a, b) == NULL);
+  EXPECT_BUILD_ERROR(g, "Maximum 'Maximum': Incompatible shapes: [2,3] vs. [3,1]");
+  g = clg_graph_new();
+  a = ph(g, CLG_FLOAT32, 1, (int64_t[]){3});
+  b = ph(g, CLG_INT32, 1, (int64_t[]){3});
+  CHECK(clg_equal(g, "eq", a, b) == NULL);
+  EXPECT_BUILD_ERROR(g, "Equal 'eq': dtypes differ: float vs int32");
+}
+
+int main(void)
+{
+  clg_test_seed(13);
+  if (!clg_test_require_gpus(4))
+    return clg_test_summary("test_nn_ops");
+  keeper_start();
+  test_binary();
+  keeper_stop();
+  return clg_test_summary("test_nn_ops");
+}
