@@ -196,6 +196,42 @@ static size_t count_of(int rank, const int64_t *dims)
   return c;
 }
 
+/* A generic case: op with nin placeholders and, when ncv >= 0, a Const int32 vector of
+ * the ncv values cv inserted as input const_at; attributes as given. */
+typedef struct opcase {
+  const char *op;
+  int nin;
+  int const_at, ncv;
+  int64_t cv[8];
+  int nattrs;
+  clg_attr attrs[6];
+} opcase;
+
+static clg_node *const_ints(clg_graph *g, int n, const int64_t *v)
+{
+  int32_t w[8];
+  for (int i = 0; i < n; i++)
+    w[i] = (int32_t)v[i];
+  clg_tensor *t = clg_tensor_new(CLG_INT32, 1, (int64_t[]){n}, w);
+  clg_node *c = clg_const(g, NULL, t);
+  clg_tensor_free(t);
+  return c;
+}
+
+static clg_node *build_op(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  const opcase *c = ctx;
+  clg_output io[8];
+  int k = 0;
+  for (int i = 0; i <= c->nin; i++) {
+    if (c->ncv >= 0 && i == c->const_at)
+      io[k++] = clg_out(const_ints(g, c->ncv, c->cv), 0);
+    if (i < c->nin)
+      io[k++] = clg_out(in[i], 0);
+  }
+  return clg_op(g, c->op, NULL, k, io, c->nattrs, c->attrs);
+}
+
 /* --- broadcasting binary ops -------------------------------------------------------------- */
 
 typedef struct binary_case {
@@ -307,6 +343,189 @@ static void test_binary(void)
   EXPECT_BUILD_ERROR(g, "Equal 'eq': dtypes differ: float vs int32");
 }
 
+/* --- element-wise unary ops, Cast, Fill, ZerosLike/OnesLike, Reshape, Transpose -------------- */
+
+static void test_unary(void)
+{
+  const char *ops[] = {"Exp", "Log", "Sqrt", "Rsqrt"};
+  for (int o = 0; o < 4; o++)
+    for (int d = 0; d < 2; d++) {
+      clg_dtype dt = d ? CLG_FLOAT64 : CLG_FLOAT32;
+      int64_t dims[3] = {irand(1, 4), irand(1, 5), irand(1, 7)};
+      clg_tensor *x = rand_tensor(dt, 3, dims, 0.05, 3);
+      size_t n = clg_tensor_count(x);
+      double *ref = malloc(sizeof(double) * n);
+      for (size_t i = 0; i < n; i++) {
+        double v = get(x, i);
+        ref[i] = o == 0 ? exp(v) : o == 1 ? log(v) : o == 2 ? sqrt(v) : 1 / sqrt(v);
+      }
+      opcase c = {ops[o], 1, 0, -1, {0}, 0, {{0}}};
+      run_check(ops[o], 1, &x, build_op, &c, 0, ref, n, d ? 1e-12 : 2e-6);
+      free(ref);
+      clg_tensor_free(x);
+    }
+  /* The edges: log(0) = -inf, log and sqrt of a negative are NaN. */
+  clg_tensor *x = clg_tensor_new(CLG_FLOAT32, 1, (int64_t[]){2}, (float[]){0, -1});
+  opcase lg = {"Log", 1, 0, -1, {0}, 0, {{0}}}, sq = {"Sqrt", 1, 0, -1, {0}, 0, {{0}}};
+  run_check("Log edges", 1, &x, build_op, &lg, 0, (double[]){-INFINITY, NAN}, 2, 0);
+  run_check("Sqrt edges", 1, &x, build_op, &sq, 0, (double[]){0, NAN}, 2, 0);
+  clg_tensor_free(x);
+}
+
+static void test_cast(void)
+{
+  static const clg_dtype pairs[][2] = {
+      {CLG_FLOAT32, CLG_INT32}, {CLG_INT32, CLG_FLOAT32},   {CLG_FLOAT32, CLG_BOOL},
+      {CLG_BOOL, CLG_FLOAT32},  {CLG_INT32, CLG_INT64},     {CLG_INT64, CLG_INT32},
+      {CLG_FLOAT32, CLG_INT64}, {CLG_FLOAT32, CLG_FLOAT64}, {CLG_FLOAT64, CLG_FLOAT32},
+      {CLG_FLOAT64, CLG_INT32}, {CLG_INT64, CLG_FLOAT64},   {CLG_INT32, CLG_BOOL}};
+  for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+    clg_dtype st = pairs[p][0], dt = pairs[p][1];
+    int64_t dims[2] = {irand(1, 5), irand(1, 9)};
+    clg_tensor *x = rand_tensor(st, 2, dims, -5, 5);
+    if (st == CLG_BOOL || st == CLG_INT32 || st == CLG_INT64)
+      for (size_t i = 0; i < clg_tensor_count(x); i++)
+        set(x, i, (double)(int)(clg_test_rand() % 7) - 3);
+    size_t n = clg_tensor_count(x);
+    double *ref = malloc(sizeof(double) * n);
+    for (size_t i = 0; i < n; i++) {
+      double v = get(x, i);
+      ref[i] = dt == CLG_BOOL                       ? (v != 0)
+               : dt == CLG_INT32 || dt == CLG_INT64 ? trunc(v)
+               : dt == CLG_FLOAT32                  ? (double)(float)v
+                                                    : v;
+    }
+    opcase c = {"Cast", 1, 0, -1, {0}, 1, {clg_attr_dtype("DstT", dt)}};
+    char what[64];
+    snprintf(what, sizeof what, "Cast %s to %s", clg_dtype_name(st), clg_dtype_name(dt));
+    run_check(what, 1, &x, build_op, &c, 0, ref, n, 0);
+    free(ref);
+    clg_tensor_free(x);
+  }
+  clg_graph *g = clg_graph_new();
+  CHECK(clg_cast(g, "c", ph(g, CLG_FLOAT32, 0, NULL), (clg_dtype)7) == NULL);
+  EXPECT_BUILD_ERROR(g, "Cast 'c': no cast from float to invalid");
+}
+
+static void test_fill(void)
+{
+  for (int d = 0; d < 3; d++) {
+    clg_dtype dt = d == 0 ? CLG_FLOAT32 : d == 1 ? CLG_INT64 : CLG_BOOL;
+    clg_tensor *v = clg_tensor_new(dt, 0, NULL, NULL);
+    set(v, 0, d == 2 ? 1 : -7.25 + d);
+    opcase c = {"Fill", 1, 0, 3, {2, 3, 5}, 0, {{0}}};
+    double ref[30];
+    for (int i = 0; i < 30; i++)
+      ref[i] = get(v, 0);
+    run_check("Fill", 1, &v, build_op, &c, 0, ref, 30, 0);
+    clg_tensor_free(v);
+    int64_t dims[2] = {3, irand(1, 6)};
+    clg_tensor *x = rand_tensor(dt, 2, dims, -2, 2);
+    for (int o = 0; o < 2; o++) {
+      for (int i = 0; i < 30; i++)
+        ref[i] = o;
+      opcase l = {o ? "OnesLike" : "ZerosLike", 1, 0, -1, {0}, 0, {{0}}};
+      run_check(l.op, 1, &x, build_op, &l, 0, ref, clg_tensor_count(x), 0);
+    }
+    clg_tensor_free(x);
+  }
+  clg_graph *g = clg_graph_new();
+  CHECK(clg_fill(g, "f", 1, (int64_t[]){3}, ph(g, CLG_FLOAT32, 1, (int64_t[]){2})) == NULL);
+  EXPECT_BUILD_ERROR(g, "Fill 'f': value must be a scalar, not shape [2]");
+  g = clg_graph_new();
+  clg_node *dims = ph(g, CLG_INT32, 1, (int64_t[]){2});
+  clg_output in[2] = {clg_out(dims, 0), clg_out(ph(g, CLG_FLOAT32, 0, NULL), 0)};
+  CHECK(clg_op(g, "Fill", "f2", 2, in, 0, NULL) == NULL);
+  EXPECT_BUILD_ERROR(g, "Fill 'f2': dims (input 0) must be a constant");
+}
+
+static void test_reshape_transpose(void)
+{
+  for (int rep = 0; rep < 8; rep++) {
+    int rank = irand(1, 4);
+    int64_t dims[4];
+    for (int k = 0; k < rank; k++)
+      dims[k] = irand(1, 5);
+    clg_dtype dt = rep % 3 == 1 ? CLG_INT64 : rep % 3 == 2 ? CLG_FLOAT64 : CLG_FLOAT32;
+    clg_tensor *x = rand_tensor(dt, rank, dims, -9, 9);
+    size_t n = clg_tensor_count(x);
+    double *ref = malloc(sizeof(double) * n);
+    /* Reshape to [-1, last]: the same elements. */
+    for (size_t i = 0; i < n; i++)
+      ref[i] = get(x, i);
+    opcase r = {"Reshape", 1, 1, 2, {-1, dims[rank - 1]}, 0, {{0}}};
+    run_check("Reshape", 1, &x, build_op, &r, 0, ref, n, 0);
+    /* A random permutation, against the naive index arithmetic. */
+    int64_t perm[4];
+    for (int k = 0; k < rank; k++)
+      perm[k] = k;
+    for (int k = rank - 1; k > 0; k--) {
+      int j = irand(0, k);
+      int64_t t = perm[k];
+      perm[k] = perm[j];
+      perm[j] = t;
+    }
+    int64_t od[4], stride[4];
+    size_t s = 1;
+    for (int k = rank - 1; k >= 0; k--) {
+      stride[k] = (int64_t)s;
+      s *= (size_t)dims[k];
+    }
+    for (int k = 0; k < rank; k++)
+      od[k] = dims[perm[k]];
+    for (size_t i = 0; i < n; i++) {
+      size_t rem = i, src = 0;
+      for (int k = rank - 1; k >= 0; k--) {
+        src += (rem % (size_t)od[k]) * (size_t)stride[perm[k]];
+        rem /= (size_t)od[k];
+      }
+      ref[i] = get(x, src);
+    }
+    opcase t = {"Transpose", 1, 1, rank, {0}, 0, {{0}}};
+    memcpy(t.cv, perm, sizeof perm);
+    run_check("Transpose", 1, &x, build_op, &t, 0, ref, n, 0);
+    free(ref);
+    clg_tensor_free(x);
+  }
+  /* TensorFlow's texts. */
+  clg_graph *g = clg_graph_new();
+  clg_node *x = ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  CHECK(clg_reshape(g, "r", x, 1, (int64_t[]){4}) == NULL);
+  EXPECT_BUILD_ERROR(
+      g, "Reshape 'r': Input to reshape is a tensor with 6 values, but the requested shape has 4");
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  CHECK(clg_reshape(g, "r", x, 2, (int64_t[]){-1, 4}) == NULL);
+  EXPECT_BUILD_ERROR(g, "Input to reshape is a tensor with 6 values, but the requested shape "
+                        "requires a multiple of 4");
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  CHECK(clg_reshape(g, "r", x, 2, (int64_t[]){-1, -1}) == NULL);
+  EXPECT_BUILD_ERROR(g, "Reshape 'r': Only one input size may be -1, not both 0 and 1");
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  CHECK(clg_transpose(g, "t", x, 2, (int64_t[]){0, 0}) == NULL);
+  EXPECT_BUILD_ERROR(g, "Transpose 't': perm is not a permutation: 0 appears twice");
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  CHECK(clg_transpose(g, "t", x, 3, (int64_t[]){0, 1, 2}) == NULL);
+  EXPECT_BUILD_ERROR(g, "transpose expects a vector of size 2. But input(1) is a vector of size 3");
+  /* A Reshape that is its input's last use reuses its buffer: the values still come out. */
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  clg_node *r = clg_reshape(g, NULL, clg_relu(g, NULL, x), 1, (int64_t[]){6});
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, &session_opt, &s));
+  clg_tensor *xv = clg_tensor_new(CLG_FLOAT32, 2, (int64_t[]){2, 3}, (float[]){1, -2, 3, -4, 5, 6});
+  clg_tensor *out = NULL;
+  CHECK_OK(clg_session_run(s, 1, &x, &xv, 1, &r, &out));
+  close_to(out, (double[]){1, 0, 3, 0, 5, 6}, 6, 0, "Reshape in place", "default");
+  clg_tensor_free(out);
+  clg_tensor_free(xv);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
 int main(void)
 {
   clg_test_seed(13);
@@ -314,6 +533,10 @@ int main(void)
     return clg_test_summary("test_nn_ops");
   keeper_start();
   test_binary();
+  test_unary();
+  test_cast();
+  test_fill();
+  test_reshape_transpose();
   keeper_stop();
   return clg_test_summary("test_nn_ops");
 }

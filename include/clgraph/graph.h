@@ -168,6 +168,25 @@ clg_node *clg_identity(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_relu(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_neg(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_square(clg_graph *g, const char *name, clg_node *x);
+/* Element-wise exp, natural log (clg_log_e: clg_log is the logger), sqrt and 1/sqrt (IEEE at
+ * the edges: log(0) = -inf, NaN below 0). */
+clg_node *clg_exp(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_log_e(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_sqrt(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_rsqrt(clg_graph *g, const char *name, clg_node *x);
+/* x converted to dtype (float, double, int32, int64, bool): float to integer truncates toward
+ * zero and saturates, anything to bool is x != 0 (tf.cast). */
+clg_node *clg_cast(clg_graph *g, const char *name, clg_node *x, clg_dtype dtype);
+/* A tensor of shape dims with every element the scalar value (tf.fill); the dims become a
+ * Const. ZerosLike and OnesLike: x's shape and dtype, filled with 0 or 1. */
+clg_node *clg_fill(clg_graph *g, const char *name, int rank, const int64_t *dims, clg_node *value);
+clg_node *clg_zeros_like(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_ones_like(clg_graph *g, const char *name, clg_node *x);
+/* x with a new shape of the same element count; one dim may be -1 (inferred). The shape
+ * becomes a Const (with clg_op, input 1 must be a Const of int32 or int64). */
+clg_node *clg_reshape(clg_graph *g, const char *name, clg_node *x, int rank, const int64_t *shape);
+/* x with its dims permuted: output dim k is x's dim perm[k] (n = x's rank). */
+clg_node *clg_transpose(clg_graph *g, const char *name, clg_node *x, int n, const int64_t *perm);
 
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes

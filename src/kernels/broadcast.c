@@ -221,3 +221,15 @@ clg_code clg_cl_gather(clg_device *dev, size_t es, const clg_block *a, const clg
                        {sizeof oo, &oo},          {sizeof n, &n},   {sizeof cm, &cm}};
   return clg_cl_launch(dev, CLG_FLOAT32, &source, kernel, args, 6, (size_t)n);
 }
+
+clg_code clg_cl_fill(clg_device *dev, const clg_block *out, const void *pattern, size_t es,
+                     size_t bytes)
+{
+  if (bytes == 0)
+    return CLG_OK;
+  cl_int err =
+      clEnqueueFillBuffer(dev->queue, out->mem, pattern, es, out->offset, bytes, 0, NULL, NULL);
+  if (err != CL_SUCCESS)
+    return clg_cl_error(err, "clEnqueueFillBuffer", " on %s", dev->info.name);
+  return CLG_OK;
+}

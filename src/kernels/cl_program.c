@@ -20,7 +20,7 @@ typedef struct slot {
   cl_device_id device;
   pthread_mutex_t lock;
   int num_kernels;
-  const char *names[MAX_KERNELS];
+  char *names[MAX_KERNELS]; /* copies: callers may build names in stack buffers */
   cl_kernel kernels[MAX_KERNELS];
   size_t wg[MAX_KERNELS];
 } slot;
@@ -43,8 +43,10 @@ static program *cache_head;
 static void program_release(program *p)
 {
   for (int i = 0; i < p->num_slots; i++) {
-    for (int k = 0; k < p->slots[i].num_kernels; k++)
+    for (int k = 0; k < p->slots[i].num_kernels; k++) {
       clReleaseKernel(p->slots[i].kernels[k]);
+      free(p->slots[i].names[k]);
+    }
     pthread_mutex_destroy(&p->slots[i].lock);
   }
   free(p->slots);
@@ -165,7 +167,7 @@ static clg_code program_get(const clg_device *dev, clg_dtype dtype, const clg_cl
 static clg_code slot_kernel(program *p, slot *s, const char *name, int *index)
 {
   for (int k = 0; k < s->num_kernels; k++)
-    if (s->names[k] == name || strcmp(s->names[k], name) == 0) {
+    if (strcmp(s->names[k], name) == 0) {
       *index = k;
       return CLG_OK;
     }
@@ -185,7 +187,10 @@ static clg_code slot_kernel(program *p, slot *s, const char *name, int *index)
   size_t pow2 = 1;
   while (pow2 * 2 <= wg)
     pow2 *= 2;
-  s->names[s->num_kernels] = name;
+  if (!(s->names[s->num_kernels] = clg_strdup(name))) {
+    clReleaseKernel(k);
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for kernel %s", name);
+  }
   s->kernels[s->num_kernels] = k;
   s->wg[s->num_kernels] = pow2;
   *index = s->num_kernels++;

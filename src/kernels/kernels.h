@@ -45,6 +45,9 @@ void clg_host_broadcast(clg_binop op, clg_dtype dtype, const void *a, const void
 void clg_host_gather(size_t es, const void *a, void *out, const clg_strided *m);
 clg_code clg_cl_gather(clg_device *dev, size_t es, const clg_block *a, const clg_block *out,
                        const clg_strided *m);
+/* Fills bytes of out with an element pattern of es bytes (1, 2, 4, 8). */
+clg_code clg_cl_fill(clg_device *dev, const clg_block *out, const void *pattern, size_t es,
+                     size_t bytes);
 /* The OpenCL version (cl/broadcast.cl). */
 clg_code clg_cl_broadcast(clg_device *dev, clg_binop op, clg_dtype dtype, const clg_block *a,
                           const clg_block *b, const clg_block *out, const clg_strided *m);

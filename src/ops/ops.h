@@ -158,6 +158,13 @@ char *clg_out_shape_string(const clg_out_desc *d, char *buf, size_t size);
 bool clg_node_all_dtype(const clg_node *n, clg_dtype dtype);
 bool clg_kernel_float_or_double(const clg_node *n, const struct clg_device *dev);
 
+/* The values of input i when its producer is a Const of int32 or int64 holding a scalar or
+ * a vector of at most max values (axes, shapes, perms): INVALID_ARGUMENT naming the node and
+ * `what` otherwise (shapes are static here, so these inputs must be constants). */
+clg_code clg_node_const_ints(const clg_node *n, int i, const char *what, int max, int64_t *vals,
+                             int *count);
+/* A Const int32 vector of n values (the typed builders' shapes, axes and perms). */
+clg_node *clg_const_ints(clg_graph *g, int n, const int64_t *v);
 /* Element i of a host tensor of any dtype, as a double. */
 double clg_tensor_element_double(const clg_tensor *t, size_t i);
 

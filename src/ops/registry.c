@@ -9,7 +9,8 @@
 
 extern const clg_op_def clg_op_Const, clg_op_Placeholder, clg_op_MatMul, clg_op_Add, clg_op_Sub,
     clg_op_Mul, clg_op_AddN, clg_op_Identity, clg_op_Relu, clg_op_Neg, clg_op_Square,
-    clg_op_RealDiv, clg_op_Maximum, clg_op_Equal;
+    clg_op_RealDiv, clg_op_Maximum, clg_op_Equal, clg_op_Exp, clg_op_Log, clg_op_Sqrt, clg_op_Rsqrt,
+    clg_op_Cast, clg_op_Fill, clg_op_ZerosLike, clg_op_OnesLike, clg_op_Reshape, clg_op_Transpose;
 
 static const clg_op_def *const registry[] = {
     &clg_op_Const,
@@ -27,6 +28,16 @@ static const clg_op_def *const registry[] = {
     &clg_op_RealDiv,
     &clg_op_Maximum,
     &clg_op_Equal,
+    &clg_op_Exp,
+    &clg_op_Log,
+    &clg_op_Sqrt,
+    &clg_op_Rsqrt,
+    &clg_op_Cast,
+    &clg_op_Fill,
+    &clg_op_ZerosLike,
+    &clg_op_OnesLike,
+    &clg_op_Reshape,
+    &clg_op_Transpose,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))
@@ -185,6 +196,34 @@ bool clg_kernel_float_or_double(const clg_node *n, const clg_device *dev)
   return clg_node_all_dtype(n, CLG_FLOAT32) ||
          (clg_node_all_dtype(n, CLG_FLOAT64) &&
           (kind_of(dev) == CLG_KIND_HOST || dev->info.has_fp64));
+}
+
+clg_code clg_node_const_ints(const clg_node *n, int i, const char *what, int max, int64_t *vals,
+                             int *count)
+{
+  const clg_node *p = n->inputs[i].node;
+  const clg_tensor *t = clg_node_value(p);
+  if (!(p->def->flags & CLG_OP_CONST) || !t)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "%s (input %d) must be a constant: shapes are static, but '%s' is a %s",
+                          what, i, p->name, p->op);
+  clg_dtype dt = clg_tensor_dtype(t);
+  if (dt != CLG_INT32 && dt != CLG_INT64)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s (input %d) must be int32 or int64, not %s",
+                          what, i, clg_dtype_name(dt));
+  char s[192];
+  if (clg_tensor_rank(t) > 1)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s (input %d) must be a vector, not shape %s",
+                          what, i, clg_tensor_shape_string(t, s, sizeof s));
+  size_t c = clg_tensor_count(t);
+  if (c > (size_t)max)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s (input %d) has %zu values; at most %d", what,
+                          i, c, max);
+  const void *d = clg_tensor_const_data(t);
+  for (size_t k = 0; k < c; k++)
+    vals[k] = dt == CLG_INT32 ? ((const int32_t *)d)[k] : ((const int64_t *)d)[k];
+  *count = (int)c;
+  return CLG_OK;
 }
 
 clg_code clg_infer_elementwise_unary(clg_node *n)

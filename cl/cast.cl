@@ -1,0 +1,33 @@
+/* Cast between float/double (T), float, int32, int64 and bool (uchar 0/1). Float to integer
+ * truncates toward zero and saturates (NaN gives 0), as the host kernel does; to bool is
+ * x != 0. Built for T = float (every pair without double) and T = double (pairs with
+ * double, float written f). */
+#define CLG_CAST(SN, DN, S, D, EXPR)                                                             \
+  __kernel void clg_cast_##SN##_##DN(__global const S *x, ulong xo, __global D *y, ulong yo,    \
+                                     ulong n)                                                    \
+  {                                                                                              \
+    ulong i = get_global_id(0);                                                                  \
+    if (i < n) {                                                                                 \
+      S v = x[xo + i];                                                                           \
+      y[yo + i] = EXPR;                                                                          \
+    }                                                                                            \
+  }
+
+/* From T */
+CLG_CAST(T, i, T, int, convert_int_sat_rtz(v))
+CLG_CAST(T, l, T, long, convert_long_sat_rtz(v))
+CLG_CAST(T, b, T, uchar, v != (T)0 ? 1 : 0)
+/* To T */
+CLG_CAST(i, T, int, T, (T)v)
+CLG_CAST(l, T, long, T, (T)v)
+CLG_CAST(b, T, uchar, T, (T)v)
+/* Integers and bools among themselves (T unused) */
+CLG_CAST(i, l, int, long, (long)v)
+CLG_CAST(l, i, long, int, (int)v)
+CLG_CAST(i, b, int, uchar, v != 0 ? 1 : 0)
+CLG_CAST(l, b, long, uchar, v != 0 ? 1 : 0)
+CLG_CAST(b, i, uchar, int, (int)v)
+CLG_CAST(b, l, uchar, long, (long)v)
+/* float <-> double (T is double here; in the float program these are float <-> float) */
+CLG_CAST(T, f, T, float, (float)v)
+CLG_CAST(f, T, float, T, (T)v)

@@ -1,0 +1,113 @@
+/* Exp, Log, Sqrt, Rsqrt: element-wise (tf.exp, tf.log, tf.sqrt, tf.rsqrt), with IEEE results
+ * at the edges (log(0) = -inf, log and sqrt of a negative = NaN). Float everywhere, double on
+ * the host and on devices with fp64; the output may reuse the input's buffer. */
+#include <math.h>
+
+#include "graph/graph.h"
+#include "kernels/kernels.h"
+#include "memory/memory.h"
+
+enum { M_EXP, M_LOG, M_SQRT, M_RSQRT };
+
+extern const clg_op_def clg_op_Exp, clg_op_Log, clg_op_Sqrt, clg_op_Rsqrt;
+
+static int which(const clg_node *n)
+{
+  return n->def == &clg_op_Exp    ? M_EXP
+         : n->def == &clg_op_Log  ? M_LOG
+         : n->def == &clg_op_Sqrt ? M_SQRT
+                                  : M_RSQRT;
+}
+
+#define LOOP(T, EXP, LOG, SQRT)                                                                    \
+  do {                                                                                             \
+    const T *x = c->in[0].host;                                                                    \
+    T *y = c->out[0].host;                                                                         \
+    switch (which(c->node)) {                                                                      \
+    case M_EXP:                                                                                    \
+      for (size_t i = 0; i < count; i++)                                                           \
+        y[i] = EXP(x[i]);                                                                          \
+      break;                                                                                       \
+    case M_LOG:                                                                                    \
+      for (size_t i = 0; i < count; i++)                                                           \
+        y[i] = LOG(x[i]);                                                                          \
+      break;                                                                                       \
+    case M_SQRT:                                                                                   \
+      for (size_t i = 0; i < count; i++)                                                           \
+        y[i] = SQRT(x[i]);                                                                         \
+      break;                                                                                       \
+    default:                                                                                       \
+      for (size_t i = 0; i < count; i++)                                                           \
+        y[i] = (T)1 / SQRT(x[i]);                                                                  \
+      break;                                                                                       \
+    }                                                                                              \
+  } while (0)
+
+static clg_code host_run(const clg_kernel_ctx *c)
+{
+  size_t count = clg_out_count(&c->node->outs[0]);
+  if (c->node->outs[0].dtype == CLG_FLOAT64)
+    LOOP(double, exp, log, sqrt);
+  else
+    LOOP(float, expf, logf, sqrtf);
+  return CLG_OK;
+}
+
+static const clg_cl_text sources[4] = {
+    {"Exp", "T clg_op(T x) { return exp(x); }\n" CLG_CL_UNARY_TEMPLATE},
+    {"Log", "T clg_op(T x) { return log(x); }\n" CLG_CL_UNARY_TEMPLATE},
+    {"Sqrt", "T clg_op(T x) { return sqrt(x); }\n" CLG_CL_UNARY_TEMPLATE},
+    {"Rsqrt", "T clg_op(T x) { return (T)1 / sqrt(x); }\n" CLG_CL_UNARY_TEMPLATE}};
+
+static clg_code cl_run(const clg_kernel_ctx *c)
+{
+  return clg_cl_unary(c->dev, &sources[which(c->node)], c->node->outs[0].dtype, &c->in[0],
+                      &c->out[0], clg_out_count(&c->node->outs[0]));
+}
+
+static const clg_kernel_def kernels[] = {
+    {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL},
+    {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL}};
+
+#define UNARY_DEF(OP)                                                                              \
+  const clg_op_def clg_op_##OP = {                                                                 \
+      .name = #OP,                                                                                 \
+      .num_inputs = 1,                                                                             \
+      .num_outputs = 1,                                                                            \
+      .num_attrs = 1,                                                                              \
+      .attrs = clg_attrs_T,                                                                        \
+      .infer = clg_infer_elementwise_unary,                                                        \
+      .kernels = kernels,                                                                          \
+      .num_kernels = 2,                                                                            \
+      .inplace = 0,                                                                                \
+  };
+UNARY_DEF(Exp)
+UNARY_DEF(Log)
+UNARY_DEF(Sqrt)
+UNARY_DEF(Rsqrt)
+
+static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *x)
+{
+  clg_output in = {x, 0};
+  return clg_graph_build(g, def, name, 1, &in, 0, NULL);
+}
+
+clg_node *clg_exp(clg_graph *g, const char *name, clg_node *x)
+{
+  return build(g, &clg_op_Exp, name, x);
+}
+
+clg_node *clg_log_e(clg_graph *g, const char *name, clg_node *x)
+{
+  return build(g, &clg_op_Log, name, x);
+}
+
+clg_node *clg_sqrt(clg_graph *g, const char *name, clg_node *x)
+{
+  return build(g, &clg_op_Sqrt, name, x);
+}
+
+clg_node *clg_rsqrt(clg_graph *g, const char *name, clg_node *x)
+{
+  return build(g, &clg_op_Rsqrt, name, x);
+}

@@ -1,0 +1,208 @@
+/* Reshape (at most one -1 inferred from the element count) and Transpose (a permutation of
+ * the dims), for any dtype on every device. Their shape and perm inputs must be Consts:
+ * shapes are static in clgraph. Reshape's output reuses its input's buffer when the plan
+ * allows (then it copies nothing); Transpose gathers through a strided map. */
+#include <string.h>
+
+#include "graph/graph.h"
+#include "kernels/kernels.h"
+#include "memory/memory.h"
+
+enum { A_T, A_TINDEX };
+
+static const clg_attr_def reshape_attrs[] = {
+    {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "Tshape", .type = CLG_ATTR_DTYPE, .inferred = true},
+};
+
+static const clg_attr_def transpose_attrs[] = {
+    {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "Tperm", .type = CLG_ATTR_DTYPE, .inferred = true},
+};
+
+static void set_types(clg_node *n)
+{
+  n->attrs[A_T].set = n->attrs[A_TINDEX].set = true;
+  n->attrs[A_T].dtype = clg_node_in(n, 0)->dtype;
+  n->attrs[A_TINDEX].dtype = clg_node_in(n, 1)->dtype;
+}
+
+/* --- Reshape ------------------------------------------------------------------------------ */
+
+static clg_code reshape_infer(clg_node *n)
+{
+  int64_t dims[CLG_MAX_RANK];
+  int rank = 0;
+  clg_code code = clg_node_const_ints(n, 1, "shape", CLG_MAX_RANK, dims, &rank);
+  if (code != CLG_OK)
+    return code;
+  size_t have = clg_out_count(clg_node_in(n, 0));
+  int unknown = -1;
+  int64_t product = 1;
+  for (int k = 0; k < rank; k++) {
+    if (dims[k] == -1) {
+      if (unknown >= 0)
+        return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                              "Only one input size may be -1, not both %d and %d", unknown, k);
+      unknown = k;
+    } else if (dims[k] < 0) {
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "Size %d must be non-negative, not %lld", k,
+                            (long long)dims[k]);
+    } else {
+      product *= dims[k];
+    }
+  }
+  if (unknown >= 0) {
+    if (product == 0)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "Reshape cannot infer the missing input size for an empty tensor "
+                            "unless all specified input sizes are non-zero");
+    if (have % (size_t)product != 0)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "Input to reshape is a tensor with %zu values, but the requested "
+                            "shape requires a multiple of %lld",
+                            have, (long long)product);
+    dims[unknown] = (int64_t)(have / (size_t)product);
+  } else if ((size_t)product != have) {
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "Input to reshape is a tensor with %zu values, but the requested shape "
+                          "has %lld",
+                          have, (long long)product);
+  }
+  set_types(n);
+  return clg_node_set_output(n, 0, clg_node_in(n, 0)->dtype, rank, dims);
+}
+
+static clg_code reshape_host(const clg_kernel_ctx *c)
+{
+  size_t bytes = clg_node_out_bytes(c->node, 0);
+  if (bytes && c->out[0].host != c->in[0].host)
+    memcpy(c->out[0].host, c->in[0].host, bytes);
+  return CLG_OK;
+}
+
+static clg_code reshape_cl(const clg_kernel_ctx *c)
+{
+  size_t bytes = clg_node_out_bytes(c->node, 0);
+  if (!bytes || (c->out[0].mem == c->in[0].mem && c->out[0].offset == c->in[0].offset))
+    return CLG_OK;
+  return clg_device_copy(c->dev, c->out[0].mem, c->out[0].offset, c->dev, c->in[0].mem,
+                         c->in[0].offset, bytes, NULL, NULL);
+}
+
+static const clg_kernel_def reshape_kernels[] = {{CLG_KIND_HOST, NULL, reshape_host, NULL},
+                                                 {CLG_KIND_OPENCL, NULL, reshape_cl, NULL}};
+
+const clg_op_def clg_op_Reshape = {
+    .name = "Reshape",
+    .num_inputs = 2,
+    .num_outputs = 1,
+    .num_attrs = 2,
+    .attrs = reshape_attrs,
+    .infer = reshape_infer,
+    .kernels = reshape_kernels,
+    .num_kernels = 2,
+    .inplace = 0,
+};
+
+/* --- Transpose ---------------------------------------------------------------------------- */
+
+static clg_code transpose_infer(clg_node *n)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  int64_t perm[CLG_MAX_RANK];
+  int count = 0;
+  clg_code code = clg_node_const_ints(n, 1, "perm", CLG_MAX_RANK, perm, &count);
+  if (code != CLG_OK)
+    return code;
+  if (count != x->rank)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "transpose expects a vector of size %d. But input(1) is a vector of "
+                          "size %d",
+                          x->rank, count);
+  bool seen[CLG_MAX_RANK] = {false};
+  int64_t dims[CLG_MAX_RANK];
+  for (int k = 0; k < count; k++) {
+    if (perm[k] < 0 || perm[k] >= x->rank)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "perm[%d] = %lld is out of range [0, %d)", k,
+                            (long long)perm[k], x->rank);
+    if (seen[perm[k]])
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "perm is not a permutation: %lld appears twice", (long long)perm[k]);
+    seen[perm[k]] = true;
+    dims[k] = x->dims[perm[k]];
+  }
+  set_types(n);
+  return clg_node_set_output(n, 0, x->dtype, count, dims);
+}
+
+static void transpose_map(const clg_node *n, clg_strided *m)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  int64_t perm[CLG_MAX_RANK];
+  int count = 0;
+  clg_node_const_ints(n, 1, "perm", CLG_MAX_RANK, perm, &count); /* checked at build */
+  size_t stride[CLG_MAX_RANK];
+  size_t s = 1;
+  for (int k = x->rank - 1; k >= 0; k--) {
+    stride[k] = s;
+    s *= (size_t)x->dims[k];
+  }
+  memset(m, 0, sizeof *m);
+  m->rank = count;
+  for (int k = 0; k < count; k++) {
+    m->dims[k] = (size_t)x->dims[perm[k]];
+    m->sa[k] = stride[perm[k]];
+  }
+  if (count == 0) {
+    m->rank = 1;
+    m->dims[0] = 1;
+  }
+  clg_strided_merge(m);
+}
+
+static clg_code transpose_host(const clg_kernel_ctx *c)
+{
+  clg_strided m;
+  transpose_map(c->node, &m);
+  clg_host_gather(clg_dtype_size(c->node->outs[0].dtype), c->in[0].host, c->out[0].host, &m);
+  return CLG_OK;
+}
+
+static clg_code transpose_cl(const clg_kernel_ctx *c)
+{
+  if (clg_out_count(&c->node->outs[0]) == 0)
+    return CLG_OK;
+  clg_strided m;
+  transpose_map(c->node, &m);
+  return clg_cl_gather(c->dev, clg_dtype_size(c->node->outs[0].dtype), &c->in[0], &c->out[0], &m);
+}
+
+static const clg_kernel_def transpose_kernels[] = {{CLG_KIND_HOST, NULL, transpose_host, NULL},
+                                                   {CLG_KIND_OPENCL, NULL, transpose_cl, NULL}};
+
+const clg_op_def clg_op_Transpose = {
+    .name = "Transpose",
+    .num_inputs = 2,
+    .num_outputs = 1,
+    .num_attrs = 2,
+    .attrs = transpose_attrs,
+    .infer = transpose_infer,
+    .kernels = transpose_kernels,
+    .num_kernels = 2,
+    .inplace = -1,
+};
+
+clg_node *clg_reshape(clg_graph *g, const char *name, clg_node *x, int rank, const int64_t *shape)
+{
+  clg_node *s = clg_const_ints(g, rank, shape);
+  clg_output in[2] = {{x, 0}, {s, 0}};
+  return clg_graph_build(g, &clg_op_Reshape, name, 2, in, 0, NULL);
+}
+
+clg_node *clg_transpose(clg_graph *g, const char *name, clg_node *x, int n, const int64_t *perm)
+{
+  clg_node *p = clg_const_ints(g, n, perm);
+  clg_output in[2] = {{x, 0}, {p, 0}};
+  return clg_graph_build(g, &clg_op_Transpose, name, 2, in, 0, NULL);
+}
