@@ -526,6 +526,252 @@ static void test_reshape_transpose(void)
   clg_graph_free(g);
 }
 
+/* --- reductions, softmax, losses ----------------------------------------------------------- */
+
+static void test_reductions(void)
+{
+  const char *ops[] = {"Sum", "Mean", "Max"};
+  for (int rep = 0; rep < 12; rep++) {
+    int rank = irand(1, 4);
+    int64_t dims[4];
+    for (int k = 0; k < rank; k++)
+      dims[k] = irand(1, 6);
+    if (rep % 4 == 3)
+      dims[irand(0, rank - 1)] = 300; /* more than one work-group's worth */
+    clg_dtype dt = rep == 6 ? CLG_FLOAT64 : CLG_FLOAT32;
+    clg_tensor *x = rand_tensor(dt, rank, dims, -1, 1);
+    bool red[4] = {false};
+    int64_t axes[4];
+    int naxes = 0;
+    for (int k = 0; k < rank; k++)
+      if (clg_test_rand() % 2 || (rep % 5 == 0)) {
+        red[k] = true;
+        axes[naxes++] = clg_test_rand() % 2 ? k : k - rank; /* negative axes count from the end */
+      }
+    bool keep = rep % 3 == 0;
+    size_t n = clg_tensor_count(x), nout = 1;
+    for (int k = 0; k < rank; k++)
+      nout *= red[k] ? 1 : (size_t)dims[k];
+    for (int o = 0; o < 3; o++) {
+      double *ref = calloc(nout, sizeof(double));
+      size_t *cnt = calloc(nout, sizeof(size_t));
+      for (size_t i = 0; i < n; i++) {
+        size_t rem = i, oi = 0, ostride = 1;
+        for (int k = rank - 1; k >= 0; k--) {
+          size_t d = rem % (size_t)dims[k];
+          rem /= (size_t)dims[k];
+          if (!red[k]) {
+            oi += d * ostride;
+            ostride *= (size_t)dims[k];
+          }
+        }
+        double v = get(x, i);
+        if (o == 2)
+          ref[oi] = cnt[oi] == 0 || v > ref[oi] ? v : ref[oi];
+        else
+          ref[oi] += v;
+        cnt[oi]++;
+      }
+      if (o == 1)
+        for (size_t j = 0; j < nout; j++)
+          ref[j] /= (double)cnt[j];
+      opcase c = {ops[o], 1, 1, naxes, {0}, 1, {clg_attr_bool("keep_dims", keep)}};
+      memcpy(c.cv, axes, sizeof axes);
+      char what[96];
+      snprintf(what, sizeof what, "%s rank %d over %d axes%s", ops[o], rank, naxes,
+               keep ? " (keep_dims)" : "");
+      run_check(what, 1, &x, build_op, &c, 0, ref, nout, dt == CLG_FLOAT64 ? 1e-12 : 1e-5);
+      free(ref);
+      free(cnt);
+    }
+    /* L2Loss over everything. */
+    double l2 = 0;
+    for (size_t i = 0; i < n; i++)
+      l2 += get(x, i) * get(x, i) / 2;
+    opcase c = {"L2Loss", 1, 0, -1, {0}, 0, {{0}}};
+    run_check("L2Loss", 1, &x, build_op, &c, 0, &l2, 1, 1e-5);
+    /* ArgMax along one axis, with ties (small integers): the first index wins. */
+    for (size_t i = 0; i < n; i++)
+      set(x, i, (double)(clg_test_rand() % 4));
+    int axis = irand(0, rank - 1);
+    size_t stride = 1;
+    for (int k = axis + 1; k < rank; k++)
+      stride *= (size_t)dims[k];
+    size_t along = (size_t)dims[axis], outer = n / (along * stride);
+    double *ref = malloc(sizeof(double) * (n / along));
+    for (size_t a = 0; a < outer; a++)
+      for (size_t b = 0; b < stride; b++) {
+        size_t best = 0;
+        for (size_t j = 1; j < along; j++)
+          if (get(x, (a * along + j) * stride + b) > get(x, (a * along + best) * stride + b))
+            best = j;
+        ref[a * stride + b] = (double)best;
+      }
+    opcase am = {"ArgMax", 1, 1, 1, {axis}, 0, {{0}}};
+    run_check("ArgMax", 1, &x, build_op, &am, 0, ref, n / along, 0);
+    free(ref);
+    clg_tensor_free(x);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *x = ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  CHECK(clg_sum(g, "s", x, 1, (int64_t[]){2}, false) == NULL);
+  EXPECT_BUILD_ERROR(g, "Sum 's': Invalid reduction dimension (2 for input with 2 dimension(s)");
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  CHECK(clg_argmax(g, "am", x, -3) == NULL);
+  EXPECT_BUILD_ERROR(g, "ArgMax 'am': Expected dimension in the range [-2, 2), but got -3");
+}
+
+static void test_softmax(void)
+{
+  for (int rep = 0; rep < 6; rep++) {
+    int64_t dims[3] = {irand(1, 4), irand(1, 3), rep == 2 ? 300 : irand(1, 12)};
+    clg_dtype dt = rep == 3 ? CLG_FLOAT64 : CLG_FLOAT32;
+    clg_tensor *x = rand_tensor(dt, 3, dims, -20, 20);
+    size_t k = (size_t)dims[2], rows = clg_tensor_count(x) / k;
+    double *sm = malloc(sizeof(double) * rows * k), *lsm = malloc(sizeof(double) * rows * k);
+    for (size_t r = 0; r < rows; r++) {
+      double mx = -INFINITY, sum = 0;
+      for (size_t j = 0; j < k; j++)
+        mx = fmax(mx, get(x, r * k + j));
+      for (size_t j = 0; j < k; j++)
+        sum += exp(get(x, r * k + j) - mx);
+      for (size_t j = 0; j < k; j++) {
+        lsm[r * k + j] = get(x, r * k + j) - mx - log(sum);
+        sm[r * k + j] = exp(lsm[r * k + j]);
+      }
+    }
+    double tol = dt == CLG_FLOAT64 ? 1e-12 : 2e-5;
+    opcase a = {"Softmax", 1, 0, -1, {0}, 0, {{0}}}, b = {"LogSoftmax", 1, 0, -1, {0}, 0, {{0}}};
+    run_check("Softmax", 1, &x, build_op, &a, 0, sm, rows * k, tol);
+    run_check("LogSoftmax", 1, &x, build_op, &b, 0, lsm, rows * k, tol);
+    free(sm);
+    free(lsm);
+    clg_tensor_free(x);
+  }
+}
+
+/* Runs fn's node on one device and expects a run-time error containing text. */
+static void expect_run_error(const char *dev, int nin, clg_tensor *const *inputs, build_fn fn,
+                             void *ctx, const char *text)
+{
+  clg_graph *g = clg_graph_new();
+  clg_node *p[8];
+  for (int i = 0; i < nin; i++) {
+    int64_t dims[CLG_MAX_RANK];
+    for (int k = 0; k < clg_tensor_rank(inputs[i]); k++)
+      dims[k] = clg_tensor_dim(inputs[i], k);
+    p[i] = ph(g, clg_tensor_dtype(inputs[i]), clg_tensor_rank(inputs[i]), dims);
+  }
+  clg_graph_push_device(g, dev);
+  clg_node *n = fn(g, p, ctx);
+  clg_graph_pop_device(g);
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, &session_opt, &s));
+  clg_tensor *out = NULL;
+  clg_code code = clg_session_run(s, nin, p, inputs, 1, &n, &out);
+  CHECK_MSG(code == CLG_INVALID_ARGUMENT, "%s: %s, want INVALID_ARGUMENT", dev,
+            clg_code_name(code));
+  CHECK_CONTAINS(clg_last_error(), text);
+  CHECK(out == NULL);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+static void test_xent(void)
+{
+  for (int rep = 0; rep < 6; rep++) {
+    int64_t b = irand(1, 5), k = rep == 4 ? 300 : irand(1, 12);
+    clg_dtype dt = rep == 2 ? CLG_FLOAT64 : CLG_FLOAT32, lt = rep % 2 ? CLG_INT32 : CLG_INT64;
+    clg_tensor *in[2] = {rand_tensor(dt, 2, (int64_t[]){b, k}, -5, 5),
+                         clg_tensor_new(lt, 1, &b, NULL)};
+    for (int64_t i = 0; i < b; i++)
+      set(in[1], (size_t)i, (double)irand(0, (int)k - 1));
+    double *loss = malloc(sizeof(double) * (size_t)b),
+           *bp = malloc(sizeof(double) * (size_t)(b * k));
+    for (int64_t r = 0; r < b; r++) {
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < k; j++)
+        mx = fmax(mx, get(in[0], (size_t)(r * k + j)));
+      for (int64_t j = 0; j < k; j++)
+        sum += exp(get(in[0], (size_t)(r * k + j)) - mx);
+      double lse = mx + log(sum);
+      int64_t label = (int64_t)get(in[1], (size_t)r);
+      loss[r] = lse - get(in[0], (size_t)(r * k + label));
+      for (int64_t j = 0; j < k; j++)
+        bp[r * k + j] = exp(get(in[0], (size_t)(r * k + j)) - lse) - (j == label);
+    }
+    opcase c = {"SparseSoftmaxCrossEntropyWithLogits", 2, 0, -1, {0}, 0, {{0}}};
+    double tol = dt == CLG_FLOAT64 ? 1e-12 : 2e-5;
+    run_check("xent loss", 2, in, build_op, &c, 0, loss, (size_t)b, tol);
+    run_check("xent backprop", 2, in, build_op, &c, 1, bp, (size_t)(b * k), tol);
+    free(loss);
+    free(bp);
+    clg_tensor_free(in[0]);
+    clg_tensor_free(in[1]);
+  }
+  /* A label out of range: TensorFlow's INVALID_ARGUMENT on every device kind. */
+  clg_tensor *in[2] = {rand_tensor(CLG_FLOAT32, 2, (int64_t[]){3, 10}, -1, 1),
+                       clg_tensor_new(CLG_INT32, 1, (int64_t[]){3}, (int32_t[]){1, 10, 2})};
+  opcase c = {"SparseSoftmaxCrossEntropyWithLogits", 2, 0, -1, {0}, 0, {{0}}};
+  const char *want = "SparseSoftmaxCrossEntropyWithLogits 'SparseSoftmaxCrossEntropyWithLogits': "
+                     "Received a label value of 10 which is outside the valid range of [0, 10)";
+  expect_run_error("/cpu:0", 2, in, build_op, &c, want);
+  expect_run_error("/device:GPU:1", 2, in, build_op, &c, want);
+  set(in[1], 1, -1);
+  expect_run_error("/device:GPU:2", 2, in, build_op, &c, "Received a label value of -1");
+  clg_tensor_free(in[0]);
+  clg_tensor_free(in[1]);
+  /* Shapes. */
+  clg_graph *g = clg_graph_new();
+  clg_node *x = ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  clg_node *l = ph(g, CLG_INT32, 1, (int64_t[]){3});
+  CHECK(clg_sparse_softmax_cross_entropy_with_logits(g, "xent", x, l) == NULL);
+  EXPECT_BUILD_ERROR(g, "xent': logits and labels must have the same first dimension, got logits "
+                        "shape [2,3] and labels shape [3]");
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 3, (int64_t[]){2, 3, 1});
+  l = ph(g, CLG_INT32, 1, (int64_t[]){2});
+  CHECK(clg_sparse_softmax_cross_entropy_with_logits(g, "xent", x, l) == NULL);
+  EXPECT_BUILD_ERROR(g, "xent': logits must be 2-D, but got shape [2,3,1]");
+}
+
+static clg_node *build_in_top_k(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  return clg_in_top_k(g, NULL, in[0], in[1], *(const int64_t *)ctx);
+}
+
+static void test_in_top_k(void)
+{
+  for (int rep = 0; rep < 6; rep++) {
+    int64_t b = irand(1, 8), k = irand(1, 12), kk = rep == 5 ? k : irand(1, 3);
+    clg_dtype tt = rep % 2 ? CLG_INT32 : CLG_INT64;
+    clg_tensor *in[2] = {rand_tensor(CLG_FLOAT32, 2, (int64_t[]){b, k}, 0, 1),
+                         clg_tensor_new(tt, 1, &b, NULL)};
+    for (size_t i = 0; i < clg_tensor_count(in[0]); i++)
+      set(in[0], i, (double)(clg_test_rand() % 4)); /* ties */
+    for (int64_t i = 0; i < b; i++)
+      set(in[1], (size_t)i, (double)irand(-1, (int)k)); /* -1 and k: out of range */
+    if (rep == 3)
+      set(in[0], 0, INFINITY);
+    double *ref = malloc(sizeof(double) * (size_t)b);
+    for (int64_t r = 0; r < b; r++) {
+      int64_t t = (int64_t)get(in[1], (size_t)r);
+      bool ok = t >= 0 && t < k;
+      int more = 0;
+      for (int64_t j = 0; ok && j < k; j++) {
+        ok = isfinite(get(in[0], (size_t)(r * k + j)));
+        more += get(in[0], (size_t)(r * k + j)) > get(in[0], (size_t)(r * k + t));
+      }
+      ref[r] = ok && more < kk;
+    }
+    run_check("InTopKV2", 2, in, build_in_top_k, &kk, 0, ref, (size_t)b, 0);
+    free(ref);
+    clg_tensor_free(in[0]);
+    clg_tensor_free(in[1]);
+  }
+}
+
 int main(void)
 {
   clg_test_seed(13);
@@ -537,6 +783,10 @@ int main(void)
   test_cast();
   test_fill();
   test_reshape_transpose();
+  test_reductions();
+  test_softmax();
+  test_xent();
+  test_in_top_k();
   keeper_stop();
   return clg_test_summary("test_nn_ops");
 }

@@ -187,6 +187,32 @@ clg_node *clg_ones_like(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_reshape(clg_graph *g, const char *name, clg_node *x, int rank, const int64_t *shape);
 /* x with its dims permuted: output dim k is x's dim perm[k] (n = x's rank). */
 clg_node *clg_transpose(clg_graph *g, const char *name, clg_node *x, int n, const int64_t *perm);
+/* Sum, mean and max over the given axes (negative counts from the end; the axes become a
+ * Const); keep_dims keeps them as dims of 1 (tf.reduce_sum, ...). Float, double where the
+ * device has it. */
+clg_node *clg_sum(clg_graph *g, const char *name, clg_node *x, int naxes, const int64_t *axes,
+                  bool keep_dims);
+clg_node *clg_mean(clg_graph *g, const char *name, clg_node *x, int naxes, const int64_t *axes,
+                   bool keep_dims);
+clg_node *clg_max(clg_graph *g, const char *name, clg_node *x, int naxes, const int64_t *axes,
+                  bool keep_dims);
+/* sum(t^2) / 2, a scalar (tf.nn.l2_loss). */
+clg_node *clg_l2_loss(clg_graph *g, const char *name, clg_node *t);
+/* The index (int64) of the first largest value along axis (tf.argmax). */
+clg_node *clg_argmax(clg_graph *g, const char *name, clg_node *x, int axis);
+/* Softmax and log-softmax over the last axis. */
+clg_node *clg_softmax(clg_graph *g, const char *name, clg_node *logits);
+clg_node *clg_log_softmax(clg_graph *g, const char *name, clg_node *logits);
+/* logits [B,K], labels [B] (int32 or int64): output 0 is the loss [B] (logsumexp - logit of
+ * the label), output 1 the backprop [B,K] (softmax - onehot). A label outside [0, K) fails
+ * the run with TensorFlow's INVALID_ARGUMENT "Received a label value of L which is outside
+ * the valid range of [0, K)". */
+clg_node *clg_sparse_softmax_cross_entropy_with_logits(clg_graph *g, const char *name,
+                                                       clg_node *logits, clg_node *labels);
+/* Whether targets[b] is among the k largest of predictions[b] (ties count for the target;
+ * false for a target out of range or a non-finite prediction in the row): bool [B]. */
+clg_node *clg_in_top_k(clg_graph *g, const char *name, clg_node *predictions, clg_node *targets,
+                       int64_t k);
 
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes

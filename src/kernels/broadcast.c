@@ -60,6 +60,16 @@ void clg_strided_broadcast(clg_strided *m, int ra, const int64_t *da, int rb, co
   clg_strided_merge(m);
 }
 
+size_t clg_strided_offset(const clg_strided *m, size_t i)
+{
+  size_t off = 0;
+  for (int k = m->rank - 1; k >= 0; k--) {
+    off += (i % m->dims[k]) * m->sa[k];
+    i /= m->dims[k];
+  }
+  return off;
+}
+
 static size_t strided_count(const clg_strided *m)
 {
   size_t c = 1;
@@ -161,16 +171,9 @@ void clg_host_gather(size_t es, const void *a, void *out, const clg_strided *m)
 /* --- OpenCL ------------------------------------------------------------------------------ */
 
 /* The layout of clg_map in cl/broadcast.cl. */
-typedef struct clg_cl_map {
-  cl_ulong rank;
-  cl_ulong dims[8];
-  cl_ulong sa[8];
-  cl_ulong sb[8];
-} clg_cl_map;
-
 static const clg_cl_text source = {"broadcast", NULL};
 
-static void to_cl(const clg_strided *m, clg_cl_map *c)
+void clg_strided_to_cl(const clg_strided *m, clg_cl_map *c)
 {
   memset(c, 0, sizeof *c);
   c->rank = (cl_ulong)m->rank;
@@ -194,7 +197,7 @@ clg_code clg_cl_broadcast(clg_device *dev, clg_binop op, clg_dtype dtype, const 
     prog = CLG_FLOAT32;
   }
   clg_cl_map cm;
-  to_cl(m, &cm);
+  clg_strided_to_cl(m, &cm);
   cl_ulong ao = a->offset / es, bo = b->offset / es, oo = out->offset / oes, n = strided_count(m);
   clg_cl_arg args[] = {{sizeof(cl_mem), &a->mem},
                        {sizeof ao, &ao},
@@ -215,7 +218,7 @@ clg_code clg_cl_gather(clg_device *dev, size_t es, const clg_block *a, const clg
                        : es == 4 ? "clg_gather4"
                                  : "clg_gather8";
   clg_cl_map cm;
-  to_cl(m, &cm);
+  clg_strided_to_cl(m, &cm);
   cl_ulong ao = a->offset / es, oo = out->offset / es, n = strided_count(m);
   clg_cl_arg args[] = {{sizeof(cl_mem), &a->mem}, {sizeof ao, &ao}, {sizeof(cl_mem), &out->mem},
                        {sizeof oo, &oo},          {sizeof n, &n},   {sizeof cm, &cm}};

@@ -34,6 +34,16 @@ typedef struct clg_strided {
 /* The map of out = a op b with numpy broadcasting (shapes already checked compatible). */
 void clg_strided_broadcast(clg_strided *m, int ra, const int64_t *da, int rb, const int64_t *db,
                            int ro, const int64_t *dout);
+/* Input a's offset of element i. */
+size_t clg_strided_offset(const clg_strided *m, size_t i);
+/* The map as OpenCL kernels take it (struct clg_map in cl/broadcast.cl and cl/reduce.cl). */
+typedef struct clg_cl_map {
+  cl_ulong rank;
+  cl_ulong dims[8];
+  cl_ulong sa[8];
+  cl_ulong sb[8];
+} clg_cl_map;
+void clg_strided_to_cl(const clg_strided *m, clg_cl_map *c);
 /* Merges adjacent dims whose strides continue each other in every input. */
 void clg_strided_merge(clg_strided *m);
 /* out[i] = a[ia(i)] op b[ib(i)] over the map (count elements). out may alias a or b when
