@@ -3,6 +3,8 @@
  * than the filter, odd sizes with SAME padding, batch 1, channels not a multiple of 4), the
  * two device kinds against each other, and bad input per op (clear errors naming the
  * node). Ends with the CIFAR-10 model's forward pass on fixed weights. */
+// ctest: default CLGRAPH_LOG_LEVEL=warning
+// ctest: small_chunks CLGRAPH_CONV_CHUNK_BYTES=1000
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -772,6 +774,355 @@ static void test_in_top_k(void)
   }
 }
 
+/* --- naive double references of the NHWC ops --------------------------------------------- */
+
+typedef struct geom {
+  int64_t n, h, w, c, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl;
+} geom;
+
+/* TensorFlow's SAME/VALID arithmetic, written out again here. */
+static void ref_dims(geom *g, bool same)
+{
+  int64_t eh = (g->kh - 1) * g->dh + 1, ew = (g->kw - 1) * g->dw + 1;
+  if (same) {
+    g->oh = (g->h + g->sh - 1) / g->sh;
+    g->ow = (g->w + g->sw - 1) / g->sw;
+    int64_t th = (g->oh - 1) * g->sh + eh - g->h, tw = (g->ow - 1) * g->sw + ew - g->w;
+    g->pt = th > 0 ? th / 2 : 0;
+    g->pl = tw > 0 ? tw / 2 : 0;
+  } else {
+    g->oh = (g->h - eh) / g->sh + 1;
+    g->ow = (g->w - ew) / g->sw + 1;
+    g->pt = g->pl = 0;
+  }
+}
+
+static void ref_conv(const geom *g, const double *x, const double *f, int64_t cout, double *y)
+{
+  for (int64_t n = 0; n < g->n; n++)
+    for (int64_t oh = 0; oh < g->oh; oh++)
+      for (int64_t ow = 0; ow < g->ow; ow++)
+        for (int64_t co = 0; co < cout; co++) {
+          double acc = 0;
+          for (int64_t a = 0; a < g->kh; a++)
+            for (int64_t b = 0; b < g->kw; b++) {
+              int64_t ih = oh * g->sh - g->pt + a * g->dh, iw = ow * g->sw - g->pl + b * g->dw;
+              if (ih < 0 || ih >= g->h || iw < 0 || iw >= g->w)
+                continue;
+              for (int64_t ci = 0; ci < g->c; ci++)
+                acc += x[((n * g->h + ih) * g->w + iw) * g->c + ci] *
+                       f[((a * g->kw + b) * g->c + ci) * cout + co];
+            }
+          y[((n * g->oh + oh) * g->ow + ow) * cout + co] = acc;
+        }
+}
+
+static void ref_pool(const geom *g, bool avg, const double *x, double *y)
+{
+  for (int64_t n = 0; n < g->n; n++)
+    for (int64_t oh = 0; oh < g->oh; oh++)
+      for (int64_t ow = 0; ow < g->ow; ow++)
+        for (int64_t c = 0; c < g->c; c++) {
+          double acc = avg ? 0 : -INFINITY;
+          int cnt = 0;
+          for (int64_t a = 0; a < g->kh; a++)
+            for (int64_t b = 0; b < g->kw; b++) {
+              int64_t ih = oh * g->sh - g->pt + a, iw = ow * g->sw - g->pl + b;
+              if (ih < 0 || ih >= g->h || iw < 0 || iw >= g->w)
+                continue;
+              double v = x[((n * g->h + ih) * g->w + iw) * g->c + c];
+              acc = avg ? acc + v : fmax(acc, v);
+              cnt++;
+            }
+          y[((n * g->oh + oh) * g->ow + ow) * g->c + c] = avg ? acc / cnt : acc;
+        }
+}
+
+static void ref_lrn(size_t count, int64_t c, int64_t r, double bias, double alpha, double beta,
+                    const double *x, double *y)
+{
+  for (size_t i = 0; i < count; i++) {
+    int64_t ch = (int64_t)(i % (size_t)c);
+    double sq = 0;
+    for (int64_t k = ch - r; k <= ch + r; k++)
+      if (k >= 0 && k < c)
+        sq += x[i - (size_t)ch + (size_t)k] * x[i - (size_t)ch + (size_t)k];
+    y[i] = x[i] / pow(bias + alpha * sq, beta);
+  }
+}
+
+static double *to_doubles(const clg_tensor *t)
+{
+  size_t n = clg_tensor_count(t);
+  double *d = malloc(sizeof(double) * (n ? n : 1));
+  for (size_t i = 0; i < n; i++)
+    d[i] = get(t, i);
+  return d;
+}
+
+/* --- Conv2D, BiasAdd, pooling, LRN --------------------------------------------------------- */
+
+static void test_conv2d(void)
+{
+  /* n, h, w, c, kh, kw, cout, sh, sw, dh, dw, same */
+  static const int cases[][12] = {
+      {1, 5, 5, 3, 1, 1, 4, 1, 1, 1, 1, 1},   /* 1x1: the input is the patch matrix */
+      {2, 7, 6, 5, 3, 3, 6, 1, 1, 1, 1, 1},   /* odd sizes, SAME */
+      {1, 9, 8, 3, 2, 2, 5, 3, 3, 1, 1, 1},   /* stride larger than the filter */
+      {2, 8, 7, 2, 1, 1, 3, 2, 3, 1, 1, 0},   /* 1x1 with strides, VALID */
+      {3, 6, 6, 7, 5, 5, 9, 1, 1, 1, 1, 1},   /* 5x5 SAME, channels not a multiple of 4 */
+      {1, 9, 9, 3, 3, 3, 2, 2, 1, 2, 2, 0},   /* dilations, VALID */
+      {2, 5, 4, 6, 3, 2, 7, 2, 2, 1, 1, 0},   /* VALID, stride 2 */
+      {1, 4, 4, 1, 4, 4, 1, 1, 1, 1, 1, 0},   /* the filter as large as the input */
+      {1, 11, 10, 4, 3, 3, 8, 2, 2, 2, 1, 1}, /* SAME with dilations and strides */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int *k = cases[i];
+    geom g = {k[0], k[1], k[2], k[3], k[4], k[5], k[7], k[8], k[9], k[10], 0, 0, 0, 0};
+    ref_dims(&g, k[11]);
+    int64_t cout = k[6];
+    clg_dtype dt = i == 4 ? CLG_FLOAT64 : CLG_FLOAT32;
+    clg_tensor *in[2] = {rand_tensor(dt, 4, (int64_t[]){g.n, g.h, g.w, g.c}, -1, 1),
+                         rand_tensor(dt, 4, (int64_t[]){g.kh, g.kw, g.c, cout}, -1, 1)};
+    double *x = to_doubles(in[0]), *f = to_doubles(in[1]);
+    size_t ny = (size_t)(g.n * g.oh * g.ow * cout);
+    double *y = malloc(sizeof(double) * ny);
+    ref_conv(&g, x, f, cout, y);
+    opcase c = {"Conv2D",
+                2,
+                0,
+                -1,
+                {0},
+                3,
+                {clg_attr_int_list("strides", 4, (int64_t[]){1, g.sh, g.sw, 1}),
+                 clg_attr_string("padding", k[11] ? "SAME" : "VALID"),
+                 clg_attr_int_list("dilations", 4, (int64_t[]){1, g.dh, g.dw, 1})}};
+    char what[64];
+    snprintf(what, sizeof what, "Conv2D case %zu", i);
+    run_check(what, 2, in, build_op, &c, 0, y, ny, dt == CLG_FLOAT64 ? 1e-12 : 1e-5);
+    free(x);
+    free(f);
+    free(y);
+    clg_tensor_free(in[0]);
+    clg_tensor_free(in[1]);
+  }
+  /* Bad input, each naming the node. */
+  int64_t s1[4] = {1, 1, 1, 1};
+  clg_graph *g = clg_graph_new();
+  clg_node *x = ph(g, CLG_FLOAT32, 3, (int64_t[]){5, 5, 3});
+  clg_node *f = ph(g, CLG_FLOAT32, 4, (int64_t[]){3, 3, 3, 4});
+  CHECK(clg_conv2d(g, "conv", x, f, s1, "SAME", NULL) == NULL);
+  EXPECT_BUILD_ERROR(g, "Conv2D 'conv': input must be 4-dimensional, not [5,5,3]");
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 5, 5, 3});
+  f = ph(g, CLG_FLOAT32, 4, (int64_t[]){3, 3, 4, 4});
+  CHECK(clg_conv2d(g, "conv", x, f, s1, "SAME", NULL) == NULL);
+  EXPECT_BUILD_ERROR(g, "Conv2D 'conv': input and filter must have the same depth: 3 vs 4");
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 2, 5, 3});
+  f = ph(g, CLG_FLOAT32, 4, (int64_t[]){3, 3, 3, 4});
+  CHECK(clg_conv2d(g, "conv", x, f, s1, "VALID", NULL) == NULL);
+  EXPECT_BUILD_ERROR(g, "Conv2D 'conv': Negative dimension size caused by subtracting 3 from 2 for "
+                        "'conv' (op: 'Conv2D') with input shapes: [1,2,5,3], [3,3,3,4]");
+  for (int bad = 0; bad < 2; bad++) {
+    g = clg_graph_new();
+    x = ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 5, 5, 3});
+    f = ph(g, CLG_FLOAT32, 4, (int64_t[]){3, 3, 3, 4});
+    CHECK(clg_conv2d(g, "conv", x, f, (int64_t[]){1, bad ? -2 : 0, 1, 1}, "SAME", NULL) == NULL);
+    EXPECT_BUILD_ERROR(g, bad ? "Conv2D 'conv': strides must be positive, not [1,-2,1,1]"
+                              : "Conv2D 'conv': strides must be positive, not [1,0,1,1]");
+  }
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 5, 5, 3});
+  f = ph(g, CLG_FLOAT32, 4, (int64_t[]){3, 3, 3, 4});
+  CHECK(clg_conv2d(g, "conv", x, f, s1, "FULL", NULL) == NULL);
+  EXPECT_BUILD_ERROR(g, "Conv2D 'conv': padding must be SAME or VALID, not 'FULL'");
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 5, 5, 3});
+  f = ph(g, CLG_FLOAT32, 4, (int64_t[]){3, 3, 3, 4});
+  CHECK(clg_conv2d(g, "conv", x, f, (int64_t[]){2, 1, 1, 1}, "SAME", NULL) == NULL);
+  EXPECT_BUILD_ERROR(g, "does not yet support strides in the batch and depth dimensions");
+}
+
+static void test_pool_lrn_bias(void)
+{
+  /* n, h, w, c, kh, kw, sh, sw, same */
+  static const int cases[][9] = {{2, 7, 7, 3, 3, 3, 2, 2, 1},
+                                 {1, 6, 5, 5, 2, 2, 2, 2, 0},
+                                 {1, 5, 6, 2, 1, 1, 3, 3, 1},
+                                 {3, 4, 9, 6, 3, 2, 1, 2, 1},
+                                 {1, 8, 8, 7, 3, 3, 2, 2, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int *k = cases[i];
+    geom g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], 1, 1, 0, 0, 0, 0};
+    ref_dims(&g, k[8]);
+    clg_dtype dt = i == 3 ? CLG_FLOAT64 : CLG_FLOAT32;
+    clg_tensor *in = rand_tensor(dt, 4, (int64_t[]){g.n, g.h, g.w, g.c}, -1, 1);
+    double *x = to_doubles(in);
+    size_t ny = (size_t)(g.n * g.oh * g.ow * g.c);
+    double *y = malloc(sizeof(double) * ny);
+    for (int avg = 0; avg < 2; avg++) {
+      ref_pool(&g, avg, x, y);
+      opcase c = {avg ? "AvgPool" : "MaxPool",
+                  1,
+                  0,
+                  -1,
+                  {0},
+                  3,
+                  {clg_attr_int_list("ksize", 4, (int64_t[]){1, g.kh, g.kw, 1}),
+                   clg_attr_int_list("strides", 4, (int64_t[]){1, g.sh, g.sw, 1}),
+                   clg_attr_string("padding", k[8] ? "SAME" : "VALID")}};
+      run_check(c.op, 1, &in, build_op, &c, 0, y, ny, dt == CLG_FLOAT64 ? 1e-12 : 1e-6);
+    }
+    free(y);
+    /* LRN with the model's parameters and others. */
+    size_t n = clg_tensor_count(in);
+    y = malloc(sizeof(double) * n);
+    int64_t radius = (int64_t)i % 3 * 2;
+    double bias = 1.0 + 0.5 * (double)i, alpha = 0.001 / 9 * (double)(i + 1) * 50, beta = 0.75;
+    ref_lrn(n, g.c, radius, bias, alpha, beta, x, y);
+    opcase l = {"LRN",
+                1,
+                0,
+                -1,
+                {0},
+                4,
+                {clg_attr_int("depth_radius", radius), clg_attr_float("bias", bias),
+                 clg_attr_float("alpha", alpha), clg_attr_float("beta", beta)}};
+    run_check("LRN", 1, &in, build_op, &l, 0, y, n, dt == CLG_FLOAT64 ? 1e-12 : 1e-5);
+    /* BiasAdd along the channels. */
+    clg_tensor *bin[2] = {in, rand_tensor(dt, 1, &g.c, -1, 1)};
+    for (size_t j = 0; j < n; j++)
+      y[j] = x[j] + get(bin[1], j % (size_t)g.c);
+    opcase b = {"BiasAdd", 2, 0, -1, {0}, 0, {{0}}};
+    run_check("BiasAdd", 2, bin, build_op, &b, 0, y, n, 1e-6);
+    clg_tensor_free(bin[1]);
+    free(y);
+    free(x);
+    clg_tensor_free(in);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *x = ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 4, 4, 3});
+  CHECK(clg_bias_add(g, "b", x, ph(g, CLG_FLOAT32, 1, (int64_t[]){4})) == NULL);
+  EXPECT_BUILD_ERROR(g, "BiasAdd 'b': Must provide as many biases as the last dimension of the "
+                        "input tensor: [4] vs. [1,4,4,3]");
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 3, (int64_t[]){4, 4, 3});
+  CHECK(clg_max_pool(g, "p", x, (int64_t[]){1, 2, 2, 1}, (int64_t[]){1, 2, 2, 1}, "SAME") == NULL);
+  EXPECT_BUILD_ERROR(g, "MaxPool 'p': input must be 4-dimensional, not [4,4,3]");
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 2, 2, 3});
+  CHECK(clg_avg_pool(g, "p", x, (int64_t[]){1, 3, 3, 1}, (int64_t[]){1, 1, 1, 1}, "VALID") == NULL);
+  EXPECT_BUILD_ERROR(g, "AvgPool 'p': Negative dimension size caused by subtracting 3 from 2");
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 4, 4, 3});
+  CHECK(clg_max_pool(g, "p", x, (int64_t[]){1, 2, 2, 1}, (int64_t[]){1, 0, 2, 1}, "SAME") == NULL);
+  EXPECT_BUILD_ERROR(g, "MaxPool 'p': strides must be positive, not [1,0,2,1]");
+  g = clg_graph_new();
+  x = ph(g, CLG_FLOAT32, 2, (int64_t[]){4, 3});
+  CHECK(clg_lrn(g, "n", x, 2, 1, 1, 0.5) == NULL);
+  EXPECT_BUILD_ERROR(g, "LRN 'n': input must be 4-dimensional, not [4,3]");
+}
+
+/* --- the CIFAR-10 model's forward pass ------------------------------------------------------ */
+
+typedef struct cifar {
+  clg_tensor *w[10]; /* conv1 w, b, conv2 w, b, local3 w, b, local4 w, b, softmax w, b */
+  int64_t batch;
+} cifar;
+
+static const int64_t cifar_shapes[10][4] = {{5, 5, 3, 64}, {64},  {5, 5, 64, 64}, {64},
+                                            {2304, 384},   {384}, {384, 192},     {192},
+                                            {192, 10},     {10}};
+static const int cifar_ranks[10] = {4, 1, 4, 1, 2, 1, 2, 1, 2, 1};
+
+static clg_node *build_cifar(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  const cifar *m = ctx;
+  clg_node *w[10];
+  for (int i = 0; i < 10; i++)
+    w[i] = clg_const(g, NULL, m->w[i]);
+  int64_t s1[4] = {1, 1, 1, 1}, k3[4] = {1, 3, 3, 1}, s2[4] = {1, 2, 2, 1};
+  double alpha = 0.001 / 9.0; /* default names: the graph holds one copy per device */
+  clg_node *h = clg_conv2d(g, NULL, in[0], w[0], s1, "SAME", NULL);
+  h = clg_relu(g, NULL, clg_bias_add(g, NULL, h, w[1]));
+  h = clg_max_pool(g, NULL, h, k3, s2, "SAME");
+  h = clg_lrn(g, NULL, h, 4, 1.0, alpha, 0.75);
+  h = clg_conv2d(g, NULL, h, w[2], s1, "SAME", NULL);
+  h = clg_relu(g, NULL, clg_bias_add(g, NULL, h, w[3]));
+  h = clg_lrn(g, NULL, h, 4, 1.0, alpha, 0.75);
+  h = clg_max_pool(g, NULL, h, k3, s2, "SAME");
+  h = clg_reshape(g, NULL, h, 2, (int64_t[]){m->batch, -1});
+  h = clg_relu(g, NULL, clg_add(g, NULL, clg_matmul(g, NULL, h, w[4], false, false), w[5]));
+  h = clg_relu(g, NULL, clg_add(g, NULL, clg_matmul(g, NULL, h, w[6], false, false), w[7]));
+  return clg_add(g, NULL, clg_matmul(g, NULL, h, w[8], false, false), w[9]);
+}
+
+static void ref_dense(const double *x, const double *w, const double *b, int64_t batch, int64_t n,
+                      int64_t k, bool relu, double *y)
+{
+  for (int64_t i = 0; i < batch; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double acc = b[j];
+      for (int64_t t = 0; t < k; t++)
+        acc += x[i * k + t] * w[t * n + j];
+      y[i * n + j] = relu && acc < 0 ? 0 : acc;
+    }
+}
+
+static void test_cifar_forward(void)
+{
+  cifar m = {{NULL}, 2};
+  const double sigma[10] = {5e-2, 0, 5e-2, 0.1, 0.04, 0.1, 0.04, 0.1, 1.0 / 192, 0};
+  for (int i = 0; i < 10; i++) {
+    m.w[i] = clg_tensor_new(CLG_FLOAT32, cifar_ranks[i], cifar_shapes[i], NULL);
+    for (size_t j = 0; j < clg_tensor_count(m.w[i]); j++) /* fixed weights: seeded uniform */
+      set(m.w[i], j,
+          i % 2 ? sigma[i] + clg_test_uniform(-0.05, 0.05) : clg_test_uniform(-2, 2) * sigma[i]);
+  }
+  clg_tensor *img = rand_tensor(CLG_FLOAT32, 4, (int64_t[]){m.batch, 24, 24, 3}, -2, 2);
+  double *w[10];
+  for (int i = 0; i < 10; i++)
+    w[i] = to_doubles(m.w[i]);
+  double *x = to_doubles(img);
+  /* conv1 + bias + relu, pool1, norm1 */
+  geom g1 = {m.batch, 24, 24, 3, 5, 5, 1, 1, 1, 1, 0, 0, 0, 0};
+  ref_dims(&g1, true);
+  size_t n1 = (size_t)(m.batch * 24 * 24 * 64);
+  double *a = malloc(sizeof(double) * n1), *b = malloc(sizeof(double) * n1);
+  ref_conv(&g1, x, w[0], 64, a);
+  for (size_t i = 0; i < n1; i++)
+    a[i] = fmax(a[i] + w[1][i % 64], 0);
+  geom p1 = {m.batch, 24, 24, 64, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0};
+  ref_dims(&p1, true);
+  ref_pool(&p1, false, a, b);
+  size_t n2 = (size_t)(m.batch * 12 * 12 * 64);
+  ref_lrn(n2, 64, 4, 1.0, 0.001 / 9.0, 0.75, b, a);
+  /* conv2 + bias + relu, norm2, pool2 */
+  geom g2 = {m.batch, 12, 12, 64, 5, 5, 1, 1, 1, 1, 0, 0, 0, 0};
+  ref_dims(&g2, true);
+  ref_conv(&g2, a, w[2], 64, b);
+  for (size_t i = 0; i < n2; i++)
+    b[i] = fmax(b[i] + w[3][i % 64], 0);
+  ref_lrn(n2, 64, 4, 1.0, 0.001 / 9.0, 0.75, b, a);
+  geom p2 = {m.batch, 12, 12, 64, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0};
+  ref_dims(&p2, true);
+  ref_pool(&p2, false, a, b); /* [batch, 6, 6, 64] = [batch, 2304] */
+  ref_dense(b, w[4], w[5], m.batch, 384, 2304, true, a);
+  ref_dense(a, w[6], w[7], m.batch, 192, 384, true, b);
+  double logits[2 * 10];
+  ref_dense(b, w[8], w[9], m.batch, 10, 192, false, logits);
+  run_check("CIFAR-10 forward", 1, &img, build_cifar, &m, 0, logits, (size_t)(m.batch * 10), 1e-4);
+  free(a);
+  free(b);
+  free(x);
+  for (int i = 0; i < 10; i++) {
+    free(w[i]);
+    clg_tensor_free(m.w[i]);
+  }
+  clg_tensor_free(img);
+}
+
 int main(void)
 {
   clg_test_seed(13);
@@ -787,6 +1138,9 @@ int main(void)
   test_softmax();
   test_xent();
   test_in_top_k();
+  test_conv2d();
+  test_pool_lrn_bias();
+  test_cifar_forward();
   keeper_stop();
   return clg_test_summary("test_nn_ops");
 }

@@ -213,6 +213,23 @@ clg_node *clg_sparse_softmax_cross_entropy_with_logits(clg_graph *g, const char 
  * false for a target out of range or a non-finite prediction in the row): bool [B]. */
 clg_node *clg_in_top_k(clg_graph *g, const char *name, clg_node *predictions, clg_node *targets,
                        int64_t k);
+/* NHWC convolution (cross-correlation): input [N,H,W,Cin], filter [KH,KW,Cin,Cout], strides
+ * [1,sh,sw,1], padding "SAME" or "VALID", dilations [1,dh,dw,1] (NULL: all 1). Float, and
+ * double where the device has it. */
+clg_node *clg_conv2d(clg_graph *g, const char *name, clg_node *input, clg_node *filter,
+                     const int64_t strides[4], const char *padding, const int64_t *dilations);
+/* value [..., C] + bias [C] along the last axis. */
+clg_node *clg_bias_add(clg_graph *g, const char *name, clg_node *value, clg_node *bias);
+/* NHWC pooling with windows ksize [1,kh,kw,1] and strides [1,sh,sw,1]; SAME padding never
+ * wins a max and is not counted in an average. */
+clg_node *clg_max_pool(clg_graph *g, const char *name, clg_node *x, const int64_t ksize[4],
+                       const int64_t strides[4], const char *padding);
+clg_node *clg_avg_pool(clg_graph *g, const char *name, clg_node *x, const int64_t ksize[4],
+                       const int64_t strides[4], const char *padding);
+/* Local response normalization over the channels of an NHWC input:
+ * x / (bias + alpha * sum over |c' - c| <= depth_radius of x[c']^2)^beta. */
+clg_node *clg_lrn(clg_graph *g, const char *name, clg_node *x, int64_t depth_radius, double bias,
+                  double alpha, double beta);
 
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes

@@ -136,6 +136,51 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, b
                        size_t m, size_t n, size_t k, const clg_block *a, const clg_block *b,
                        const clg_block *c, const char **why);
 
+/* --- NHWC convolution, pooling, LRN (host_nn.c, cl_nn.c, cl/nn.cl) ----------------------- */
+
+/* The geometry of a window op over an NHWC input; the layout matches clg_window in
+ * cl/nn.cl. Output (oh, ow) reads input rows oh*sh - pt + a*dh (a < kh), and so on. */
+typedef struct clg_window {
+  int64_t n, h, w, c; /* input */
+  int64_t oh, ow;     /* output */
+  int64_t kh, kw;     /* window or filter */
+  int64_t sh, sw;     /* strides */
+  int64_t dh, dw;     /* dilations */
+  int64_t pt, pl;     /* padding before */
+  int64_t cout, kdim; /* Conv2D: output channels, kh*kw*c */
+} clg_window;
+
+/* MaxPool (avg false) or AvgPool over x [n,h,w,c] into y [n,oh,ow,c]. */
+void clg_host_pool(clg_dtype dtype, bool avg, const void *x, void *y, const clg_window *g);
+clg_code clg_cl_pool(clg_device *dev, clg_dtype dtype, bool avg, const clg_block *x,
+                     const clg_block *y, const clg_window *g);
+/* LRN along the last axis (c channels) of count elements. */
+void clg_host_lrn(clg_dtype dtype, const void *x, void *y, size_t count, int64_t c, int64_t radius,
+                  double bias, double alpha, double beta);
+clg_code clg_cl_lrn(clg_device *dev, clg_dtype dtype, const clg_block *x, const clg_block *y,
+                    size_t count, int64_t c, int64_t radius, double bias, double alpha,
+                    double beta);
+/* Conv2D (cross-correlation) of x [n,h,w,c] with the filter [kh,kw,c,cout] into y
+ * [n,oh,ow,cout]: im2col of a chunk of output rows into scratch, then one GEMM per chunk
+ * (CBLAS or the portable GEMM on the host, CLBlast on OpenCL devices). A 1x1 filter with
+ * stride 1 and no padding is one GEMM on the input itself. Scratch comes from alloc (the
+ * device's allocator; the host's may be NULL: malloc). OpenCL: errors as clg_cl_matmul's
+ * (UNIMPLEMENTED with *why where the host could serve). */
+clg_code clg_host_conv2d(clg_allocator *alloc, clg_dtype dtype, const void *x, const void *f,
+                         void *y, const clg_window *g);
+clg_code clg_cl_conv2d(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, const clg_block *x,
+                       const clg_block *f, const clg_block *y, const clg_window *g,
+                       const char **why);
+/* The im2col rows [row0, row0 + rows) of x into p (host), for benchmarks and tests. */
+void clg_host_im2col(clg_dtype dtype, const void *x, void *p, size_t row0, size_t rows,
+                     const clg_window *g);
+clg_code clg_cl_im2col(clg_device *dev, clg_dtype dtype, const clg_block *x, const clg_block *p,
+                       size_t row0, size_t rows, const clg_window *g);
+/* Whether the input itself is the patch matrix (1x1, stride 1, no padding). */
+bool clg_conv_is_direct(const clg_window *g);
+/* Rows of one scratch chunk for a patch row of kdim elements of es bytes. */
+size_t clg_conv_chunk_rows(bool opencl, size_t kdim, size_t es, size_t rows);
+
 /* --- OpenCL programs that ops carry (cl_program.c) ---------------------------------------- */
 
 /* OpenCL C text with a name; T is typedef'd to the element type (float, or double with

@@ -163,6 +163,16 @@ bool clg_kernel_float_or_double(const clg_node *n, const struct clg_device *dev)
  * `what` otherwise (shapes are static here, so these inputs must be constants). */
 clg_code clg_node_const_ints(const clg_node *n, int i, const char *what, int max, int64_t *vals,
                              int *count);
+/* Window ops (Conv2D, pooling): the output size and padding before of one spatial dim with
+ * TensorFlow's SAME/VALID arithmetic ("Negative dimension size caused by subtracting 3 from 2
+ * ..." for a VALID window larger than the input); a [1,h,w,1] list attribute; padding "SAME" or
+ * "VALID"; data_format "NHWC". Errors name the node. */
+clg_code clg_window_dim(const clg_node *n, int64_t in, int64_t k, int64_t dilation, int64_t stride,
+                        bool same, int64_t *out, int64_t *pad_before);
+clg_code clg_window_attrs(const clg_node *n, const clg_attr_value *list, const char *what,
+                          int64_t *h, int64_t *w);
+clg_code clg_padding_attr(const clg_node *n, const clg_attr_value *p, bool *same);
+clg_code clg_nhwc_attr(const clg_node *n, const clg_attr_value *f);
 /* A Const int32 vector of n values (the typed builders' shapes, axes and perms). */
 clg_node *clg_const_ints(clg_graph *g, int n, const int64_t *v);
 /* Element i of a host tensor of any dtype, as a double. */

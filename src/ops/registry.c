@@ -12,7 +12,8 @@ extern const clg_op_def clg_op_Const, clg_op_Placeholder, clg_op_MatMul, clg_op_
     clg_op_RealDiv, clg_op_Maximum, clg_op_Equal, clg_op_Exp, clg_op_Log, clg_op_Sqrt, clg_op_Rsqrt,
     clg_op_Cast, clg_op_Fill, clg_op_ZerosLike, clg_op_OnesLike, clg_op_Reshape, clg_op_Transpose,
     clg_op_Sum, clg_op_Mean, clg_op_Max, clg_op_L2Loss, clg_op_ArgMax, clg_op_Softmax,
-    clg_op_LogSoftmax, clg_op_SparseSoftmaxCrossEntropyWithLogits, clg_op_InTopKV2;
+    clg_op_LogSoftmax, clg_op_SparseSoftmaxCrossEntropyWithLogits, clg_op_InTopKV2, clg_op_BiasAdd,
+    clg_op_MaxPool, clg_op_AvgPool, clg_op_LRN, clg_op_Conv2D;
 
 static const clg_op_def *const registry[] = {
     &clg_op_Const,
@@ -49,6 +50,11 @@ static const clg_op_def *const registry[] = {
     &clg_op_LogSoftmax,
     &clg_op_SparseSoftmaxCrossEntropyWithLogits,
     &clg_op_InTopKV2,
+    &clg_op_BiasAdd,
+    &clg_op_MaxPool,
+    &clg_op_AvgPool,
+    &clg_op_LRN,
+    &clg_op_Conv2D,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))

@@ -1,0 +1,120 @@
+/* OpenCL NHWC kernels (cl/nn.cl): pooling, LRN, and Conv2D as im2col into scratch from the
+ * device's allocator followed by CLBlast GEMMs, a few large ones per convolution. */
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+static const clg_cl_text source = {"nn", NULL};
+
+/* The layout of clg_window in cl/nn.cl. */
+typedef struct cl_window {
+  cl_long v[16];
+} cl_window;
+
+static void to_cl(const clg_window *g, cl_window *c)
+{
+  const int64_t v[16] = {g->n,  g->h,  g->w,  g->c,  g->oh, g->ow, g->kh,   g->kw,
+                         g->sh, g->sw, g->dh, g->dw, g->pt, g->pl, g->cout, g->kdim};
+  for (int i = 0; i < 16; i++)
+    c->v[i] = v[i];
+}
+
+clg_code clg_cl_pool(clg_device *dev, clg_dtype dtype, bool avg, const clg_block *x,
+                     const clg_block *y, const clg_window *g)
+{
+  size_t es = clg_dtype_size(dtype);
+  cl_ulong xo = x->offset / es, yo = y->offset / es,
+           count = (cl_ulong)(g->n * g->oh * g->ow * g->c);
+  cl_uint a = avg;
+  cl_window w;
+  to_cl(g, &w);
+  clg_cl_arg args[] = {{sizeof(cl_mem), &x->mem},
+                       {sizeof xo, &xo},
+                       {sizeof(cl_mem), &y->mem},
+                       {sizeof yo, &yo},
+                       {sizeof count, &count},
+                       {sizeof w, &w},
+                       {sizeof a, &a}};
+  return clg_cl_launch(dev, dtype, &source, "clg_pool", args, 7, (size_t)count);
+}
+
+clg_code clg_cl_lrn(clg_device *dev, clg_dtype dtype, const clg_block *x, const clg_block *y,
+                    size_t count, int64_t c, int64_t radius, double bias, double alpha, double beta)
+{
+  size_t es = clg_dtype_size(dtype);
+  cl_ulong xo = x->offset / es, yo = y->offset / es, n = count;
+  cl_long cc = c, r = radius;
+  float ff[3] = {(float)bias, (float)alpha, (float)beta};
+  double dd[3] = {bias, alpha, beta};
+  bool dbl = dtype == CLG_FLOAT64;
+  clg_cl_arg args[] = {
+      {sizeof(cl_mem), &x->mem},
+      {sizeof xo, &xo},
+      {sizeof(cl_mem), &y->mem},
+      {sizeof yo, &yo},
+      {sizeof n, &n},
+      {sizeof cc, &cc},
+      {sizeof r, &r},
+      {dbl ? sizeof(double) : sizeof(float), dbl ? (void *)&dd[0] : (void *)&ff[0]},
+      {dbl ? sizeof(double) : sizeof(float), dbl ? (void *)&dd[1] : (void *)&ff[1]},
+      {dbl ? sizeof(double) : sizeof(float), dbl ? (void *)&dd[2] : (void *)&ff[2]}};
+  return clg_cl_launch(dev, dtype, &source, "clg_lrn", args, 10, count);
+}
+
+clg_code clg_cl_im2col(clg_device *dev, clg_dtype dtype, const clg_block *x, const clg_block *p,
+                       size_t row0, size_t rows, const clg_window *g)
+{
+  size_t es = clg_dtype_size(dtype);
+  cl_ulong xo = x->offset / es, po = p->offset / es, r0 = row0,
+           count = (cl_ulong)rows * (cl_ulong)g->kdim;
+  cl_window w;
+  to_cl(g, &w);
+  clg_cl_arg args[] = {{sizeof(cl_mem), &x->mem},
+                       {sizeof xo, &xo},
+                       {sizeof(cl_mem), &p->mem},
+                       {sizeof po, &po},
+                       {sizeof r0, &r0},
+                       {sizeof count, &count},
+                       {sizeof w, &w}};
+  return clg_cl_launch(dev, dtype, &source, "clg_im2col", args, 7, (size_t)count);
+}
+
+clg_code clg_cl_conv2d(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, const clg_block *x,
+                       const clg_block *f, const clg_block *y, const clg_window *g,
+                       const char **why)
+{
+  size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, cout = (size_t)g->cout;
+  size_t es = clg_dtype_size(dtype);
+  if (rows == 0 || cout == 0)
+    return CLG_OK;
+  if (clg_conv_is_direct(g))
+    return clg_cl_matmul(dev, alloc, dtype, false, false, rows, cout, k, x, f, y, why);
+  size_t chunk = clg_conv_chunk_rows(true, k, es, rows);
+  clg_block tmp;
+  clg_code code = clg_allocator_alloc(alloc, chunk * k * es, &tmp);
+  if (code != CLG_OK)
+    return clg_error_prefix("Conv2D im2col scratch: ");
+  for (size_t r0 = 0; r0 < rows && code == CLG_OK; r0 += chunk) {
+    size_t nr = rows - r0 < chunk ? rows - r0 : chunk;
+    clg_block pb = tmp, yb = *y;
+    pb.size = nr * k * es;
+    yb.offset += r0 * cout * es;
+    yb.size = nr * cout * es;
+    code = clg_cl_im2col(dev, dtype, x, &pb, r0, nr, g);
+    if (code == CLG_OK)
+      code = clg_cl_matmul(dev, alloc, dtype, false, false, nr, cout, k, &pb, f, &yb, why);
+  }
+  /* The scratch is reused only after the last GEMM reading it completes. */
+  cl_event ev = NULL;
+  cl_int err = code == CLG_OK ? clEnqueueMarkerWithWaitList(dev->queue, 0, NULL, &ev) : CL_SUCCESS;
+  if (code != CLG_OK || err != CL_SUCCESS) {
+    clFinish(dev->queue);
+    ev = NULL;
+    if (code == CLG_OK)
+      code = clg_cl_error(err, "clEnqueueMarkerWithWaitList", " for Conv2D on %s", dev->info.name);
+  }
+  clg_allocator_free(alloc, &tmp, ev);
+  if (ev)
+    clReleaseEvent(ev);
+  return code;
+}

@@ -1,0 +1,232 @@
+/* Conv2D (tf.nn.conv2d, NHWC): input [N,H,W,Cin], filter [KH,KW,Cin,Cout], strides and
+ * dilations [1,s,s,1], padding SAME or VALID with TensorFlow's arithmetic (SAME: out =
+ * ceil(in / s), the odd padding element at the bottom/right; VALID: a window larger than the
+ * input is an error, as in TF 1.x). Cross-correlation. Kernels:
+ * im2col + GEMM on both device kinds (kernels/host_nn.c, kernels/cl_nn.c); an OpenCL device
+ * CLBlast cannot serve (no fp64, a compiler error) runs the host path on its data. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "kernels/kernels.h"
+#include "memory/memory.h"
+
+enum { A_T, A_DATA_FORMAT, A_DILATIONS, A_PADDING, A_STRIDES, A_USE_CUDNN };
+
+static const clg_attr_def attrs[] = {
+    {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "data_format", .type = CLG_ATTR_STRING, .has_default = true, .def_s = "NHWC"},
+    {.name = "dilations", .type = CLG_ATTR_INT_LIST, .inferred = true}, /* [1,1,1,1] */
+    {.name = "padding", .type = CLG_ATTR_STRING},
+    {.name = "strides", .type = CLG_ATTR_INT_LIST},
+    {.name = "use_cudnn_on_gpu", .type = CLG_ATTR_BOOL, .has_default = true, .def_i = 1},
+};
+
+clg_code clg_window_dim(const clg_node *n, int64_t in, int64_t k, int64_t dilation, int64_t stride,
+                        bool same, int64_t *out, int64_t *pad_before)
+{
+  int64_t eff = (k - 1) * dilation + 1;
+  if (same) {
+    *out = (in + stride - 1) / stride;
+    int64_t total = (*out - 1) * stride + eff - in;
+    *pad_before = total > 0 ? total / 2 : 0;
+    return CLG_OK;
+  }
+  *pad_before = 0;
+  *out = (in - eff + stride) / stride;
+  if (in < eff) { /* TensorFlow 1.x's text from shape inference */
+    char shapes[512] = "", s[192];
+    for (int i = 0; i < n->num_inputs; i++)
+      snprintf(shapes + strlen(shapes), sizeof shapes - strlen(shapes), "%s%s", i ? ", " : "",
+               clg_out_shape_string(clg_node_in(n, i), s, sizeof s));
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "Negative dimension size caused by subtracting %lld from %lld for '%s' "
+                          "(op: '%s') with input shapes: %s",
+                          (long long)eff, (long long)in, n->name, n->op, shapes);
+  }
+  return CLG_OK;
+}
+
+clg_code clg_window_attrs(const clg_node *n, const clg_attr_value *list, const char *what,
+                          int64_t *h, int64_t *w)
+{
+  char s[128] = "[";
+  for (int i = 0; i < list->n && list->v && strlen(s) < 100; i++)
+    snprintf(s + strlen(s), sizeof s - strlen(s), "%s%lld", i ? "," : "", (long long)list->v[i]);
+  strcat(s, "]");
+  if (list->n != 4)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "Sliding window %s field must specify 4 dimensions, not %s", what, s);
+  for (int i = 0; i < 4; i++)
+    if (list->v[i] <= 0)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s must be positive, not %s", what, s);
+  if (list->v[0] != 1 || list->v[3] != 1)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "Current implementation does not yet support %s in the batch and depth "
+                          "dimensions: %s",
+                          what, s);
+  *h = list->v[1];
+  *w = list->v[2];
+  return CLG_OK;
+}
+
+clg_code clg_padding_attr(const clg_node *n, const clg_attr_value *p, bool *same)
+{
+  const char *s = p->s ? p->s : "";
+  if (strcmp(s, "SAME") != 0 && strcmp(s, "VALID") != 0)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "padding must be SAME or VALID, not '%s'", s);
+  *same = s[0] == 'S';
+  return CLG_OK;
+}
+
+clg_code clg_nhwc_attr(const clg_node *n, const clg_attr_value *f)
+{
+  if (f->s && strcmp(f->s, "NHWC") != 0)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "data_format '%s' is not supported: only NHWC",
+                          f->s);
+  return CLG_OK;
+}
+
+/* The geometry of n (its attributes checked at build). */
+static clg_code geometry(const clg_node *n, clg_window *g)
+{
+  const clg_out_desc *x = clg_node_in(n, 0), *f = clg_node_in(n, 1);
+  bool same;
+  clg_code code;
+  memset(g, 0, sizeof *g);
+  if ((code = clg_padding_attr(n, &n->attrs[A_PADDING], &same)) != CLG_OK ||
+      (code = clg_window_attrs(n, &n->attrs[A_STRIDES], "strides", &g->sh, &g->sw)) != CLG_OK ||
+      (code = clg_window_attrs(n, &n->attrs[A_DILATIONS], "dilations", &g->dh, &g->dw)) != CLG_OK)
+    return code;
+  g->n = x->dims[0], g->h = x->dims[1], g->w = x->dims[2], g->c = x->dims[3];
+  g->kh = f->dims[0], g->kw = f->dims[1], g->cout = f->dims[3];
+  g->kdim = g->kh * g->kw * g->c;
+  if ((code = clg_window_dim(n, g->h, g->kh, g->dh, g->sh, same, &g->oh, &g->pt)) != CLG_OK ||
+      (code = clg_window_dim(n, g->w, g->kw, g->dw, g->sw, same, &g->ow, &g->pl)) != CLG_OK)
+    return code;
+  return CLG_OK;
+}
+
+static clg_code infer(clg_node *n)
+{
+  const clg_out_desc *x = clg_node_in(n, 0), *f = clg_node_in(n, 1);
+  char sx[192], sf[192];
+  clg_out_shape_string(x, sx, sizeof sx);
+  clg_out_shape_string(f, sf, sizeof sf);
+  if (x->rank != 4)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "input must be 4-dimensional, not %s", sx);
+  if (f->rank != 4)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "filter must be 4-dimensional, not %s", sf);
+  if (x->dtype != f->dtype)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "dtypes differ: %s vs %s",
+                          clg_dtype_name(x->dtype), clg_dtype_name(f->dtype));
+  if (x->dtype != CLG_FLOAT32 && x->dtype != CLG_FLOAT64)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "Conv2D takes float or double, not %s",
+                          clg_dtype_name(x->dtype));
+  if (x->dims[3] != f->dims[2])
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "input and filter must have the same depth: %lld vs %lld (input %s, "
+                          "filter %s)",
+                          (long long)x->dims[3], (long long)f->dims[2], sx, sf);
+  clg_attr_value *d = &n->attrs[A_DILATIONS];
+  if (!d->set) { /* TensorFlow's default, [1,1,1,1] */
+    if (!(d->v = malloc(4 * sizeof *d->v)))
+      return clg_node_error(n, CLG_RESOURCE_EXHAUSTED, "out of host memory");
+    d->v[0] = d->v[1] = d->v[2] = d->v[3] = 1;
+    d->n = 4;
+    d->set = true;
+    d->type = CLG_ATTR_INT_LIST;
+  }
+  clg_code code = clg_nhwc_attr(n, &n->attrs[A_DATA_FORMAT]);
+  clg_window g;
+  if (code == CLG_OK)
+    code = geometry(n, &g);
+  if (code != CLG_OK)
+    return code;
+  n->attrs[A_T].set = true;
+  n->attrs[A_T].dtype = x->dtype;
+  int64_t dims[4] = {g.n, g.oh, g.ow, g.cout};
+  return clg_node_set_output(n, 0, x->dtype, 4, dims);
+}
+
+static clg_code host_run(const clg_kernel_ctx *c)
+{
+  clg_window g;
+  geometry(c->node, &g);
+  return clg_host_conv2d(c->alloc, c->node->outs[0].dtype, c->in[0].host, c->in[1].host,
+                         c->out[0].host, &g);
+}
+
+/* The host path on the device's data, for what CLBlast cannot run. */
+static clg_code cl_on_host(const clg_kernel_ctx *c, const clg_window *g)
+{
+  const clg_node *n = c->node;
+  size_t xb = clg_node_out_bytes(n->inputs[0].node, n->inputs[0].index);
+  size_t fb = clg_node_out_bytes(n->inputs[1].node, n->inputs[1].index);
+  size_t yb = clg_node_out_bytes(n, 0);
+  void *x = malloc(xb ? xb : 1), *f = malloc(fb ? fb : 1), *y = malloc(yb ? yb : 1);
+  clg_code code = CLG_OK;
+  if (!x || !f || !y)
+    code =
+        clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for the host path of '%s'", n->name);
+  if (code == CLG_OK)
+    code = clg_device_download(c->dev, c->in[0].mem, c->in[0].offset, x, xb);
+  if (code == CLG_OK)
+    code = clg_device_download(c->dev, c->in[1].mem, c->in[1].offset, f, fb);
+  if (code == CLG_OK)
+    code = clg_host_conv2d(NULL, n->outs[0].dtype, x, f, y, g);
+  if (code == CLG_OK)
+    code = clg_device_upload(c->dev, c->out[0].mem, c->out[0].offset, y, yb);
+  free(x);
+  free(f);
+  free(y);
+  return code;
+}
+
+static clg_code cl_run(const clg_kernel_ctx *c)
+{
+  clg_window g;
+  geometry(c->node, &g);
+  const char *why = NULL;
+  clg_code code = clg_cl_conv2d(c->dev, c->alloc, c->node->outs[0].dtype, &c->in[0], &c->in[1],
+                                &c->out[0], &g, &why);
+  if (code != CLG_UNIMPLEMENTED)
+    return code;
+  char msg[1024];
+  snprintf(msg, sizeof msg, "Conv2D on %s runs on the host instead: %s", c->dev->info.full_name,
+           clg_last_error());
+  if (c->warn_once)
+    c->warn_once(c->warn_ctx, c->device_index, why ? why : clg_last_error(), msg);
+  return cl_on_host(c, &g);
+}
+
+static bool cl_supports(const clg_node *n, const clg_device *dev)
+{
+  return clg_kernel_float_or_double(n, dev) && clg_kernels_have_clblast();
+}
+
+static const clg_kernel_def kernels[] = {
+    {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL},
+    {CLG_KIND_OPENCL, cl_supports, cl_run, NULL}};
+
+const clg_op_def clg_op_Conv2D = {
+    .name = "Conv2D",
+    .num_inputs = 2,
+    .num_outputs = 1,
+    .num_attrs = 6,
+    .attrs = attrs,
+    .infer = infer,
+    .kernels = kernels,
+    .num_kernels = 2,
+    .inplace = -1,
+};
+
+clg_node *clg_conv2d(clg_graph *g, const char *name, clg_node *input, clg_node *filter,
+                     const int64_t strides[4], const char *padding, const int64_t *dilations)
+{
+  clg_output in[2] = {{input, 0}, {filter, 0}};
+  clg_attr at[3] = {clg_attr_int_list("strides", 4, strides), clg_attr_string("padding", padding),
+                    clg_attr_int_list("dilations", 4, dilations)};
+  return clg_graph_build(g, &clg_op_Conv2D, name, 2, in, dilations ? 3 : 2, at);
+}

@@ -1,0 +1,273 @@
+/* BiasAdd (a [C] bias along the last axis), MaxPool and AvgPool (NHWC windows, SAME padding
+ * never wins a max and is not counted in an average) and LRN (over the channel axis).
+ * Float, and double where the device has it. */
+#include <string.h>
+
+#include "graph/graph.h"
+#include "kernels/kernels.h"
+#include "memory/memory.h"
+
+extern const clg_op_def clg_op_MaxPool, clg_op_AvgPool;
+
+/* --- BiasAdd ------------------------------------------------------------------------------ */
+
+enum { B_T, B_DATA_FORMAT };
+
+static const clg_attr_def bias_attrs[] = {
+    {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "data_format", .type = CLG_ATTR_STRING, .has_default = true, .def_s = "NHWC"},
+};
+
+static clg_code bias_infer(clg_node *n)
+{
+  const clg_out_desc *x = clg_node_in(n, 0), *b = clg_node_in(n, 1);
+  char sx[192], sb[192];
+  clg_out_shape_string(x, sx, sizeof sx);
+  clg_out_shape_string(b, sb, sizeof sb);
+  if (x->rank < 2)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s", sx);
+  if (b->rank != 1)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "Biases must be 1D: %s", sb);
+  if (b->dims[0] != x->dims[x->rank - 1])
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "Must provide as many biases as the last dimension of the input tensor: "
+                          "%s vs. %s",
+                          sb, sx);
+  if (x->dtype != b->dtype)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "dtypes differ: %s vs %s",
+                          clg_dtype_name(x->dtype), clg_dtype_name(b->dtype));
+  clg_code code = clg_nhwc_attr(n, &n->attrs[B_DATA_FORMAT]);
+  if (code != CLG_OK)
+    return code;
+  n->attrs[B_T].set = true;
+  n->attrs[B_T].dtype = x->dtype;
+  return clg_node_set_output(n, 0, x->dtype, x->rank, x->dims);
+}
+
+/* [rows, C] + [C] as a broadcast. */
+static void bias_map(const clg_node *n, clg_strided *m)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  size_t c = (size_t)x->dims[x->rank - 1];
+  int64_t dx[2] = {(int64_t)(c ? clg_out_count(x) / c : 0), (int64_t)c}, db[1] = {(int64_t)c};
+  clg_strided_broadcast(m, 2, dx, 1, db, 2, dx);
+}
+
+static clg_code bias_host(const clg_kernel_ctx *c)
+{
+  clg_strided m;
+  bias_map(c->node, &m);
+  clg_host_broadcast(CLG_BINOP_ADD, c->node->outs[0].dtype, c->in[0].host, c->in[1].host,
+                     c->out[0].host, &m);
+  return CLG_OK;
+}
+
+static clg_code bias_cl(const clg_kernel_ctx *c)
+{
+  if (clg_out_count(&c->node->outs[0]) == 0)
+    return CLG_OK;
+  clg_strided m;
+  bias_map(c->node, &m);
+  return clg_cl_broadcast(c->dev, CLG_BINOP_ADD, c->node->outs[0].dtype, &c->in[0], &c->in[1],
+                          &c->out[0], &m);
+}
+
+static const clg_kernel_def bias_kernels[] = {
+    {CLG_KIND_HOST, clg_kernel_float_or_double, bias_host, NULL},
+    {CLG_KIND_OPENCL, clg_kernel_float_or_double, bias_cl, NULL}};
+
+const clg_op_def clg_op_BiasAdd = {
+    .name = "BiasAdd",
+    .num_inputs = 2,
+    .num_outputs = 1,
+    .num_attrs = 2,
+    .attrs = bias_attrs,
+    .infer = bias_infer,
+    .kernels = bias_kernels,
+    .num_kernels = 2,
+    .inplace = 0,
+};
+
+/* --- MaxPool, AvgPool ------------------------------------------------------------------------ */
+
+enum { P_T, P_DATA_FORMAT, P_KSIZE, P_PADDING, P_STRIDES };
+
+static const clg_attr_def pool_attrs[] = {
+    {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "data_format", .type = CLG_ATTR_STRING, .has_default = true, .def_s = "NHWC"},
+    {.name = "ksize", .type = CLG_ATTR_INT_LIST},
+    {.name = "padding", .type = CLG_ATTR_STRING},
+    {.name = "strides", .type = CLG_ATTR_INT_LIST},
+};
+
+static clg_code pool_geometry(const clg_node *n, clg_window *g)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  bool same;
+  clg_code code;
+  memset(g, 0, sizeof *g);
+  if ((code = clg_nhwc_attr(n, &n->attrs[P_DATA_FORMAT])) != CLG_OK ||
+      (code = clg_padding_attr(n, &n->attrs[P_PADDING], &same)) != CLG_OK ||
+      (code = clg_window_attrs(n, &n->attrs[P_KSIZE], "ksize", &g->kh, &g->kw)) != CLG_OK ||
+      (code = clg_window_attrs(n, &n->attrs[P_STRIDES], "strides", &g->sh, &g->sw)) != CLG_OK)
+    return code;
+  g->n = x->dims[0], g->h = x->dims[1], g->w = x->dims[2], g->c = x->dims[3];
+  g->dh = g->dw = 1;
+  if ((code = clg_window_dim(n, g->h, g->kh, 1, g->sh, same, &g->oh, &g->pt)) != CLG_OK ||
+      (code = clg_window_dim(n, g->w, g->kw, 1, g->sw, same, &g->ow, &g->pl)) != CLG_OK)
+    return code;
+  return CLG_OK;
+}
+
+static clg_code pool_infer(clg_node *n)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  char sx[192];
+  if (x->rank != 4)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "input must be 4-dimensional, not %s",
+                          clg_out_shape_string(x, sx, sizeof sx));
+  clg_window g;
+  clg_code code = pool_geometry(n, &g);
+  if (code != CLG_OK)
+    return code;
+  n->attrs[P_T].set = true;
+  n->attrs[P_T].dtype = x->dtype;
+  int64_t dims[4] = {g.n, g.oh, g.ow, g.c};
+  return clg_node_set_output(n, 0, x->dtype, 4, dims);
+}
+
+static clg_code pool_host(const clg_kernel_ctx *c)
+{
+  clg_window g;
+  pool_geometry(c->node, &g);
+  clg_host_pool(c->node->outs[0].dtype, c->node->def == &clg_op_AvgPool, c->in[0].host,
+                c->out[0].host, &g);
+  return CLG_OK;
+}
+
+static clg_code pool_cl(const clg_kernel_ctx *c)
+{
+  if (clg_out_count(&c->node->outs[0]) == 0)
+    return CLG_OK;
+  clg_window g;
+  pool_geometry(c->node, &g);
+  return clg_cl_pool(c->dev, c->node->outs[0].dtype, c->node->def == &clg_op_AvgPool, &c->in[0],
+                     &c->out[0], &g);
+}
+
+static const clg_kernel_def pool_kernels[] = {
+    {CLG_KIND_HOST, clg_kernel_float_or_double, pool_host, NULL},
+    {CLG_KIND_OPENCL, clg_kernel_float_or_double, pool_cl, NULL}};
+
+#define POOL_DEF(OP)                                                                               \
+  const clg_op_def clg_op_##OP = {                                                                 \
+      .name = #OP,                                                                                 \
+      .num_inputs = 1,                                                                             \
+      .num_outputs = 1,                                                                            \
+      .num_attrs = 5,                                                                              \
+      .attrs = pool_attrs,                                                                         \
+      .infer = pool_infer,                                                                         \
+      .kernels = pool_kernels,                                                                     \
+      .num_kernels = 2,                                                                            \
+      .inplace = -1,                                                                               \
+  };
+POOL_DEF(MaxPool)
+POOL_DEF(AvgPool)
+
+/* --- LRN ------------------------------------------------------------------------------------ */
+
+enum { L_T, L_ALPHA, L_BETA, L_BIAS, L_DEPTH_RADIUS };
+
+static const clg_attr_def lrn_attrs[] = {
+    {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "alpha", .type = CLG_ATTR_FLOAT, .has_default = true, .def_f = 1.0},
+    {.name = "beta", .type = CLG_ATTR_FLOAT, .has_default = true, .def_f = 0.5},
+    {.name = "bias", .type = CLG_ATTR_FLOAT, .has_default = true, .def_f = 1.0},
+    {.name = "depth_radius", .type = CLG_ATTR_INT, .has_default = true, .def_i = 5},
+};
+
+static clg_code lrn_infer(clg_node *n)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  char sx[192];
+  if (x->rank != 4)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "input must be 4-dimensional, not %s",
+                          clg_out_shape_string(x, sx, sizeof sx));
+  if (n->attrs[L_DEPTH_RADIUS].i < 0)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "depth_radius must be >= 0, not %lld",
+                          (long long)n->attrs[L_DEPTH_RADIUS].i);
+  return clg_infer_elementwise_unary(n);
+}
+
+static clg_code lrn_host(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  const clg_out_desc *x = clg_node_in(n, 0);
+  clg_host_lrn(x->dtype, c->in[0].host, c->out[0].host, clg_out_count(x), x->dims[3],
+               n->attrs[L_DEPTH_RADIUS].i, n->attrs[L_BIAS].f, n->attrs[L_ALPHA].f,
+               n->attrs[L_BETA].f);
+  return CLG_OK;
+}
+
+static clg_code lrn_cl(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  const clg_out_desc *x = clg_node_in(n, 0);
+  return clg_cl_lrn(c->dev, x->dtype, &c->in[0], &c->out[0], clg_out_count(x), x->dims[3],
+                    n->attrs[L_DEPTH_RADIUS].i, n->attrs[L_BIAS].f, n->attrs[L_ALPHA].f,
+                    n->attrs[L_BETA].f);
+}
+
+static const clg_kernel_def lrn_kernels[] = {
+    {CLG_KIND_HOST, clg_kernel_float_or_double, lrn_host, NULL},
+    {CLG_KIND_OPENCL, clg_kernel_float_or_double, lrn_cl, NULL}};
+
+const clg_op_def clg_op_LRN = {
+    .name = "LRN",
+    .num_inputs = 1,
+    .num_outputs = 1,
+    .num_attrs = 5,
+    .attrs = lrn_attrs,
+    .infer = lrn_infer,
+    .kernels = lrn_kernels,
+    .num_kernels = 2,
+    .inplace = -1,
+};
+
+/* --- builders ------------------------------------------------------------------------------ */
+
+clg_node *clg_bias_add(clg_graph *g, const char *name, clg_node *value, clg_node *bias)
+{
+  clg_output in[2] = {{value, 0}, {bias, 0}};
+  return clg_graph_build(g, &clg_op_BiasAdd, name, 2, in, 0, NULL);
+}
+
+static clg_node *pool(clg_graph *g, const clg_op_def *def, const char *name, clg_node *x,
+                      const int64_t ksize[4], const int64_t strides[4], const char *padding)
+{
+  clg_output in = {x, 0};
+  clg_attr at[3] = {clg_attr_int_list("ksize", 4, ksize), clg_attr_int_list("strides", 4, strides),
+                    clg_attr_string("padding", padding)};
+  return clg_graph_build(g, def, name, 1, &in, 3, at);
+}
+
+clg_node *clg_max_pool(clg_graph *g, const char *name, clg_node *x, const int64_t ksize[4],
+                       const int64_t strides[4], const char *padding)
+{
+  return pool(g, &clg_op_MaxPool, name, x, ksize, strides, padding);
+}
+
+clg_node *clg_avg_pool(clg_graph *g, const char *name, clg_node *x, const int64_t ksize[4],
+                       const int64_t strides[4], const char *padding)
+{
+  return pool(g, &clg_op_AvgPool, name, x, ksize, strides, padding);
+}
+
+clg_node *clg_lrn(clg_graph *g, const char *name, clg_node *x, int64_t depth_radius, double bias,
+                  double alpha, double beta)
+{
+  clg_output in = {x, 0};
+  clg_attr at[4] = {clg_attr_int("depth_radius", depth_radius), clg_attr_float("bias", bias),
+                    clg_attr_float("alpha", alpha), clg_attr_float("beta", beta)};
+  return clg_graph_build(g, &clg_op_LRN, name, 1, &in, 4, at);
+}
