@@ -14,6 +14,7 @@ int clg_tool_bench(int argc, char **argv);
 int clg_bench_matmul(int argc, char **argv);
 int clg_bench_alloc(int argc, char **argv);
 int clg_bench_overhead(int argc, char **argv);
+int clg_bench_conv(int argc, char **argv);
 
 /* True if argv holds flag (e.g. "--json"). */
 bool clg_tool_has_flag(int argc, char **argv, const char *flag);

@@ -98,8 +98,15 @@ void clg_host_im2col(clg_dtype dtype, const void *x, void *p, size_t row0, size_
   for (size_t r = row0; r < row0 + rows; r++) {
     int64_t ow = (int64_t)(r % (size_t)g->ow), t = (int64_t)(r / (size_t)g->ow);
     int64_t oh = t % g->oh, n = t / g->oh;
+    int64_t iw0 = ow * g->sw - g->pl, iw_last = iw0 + (g->kw - 1) * g->dw;
     for (int64_t a = 0; a < g->kh; a++) {
       int64_t ih = oh * g->sh - g->pt + a * g->dh;
+      if (g->dw == 1 && ih >= 0 && ih < g->h && iw0 >= 0 && iw_last < g->w) {
+        /* The whole filter row is inside the input: one contiguous run of kw * c. */
+        memcpy(dst, xs + (size_t)((n * g->h + ih) * g->w + iw0) * cb, (size_t)g->kw * cb);
+        dst += (size_t)g->kw * cb;
+        continue;
+      }
       for (int64_t b = 0; b < g->kw; b++, dst += cb) {
         int64_t iw = ow * g->sw - g->pl + b * g->dw;
         if (ih < 0 || ih >= g->h || iw < 0 || iw >= g->w)
