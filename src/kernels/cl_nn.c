@@ -79,6 +79,42 @@ clg_code clg_cl_im2col(clg_device *dev, clg_dtype dtype, const clg_block *x, con
   return clg_cl_launch(dev, dtype, &source, "clg_im2col", args, 7, (size_t)count);
 }
 
+/* CLBlast copies an operand whose offset is not 0 into a temporary (and the result back),
+ * which for Conv2D's tall GEMMs costs as much as a pass over the patches: a block at a nonzero
+ * offset is handed over as a sub-buffer of its own (where the offset allows one), which
+ * OpenCL keeps alive until the commands using it finish. *sub is released by the caller. */
+static clg_block at_zero(const clg_device *dev, const clg_block *b, size_t bytes, cl_mem *sub)
+{
+  *sub = NULL;
+  size_t align = dev->info.base_addr_align ? dev->info.base_addr_align : 1;
+  if (b->offset == 0 || b->offset % align != 0 || bytes == 0)
+    return *b;
+  cl_buffer_region region = {b->offset, bytes};
+  cl_int err;
+  cl_mem m =
+      clCreateSubBuffer(b->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+  if (err != CL_SUCCESS)
+    return *b; /* CLBlast copes with the offset, only slower */
+  *sub = m;
+  clg_block r = {.mem = m, .offset = 0, .size = bytes};
+  return r;
+}
+
+static clg_code gemm(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, size_t m, size_t n,
+                     size_t k, const clg_block *a, const clg_block *b, const clg_block *c,
+                     const char **why)
+{
+  size_t es = clg_dtype_size(dtype);
+  cl_mem sub[3];
+  clg_block ba = at_zero(dev, a, m * k * es, &sub[0]), bb = at_zero(dev, b, k * n * es, &sub[1]),
+            bc = at_zero(dev, c, m * n * es, &sub[2]);
+  clg_code code = clg_cl_matmul(dev, alloc, dtype, false, false, m, n, k, &ba, &bb, &bc, why);
+  for (int i = 0; i < 3; i++)
+    if (sub[i])
+      clReleaseMemObject(sub[i]);
+  return code;
+}
+
 clg_code clg_cl_conv2d(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, const clg_block *x,
                        const clg_block *f, const clg_block *y, const clg_window *g,
                        const char **why)
@@ -88,8 +124,12 @@ clg_code clg_cl_conv2d(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, c
   if (rows == 0 || cout == 0)
     return CLG_OK;
   if (clg_conv_is_direct(g))
-    return clg_cl_matmul(dev, alloc, dtype, false, false, rows, cout, k, x, f, y, why);
+    return gemm(dev, alloc, dtype, rows, cout, k, x, f, y, why);
   size_t chunk = clg_conv_chunk_rows(true, k, es, rows);
+  /* Chunks of a multiple of 1024 rows keep each output chunk's offset aligned for a
+   * sub-buffer. */
+  if (chunk < rows && chunk > 1024)
+    chunk -= chunk % 1024;
   clg_block tmp;
   clg_code code = clg_allocator_alloc(alloc, chunk * k * es, &tmp);
   if (code != CLG_OK)
@@ -102,7 +142,7 @@ clg_code clg_cl_conv2d(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, c
     yb.size = nr * cout * es;
     code = clg_cl_im2col(dev, dtype, x, &pb, r0, nr, g);
     if (code == CLG_OK)
-      code = clg_cl_matmul(dev, alloc, dtype, false, false, nr, cout, k, &pb, f, &yb, why);
+      code = gemm(dev, alloc, dtype, nr, cout, k, &pb, f, &yb, why);
   }
   /* The scratch is reused only after the last GEMM reading it completes. */
   cl_event ev = NULL;
