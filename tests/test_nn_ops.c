@@ -168,6 +168,14 @@ static void run_check(const char *what, int nin, clg_tensor *const *inputs, buil
   if (code == CLG_OK) {
     close_to(out[0], ref, n, tol, what, "CPU:0");
     close_to(out[1], ref, n, tol, what, "GPU");
+    /* The device kinds agree with each other as well as with the reference. */
+    if (out[0] && clg_tensor_count(out[0]) == n) {
+      double *cpu = malloc(sizeof(double) * (n ? n : 1));
+      for (size_t i = 0; i < n; i++)
+        cpu[i] = get(out[0], i);
+      close_to(out[1], cpu, n, 2 * tol, what, "GPU vs CPU:0");
+      free(cpu);
+    }
   }
   clg_tensor_free(out[0]);
   clg_tensor_free(out[1]);
@@ -1123,6 +1131,39 @@ static void test_cifar_forward(void)
   clg_tensor_free(img);
 }
 
+/* Bad input for the remaining ops: each a clear error naming the node. */
+static void test_more_bad_input(void)
+{
+  clg_graph *g = clg_graph_new();
+  CHECK(clg_softmax(g, "sm", ph(g, CLG_FLOAT32, 0, NULL)) == NULL);
+  EXPECT_BUILD_ERROR(g, "Softmax 'sm': logits must have >= 1 dimension");
+  g = clg_graph_new();
+  clg_node *p = ph(g, CLG_FLOAT32, 2, (int64_t[]){4, 10});
+  CHECK(clg_in_top_k(g, "top", p, ph(g, CLG_INT32, 1, (int64_t[]){3}), 1) == NULL);
+  EXPECT_BUILD_ERROR(g, "InTopKV2 'top': First dimension of predictions 4 must match length of "
+                        "targets 3");
+  g = clg_graph_new();
+  p = ph(g, CLG_FLOAT32, 2, (int64_t[]){4, 10});
+  CHECK(clg_sparse_softmax_cross_entropy_with_logits(
+            g, "x", p, ph(g, CLG_FLOAT32, 1, (int64_t[]){4})) == NULL);
+  EXPECT_BUILD_ERROR(g, "SparseSoftmaxCrossEntropyWithLogits 'x': labels must be int32 or int64");
+  g = clg_graph_new();
+  CHECK(clg_conv2d(g, "c", ph(g, CLG_INT32, 4, (int64_t[]){1, 3, 3, 1}),
+                   ph(g, CLG_INT32, 4, (int64_t[]){1, 1, 1, 1}), (int64_t[]){1, 1, 1, 1}, "SAME",
+                   NULL) == NULL);
+  EXPECT_BUILD_ERROR(g, "Conv2D 'c': Conv2D takes float or double, not int32");
+  /* An element-wise op on int32 has no kernel anywhere: placement says so, naming it. */
+  g = clg_graph_new();
+  clg_exp(g, "e", ph(g, CLG_INT32, 1, (int64_t[]){3}));
+  CHECK_OK(clg_graph_status(g));
+  clg_session *s = NULL;
+  CHECK_CODE(clg_session_new(g, &session_opt, &s), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "Operation was Exp and inputs were [int32]");
+  CHECK_CONTAINS(clg_last_error(), "[[Node: e]]");
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
 int main(void)
 {
   clg_test_seed(13);
@@ -1141,6 +1182,7 @@ int main(void)
   test_conv2d();
   test_pool_lrn_bias();
   test_cifar_forward();
+  test_more_bad_input();
   keeper_stop();
   return clg_test_summary("test_nn_ops");
 }
