@@ -18,6 +18,8 @@
 
 #ifdef CLG_HAVE_CLBLAST
 #include <clblast_c.h>
+
+#include "kernels/clblast_lock.h"
 #endif
 
 /* Generated from the cl folder by cl/embed_cl.cmake. */
@@ -522,6 +524,8 @@ void clg_cl_release_all(void)
 #ifdef CLG_HAVE_CLBLAST
   /* CLBlast keeps compiled programs per context in process-global caches; drop them too
    * so that the contexts can really be released (PoCL's disk cache makes a rebuild cheap). */
+  clg_clblast_lock(); /* another process state's MatMul may be running in CLBlast */
   CLBlastClearCache();
+  clg_clblast_unlock();
 #endif
 }
