@@ -224,6 +224,40 @@ static void test_elementwise_errors(clg_device *dev, clg_device *host, arena *ar
   CHECK_CONTAINS(clg_last_error(), "build log for OpenCL device 0 of the context");
   CHECK_CONTAINS(clg_last_error(), "build failure requested with -DCLG_TEST_BUILD_ERROR");
   CHECK_CODE(clg_cl_prepare(dev), CLG_INTERNAL);
+
+  /* Options whose syntax is wrong never reach clBuildProgram (PoCL 3.1 segfaults on a -D or
+   * -I without its argument): INVALID_ARGUMENT naming the variable and the bad option. */
+  static const struct {
+    const char *options, *says;
+  } bad_options[] = {
+      {"-D", "option '-D' needs an argument"},
+      {"-I", "option '-I' needs an argument"},
+      {"  -D  ", "option '-D' needs an argument"},
+      {"-D X -I", "option '-I' needs an argument"},
+      {"-DX -D", "option '-D' needs an argument"},
+      {"-cl-std=CL1.2 -I", "option '-I' needs an argument"},
+      {"-x", "option '-x' needs an argument"},
+      {"-D -I", "option '-D' needs an argument, but is followed by '-I'"},
+      {"-D=", "-D needs a macro name (an identifier) in '='"},
+      {"-D 1X", "-D needs a macro name (an identifier) in '1X'"},
+      {"-D\"a", "unbalanced double quote in option '-D\"a'"},
+      {"-DX='1", "unbalanced single quote in option '-DX='1'"},
+      {"-cl-std=", "option '-cl-std=' needs a value after '='"},
+      {"-w foo", "'foo' is not an option (options start with '-')"},
+      {"-DX\x01", "control character 0x01 at offset 3"},
+  };
+  for (size_t i = 0; i < sizeof bad_options / sizeof bad_options[0]; i++) {
+    setenv("CLGRAPH_CL_BUILD_OPTIONS", bad_options[i].options, 1);
+    CHECK_CODE(clg_cl_binary(dev, CLG_BINOP_ADD, CLG_FLOAT32, &a, 1, &b, 1, &out, 4),
+               CLG_INVALID_ARGUMENT);
+    CHECK_CONTAINS(clg_last_error(), "CLGRAPH_CL_BUILD_OPTIONS='");
+    CHECK_CONTAINS(clg_last_error(), bad_options[i].says);
+  }
+  /* Well-formed options, with arguments attached and separate, still build. */
+  setenv("CLGRAPH_CL_BUILD_OPTIONS", " -D CLG_T1=1\t-DCLG_T2 -I /tmp -I/tmp -cl-opt-disable -w ",
+         1);
+  CHECK_OK(clg_cl_prepare(dev));
+  clg_cl_release_all();
   unsetenv("CLGRAPH_CL_BUILD_OPTIONS");
   CHECK_OK(clg_cl_prepare(dev));
   CHECK_CODE(clg_cl_prepare(NULL), CLG_INVALID_ARGUMENT);

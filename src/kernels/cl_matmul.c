@@ -22,10 +22,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/clblast_lock.h"
 #include "kernels/kernels.h"
 
 #ifdef CLG_HAVE_CLBLAST
 #include <clblast_c.h>
+
+/* Held across each CLBlast call: CLBlast's calls only enqueue once its caches are warm, so
+ * serialising them costs little; a first use per device and precision compiles (from PoCL's
+ * disk cache, or seconds cold) while holding it. Nothing under it takes another lock. */
+static pthread_mutex_t clblast_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void clg_clblast_lock(void) { pthread_mutex_lock(&clblast_mutex); }
+
+void clg_clblast_unlock(void) { pthread_mutex_unlock(&clblast_mutex); }
 
 static const char *const precision_names[] = {"half", "single", "double"};
 static bool precision_disabled[3];
@@ -111,9 +121,10 @@ typedef struct gemm_args {
   size_t a_off, a_ld, b_off, b_ld, c_off, c_ld; /* in elements */
 } gemm_args;
 
-/* C = op(A) op(B) (alpha 1, beta 0); temp NULL lets CLBlast allocate its own scratch. */
-static CLBlastStatusCode gemm_call(clg_dtype dtype, const gemm_args *g, cl_command_queue *q,
-                                   cl_event *ev, cl_mem temp)
+/* C = op(A) op(B) (alpha 1, beta 0); temp NULL lets CLBlast allocate its own scratch. Called
+ * with the CLBlast lock held (gemm_call). */
+static CLBlastStatusCode gemm_dispatch(clg_dtype dtype, const gemm_args *g, cl_command_queue *q,
+                                       cl_event *ev, cl_mem temp)
 {
   const CLBlastLayout L = CLBlastLayoutRowMajor;
   switch (dtype) {
@@ -144,8 +155,17 @@ static CLBlastStatusCode gemm_call(clg_dtype dtype, const gemm_args *g, cl_comma
   return CLBlastNotImplemented;
 }
 
-static CLBlastStatusCode temp_size_call(clg_dtype dtype, const gemm_args *g, cl_command_queue *q,
-                                        size_t *bytes)
+static CLBlastStatusCode gemm_call(clg_dtype dtype, const gemm_args *g, cl_command_queue *q,
+                                   cl_event *ev, cl_mem temp)
+{
+  clg_clblast_lock();
+  CLBlastStatusCode st = gemm_dispatch(dtype, g, q, ev, temp);
+  clg_clblast_unlock();
+  return st;
+}
+
+static CLBlastStatusCode temp_size_dispatch(clg_dtype dtype, const gemm_args *g,
+                                            cl_command_queue *q, size_t *bytes)
 {
   const CLBlastLayout L = CLBlastLayoutRowMajor;
   switch (dtype) {
@@ -160,6 +180,15 @@ static CLBlastStatusCode temp_size_call(clg_dtype dtype, const gemm_args *g, cl_
                                       g->b_off, g->b_ld, g->c_off, g->c_ld, q, bytes);
   }
   return CLBlastNotImplemented;
+}
+
+static CLBlastStatusCode temp_size_call(clg_dtype dtype, const gemm_args *g, cl_command_queue *q,
+                                        size_t *bytes)
+{
+  clg_clblast_lock();
+  CLBlastStatusCode st = temp_size_dispatch(dtype, g, q, bytes);
+  clg_clblast_unlock();
+  return st;
 }
 
 static const char *temp_size_name(clg_dtype dtype)
