@@ -19,7 +19,6 @@
 #ifdef CLG_HAVE_CLBLAST
 #include <clblast_c.h>
 
-#include "kernels/clblast_lock.h"
 #endif
 
 /* Generated from the cl folder by cl/embed_cl.cmake. */
@@ -505,6 +504,19 @@ clg_code clg_cl_addn(clg_device *dev, clg_dtype dtype, const clg_block *inputs, 
     if ((code = launch(dev, dtype, K_ADDN8, args, 20, count)) != CLG_OK)
       return code;
   }
+  return CLG_OK;
+}
+
+clg_code clg_cl_build_options(char *buf, size_t size)
+{
+  const char *extra = getenv("CLGRAPH_CL_BUILD_OPTIONS");
+  clg_code code = extra ? check_build_options(extra) : CLG_OK;
+  if (code != CLG_OK)
+    return code;
+  int len = snprintf(buf, size, "%s", extra ? extra : "");
+  if (len < 0 || (size_t)len >= size)
+    return clg_error(CLG_INVALID_ARGUMENT, "CLGRAPH_CL_BUILD_OPTIONS is too long (%zu bytes)",
+                     extra ? strlen(extra) : 0);
   return CLG_OK;
 }
 

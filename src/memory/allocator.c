@@ -241,7 +241,9 @@ static uint64_t system_memory(const clg_device *dev, logq *q)
  * share it: each takes what is spare now divided by the host-memory devices of its context
  * that hold no reservation yet (one reservation at a time, under host_share.mu, so that
  * the next one sees this one's memory gone and the shares come out equal). */
-#define HOST_MARGIN_MIN (256ull << 20)
+/* The OpenCL C compiler (LLVM, in PoCL) maps hundreds of MiB while it builds a GEMM kernel,
+ * and a run reserves every device's arena before its first kernel is built. */
+#define HOST_MARGIN_MIN (768ull << 20)
 
 static struct {
   pthread_mutex_t mu;
@@ -362,13 +364,13 @@ static uint64_t host_as_headroom(void)
 }
 
 /* What the host can spare now: the smaller of MemAvailable and the RLIMIT_AS headroom,
- * less a margin (an eighth, at least HOST_MARGIN_MIN) for the kernel compiler, host
+ * less a margin (a quarter, at least HOST_MARGIN_MIN) for the kernel compiler, host
  * tensors and the rest of the program. Fills why with the numbers, for warnings. */
 static uint64_t host_spare(char *why, size_t why_size)
 {
   uint64_t avail = host_mem_available(), headroom = host_as_headroom();
   uint64_t base = avail < headroom ? avail : headroom;
-  uint64_t margin = base / 8 > HOST_MARGIN_MIN ? base / 8 : HOST_MARGIN_MIN;
+  uint64_t margin = base / 4 > HOST_MARGIN_MIN ? base / 4 : HOST_MARGIN_MIN;
   uint64_t spare = base > margin ? base - margin : 0;
   char b1[32], b2[32], b3[32];
   if (headroom == UINT64_MAX)
