@@ -92,8 +92,9 @@ if has_step tsan; then
   echo "== sanitize: TSan build ($root/tsan) and the threaded tests ($(elapsed))"
   cmake -S . -B "$root/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLGRAPH_WERROR=ON \
     -DCLGRAPH_TSAN=ON >/dev/null
-  cmake --build "$root/tsan" -j "$jobs" --target test_concurrency test_allocator >/dev/null
+  cmake --build "$root/tsan" -j "$jobs" --target test_concurrency test_allocator test_matmul_race \
+    >/dev/null
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
-    ctest --test-dir "$root/tsan" --output-on-failure -R '^test_(concurrency|allocator)$'
+    ctest --test-dir "$root/tsan" --output-on-failure -R '^test_(concurrency|allocator|matmul_race)$'
 fi
 echo "== sanitize: all clean ($(elapsed))"

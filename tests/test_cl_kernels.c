@@ -224,6 +224,40 @@ static void test_elementwise_errors(clg_device *dev, clg_device *host, arena *ar
   CHECK_CONTAINS(clg_last_error(), "build log for OpenCL device 0 of the context");
   CHECK_CONTAINS(clg_last_error(), "build failure requested with -DCLG_TEST_BUILD_ERROR");
   CHECK_CODE(clg_cl_prepare(dev), CLG_INTERNAL);
+
+  /* Options whose syntax is wrong never reach clBuildProgram (PoCL 3.1 segfaults on a -D or
+   * -I without its argument): INVALID_ARGUMENT naming the variable and the bad option. */
+  static const struct {
+    const char *options, *says;
+  } bad_options[] = {
+      {"-D", "option '-D' needs an argument"},
+      {"-I", "option '-I' needs an argument"},
+      {"  -D  ", "option '-D' needs an argument"},
+      {"-D X -I", "option '-I' needs an argument"},
+      {"-DX -D", "option '-D' needs an argument"},
+      {"-cl-std=CL1.2 -I", "option '-I' needs an argument"},
+      {"-x", "option '-x' needs an argument"},
+      {"-D -I", "option '-D' needs an argument, but is followed by '-I'"},
+      {"-D=", "-D needs a macro name (an identifier) in '='"},
+      {"-D 1X", "-D needs a macro name (an identifier) in '1X'"},
+      {"-D\"a", "unbalanced double quote in option '-D\"a'"},
+      {"-DX='1", "unbalanced single quote in option '-DX='1'"},
+      {"-cl-std=", "option '-cl-std=' needs a value after '='"},
+      {"-w foo", "'foo' is not an option (options start with '-')"},
+      {"-DX\x01", "control character 0x01 at offset 3"},
+  };
+  for (size_t i = 0; i < sizeof bad_options / sizeof bad_options[0]; i++) {
+    setenv("CLGRAPH_CL_BUILD_OPTIONS", bad_options[i].options, 1);
+    CHECK_CODE(clg_cl_binary(dev, CLG_BINOP_ADD, CLG_FLOAT32, &a, 1, &b, 1, &out, 4),
+               CLG_INVALID_ARGUMENT);
+    CHECK_CONTAINS(clg_last_error(), "CLGRAPH_CL_BUILD_OPTIONS='");
+    CHECK_CONTAINS(clg_last_error(), bad_options[i].says);
+  }
+  /* Well-formed options, with arguments attached and separate, still build. */
+  setenv("CLGRAPH_CL_BUILD_OPTIONS", " -D CLG_T1=1\t-DCLG_T2 -I /tmp -I/tmp -cl-opt-disable -w ",
+         1);
+  CHECK_OK(clg_cl_prepare(dev));
+  clg_cl_release_all();
   unsetenv("CLGRAPH_CL_BUILD_OPTIONS");
   CHECK_OK(clg_cl_prepare(dev));
   CHECK_CODE(clg_cl_prepare(NULL), CLG_INVALID_ARGUMENT);
@@ -371,7 +405,7 @@ static void check_matmul(clg_device *dev, clg_allocator *alloc, arena *ar, clg_d
   write_block(dev, &b, hb, k * n * es);
   write_block(dev, &c, hc, m * n * es);
   put_sentinel(dev, &c, m * n * es);
-  CHECK_OK(clg_cl_matmul(dev, alloc, dt, ta, tb, m, n, k, &a, &b, &c, NULL));
+  CHECK_OK(clg_cl_matmul(dev, alloc, NULL, dt, ta, tb, m, n, k, &a, &b, &c, NULL));
   read_block(dev, &c, hc, m * n * es);
   double err = rel_error(dt, ta, tb, m, n, k, ha, hb, hc);
   CHECK_MSG(err < tol, "CLBlast %s m=%zu n=%zu k=%zu ta=%d tb=%d on %s%s: relative error %g",
@@ -428,15 +462,16 @@ static void test_matmul_errors(clg_device *dev, clg_allocator *alloc, arena *ar)
   arena_reset(ar);
   clg_block a = arena_block(ar, 1024), b = arena_block(ar, 1024), c = arena_block(ar, 1024);
   /* PoCL has no cl_khr_fp16: CLBlast says so, and the caller can fall back to the host. */
-  CHECK_CODE(clg_cl_matmul(dev, NULL, CLG_FLOAT16, false, false, 4, 4, 4, &a, &b, &c, NULL),
+  CHECK_CODE(clg_cl_matmul(dev, NULL, NULL, CLG_FLOAT16, false, false, 4, 4, 4, &a, &b, &c, NULL),
              CLG_UNIMPLEMENTED);
   char want[160];
   snprintf(want, sizeof want, "CLBlastHgemm failed: CLBlastNoHalfPrecision (-2045) on %s",
            dev->info.name);
   CHECK_CONTAINS(clg_last_error(), want);
   const char *why = "unset";
-  CHECK_CODE(clg_cl_matmul(dev, alloc, CLG_FLOAT16, true, false, 16, 16, 16, &a, &b, &c, &why),
-             CLG_UNIMPLEMENTED);
+  CHECK_CODE(
+      clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT16, true, false, 16, 16, 16, &a, &b, &c, &why),
+      CLG_UNIMPLEMENTED);
   CHECK_CONTAINS(clg_last_error(), "CLBlastNoHalfPrecision (-2045)");
   CHECK_STR(why, "CLBlastNoHalfPrecision"); /* the reason alone, for warning once */
   CHECK_CODE(clg_cl_warm_matmul(dev, CLG_FLOAT16), CLG_UNIMPLEMENTED);
@@ -445,25 +480,28 @@ static void test_matmul_errors(clg_device *dev, clg_allocator *alloc, arena *ar)
   CHECK(clg_op_supported("MatMul", CLG_FLOAT16, dev));
 
   /* Arguments are checked before CLBlast sees them. */
-  CHECK_CODE(clg_cl_matmul(dev, alloc, CLG_FLOAT32, false, false, 16, 17, 16, &a, &b, &c, NULL),
-             CLG_INVALID_ARGUMENT); /* b holds 256 floats, not 16 x 17 */
+  CHECK_CODE(
+      clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT32, false, false, 16, 17, 16, &a, &b, &c, NULL),
+      CLG_INVALID_ARGUMENT); /* b holds 256 floats, not 16 x 17 */
   CHECK_CONTAINS(clg_last_error(), "b holds 1024 bytes");
   clg_block odd = a;
   odd.offset += 4;
-  CHECK_CODE(clg_cl_matmul(dev, alloc, CLG_FLOAT64, false, false, 2, 2, 2, &odd, &b, &c, NULL),
+  CHECK_CODE(
+      clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT64, false, false, 2, 2, 2, &odd, &b, &c, NULL),
+      CLG_INVALID_ARGUMENT);
+  CHECK_CODE(clg_cl_matmul(dev, alloc, NULL, (clg_dtype)5, false, false, 2, 2, 2, &a, &b, &c, NULL),
              CLG_INVALID_ARGUMENT);
-  CHECK_CODE(clg_cl_matmul(dev, alloc, (clg_dtype)5, false, false, 2, 2, 2, &a, &b, &c, NULL),
-             CLG_INVALID_ARGUMENT);
-  CHECK_CODE(clg_cl_matmul(dev, alloc, CLG_FLOAT32, false, false, 2, 2, 2, NULL, &b, &c, NULL),
-             CLG_INVALID_ARGUMENT);
-  CHECK_CODE(clg_cl_matmul(NULL, alloc, CLG_FLOAT32, false, false, 2, 2, 2, &a, &b, &c, NULL),
+  CHECK_CODE(
+      clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT32, false, false, 2, 2, 2, NULL, &b, &c, NULL),
+      CLG_INVALID_ARGUMENT);
+  CHECK_CODE(clg_cl_matmul(NULL, alloc, NULL, CLG_FLOAT32, false, false, 2, 2, 2, &a, &b, &c, NULL),
              CLG_INVALID_ARGUMENT);
 
   /* k = 0: an empty sum, C becomes zeros */
   float poison[12];
   clg_test_fill_nan(CLG_FLOAT32, poison, 12);
   write_block(dev, &c, poison, sizeof poison);
-  CHECK_OK(clg_cl_matmul(dev, alloc, CLG_FLOAT32, false, false, 3, 4, 0, &a, &b, &c, NULL));
+  CHECK_OK(clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT32, false, false, 3, 4, 0, &a, &b, &c, NULL));
   read_block(dev, &c, poison, sizeof poison);
   bool zero = true;
   for (int i = 0; i < 12; i++)
@@ -471,7 +509,7 @@ static void test_matmul_errors(clg_device *dev, clg_allocator *alloc, arena *ar)
   CHECK_MSG(zero, "k = 0 must give zeros");
   /* m = 0 or n = 0: nothing to do */
   why = "unset";
-  CHECK_OK(clg_cl_matmul(dev, alloc, CLG_FLOAT32, false, false, 0, 4, 3, &a, &b, &c, &why));
+  CHECK_OK(clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT32, false, false, 0, 4, 3, &a, &b, &c, &why));
   CHECK(why == NULL);
 }
 #endif
@@ -535,7 +573,7 @@ int main(void)
   {
     arena_reset(&ar0);
     clg_block a = arena_block(&ar0, 64), b = arena_block(&ar0, 64), c = arena_block(&ar0, 64);
-    CHECK_CODE(clg_cl_matmul(d0, NULL, CLG_FLOAT32, false, false, 2, 2, 2, &a, &b, &c, NULL),
+    CHECK_CODE(clg_cl_matmul(d0, NULL, NULL, CLG_FLOAT32, false, false, 2, 2, 2, &a, &b, &c, NULL),
                CLG_UNIMPLEMENTED);
     CHECK_CONTAINS(clg_last_error(), "needs CLBlast");
     CHECK_CODE(clg_cl_warm_matmul(d0, CLG_FLOAT32), CLG_UNIMPLEMENTED);

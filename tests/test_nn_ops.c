@@ -1131,6 +1131,40 @@ static void test_cifar_forward(void)
   clg_tensor_free(img);
 }
 
+/* The plan holds Conv2D's scratch (the im2col chunk, and CLBlast's on OpenCL): a
+ * steady-state run makes no allocator call, on either device kind. */
+static void test_conv_scratch_planned(void)
+{
+  const char *devs[2] = {"/cpu:0", "/device:GPU:1"};
+  for (int d = 0; d < 2; d++) {
+    clg_graph *g = clg_graph_new();
+    clg_node *x = ph(g, CLG_FLOAT32, 4, (int64_t[]){2, 12, 12, 16});
+    clg_tensor *fv = rand_tensor(CLG_FLOAT32, 4, (int64_t[]){5, 5, 16, 8}, -1, 1);
+    clg_graph_push_device(g, devs[d]);
+    clg_node *c =
+        clg_conv2d(g, NULL, x, clg_const(g, NULL, fv), (int64_t[]){1, 1, 1, 1}, "SAME", NULL);
+    clg_graph_pop_device(g);
+    clg_tensor *xv = rand_tensor(CLG_FLOAT32, 4, (int64_t[]){2, 12, 12, 16}, -1, 1);
+    clg_session *s = NULL;
+    CHECK_OK(clg_session_new(g, &session_opt, &s));
+    clg_memory_stats st0, st1;
+    for (int r = 0; r < 4; r++) {
+      if (r == 1)
+        CHECK_OK(clg_session_memory_stats(s, devs[d], &st0));
+      clg_tensor *out = NULL;
+      CHECK_OK(clg_session_run(s, 1, &x, &xv, 1, &c, &out));
+      clg_tensor_free(out);
+    }
+    CHECK_OK(clg_session_memory_stats(s, devs[d], &st1));
+    CHECK_MSG(st1.num_allocs == st0.num_allocs, "%s: %llu allocator calls in 3 steady runs",
+              devs[d], (unsigned long long)(st1.num_allocs - st0.num_allocs));
+    clg_tensor_free(xv);
+    clg_tensor_free(fv);
+    clg_session_free(s);
+    clg_graph_free(g);
+  }
+}
+
 /* Bad input for the remaining ops: each a clear error naming the node. */
 static void test_more_bad_input(void)
 {
@@ -1183,6 +1217,7 @@ int main(void)
   test_pool_lrn_bias();
   test_cifar_forward();
   test_more_bad_input();
+  test_conv_scratch_planned();
   keeper_stop();
   return clg_test_summary("test_nn_ops");
 }

@@ -379,6 +379,66 @@ static void test_plan_steady_state(void)
   clg_graph_free(g);
 }
 
+/* Defect 6: a MatMul on an OpenCL device takes CLBlast's indirect GEMM (with a scratch
+ * buffer) at these sizes; the plan holds the scratch, so nothing is allocated per run and
+ * nothing stays pending after a run has returned. */
+static void test_matmul_scratch_planned(void)
+{
+#ifdef CLG_HAVE_CLBLAST
+  int64_t da[2] = {300, 100}, db[2] = {260, 100};
+  clg_graph *g = clg_graph_new();
+  CHECK_OK(clg_graph_push_device(g, "/device:GPU:0"));
+  clg_node *a = clg_placeholder(g, "a", CLG_FLOAT32, 2, da);
+  clg_node *b = clg_placeholder(g, "b", CLG_FLOAT32, 2, db);
+  clg_node *m = clg_matmul(g, "m", a, b, false, true);
+  CHECK_OK(clg_graph_pop_device(g));
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, NULL, &s));
+  clg_tensor *ta = clg_tensor_new(CLG_FLOAT32, 2, da, NULL);
+  clg_tensor *tb = clg_tensor_new(CLG_FLOAT32, 2, db, NULL);
+  clg_test_fill_random(CLG_FLOAT32, clg_tensor_data(ta), 300 * 100);
+  clg_test_fill_random(CLG_FLOAT32, clg_tensor_data(tb), 260 * 100);
+  clg_memory_stats st0, st1;
+  for (int run = 0; run < 4 && s; run++) {
+    clg_tensor *out = NULL;
+    if (run == 1)
+      CHECK_OK(clg_session_memory_stats(s, "/device:GPU:0", &st0));
+    CHECK_OK(clg_session_run(s, 2, (clg_node *[]){a, b}, (clg_tensor *[]){ta, tb}, 1, &m, &out));
+    if (out && run == 3) {
+      const float *av = clg_tensor_const_data(ta), *bv = clg_tensor_const_data(tb);
+      const float *ov = clg_tensor_const_data(out);
+      double worst = 0;
+      for (int i = 0; i < 300; i += 7)
+        for (int j = 0; j < 260; j += 5) {
+          double want = 0;
+          for (int k = 0; k < 100; k++)
+            want += (double)av[i * 100 + k] * bv[j * 100 + k];
+          double err = fabs(ov[i * 260 + j] - want);
+          worst = err > worst ? err : worst;
+        }
+      CHECK_MSG(worst < 1e-3, "MatMul off by %g", worst);
+    }
+    clg_tensor_free(out);
+  }
+  if (s) {
+    CHECK_OK(clg_session_memory_stats(s, "/device:GPU:0", &st1));
+    CHECK_MSG(st1.num_allocs == st0.num_allocs, "%llu allocator calls in 3 steady-state runs",
+              (unsigned long long)(st1.num_allocs - st0.num_allocs));
+    CHECK_MSG(st1.bytes_pending == 0, "%llu bytes pending after the run",
+              (unsigned long long)st1.bytes_pending);
+    clg_plan_stats ps;
+    CHECK_OK(clg_session_plan_stats(s, &ps));
+    /* The arena holds A, B, C and the scratch: more than the three tensors. */
+    CHECK_MSG(ps.arena_bytes > (300 * 100 + 260 * 100 + 300 * 260) * 4,
+              "arena of %llu bytes holds no scratch", (unsigned long long)ps.arena_bytes);
+  }
+  clg_tensor_free(ta);
+  clg_tensor_free(tb);
+  clg_session_free(s);
+  clg_graph_free(g);
+#endif
+}
+
 /* The plan's arenas never exceed the old order's peak, on random chains of one device. */
 static void test_plan_peak(void)
 {
@@ -550,6 +610,7 @@ int main(void)
   test_control_inputs();
   test_plan_steady_state();
   test_plan_peak();
+  test_matmul_scratch_planned();
   test_placement_reads_during_runs();
   test_oom_names_node_once();
   return clg_test_summary("test_ops");

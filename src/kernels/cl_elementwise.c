@@ -18,6 +18,7 @@
 
 #ifdef CLG_HAVE_CLBLAST
 #include <clblast_c.h>
+
 #endif
 
 /* Generated from the cl folder by cl/embed_cl.cmake. */
@@ -108,6 +109,87 @@ static void entry_release_objects(prog_entry *e)
   e->program = NULL;
 }
 
+static bool is_ident_start(char c)
+{
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+static bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
+
+static bool is_space(char c)
+{
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* Checks the syntax of CLGRAPH_CL_BUILD_OPTIONS before clBuildProgram sees it: PoCL 3.1
+ * dereferences a missing argument of -D or -I (SIGSEGV), so each option that takes one must
+ * have it, -D's macro name must be an identifier, quotes must pair, and every word must be
+ * an option or an option's argument. */
+static clg_code check_build_options(const char *opts)
+{
+  const char *var = "CLGRAPH_CL_BUILD_OPTIONS";
+  const char *need_arg = NULL; /* the option whose argument is the next word */
+  const char *p = opts;
+  for (;;) {
+    while (is_space(*p))
+      p++;
+    if (!*p)
+      break;
+    const char *w = p;
+    char quote = 0;
+    for (; *p && (quote || !is_space(*p)); p++) {
+      unsigned char c = (unsigned char)*p;
+      if (c < 0x20 || c == 0x7f)
+        return clg_error(CLG_INVALID_ARGUMENT,
+                         "%s='%s': control character 0x%02x at offset %zu is not allowed", var,
+                         opts, c, (size_t)(p - opts));
+      if (quote && c == (unsigned char)quote)
+        quote = 0;
+      else if (!quote && (c == '"' || c == '\''))
+        quote = (char)c;
+    }
+    if (quote)
+      return clg_error(CLG_INVALID_ARGUMENT, "%s='%s': unbalanced %s quote in option '%.*s'", var,
+                       opts, quote == '"' ? "double" : "single", (int)(p - w), w);
+    int len = (int)(p - w);
+    const char *arg = NULL; /* -D's macro definition, attached or not */
+    if (need_arg) {
+      if (*w == '-')
+        return clg_error(CLG_INVALID_ARGUMENT,
+                         "%s='%s': option '%s' needs an argument, but is followed by '%.*s'", var,
+                         opts, need_arg, len, w);
+      if (need_arg[1] == 'D')
+        arg = w;
+      need_arg = NULL;
+    } else if (*w != '-') {
+      return clg_error(CLG_INVALID_ARGUMENT,
+                       "%s='%s': '%.*s' is not an option (options start with '-')", var, opts, len,
+                       w);
+    } else if (len == 2 && (w[1] == 'D' || w[1] == 'I' || w[1] == 'x')) {
+      need_arg = w[1] == 'D' ? "-D" : w[1] == 'I' ? "-I" : "-x";
+    } else if (w[1] == 'D') {
+      arg = w + 2;
+    } else if (w[len - 1] == '=') {
+      return clg_error(CLG_INVALID_ARGUMENT, "%s='%s': option '%.*s' needs a value after '='", var,
+                       opts, len, w);
+    }
+    if (arg) {
+      const char *q = arg;
+      if (is_ident_start(*q))
+        for (q++; is_ident_char(*q); q++)
+          ;
+      if (q == arg || !(*q == '=' || *q == '\0' || is_space(*q)))
+        return clg_error(CLG_INVALID_ARGUMENT,
+                         "%s='%s': -D needs a macro name (an identifier) in '%.*s'", var, opts,
+                         (int)(p - arg), arg);
+    }
+  }
+  if (need_arg)
+    return clg_error(CLG_INVALID_ARGUMENT, "%s='%s': option '%s' needs an argument", var, opts,
+                     need_arg);
+  return CLG_OK;
+}
+
 /* Builds e's program for the devices of its context that support its dtype. Called with
  * e->lock held. dev is the device that asked (named in errors). */
 static clg_code entry_build(prog_entry *e, const clg_device *dev)
@@ -153,6 +235,8 @@ static clg_code entry_build(prog_entry *e, const clg_device *dev)
   }
   /* CLGRAPH_CL_BUILD_OPTIONS adds options (e.g. -cl-opt-disable for debugging kernels). */
   const char *extra = getenv("CLGRAPH_CL_BUILD_OPTIONS");
+  if (extra && (code = check_build_options(extra)) != CLG_OK)
+    goto done;
   char options[512];
   const char *dopt = e->dtype == CLG_FLOAT64 ? "-DCLG_DOUBLE" : "";
   int olen = snprintf(options, sizeof options, "%s%s%s", dopt, *dopt && extra ? " " : "",
@@ -423,6 +507,19 @@ clg_code clg_cl_addn(clg_device *dev, clg_dtype dtype, const clg_block *inputs, 
   return CLG_OK;
 }
 
+clg_code clg_cl_build_options(char *buf, size_t size)
+{
+  const char *extra = getenv("CLGRAPH_CL_BUILD_OPTIONS");
+  clg_code code = extra ? check_build_options(extra) : CLG_OK;
+  if (code != CLG_OK)
+    return code;
+  int len = snprintf(buf, size, "%s", extra ? extra : "");
+  if (len < 0 || (size_t)len >= size)
+    return clg_error(CLG_INVALID_ARGUMENT, "CLGRAPH_CL_BUILD_OPTIONS is too long (%zu bytes)",
+                     extra ? strlen(extra) : 0);
+  return CLG_OK;
+}
+
 void clg_cl_release_all(void)
 {
   clg_cl_programs_release();
@@ -440,6 +537,8 @@ void clg_cl_release_all(void)
 #ifdef CLG_HAVE_CLBLAST
   /* CLBlast keeps compiled programs per context in process-global caches; drop them too
    * so that the contexts can really be released (PoCL's disk cache makes a rebuild cheap). */
+  clg_clblast_lock(); /* another process state's MatMul may be running in CLBlast */
   CLBlastClearCache();
+  clg_clblast_unlock();
 #endif
 }

@@ -27,6 +27,15 @@
 #ifdef CLG_HAVE_CLBLAST
 #include <clblast_c.h>
 
+/* Held across each CLBlast call: CLBlast's calls only enqueue once its caches are warm, so
+ * serialising them costs little; a first use per device and precision compiles (from PoCL's
+ * disk cache, or seconds cold) while holding it. Nothing under it takes another lock. */
+static pthread_mutex_t clblast_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void clg_clblast_lock(void) { pthread_mutex_lock(&clblast_mutex); }
+
+void clg_clblast_unlock(void) { pthread_mutex_unlock(&clblast_mutex); }
+
 static const char *const precision_names[] = {"half", "single", "double"};
 static bool precision_disabled[3];
 static pthread_once_t disable_once = PTHREAD_ONCE_INIT;
@@ -111,9 +120,10 @@ typedef struct gemm_args {
   size_t a_off, a_ld, b_off, b_ld, c_off, c_ld; /* in elements */
 } gemm_args;
 
-/* C = op(A) op(B) (alpha 1, beta 0); temp NULL lets CLBlast allocate its own scratch. */
-static CLBlastStatusCode gemm_call(clg_dtype dtype, const gemm_args *g, cl_command_queue *q,
-                                   cl_event *ev, cl_mem temp)
+/* C = op(A) op(B) (alpha 1, beta 0); temp NULL lets CLBlast allocate its own scratch. Called
+ * with the CLBlast lock held (gemm_call). */
+static CLBlastStatusCode gemm_dispatch(clg_dtype dtype, const gemm_args *g, cl_command_queue *q,
+                                       cl_event *ev, cl_mem temp)
 {
   const CLBlastLayout L = CLBlastLayoutRowMajor;
   switch (dtype) {
@@ -146,8 +156,17 @@ static CLBlastStatusCode gemm_call(clg_dtype dtype, const gemm_args *g, cl_comma
   return CLBlastNotImplemented;
 }
 
-static CLBlastStatusCode temp_size_call(clg_dtype dtype, const gemm_args *g, cl_command_queue *q,
-                                        size_t *bytes)
+static CLBlastStatusCode gemm_call(clg_dtype dtype, const gemm_args *g, cl_command_queue *q,
+                                   cl_event *ev, cl_mem temp)
+{
+  clg_clblast_lock();
+  CLBlastStatusCode st = gemm_dispatch(dtype, g, q, ev, temp);
+  clg_clblast_unlock();
+  return st;
+}
+
+static CLBlastStatusCode temp_size_dispatch(clg_dtype dtype, const gemm_args *g,
+                                            cl_command_queue *q, size_t *bytes)
 {
   const CLBlastLayout L = CLBlastLayoutRowMajor;
   switch (dtype) {
@@ -164,6 +183,15 @@ static CLBlastStatusCode temp_size_call(clg_dtype dtype, const gemm_args *g, cl_
     break;
   }
   return CLBlastNotImplemented;
+}
+
+static CLBlastStatusCode temp_size_call(clg_dtype dtype, const gemm_args *g, cl_command_queue *q,
+                                        size_t *bytes)
+{
+  clg_clblast_lock();
+  CLBlastStatusCode st = temp_size_dispatch(dtype, g, q, bytes);
+  clg_clblast_unlock();
+  return st;
 }
 
 static const char *temp_size_name(clg_dtype dtype)
@@ -193,9 +221,9 @@ static clg_code check_mm_block(const clg_block *b, const char *arg, size_t es, s
 
 #endif /* CLG_HAVE_CLBLAST */
 
-clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, bool ta, bool tb,
-                       size_t m, size_t n, size_t k, const clg_block *a, const clg_block *b,
-                       const clg_block *c, const char **why)
+clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *scratch,
+                       clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k,
+                       const clg_block *a, const clg_block *b, const clg_block *c, const char **why)
 {
   const char *unused;
   if (!why)
@@ -207,7 +235,8 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, b
     return clg_error(CLG_INVALID_ARGUMENT, "clg_cl_matmul: device %s is not an OpenCL device",
                      dev->info.name ? dev->info.name : "(unnamed)");
 #ifndef CLG_HAVE_CLBLAST
-  (void)alloc, (void)dtype, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a, (void)b;
+  (void)alloc, (void)scratch, (void)dtype, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a;
+  (void)b;
   (void)c;
   *why = "no CLBlast in this build";
   return clg_error(CLG_UNIMPLEMENTED,
@@ -291,14 +320,20 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, b
   if (clg_log_enabled(CLG_LOG_DEBUG))
     clg_log(CLG_LOG_DEBUG, "MatMul [%zu,%zu]x[%zu,%zu] on %s: %zu bytes of CLBlast scratch", m, k,
             k, n, dev->info.name, temp_bytes);
-  if ((code = clg_allocator_alloc(alloc, temp_bytes + pad, &tmp)) != CLG_OK)
+  /* The run's plan holds scratch for this GEMM; should CLBlast want more with the real
+   * offsets than the plan asked for, the allocator serves this call. */
+  bool planned = scratch && scratch->mem && scratch->size >= temp_bytes + pad;
+  if (planned)
+    tmp = *scratch;
+  else if ((code = clg_allocator_alloc(alloc, temp_bytes + pad, &tmp)) != CLG_OK)
     return clg_error_prefix("CLBlast GEMM scratch for MatMul [%zu,%zu]x[%zu,%zu]: ", m, k, k, n);
   cl_buffer_region region = {(tmp.offset + align - 1) / align * align, temp_bytes};
   cl_int err;
   cl_mem sub =
       clCreateSubBuffer(tmp.mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
   if (err != CL_SUCCESS) {
-    clg_allocator_free(alloc, &tmp, NULL);
+    if (!planned)
+      clg_allocator_free(alloc, &tmp, NULL);
     return clg_cl_error(err, "clCreateSubBuffer", " for the CLBlast GEMM scratch on %s",
                         dev->info.name);
   }
@@ -311,12 +346,14 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, b
     clFinish(q);
     if (ev)
       clReleaseEvent(ev);
-    clg_allocator_free(alloc, &tmp, NULL);
+    if (!planned)
+      clg_allocator_free(alloc, &tmp, NULL);
     return clblast_error(st, gemm_name(dtype, true), dev, why);
   }
   /* The event is that of CLBlast's last kernel; the queue is in order, so it completes
    * after every kernel that uses the scratch. */
-  clg_allocator_free(alloc, &tmp, ev);
+  if (!planned)
+    clg_allocator_free(alloc, &tmp, ev);
   if (ev)
     clReleaseEvent(ev);
   return CLG_OK;
@@ -372,5 +409,50 @@ clg_code clg_cl_warm_matmul(clg_device *dev, clg_dtype dtype)
     if (buf[i])
       clReleaseMemObject(buf[i]);
   return code;
+#endif
+}
+
+clg_code clg_cl_matmul_scratch(clg_device *dev, clg_dtype dtype, bool ta, bool tb, size_t m,
+                               size_t n, size_t k, size_t *bytes)
+{
+  *bytes = 0;
+#ifndef CLG_HAVE_CLBLAST
+  (void)dev, (void)dtype, (void)ta, (void)tb, (void)m, (void)n, (void)k;
+  return CLG_OK;
+#else
+  if (!dev || dev->is_host || !dev->queue || m == 0 || n == 0 || k == 0 || m > INT_MAX ||
+      n > INT_MAX || k > INT_MAX || elem_size(dtype) == 0 || check_disabled(dtype) != CLG_OK)
+    return CLG_OK; /* the GEMM call itself says why, or needs none */
+  gemm_args g = {ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+                 tb ? CLBlastTransposeYes : CLBlastTransposeNo,
+                 m,
+                 n,
+                 k,
+                 NULL,
+                 NULL,
+                 NULL,
+                 0,
+                 ta ? m : k,
+                 0,
+                 tb ? k : n,
+                 0,
+                 n};
+  cl_command_queue q = dev->queue;
+  size_t temp = 0;
+  CLBlastStatusCode st = temp_size_call(dtype, &g, &q, &temp);
+  if (st != CLBlastSuccess) {
+    /* What the host fallback serves (no fp16, no fp64) needs no scratch; the rest fails
+     * the run as the GEMM would. */
+    const char *why;
+    clg_code code = clblast_error(st, temp_size_name(dtype), dev, &why);
+    return code == CLG_UNIMPLEMENTED ? CLG_OK : code;
+  }
+  if (temp == 0)
+    return CLG_OK;
+  size_t align = dev->info.base_addr_align ? dev->info.base_addr_align : 1;
+  size_t pad = (align <= 256 && 256 % align == 0) ? 0 : align - 1;
+  /* Offsets change CLBlast's padding a little: leave room for a few rows more. */
+  *bytes = temp + pad + temp / 16 + 4096;
+  return CLG_OK;
 #endif
 }

@@ -100,40 +100,78 @@ static clg_block at_zero(const clg_device *dev, const clg_block *b, size_t bytes
   return r;
 }
 
-static clg_code gemm(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, size_t m, size_t n,
-                     size_t k, const clg_block *a, const clg_block *b, const clg_block *c,
-                     const char **why)
+static clg_code gemm(clg_device *dev, clg_allocator *alloc, const clg_block *scratch,
+                     clg_dtype dtype, size_t m, size_t n, size_t k, const clg_block *a,
+                     const clg_block *b, const clg_block *c, const char **why)
 {
   size_t es = clg_dtype_size(dtype);
   cl_mem sub[3];
   clg_block ba = at_zero(dev, a, m * k * es, &sub[0]), bb = at_zero(dev, b, k * n * es, &sub[1]),
             bc = at_zero(dev, c, m * n * es, &sub[2]);
-  clg_code code = clg_cl_matmul(dev, alloc, dtype, false, false, m, n, k, &ba, &bb, &bc, why);
+  clg_code code =
+      clg_cl_matmul(dev, alloc, scratch, dtype, false, false, m, n, k, &ba, &bb, &bc, why);
   for (int i = 0; i < 3; i++)
     if (sub[i])
       clReleaseMemObject(sub[i]);
   return code;
 }
 
-clg_code clg_cl_conv2d(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, const clg_block *x,
-                       const clg_block *f, const clg_block *y, const clg_window *g,
-                       const char **why)
+/* Rows per chunk: multiples of 1024 rows keep each output chunk's offset aligned for a
+ * sub-buffer. */
+static size_t cl_chunk(size_t k, size_t es, size_t rows)
+{
+  size_t chunk = clg_conv_chunk_rows(true, k, es, rows);
+  if (chunk < rows && chunk > 1024)
+    chunk -= chunk % 1024;
+  return chunk;
+}
+
+/* The patches' share of a planned scratch block; CLBlast's scratch follows. */
+static size_t patch_bytes(size_t chunk, size_t k, size_t es)
+{
+  return (chunk * k * es + 4095) / 4096 * 4096;
+}
+
+clg_code clg_cl_conv2d_scratch(clg_device *dev, clg_dtype dtype, const clg_window *g, size_t *bytes)
+{
+  size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, cout = (size_t)g->cout;
+  size_t es = clg_dtype_size(dtype), gemm_bytes = 0;
+  *bytes = 0;
+  if (rows == 0 || cout == 0)
+    return CLG_OK;
+  if (clg_conv_is_direct(g))
+    return clg_cl_matmul_scratch(dev, dtype, false, false, rows, cout, k, bytes);
+  size_t chunk = cl_chunk(k, es, rows);
+  clg_code code = clg_cl_matmul_scratch(dev, dtype, false, false, chunk, cout, k, &gemm_bytes);
+  if (code == CLG_OK)
+    *bytes = patch_bytes(chunk, k, es) + gemm_bytes;
+  return code;
+}
+
+clg_code clg_cl_conv2d(clg_device *dev, clg_allocator *alloc, const clg_block *scratch,
+                       clg_dtype dtype, const clg_block *x, const clg_block *f, const clg_block *y,
+                       const clg_window *g, const char **why)
 {
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, cout = (size_t)g->cout;
   size_t es = clg_dtype_size(dtype);
   if (rows == 0 || cout == 0)
     return CLG_OK;
   if (clg_conv_is_direct(g))
-    return gemm(dev, alloc, dtype, rows, cout, k, x, f, y, why);
-  size_t chunk = clg_conv_chunk_rows(true, k, es, rows);
-  /* Chunks of a multiple of 1024 rows keep each output chunk's offset aligned for a
-   * sub-buffer. */
-  if (chunk < rows && chunk > 1024)
-    chunk -= chunk % 1024;
-  clg_block tmp;
-  clg_code code = clg_allocator_alloc(alloc, chunk * k * es, &tmp);
-  if (code != CLG_OK)
+    return gemm(dev, alloc, scratch, dtype, rows, cout, k, x, f, y, why);
+  size_t chunk = cl_chunk(k, es, rows), pbytes = patch_bytes(chunk, k, es);
+  /* The plan's scratch holds the patches, then CLBlast's scratch (clg_cl_matmul checks its
+   * size and asks alloc when it falls short). */
+  bool planned = scratch && scratch->mem && scratch->size >= pbytes;
+  clg_block tmp, rest = {0};
+  clg_code code = CLG_OK;
+  if (planned) {
+    tmp = *scratch;
+    rest = *scratch;
+    rest.offset += pbytes;
+    rest.size -= pbytes;
+  } else if ((code = clg_allocator_alloc(alloc, chunk * k * es, &tmp)) != CLG_OK) {
     return clg_error_prefix("Conv2D im2col scratch: ");
+  }
   for (size_t r0 = 0; r0 < rows && code == CLG_OK; r0 += chunk) {
     size_t nr = rows - r0 < chunk ? rows - r0 : chunk;
     clg_block pb = tmp, yb = *y;
@@ -142,7 +180,13 @@ clg_code clg_cl_conv2d(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, c
     yb.size = nr * cout * es;
     code = clg_cl_im2col(dev, dtype, x, &pb, r0, nr, g);
     if (code == CLG_OK)
-      code = gemm(dev, alloc, dtype, nr, cout, k, &pb, f, &yb, why);
+      code = gemm(dev, alloc, planned && rest.size ? &rest : NULL, dtype, nr, cout, k, &pb, f, &yb,
+                  why);
+  }
+  if (planned) { /* the plan keeps the block out of reach until the run has finished */
+    if (code != CLG_OK)
+      clFinish(dev->queue);
+    return code;
   }
   /* The scratch is reused only after the last GEMM reading it completes. */
   cl_event ev = NULL;

@@ -285,13 +285,3 @@ void clg_cl_programs_release(void)
     p = next;
   }
 }
-
-clg_code clg_cl_build_options(char *buf, size_t size)
-{
-  const char *extra = getenv("CLGRAPH_CL_BUILD_OPTIONS");
-  int len = snprintf(buf, size, "%s", extra ? extra : "");
-  if (len < 0 || (size_t)len >= size)
-    return clg_error(CLG_INVALID_ARGUMENT, "CLGRAPH_CL_BUILD_OPTIONS is too long (%zu bytes)",
-                     extra ? strlen(extra) : 0);
-  return CLG_OK;
-}

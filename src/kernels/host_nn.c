@@ -125,8 +125,16 @@ bool clg_conv_is_direct(const clg_window *g)
          g->oh == g->h && g->ow == g->w;
 }
 
-clg_code clg_host_conv2d(clg_allocator *alloc, clg_dtype dtype, const void *x, const void *f,
-                         void *y, const clg_window *g)
+size_t clg_host_conv2d_scratch(clg_dtype dtype, const clg_window *g)
+{
+  size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, es = clg_dtype_size(dtype);
+  if (rows == 0 || g->cout == 0 || k == 0 || clg_conv_is_direct(g))
+    return 0;
+  return clg_conv_chunk_rows(false, k, es, rows) * k * es;
+}
+
+clg_code clg_host_conv2d(clg_allocator *alloc, const clg_block *scratch, clg_dtype dtype,
+                         const void *x, const void *f, void *y, const clg_window *g)
 {
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, cout = (size_t)g->cout;
   size_t es = clg_dtype_size(dtype);
@@ -139,7 +147,10 @@ clg_code clg_host_conv2d(clg_allocator *alloc, clg_dtype dtype, const void *x, c
   size_t chunk = clg_conv_chunk_rows(false, k, es, rows);
   clg_block blk = {0};
   void *p = NULL;
-  if (alloc) {
+  bool planned = scratch && scratch->host && scratch->size >= chunk * k * es;
+  if (planned) {
+    p = scratch->host;
+  } else if (alloc) {
     clg_code code = clg_allocator_alloc(alloc, chunk * k * es, &blk);
     if (code != CLG_OK)
       return clg_error_prefix("Conv2D scratch: ");
@@ -153,6 +164,8 @@ clg_code clg_host_conv2d(clg_allocator *alloc, clg_dtype dtype, const void *x, c
     clg_host_im2col(dtype, x, p, r0, nr, g);
     clg_host_matmul(dtype, false, false, nr, cout, k, p, f, (char *)y + r0 * cout * es);
   }
+  if (planned)
+    return CLG_OK;
   if (alloc)
     clg_allocator_free(alloc, &blk, NULL);
   else

@@ -116,7 +116,8 @@ clg_code clg_cl_binary(clg_device *dev, clg_binop op, clg_dtype dtype, const clg
                        size_t count);
 clg_code clg_cl_addn(clg_device *dev, clg_dtype dtype, const clg_block *inputs, int n,
                      const clg_block *out, size_t count);
-/* CLBlast GEMM on the blocks, transposes passed through; scratch from alloc. On a CLBlast
+/* CLBlast GEMM on the blocks, transposes passed through; scratch from `scratch` when it is
+ * large enough (the run's plan), else from alloc. On a CLBlast
  * failure that a host fallback can serve (no fp64/fp16, compiler error) returns
  * UNIMPLEMENTED with the reason, so the caller falls back.
  * Details: block offsets must be multiples of the element size (CLBlast counts offsets in
@@ -132,9 +133,15 @@ clg_code clg_cl_addn(clg_device *dev, clg_dtype dtype, const clg_block *inputs, 
  * why (may be NULL) receives a short fixed name of the reason for an UNIMPLEMENTED or CLBlast
  * failure (CLBlast's status name, "CLGRAPH_CLBLAST_DISABLE", ...), NULL otherwise: the
  * caller warns once per device and reason with it. */
-clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, bool ta, bool tb,
-                       size_t m, size_t n, size_t k, const clg_block *a, const clg_block *b,
-                       const clg_block *c, const char **why);
+clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *scratch,
+                       clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k,
+                       const clg_block *a, const clg_block *b, const clg_block *c,
+                       const char **why);
+/* The scratch a run should plan for that GEMM into *bytes (0: none needed, or the host
+ * fallback will serve it); with it as `scratch`, clg_cl_matmul makes no allocator call.
+ * Errors as clg_cl_matmul's, for what would fail the GEMM itself. */
+clg_code clg_cl_matmul_scratch(clg_device *dev, clg_dtype dtype, bool ta, bool tb, size_t m,
+                               size_t n, size_t k, size_t *bytes);
 
 /* --- NHWC convolution, pooling, LRN (host_nn.c, cl_nn.c, cl/nn.cl) ----------------------- */
 
@@ -163,14 +170,20 @@ clg_code clg_cl_lrn(clg_device *dev, clg_dtype dtype, const clg_block *x, const 
 /* Conv2D (cross-correlation) of x [n,h,w,c] with the filter [kh,kw,c,cout] into y
  * [n,oh,ow,cout]: im2col of a chunk of output rows into scratch, then one GEMM per chunk
  * (CBLAS or the portable GEMM on the host, CLBlast on OpenCL devices). A 1x1 filter with
- * stride 1 and no padding is one GEMM on the input itself. Scratch comes from alloc (the
- * device's allocator; the host's may be NULL: malloc). OpenCL: errors as clg_cl_matmul's
- * (UNIMPLEMENTED with *why where the host could serve). */
-clg_code clg_host_conv2d(clg_allocator *alloc, clg_dtype dtype, const void *x, const void *f,
-                         void *y, const clg_window *g);
-clg_code clg_cl_conv2d(clg_device *dev, clg_allocator *alloc, clg_dtype dtype, const clg_block *x,
-                       const clg_block *f, const clg_block *y, const clg_window *g,
-                       const char **why);
+ * stride 1 and no padding is one GEMM on the input itself. Scratch: the plan's block
+ * `scratch` when it holds what *_conv2d_scratch asked for, else from alloc (the host's may
+ * be NULL: malloc). OpenCL: errors as clg_cl_matmul's (UNIMPLEMENTED with *why where the host
+ * could serve). */
+clg_code clg_host_conv2d(clg_allocator *alloc, const clg_block *scratch, clg_dtype dtype,
+                         const void *x, const void *f, void *y, const clg_window *g);
+clg_code clg_cl_conv2d(clg_device *dev, clg_allocator *alloc, const clg_block *scratch,
+                       clg_dtype dtype, const clg_block *x, const clg_block *f, const clg_block *y,
+                       const clg_window *g, const char **why);
+/* The scratch those want for g, for the run's plan (the patches of one chunk; on OpenCL also
+ * CLBlast's GEMM scratch for it). */
+size_t clg_host_conv2d_scratch(clg_dtype dtype, const clg_window *g);
+clg_code clg_cl_conv2d_scratch(clg_device *dev, clg_dtype dtype, const clg_window *g,
+                               size_t *bytes);
 /* The im2col rows [row0, row0 + rows) of x into p (host), for benchmarks and tests. */
 void clg_host_im2col(clg_dtype dtype, const void *x, void *p, size_t row0, size_t rows,
                      const clg_window *g);
@@ -227,6 +240,13 @@ void clg_cl_programs_release(void);
  * process-wide teardown, with no kernel call in flight). The cache holds a reference to
  * each context it built for, so call this before expecting the contexts to go away. */
 void clg_cl_release_all(void);
+
+/* One process-wide lock around every CLBlast call (defined in cl_matmul.c, in builds with
+ * CLBlast). CLBlast 1.5 fills its kernel database and program caches on first use without
+ * a lock (CLBlast issue #486, fixed in 1.6.1), while distinct sessions may run MatMuls from
+ * several threads at once. */
+void clg_clblast_lock(void);
+void clg_clblast_unlock(void);
 
 /* CLBlast's name for a status code ("CLBlastNoHalfPrecision" for -2045), also in builds
  * without CLBlast; "CLBlastUnknownStatus" for codes it does not define. */

@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "memory/memory.h"
 
@@ -70,6 +72,8 @@ struct clg_allocator {
   uint64_t next_region_size; /* allow_growth: TensorFlow's curr_region_allocation_bytes_ */
   uint64_t largest_grow;     /* allow_growth: the largest request that needed a new region */
   bool reserve_done;         /* the default mode reserved its limit at first use */
+  bool host_memory;          /* the device's memory is the host's (CPU type, unified memory) */
+  bool host_share_listed;    /* its reservation is in host_share.reserved */
   cl_command_queue fill_queue;
   char region_error[320]; /* the last failure to create a region, for the OOM message */
 
@@ -227,6 +231,158 @@ static uint64_t system_memory(const clg_device *dev, logq *q)
   return sys < total ? sys : 0;
 }
 
+/* --- devices whose memory is the host's ---------------------------------------------- */
+
+/* PoCL's CPU devices report most of the host's memory (21.5 GiB per device on a 23 GiB
+ * machine) and allocate it lazily: reserving and touching all of it on four stand-ins wakes
+ * the OOM killer, and under an address-space limit (ulimit -v) PoCL aborts on a failed
+ * allocation (pocl_create_migration_commands: Assertion 'p->mem_ptr != NULL'). So such a
+ * device never takes more than the host can spare now, and the default mode's reservations
+ * share it: each takes what is spare now divided by the host-memory devices of its context
+ * that hold no reservation yet (one reservation at a time, under host_share.mu, so that
+ * the next one sees this one's memory gone and the shares come out equal). */
+/* The OpenCL C compiler (LLVM, in PoCL) maps hundreds of MiB while it builds a GEMM kernel,
+ * and a run reserves every device's arena before its first kernel is built. */
+#define HOST_MARGIN_MIN (768ull << 20)
+
+static struct {
+  pthread_mutex_t mu;
+  cl_device_id *reserved; /* one entry per live default-mode reservation */
+  int num, cap;
+} host_share = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+
+static bool cl_device_uses_host_memory(cl_device_id d)
+{
+  cl_device_type type = 0;
+  cl_bool unified = CL_FALSE;
+  if (clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL) == CL_SUCCESS &&
+      (type & CL_DEVICE_TYPE_CPU))
+    return true;
+  return clGetDeviceInfo(d, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL) ==
+             CL_SUCCESS &&
+         unified == CL_TRUE;
+}
+
+static bool device_uses_host_memory(const clg_device *dev)
+{
+  return (dev->info.cl_type && strcmp(dev->info.cl_type, "CPU") == 0) ||
+         cl_device_uses_host_memory(dev->cl_device);
+}
+
+static bool host_share_listed(cl_device_id d)
+{
+  for (int i = 0; i < host_share.num; i++)
+    if (host_share.reserved[i] == d)
+      return true;
+  return false;
+}
+
+/* How many devices share what the host can spare: the host-memory devices of dev's context
+ * without a reservation, dev included (host_share.mu held). */
+static int host_share_count(const clg_device *dev)
+{
+  cl_uint n = 0;
+  int count = 0;
+  cl_device_id ids[64];
+  if (clGetContextInfo(dev->context, CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL) == CL_SUCCESS &&
+      n <= sizeof ids / sizeof ids[0] &&
+      clGetContextInfo(dev->context, CL_CONTEXT_DEVICES, n * sizeof ids[0], ids, NULL) ==
+          CL_SUCCESS)
+    for (cl_uint i = 0; i < n; i++)
+      if (ids[i] != dev->cl_device && !host_share_listed(ids[i]) &&
+          cl_device_uses_host_memory(ids[i]))
+        count++;
+  return count + 1;
+}
+
+/* Records a's reservation (host_share.mu held); false when out of host memory. */
+static bool host_share_add(clg_allocator *a)
+{
+  if (host_share.num == host_share.cap) {
+    int cap = host_share.cap ? 2 * host_share.cap : 8;
+    cl_device_id *p = realloc(host_share.reserved, sizeof *p * (size_t)cap);
+    if (!p)
+      return false;
+    host_share.reserved = p;
+    host_share.cap = cap;
+  }
+  host_share.reserved[host_share.num++] = a->dev->cl_device;
+  return true;
+}
+
+static void host_share_remove(clg_allocator *a)
+{
+  pthread_mutex_lock(&host_share.mu);
+  for (int i = 0; i < host_share.num; i++)
+    if (host_share.reserved[i] == a->dev->cl_device) {
+      host_share.reserved[i] = host_share.reserved[--host_share.num];
+      break;
+    }
+  if (host_share.num == 0) {
+    free(host_share.reserved);
+    host_share.reserved = NULL;
+    host_share.cap = 0;
+  }
+  pthread_mutex_unlock(&host_share.mu);
+}
+
+/* MemAvailable from /proc/meminfo in bytes; the free pages of sysconf without it. */
+static uint64_t host_mem_available(void)
+{
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[128];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+      found = sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    fclose(f);
+    if (found)
+      return (uint64_t)kib << 10;
+  }
+  long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+}
+
+/* What RLIMIT_AS leaves this process to map: the limit less the mapped size now
+ * (/proc/self/statm); UINT64_MAX without a limit. */
+static uint64_t host_as_headroom(void)
+{
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+    return UINT64_MAX;
+  uint64_t limit = (uint64_t)rl.rlim_cur, mapped = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f) {
+    unsigned long long pages = 0;
+    long page = sysconf(_SC_PAGESIZE);
+    if (fscanf(f, "%llu", &pages) == 1 && page > 0)
+      mapped = (uint64_t)pages * (uint64_t)page;
+    fclose(f);
+  }
+  return limit > mapped ? limit - mapped : 0;
+}
+
+/* What the host can spare now: the smaller of MemAvailable and the RLIMIT_AS headroom,
+ * less a margin (an eighth, at least HOST_MARGIN_MIN) for the kernel compiler, host
+ * tensors and the rest of the program. Fills why with the numbers, for warnings. */
+static uint64_t host_spare(char *why, size_t why_size)
+{
+  uint64_t avail = host_mem_available(), headroom = host_as_headroom();
+  uint64_t base = avail < headroom ? avail : headroom;
+  uint64_t margin = base / 8 > HOST_MARGIN_MIN ? base / 8 : HOST_MARGIN_MIN;
+  uint64_t spare = base > margin ? base - margin : 0;
+  char b1[32], b2[32], b3[32];
+  if (headroom == UINT64_MAX)
+    snprintf(b2, sizeof b2, "no limit");
+  else
+    human_bytes(headroom, b2, sizeof b2);
+  snprintf(why, why_size, "MemAvailable %s, RLIMIT_AS headroom %s, less a margin of %s",
+           avail == UINT64_MAX ? "unknown" : human_bytes(avail, b1, sizeof b1), b2,
+           human_bytes(margin, b3, sizeof b3));
+  return spare;
+}
+
 clg_code clg_allocator_new(clg_device *dev, const clg_memory_options *opt, clg_allocator **out)
 {
   if (!out)
@@ -303,6 +459,7 @@ clg_code clg_allocator_new(clg_device *dev, const clg_memory_options *opt, clg_a
     a->next_region_size = GROWTH_FIRST_REGION < a->limit ? GROWTH_FIRST_REGION : a->limit;
     if (a->next_region_size < align)
       a->next_region_size = align;
+    a->host_memory = device_uses_host_memory(dev);
     a->sa = clg_suballoc_new(align);
     if (!a->sa) {
       free(a);
@@ -312,6 +469,7 @@ clg_code clg_allocator_new(clg_device *dev, const clg_memory_options *opt, clg_a
   }
   a->opt = o;
   pthread_mutex_init(&a->mu, NULL);
+
   logq_flush(&q);
   if (clg_log_enabled(CLG_LOG_DEBUG))
     clg_log(CLG_LOG_DEBUG, "%s on %s: limit %llu bytes%s, alignment %llu, regions up to %llu bytes",
@@ -328,6 +486,8 @@ void clg_allocator_destroy(clg_allocator *a)
 {
   if (!a)
     return;
+  if (a->host_share_listed)
+    host_share_remove(a);
   for (size_t i = 0; i < a->num_pend; i++)
     clReleaseEvent(a->pend[i].event);
   free(a->pend);
@@ -483,6 +643,17 @@ static clg_code extend(clg_allocator *a, uint64_t rounded)
   if (rounded > a->max_region)
     return CLG_RESOURCE_EXHAUSTED;
   uint64_t available = a->limit > a->reserved ? round_down(a->limit - a->reserved, a->align) : 0;
+  if (a->host_memory) { /* never more than the host can spare: PoCL aborts, or OOM kills */
+    char why[160], b1[32];
+    uint64_t spare = round_down(host_spare(why, sizeof why), a->align);
+    if (spare < available) {
+      available = spare;
+      if (rounded > available)
+        snprintf(a->region_error, sizeof a->region_error,
+                 "the device's memory is the host's, which can spare %s now (%s)",
+                 human_bytes(spare, b1, sizeof b1), why);
+    }
+  }
   if (rounded > available)
     return CLG_RESOURCE_EXHAUSTED;
   uint64_t size = available;
@@ -520,6 +691,26 @@ static void reserve_all(clg_allocator *a, logq *q)
 {
   uint64_t t0 = clg_now_ns();
   int made = 0;
+  if (a->host_memory) {
+    /* Held while reserving, so that the next device's share sees this one's memory gone. */
+    pthread_mutex_lock(&host_share.mu);
+    int sharing = host_share_count(a->dev);
+    char why[160], b1[32], b2[32], b3[32];
+    uint64_t spare = host_spare(why, sizeof why);
+    uint64_t share = round_down(spare / (uint64_t)sharing, a->align);
+    if (share < a->limit) {
+      logq_add(q, CLG_LOG_WARNING,
+               format_text("%s on %s: the device's memory is the host's, so the default mode "
+                           "reserves only %s of its %s limit: the host can spare %s now (%s), "
+                           "shared by %d device(s) without a reservation. Set POCL_MEMORY_LIMIT "
+                           "(PoCL), per_process_gpu_memory_fraction or allow_growth to ask for "
+                           "less.",
+                           a->name, a->dev->info.full_name, human_bytes(share, b1, sizeof b1),
+                           human_bytes(a->limit, b2, sizeof b2), human_bytes(spare, b3, sizeof b3),
+                           why, sharing));
+      a->limit = share;
+    }
+  }
   while (a->limit > a->reserved && round_down(a->limit - a->reserved, a->align) > 0) {
     uint64_t available = round_down(a->limit - a->reserved, a->align);
     uint64_t size = available < a->max_region ? available : a->max_region;
@@ -529,6 +720,10 @@ static void reserve_all(clg_allocator *a, logq *q)
     made++;
     if (got < size)
       break; /* the device is full: smaller pieces would only fragment the pool */
+  }
+  if (a->host_memory) {
+    a->host_share_listed = host_share_add(a);
+    pthread_mutex_unlock(&host_share.mu);
   }
   if (a->reserved < a->limit)
     logq_add(q, CLG_LOG_WARNING,

@@ -101,8 +101,8 @@ static clg_code cl_run(const clg_kernel_ctx *c)
 }
 
 static const clg_kernel_def kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL}};
+    {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL, NULL},
+    {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL, NULL}};
 
 /* Equal: inputs float, double (with fp64 on OpenCL), int32 or int64; a bool output. */
 static bool equal_supports(const clg_node *n, const clg_device *dev)
@@ -115,8 +115,9 @@ static bool equal_supports(const clg_node *n, const clg_device *dev)
   return t == CLG_FLOAT32 || t == CLG_INT32 || t == CLG_INT64;
 }
 
-static const clg_kernel_def equal_kernels[] = {{CLG_KIND_HOST, equal_supports, host_run, NULL},
-                                               {CLG_KIND_OPENCL, equal_supports, cl_run, NULL}};
+static const clg_kernel_def equal_kernels[] = {
+    {CLG_KIND_HOST, equal_supports, host_run, NULL, NULL},
+    {CLG_KIND_OPENCL, equal_supports, cl_run, NULL, NULL}};
 
 #define BINARY_DEF(OP, KERNELS, INPLACE)                                                           \
   const clg_op_def clg_op_##OP = {                                                                 \

@@ -163,8 +163,8 @@ static bool cl_supports(const clg_node *n, const clg_device *dev)
   return (st != CLG_FLOAT64 && dt != CLG_FLOAT64) || dev->info.has_fp64 || st == dt;
 }
 
-static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, NULL, host_run, NULL},
-                                         {CLG_KIND_OPENCL, cl_supports, cl_run, NULL}};
+static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, NULL, host_run, NULL, NULL},
+                                         {CLG_KIND_OPENCL, cl_supports, cl_run, NULL, NULL}};
 
 const clg_op_def clg_op_Cast = {
     .name = "Cast",

@@ -26,8 +26,8 @@ static clg_code infer(clg_node *n)
   return clg_node_set_output(n, 0, dt->dtype, clg_tensor_rank(t), dims);
 }
 
-static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, NULL, NULL, NULL},
-                                         {CLG_KIND_OPENCL, NULL, NULL, NULL}};
+static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, NULL, NULL, NULL, NULL},
+                                         {CLG_KIND_OPENCL, NULL, NULL, NULL, NULL}};
 
 const clg_op_def clg_op_Const = {
     .name = "Const",

@@ -154,7 +154,7 @@ static clg_code host_run(const clg_kernel_ctx *c)
 {
   clg_window g;
   geometry(c->node, &g);
-  return clg_host_conv2d(c->alloc, c->node->outs[0].dtype, c->in[0].host, c->in[1].host,
+  return clg_host_conv2d(c->alloc, c->scratch, c->node->outs[0].dtype, c->in[0].host, c->in[1].host,
                          c->out[0].host, &g);
 }
 
@@ -175,7 +175,7 @@ static clg_code cl_on_host(const clg_kernel_ctx *c, const clg_window *g)
   if (code == CLG_OK)
     code = clg_device_download(c->dev, c->in[1].mem, c->in[1].offset, f, fb);
   if (code == CLG_OK)
-    code = clg_host_conv2d(NULL, n->outs[0].dtype, x, f, y, g);
+    code = clg_host_conv2d(NULL, NULL, n->outs[0].dtype, x, f, y, g);
   if (code == CLG_OK)
     code = clg_device_upload(c->dev, c->out[0].mem, c->out[0].offset, y, yb);
   free(x);
@@ -189,8 +189,8 @@ static clg_code cl_run(const clg_kernel_ctx *c)
   clg_window g;
   geometry(c->node, &g);
   const char *why = NULL;
-  clg_code code = clg_cl_conv2d(c->dev, c->alloc, c->node->outs[0].dtype, &c->in[0], &c->in[1],
-                                &c->out[0], &g, &why);
+  clg_code code = clg_cl_conv2d(c->dev, c->alloc, c->scratch, c->node->outs[0].dtype, &c->in[0],
+                                &c->in[1], &c->out[0], &g, &why);
   if (code != CLG_UNIMPLEMENTED)
     return code;
   char msg[1024];
@@ -206,9 +206,28 @@ static bool cl_supports(const clg_node *n, const clg_device *dev)
   return clg_kernel_float_or_double(n, dev) && clg_kernels_have_clblast();
 }
 
+/* The plan holds the im2col chunk (and on OpenCL CLBlast's scratch) for the node's step, so a
+ * steady-state run makes no allocator call for it. */
+static clg_code host_scratch(const clg_node *n, clg_device *dev, size_t *bytes)
+{
+  (void)dev;
+  clg_window g;
+  clg_code code = geometry(n, &g);
+  *bytes = code == CLG_OK ? clg_host_conv2d_scratch(n->outs[0].dtype, &g) : 0;
+  return code;
+}
+
+static clg_code cl_scratch(const clg_node *n, clg_device *dev, size_t *bytes)
+{
+  clg_window g;
+  clg_code code = geometry(n, &g);
+  *bytes = 0;
+  return code == CLG_OK ? clg_cl_conv2d_scratch(dev, n->outs[0].dtype, &g, bytes) : code;
+}
+
 static const clg_kernel_def kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL},
-    {CLG_KIND_OPENCL, cl_supports, cl_run, NULL}};
+    {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, host_scratch, NULL},
+    {CLG_KIND_OPENCL, cl_supports, cl_run, cl_scratch, NULL}};
 
 const clg_op_def clg_op_Conv2D = {
     .name = "Conv2D",

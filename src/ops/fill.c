@@ -68,8 +68,8 @@ static clg_code fill_cl(const clg_kernel_ctx *c)
   return clg_cl_gather(c->dev, clg_dtype_size(c->node->outs[0].dtype), &c->in[1], &c->out[0], &m);
 }
 
-static const clg_kernel_def fill_kernels[] = {{CLG_KIND_HOST, NULL, fill_host, NULL},
-                                              {CLG_KIND_OPENCL, NULL, fill_cl, NULL}};
+static const clg_kernel_def fill_kernels[] = {{CLG_KIND_HOST, NULL, fill_host, NULL, NULL},
+                                              {CLG_KIND_OPENCL, NULL, fill_cl, NULL, NULL}};
 
 const clg_op_def clg_op_Fill = {
     .name = "Fill",
@@ -136,8 +136,8 @@ static clg_code like_cl(const clg_kernel_ctx *c)
   return clg_cl_fill(c->dev, &c->out[0], elem, clg_dtype_size(t), clg_node_out_bytes(c->node, 0));
 }
 
-static const clg_kernel_def like_kernels[] = {{CLG_KIND_HOST, NULL, like_host, NULL},
-                                              {CLG_KIND_OPENCL, NULL, like_cl, NULL}};
+static const clg_kernel_def like_kernels[] = {{CLG_KIND_HOST, NULL, like_host, NULL, NULL},
+                                              {CLG_KIND_OPENCL, NULL, like_cl, NULL, NULL}};
 
 #define LIKE_DEF(OP)                                                                               \
   const clg_op_def clg_op_##OP = {                                                                 \

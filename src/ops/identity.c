@@ -40,8 +40,8 @@ static clg_code cl_run(const clg_kernel_ctx *c)
                          c->in[0].offset, bytes, NULL, NULL);
 }
 
-static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, NULL, host_run, NULL},
-                                         {CLG_KIND_OPENCL, NULL, cl_run, NULL}};
+static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, NULL, host_run, NULL, NULL},
+                                         {CLG_KIND_OPENCL, NULL, cl_run, NULL, NULL}};
 
 const clg_op_def clg_op_Identity = {
     .name = "Identity",

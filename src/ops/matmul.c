@@ -110,7 +110,7 @@ static clg_code cl_run(const clg_kernel_ctx *c)
   dims_of(n, &m, &nn, &k);
   const char *why = NULL;
   clg_code code =
-      clg_cl_matmul(c->dev, c->alloc, n->outs[0].dtype, n->attrs[A_TRANSPOSE_A].b,
+      clg_cl_matmul(c->dev, c->alloc, c->scratch, n->outs[0].dtype, n->attrs[A_TRANSPOSE_A].b,
                     n->attrs[A_TRANSPOSE_B].b, m, nn, k, &c->in[0], &c->in[1], &c->out[0], &why);
   if (code != CLG_UNIMPLEMENTED)
     return code;
@@ -145,8 +145,17 @@ static clg_code cl_warm(const clg_node *n, clg_device *dev)
   return code == CLG_UNIMPLEMENTED ? CLG_OK : code; /* the host fallback needs no warming */
 }
 
-static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, host_supports, host_run, NULL},
-                                         {CLG_KIND_OPENCL, cl_supports, cl_run, cl_warm}};
+static clg_code cl_scratch(const clg_node *n, clg_device *dev, size_t *bytes)
+{
+  size_t m, nn, k;
+  dims_of(n, &m, &nn, &k);
+  return clg_cl_matmul_scratch(dev, n->outs[0].dtype, n->attrs[A_TRANSPOSE_A].b,
+                               n->attrs[A_TRANSPOSE_B].b, m, nn, k, bytes);
+}
+
+static const clg_kernel_def kernels[] = {
+    {CLG_KIND_HOST, host_supports, host_run, NULL, NULL},
+    {CLG_KIND_OPENCL, cl_supports, cl_run, cl_scratch, cl_warm}};
 
 const clg_op_def clg_op_MatMul = {
     .name = "MatMul",

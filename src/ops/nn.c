@@ -73,8 +73,8 @@ static clg_code bias_cl(const clg_kernel_ctx *c)
 }
 
 static const clg_kernel_def bias_kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, bias_host, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, bias_cl, NULL}};
+    {CLG_KIND_HOST, clg_kernel_float_or_double, bias_host, NULL, NULL},
+    {CLG_KIND_OPENCL, clg_kernel_float_or_double, bias_cl, NULL, NULL}};
 
 const clg_op_def clg_op_BiasAdd = {
     .name = "BiasAdd",
@@ -156,8 +156,8 @@ static clg_code pool_cl(const clg_kernel_ctx *c)
 }
 
 static const clg_kernel_def pool_kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, pool_host, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, pool_cl, NULL}};
+    {CLG_KIND_HOST, clg_kernel_float_or_double, pool_host, NULL, NULL},
+    {CLG_KIND_OPENCL, clg_kernel_float_or_double, pool_cl, NULL, NULL}};
 
 #define POOL_DEF(OP)                                                                               \
   const clg_op_def clg_op_##OP = {                                                                 \
@@ -219,8 +219,8 @@ static clg_code lrn_cl(const clg_kernel_ctx *c)
 }
 
 static const clg_kernel_def lrn_kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, lrn_host, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, lrn_cl, NULL}};
+    {CLG_KIND_HOST, clg_kernel_float_or_double, lrn_host, NULL, NULL},
+    {CLG_KIND_OPENCL, clg_kernel_float_or_double, lrn_cl, NULL, NULL}};
 
 const clg_op_def clg_op_LRN = {
     .name = "LRN",

@@ -70,7 +70,8 @@ typedef struct clg_kernel_ctx {
   const clg_node *node;
   const struct clg_block *in;
   const struct clg_block *out;
-  struct clg_allocator *alloc; /* the device's allocator, for scratch */
+  struct clg_allocator *alloc;   /* the device's allocator, for scratch not planned */
+  const struct clg_block *scratch; /* the plan's scratch for this node (kernel's scratch()) */
   /* Logs a warning once per (device, reason) for the life of the process state. */
   void (*warn_once)(void *warn_ctx, int device, const char *reason, const char *message);
   void *warn_ctx;
@@ -81,6 +82,9 @@ typedef struct clg_kernel_def {
   /* Whether this kernel serves node n (its dtypes and attributes) on dev; NULL: always. */
   bool (*supports)(const clg_node *n, const struct clg_device *dev);
   clg_code (*run)(const clg_kernel_ctx *ctx);
+  /* Optional: bytes of scratch the kernel wants for n on dev; the plan holds them in the
+   * device's arena for the node's step (ctx->scratch), so no run allocates them. */
+  clg_code (*scratch)(const clg_node *n, struct clg_device *dev, size_t *bytes);
   /* Optional: compiles what the first run would (a session's warm option). */
   clg_code (*warm)(const clg_node *n, struct clg_device *dev);
 } clg_kernel_def;

@@ -15,8 +15,8 @@ static clg_code infer(clg_node *n)
   return clg_node_set_output(n, 0, n->attrs[A_DTYPE].dtype, s->n, s->v);
 }
 
-static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, NULL, NULL, NULL},
-                                         {CLG_KIND_OPENCL, NULL, NULL, NULL}};
+static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, NULL, NULL, NULL, NULL},
+                                         {CLG_KIND_OPENCL, NULL, NULL, NULL, NULL}};
 
 const clg_op_def clg_op_Placeholder = {
     .name = "Placeholder",

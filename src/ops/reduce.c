@@ -194,8 +194,9 @@ static bool float_supports(const clg_node *n, const clg_device *dev)
   return t == CLG_FLOAT32;
 }
 
-static const clg_kernel_def reduce_kernels[] = {{CLG_KIND_HOST, float_supports, reduce_host, NULL},
-                                                {CLG_KIND_OPENCL, float_supports, reduce_cl, NULL}};
+static const clg_kernel_def reduce_kernels[] = {
+    {CLG_KIND_HOST, float_supports, reduce_host, NULL, NULL},
+    {CLG_KIND_OPENCL, float_supports, reduce_cl, NULL, NULL}};
 
 #define REDUCE_DEF(OP)                                                                             \
   const clg_op_def clg_op_##OP = {                                                                 \
@@ -317,8 +318,9 @@ static clg_code argmax_cl(const clg_kernel_ctx *c)
                               nred);
 }
 
-static const clg_kernel_def argmax_kernels[] = {{CLG_KIND_HOST, float_supports, argmax_host, NULL},
-                                                {CLG_KIND_OPENCL, float_supports, argmax_cl, NULL}};
+static const clg_kernel_def argmax_kernels[] = {
+    {CLG_KIND_HOST, float_supports, argmax_host, NULL, NULL},
+    {CLG_KIND_OPENCL, float_supports, argmax_cl, NULL, NULL}};
 
 const clg_op_def clg_op_ArgMax = {
     .name = "ArgMax",

@@ -33,8 +33,8 @@ static clg_code cl_run(const clg_kernel_ctx *c)
 }
 
 static const clg_kernel_def kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL}};
+    {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL, NULL},
+    {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL, NULL}};
 
 const clg_op_def clg_op_Relu = {
     .name = "Relu",

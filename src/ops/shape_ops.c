@@ -90,8 +90,8 @@ static clg_code reshape_cl(const clg_kernel_ctx *c)
                          c->in[0].offset, bytes, NULL, NULL);
 }
 
-static const clg_kernel_def reshape_kernels[] = {{CLG_KIND_HOST, NULL, reshape_host, NULL},
-                                                 {CLG_KIND_OPENCL, NULL, reshape_cl, NULL}};
+static const clg_kernel_def reshape_kernels[] = {{CLG_KIND_HOST, NULL, reshape_host, NULL, NULL},
+                                                 {CLG_KIND_OPENCL, NULL, reshape_cl, NULL, NULL}};
 
 const clg_op_def clg_op_Reshape = {
     .name = "Reshape",
@@ -178,8 +178,9 @@ static clg_code transpose_cl(const clg_kernel_ctx *c)
   return clg_cl_gather(c->dev, clg_dtype_size(c->node->outs[0].dtype), &c->in[0], &c->out[0], &m);
 }
 
-static const clg_kernel_def transpose_kernels[] = {{CLG_KIND_HOST, NULL, transpose_host, NULL},
-                                                   {CLG_KIND_OPENCL, NULL, transpose_cl, NULL}};
+static const clg_kernel_def transpose_kernels[] = {
+    {CLG_KIND_HOST, NULL, transpose_host, NULL, NULL},
+    {CLG_KIND_OPENCL, NULL, transpose_cl, NULL, NULL}};
 
 const clg_op_def clg_op_Transpose = {
     .name = "Transpose",

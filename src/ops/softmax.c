@@ -96,8 +96,8 @@ static clg_code softmax_cl(const clg_kernel_ctx *c)
 }
 
 static const clg_kernel_def softmax_kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, softmax_host, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, softmax_cl, NULL}};
+    {CLG_KIND_HOST, clg_kernel_float_or_double, softmax_host, NULL, NULL},
+    {CLG_KIND_OPENCL, clg_kernel_float_or_double, softmax_cl, NULL, NULL}};
 
 #define SOFTMAX_DEF(OP)                                                                            \
   const clg_op_def clg_op_##OP = {                                                                 \
@@ -246,8 +246,8 @@ static clg_code xent_cl(const clg_kernel_ctx *c)
                               lt == CLG_INT32 ? "clg_xent_i32" : "clg_xent_i64", args, 9, b, k);
 }
 
-static const clg_kernel_def xent_kernels[] = {{CLG_KIND_HOST, float_input0, xent_host, NULL},
-                                              {CLG_KIND_OPENCL, float_input0, xent_cl, NULL}};
+static const clg_kernel_def xent_kernels[] = {{CLG_KIND_HOST, float_input0, xent_host, NULL, NULL},
+                                              {CLG_KIND_OPENCL, float_input0, xent_cl, NULL, NULL}};
 
 const clg_op_def clg_op_SparseSoftmaxCrossEntropyWithLogits = {
     .name = "SparseSoftmaxCrossEntropyWithLogits",
@@ -360,8 +360,9 @@ static clg_code intopk_cl(const clg_kernel_ctx *c)
                               nk);
 }
 
-static const clg_kernel_def intopk_kernels[] = {{CLG_KIND_HOST, float_input0, intopk_host, NULL},
-                                                {CLG_KIND_OPENCL, float_input0, intopk_cl, NULL}};
+static const clg_kernel_def intopk_kernels[] = {
+    {CLG_KIND_HOST, float_input0, intopk_host, NULL, NULL},
+    {CLG_KIND_OPENCL, float_input0, intopk_cl, NULL, NULL}};
 
 const clg_op_def clg_op_InTopKV2 = {
     .name = "InTopKV2",

@@ -39,8 +39,9 @@ typedef struct pval {
 typedef struct step {
   int node, dev;
   const clg_kernel_def *kernel;
-  int *in;  /* pval per input */
-  int *out; /* pval per output */
+  int scratch; /* the pval of the kernel's scratch, or -1 */
+  int *in;     /* pval per input */
+  int *out;    /* pval per output */
   int ncopies;
   int *copies; /* copies to make before the node runs */
 } step;
@@ -524,6 +525,21 @@ static clg_code plan_build(clg_executor *x, plan *p)
       if (src < 0 || (st->in[j] = use_on(&b, src, st->dev, s, st)) < 0)
         goto oom;
     }
+    /* Scratch the kernel asks for lives in the arena for this step only. */
+    size_t scratch = 0;
+    st->scratch = -1;
+    if (st->kernel->scratch &&
+        (code = st->kernel->scratch(n, device(x, st->dev), &scratch)) != CLG_OK) {
+      clg_error_prefix("node '%s' (%s) on %s: ", n->name, n->op,
+                       device(x, st->dev)->info.full_name);
+      goto done;
+    }
+    if (scratch) {
+      if ((st->scratch = pv_add(&b, PV_NODE, st->dev, i, 0, scratch)) < 0)
+        goto oom;
+      p->pv[st->scratch].start = p->pv[st->scratch].end = s;
+      p->pv[st->scratch].in_arena = true;
+    }
     for (int o = 0; o < n->num_outputs; o++) {
       int v = pv_add(&b, PV_NODE, st->dev, i, o, clg_node_out_bytes(n, o));
       if (v < 0)
@@ -1005,8 +1021,15 @@ static clg_code run_step(clg_executor *x, const plan *p, const step *st)
       t->start_ns = clg_now_ns();
       code = ops(x, st->dev)->marker(device(x, st->dev), &t->before);
     }
-    clg_kernel_ctx ctx = {device(x, st->dev), st->dev,   n,      in, out,
-                          x->alloc[st->dev],  warn_once, x->proc};
+    clg_kernel_ctx ctx = {device(x, st->dev),
+                          st->dev,
+                          n,
+                          in,
+                          out,
+                          x->alloc[st->dev],
+                          st->scratch >= 0 ? &x->blk[st->scratch] : NULL,
+                          warn_once,
+                          x->proc};
     if (code == CLG_OK)
       code = st->kernel->run(&ctx);
     if (t && code == CLG_OK) {
