@@ -70,7 +70,7 @@ typedef struct clg_kernel_ctx {
   const clg_node *node;
   const struct clg_block *in;
   const struct clg_block *out;
-  struct clg_allocator *alloc;   /* the device's allocator, for scratch not planned */
+  struct clg_allocator *alloc;     /* the device's allocator, for scratch not planned */
   const struct clg_block *scratch; /* the plan's scratch for this node (kernel's scratch()) */
   /* Logs a warning once per (device, reason) for the life of the process state. */
   void (*warn_once)(void *warn_ctx, int device, const char *reason, const char *message);
