@@ -1165,6 +1165,39 @@ static void test_conv_scratch_planned(void)
   }
 }
 
+/* Gradients of broadcasting Add/Sub/Mul: an input that was broadcast gets the incoming
+ * gradient summed over the broadcast axes, in its own shape. y = sum((a * b) - c) with a
+ * [2,3], b [3], c [2,1]: da = b, db = column sums of a, dc = -3 per row. */
+static void test_broadcast_gradients(void)
+{
+  clg_graph *g = clg_graph_new();
+  clg_node *a = ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}),
+           *b = ph(g, CLG_FLOAT32, 1, (int64_t[]){3}),
+           *c = ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 1});
+  clg_node *y = clg_sub(g, NULL, clg_mul(g, NULL, a, b), c);
+  clg_output xs[3] = {clg_out(a, 0), clg_out(b, 0), clg_out(c, 0)}, ys = clg_out(y, 0), d[3];
+  CHECK_OK(clg_gradients(g, 1, &ys, NULL, 3, xs, NULL, d));
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, &session_opt, &s));
+  clg_tensor *in[3] = {
+      clg_tensor_new(CLG_FLOAT32, 2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6}),
+      clg_tensor_new(CLG_FLOAT32, 1, (int64_t[]){3}, (float[]){7, 8, 9}),
+      clg_tensor_new(CLG_FLOAT32, 2, (int64_t[]){2, 1}, (float[]){1, 1})};
+  clg_tensor *out[3] = {NULL, NULL, NULL};
+  CHECK_OK(clg_session_run_outputs(s, 3, xs, in, 3, d, out, 0, NULL));
+  close_to(out[0], (double[]){7, 8, 9, 7, 8, 9}, 6, 0, "d/da", "default");
+  close_to(out[1], (double[]){5, 7, 9}, 3, 0, "d/db", "default");
+  close_to(out[2], (double[]){-3, -3}, 2, 0, "d/dc", "default");
+  CHECK(clg_tensor_rank(out[1]) == 1 && clg_tensor_rank(out[2]) == 2 &&
+        clg_tensor_dim(out[2], 1) == 1);
+  for (int i = 0; i < 3; i++) {
+    clg_tensor_free(in[i]);
+    clg_tensor_free(out[i]);
+  }
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
 /* Bad input for the remaining ops: each a clear error naming the node. */
 static void test_more_bad_input(void)
 {
@@ -1218,6 +1251,7 @@ int main(void)
   test_cifar_forward();
   test_more_bad_input();
   test_conv_scratch_planned();
+  test_broadcast_gradients();
   keeper_stop();
   return clg_test_summary("test_nn_ops");
 }

@@ -28,14 +28,16 @@ static void expect_error(clg_graph *g, clg_code code, const char *text, int line
 
 static void test_registry(void)
 {
-  const char *names[] = {"Const", "Placeholder", "MatMul", "Add", "Sub",   "Mul",
-                         "AddN",  "Identity",    "Relu",   "Neg", "Square"};
+  const char *names[] = {"Const", "Placeholder", "MatMul", "Add", "Sub",    "Mul",
+                         "AddN",  "Identity",    "Relu",   "Neg", "Square", "ReluGrad"};
   CHECK(clg_op_count() >= (int)(sizeof names / sizeof names[0]));
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     const clg_op_def *d = clg_op_find(names[i]);
     CHECK_MSG(d && strcmp(d->name, names[i]) == 0, "%s is not registered", names[i]);
     CHECK_MSG(d && d->infer && d->num_outputs >= 1, "%s is incomplete", names[i]);
-    CHECK_MSG(d && d->grad == NULL, "%s has a gradient before the gradients issue", names[i]);
+    bool source = d && (d->num_inputs == 0 || d == clg_op_find("ReluGrad"));
+    CHECK_MSG(d && (d->grad != NULL) == !source, "%s: a gradient where none belongs, or none",
+              names[i]);
   }
   CHECK(clg_op_find("relu") == NULL && clg_op_find("Conv3D") == NULL && clg_op_find(NULL) == NULL);
 }

@@ -119,7 +119,45 @@ static const clg_kernel_def equal_kernels[] = {
     {CLG_KIND_HOST, equal_supports, host_run, NULL, NULL},
     {CLG_KIND_OPENCL, equal_supports, cl_run, NULL, NULL}};
 
-#define BINARY_DEF(OP, KERNELS, INPLACE)                                                           \
+/* Add: both get dy; Sub: dy and -dy; Mul: dy * b and dy * a. An input that was broadcast gets
+ * its gradient summed over the axes it was broadcast along, then reshaped to its own shape
+ * (TensorFlow's BroadcastGradientArgs + Sum + Reshape). */
+static clg_output reduce_to(clg_graph *g, clg_output d, const clg_out_desc *input,
+                            const clg_out_desc *out)
+{
+  int64_t axes[CLG_MAX_RANK];
+  int naxes = 0;
+  for (int k = 0; k < out->rank; k++) {
+    int ki = k - (out->rank - input->rank);
+    if (ki < 0 || (input->dims[ki] == 1 && out->dims[k] != 1))
+      axes[naxes++] = k;
+  }
+  if (naxes == 0)
+    return d;
+  clg_output sum_in[2] = {d, clg_out(clg_const_ints(g, naxes, axes), 0)};
+  clg_output sum = clg_grad_build(g, &clg_op_Sum, 2, sum_in, 0, NULL);
+  clg_output shape_in[2] = {sum, clg_out(clg_const_ints(g, input->rank, input->dims), 0)};
+  return clg_grad_build(g, &clg_op_Reshape, 2, shape_in, 0, NULL);
+}
+
+static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  const clg_op_def *def = n->def;
+  clg_output a = n->inputs[0], b = n->inputs[1];
+  clg_output da = dy[0], db = dy[0];
+  if (def == &clg_op_Sub)
+    db = clg_grad_build(g, &clg_op_Neg, 1, &dy[0], 0, NULL);
+  else if (def == &clg_op_Mul) {
+    da = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], b}, 0, NULL);
+    db = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){a, dy[0]}, 0, NULL);
+  }
+  dx[0] = reduce_to(g, da, clg_node_in(n, 0), &n->outs[0]);
+  dx[1] = reduce_to(g, db, clg_node_in(n, 1), &n->outs[0]);
+  return clg_graph_status(g);
+}
+
+/* RealDiv, Maximum and Equal have no gradient yet (GRAD NULL). */
+#define BINARY_DEF(OP, KERNELS, INPLACE, GRAD)                                                     \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
       .num_inputs = 2,                                                                             \
@@ -130,13 +168,14 @@ static const clg_kernel_def equal_kernels[] = {
       .kernels = KERNELS,                                                                          \
       .num_kernels = 2,                                                                            \
       .inplace = INPLACE,                                                                          \
+      .grad = GRAD,                                                                                \
   };
-BINARY_DEF(Add, kernels, 0)
-BINARY_DEF(Sub, kernels, 0)
-BINARY_DEF(Mul, kernels, 0)
-BINARY_DEF(RealDiv, kernels, 0)
-BINARY_DEF(Maximum, kernels, 0)
-BINARY_DEF(Equal, equal_kernels, -1)
+BINARY_DEF(Add, kernels, 0, grad)
+BINARY_DEF(Sub, kernels, 0, grad)
+BINARY_DEF(Mul, kernels, 0, grad)
+BINARY_DEF(RealDiv, kernels, 0, NULL)
+BINARY_DEF(Maximum, kernels, 0, NULL)
+BINARY_DEF(Equal, equal_kernels, -1, NULL)
 
 static clg_binop binop(const clg_node *n)
 {
