@@ -195,8 +195,13 @@ static void test_finite_differences(void)
   };
   const char *devices[2] = {"/cpu:0", "/device:GPU:0"};
   for (int d = 0; d < 2; d++)
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+#ifndef CLG_HAVE_CLBLAST /* MatMul has no OpenCL kernel in this build */
+      if (d == 1 && (strncmp(cases[i].name, "MatMul", 6) == 0 || cases[i].build == b_net))
+        continue;
+#endif
       check_case(&cases[i], devices[d]);
+    }
 }
 
 static void test_none_and_errors(void)
