@@ -79,6 +79,8 @@ static double value(const clg_tensor *t, size_t i)
     return ((const float *)p)[i];
   case CLG_FLOAT64:
     return ((const double *)p)[i];
+  default:
+    break;
   }
   return NAN;
 }

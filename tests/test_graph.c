@@ -554,7 +554,8 @@ static void test_queries_and_placeholder(void)
   g = clg_graph_new();
   CHECK(clg_placeholder(g, NULL, (clg_dtype)7, 1, (int64_t[]){3}) == NULL);
   EXPECT_ERROR(g, CLG_INVALID_ARGUMENT,
-               "Placeholder 'Placeholder': dtype 7 is not float (1), double (2) or half (19)");
+               "Placeholder 'Placeholder': dtype 7 is not float (1), double (2), int32 (3), "
+               "int64 (9), bool (10) or half (19)");
   g = clg_graph_new();
   CHECK(clg_placeholder(g, "p", CLG_FLOAT32, 9, (int64_t[9]){1}) == NULL);
   EXPECT_ERROR(g, CLG_INVALID_ARGUMENT, "Placeholder 'p': rank 9 is out of range [0, 8]");

@@ -303,7 +303,21 @@ static void test_supported(void)
                 "MatMul %s supported on a device without CLBlast", clg_dtype_name(dtypes[t]));
 #endif
     }
-  CHECK(!clg_op_supported("Conv2D", CLG_FLOAT32, &host));
+  CHECK(!clg_op_supported("Conv3D", CLG_FLOAT32, &host));
+  /* The integer and bool dtypes: data ops take them, arithmetic refuses them. */
+  const clg_dtype ints[3] = {CLG_INT32, CLG_INT64, CLG_BOOL};
+  const char *const arith[] = {"MatMul", "Add", "Sub", "Mul", "AddN", "Relu", "Neg", "Square"};
+  for (int t = 0; t < 3; t++) {
+    for (size_t o = 0; o < sizeof arith / sizeof arith[0]; o++)
+      for (size_t d = 0; d < 2; d++)
+        CHECK_MSG(!clg_op_supported(arith[o], ints[t], d ? all[1] : &host), "%s %s supported",
+                  arith[o], clg_dtype_name(ints[t]));
+    CHECK(clg_op_supported("Const", ints[t], &host) && clg_op_supported("Const", ints[t], all[1]));
+    CHECK(clg_op_supported("Placeholder", ints[t], &host) &&
+          clg_op_supported("Placeholder", ints[t], all[1]));
+    CHECK(clg_op_supported("Identity", ints[t], &host) &&
+          clg_op_supported("Identity", ints[t], all[1]));
+  }
   CHECK(!clg_op_supported("matmul", CLG_FLOAT32, &host));
   CHECK(!clg_op_supported(NULL, CLG_FLOAT32, &host));
   CHECK(!clg_op_supported("Add", CLG_FLOAT32, NULL));

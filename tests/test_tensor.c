@@ -226,6 +226,47 @@ static void check_bad(clg_dtype dtype, int rank, const int64_t *dims, const char
   CHECK_CONTAINS(clg_last_error(), want);
 }
 
+/* numpy's IntegerFormat (right-aligned to the longest element) and BoolFormat (True padded
+ * to the width of False in arrays). */
+static void check_print(clg_dtype dtype, int rank, const int64_t *dims, const void *data,
+                        const char *want)
+{
+  clg_tensor *t = clg_tensor_new(dtype, rank, dims, data);
+  CHECK(t != NULL);
+  char *s = clg_tensor_to_string(t);
+  CHECK_STR(s, want);
+  free(s);
+  clg_tensor_free(t);
+}
+
+static void test_int_bool(void)
+{
+  CHECK(clg_dtype_size(CLG_INT32) == 4 && clg_dtype_size(CLG_INT64) == 8 &&
+        clg_dtype_size(CLG_BOOL) == 1);
+  CHECK(CLG_INT32 == 3 && CLG_INT64 == 9 && CLG_BOOL == 10);
+  CHECK_STR(clg_dtype_name(CLG_INT32), "int32");
+  CHECK_STR(clg_dtype_name(CLG_INT64), "int64");
+  CHECK_STR(clg_dtype_name(CLG_BOOL), "bool");
+  int64_t d3[1] = {3}, d22[2] = {2, 2}, d2[1] = {2}, d20[1] = {20};
+  check_print(CLG_INT32, 1, d3, (int32_t[]){1, 2, 3}, "[1 2 3]");
+  check_print(CLG_INT32, 1, d3, (int32_t[]){1, -2, 30}, "[ 1 -2 30]");
+  check_print(CLG_INT64, 2, d22, (int64_t[]){1, 2, 30, -4}, "[[ 1  2]\n [30 -4]]");
+  check_print(CLG_INT64, 1, d2, (int64_t[]){9007199254740993LL, -1},
+              "[9007199254740993               -1]");
+  check_print(CLG_BOOL, 1, d2, (uint8_t[]){1, 0}, "[ True False]");
+  check_print(CLG_BOOL, 2, d22, (uint8_t[]){1, 1, 0, 1}, "[[ True  True]\n [False  True]]");
+  check_print(CLG_INT32, 0, NULL, (int32_t[]){-7}, "-7");
+  check_print(CLG_INT64, 0, NULL, (int64_t[]){5}, "5");
+  check_print(CLG_BOOL, 0, NULL, (uint8_t[]){1}, "True");
+  check_print(CLG_BOOL, 1, (int64_t[]){0}, NULL, "[]");
+  int32_t big[20];
+  for (int i = 0; i < 20; i++)
+    big[i] = i * 1000;
+  check_print(CLG_INT32, 1, d20, big,
+              "[    0  1000  2000  3000  4000  5000  6000  7000  8000  9000 10000 11000\n"
+              " 12000 13000 14000 15000 16000 17000 18000 19000]");
+}
+
 static void test_bad_arguments(void)
 {
   int64_t dims[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -292,6 +333,7 @@ static void test_recycling(void)
 
 int main(void)
 {
+  test_int_bool();
   test_guide_strings();
   test_printing();
   test_scalars_and_empty();

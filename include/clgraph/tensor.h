@@ -20,8 +20,16 @@
 extern "C" {
 #endif
 
-/* Values follow TensorFlow's DataType enum (DT_FLOAT = 1, DT_DOUBLE = 2, DT_HALF = 19). */
-typedef enum clg_dtype { CLG_FLOAT32 = 1, CLG_FLOAT64 = 2, CLG_FLOAT16 = 19 } clg_dtype;
+/* Values follow TensorFlow's DataType enum (DT_FLOAT = 1, DT_DOUBLE = 2, DT_INT32 = 3,
+ * DT_INT64 = 9, DT_BOOL = 10, DT_HALF = 19). A bool element is one byte, 0 or 1. */
+typedef enum clg_dtype {
+  CLG_FLOAT32 = 1,
+  CLG_FLOAT64 = 2,
+  CLG_INT32 = 3,
+  CLG_INT64 = 9,
+  CLG_BOOL = 10,
+  CLG_FLOAT16 = 19
+} clg_dtype;
 
 #define CLG_MAX_RANK 8
 
@@ -30,7 +38,8 @@ typedef struct clg_tensor clg_tensor;
 /* Size of one element in bytes; 0 for an unknown dtype. */
 size_t clg_dtype_size(clg_dtype dtype);
 
-/* TensorFlow's names: "float", "double", "half"; "invalid" otherwise. */
+/* TensorFlow's names: "float", "double", "int32", "int64", "bool", "half"; "invalid"
+ * otherwise. */
 const char *clg_dtype_name(clg_dtype dtype);
 
 /* A new tensor of the given dtype and shape (rank 0..CLG_MAX_RANK, every dim >= 0).
@@ -56,7 +65,8 @@ void *clg_tensor_data(clg_tensor *t);
 const void *clg_tensor_const_data(const clg_tensor *t);
 
 /* The values printed as numpy prints them (the guide's style):
- *   "[[ 22.  28.]\n [ 49.  64.]]", "[[  44.   56.]\n [  98.  128.]]".
+ *   "[[ 22.  28.]\n [ 49.  64.]]", "[[  44.   56.]\n [  98.  128.]]";
+ * integers as "[ 1 -2 30]", bools as "[ True False]".
  * Returns a malloc'd string the caller frees with free(), or NULL on failure. */
 char *clg_tensor_to_string(const clg_tensor *t);
 

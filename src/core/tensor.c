@@ -137,6 +137,12 @@ size_t clg_dtype_size(clg_dtype dtype)
     return 8;
   case CLG_FLOAT16:
     return 2;
+  case CLG_INT32:
+    return 4;
+  case CLG_INT64:
+    return 8;
+  case CLG_BOOL:
+    return 1;
   }
   return 0;
 }
@@ -150,6 +156,12 @@ const char *clg_dtype_name(clg_dtype dtype)
     return "double";
   case CLG_FLOAT16:
     return "half";
+  case CLG_INT32:
+    return "int32";
+  case CLG_INT64:
+    return "int64";
+  case CLG_BOOL:
+    return "bool";
   }
   return "invalid";
 }
@@ -175,7 +187,8 @@ static clg_tensor *tensor_create(clg_dtype dtype, int rank, const int64_t *dims,
   size_t esize = clg_dtype_size(dtype);
   if (esize == 0) {
     clg_error(CLG_INVALID_ARGUMENT,
-              "clg_tensor_new: dtype %d is not a valid dtype (float = 1, double = 2, half = 19)",
+              "clg_tensor_new: dtype %d is not a valid dtype (float = 1, double = 2, int32 = 3, "
+              "int64 = 9, bool = 10, half = 19)",
               (int)dtype);
     return NULL;
   }
@@ -351,6 +364,12 @@ static double element(const clg_tensor *t, size_t i)
     return ((const double *)t->data)[i];
   case CLG_FLOAT16:
     return clg_half_to_double(((const uint16_t *)t->data)[i]);
+  case CLG_INT32:
+    return ((const int32_t *)t->data)[i];
+  case CLG_INT64:
+    return (double)((const int64_t *)t->data)[i];
+  case CLG_BOOL:
+    return ((const uint8_t *)t->data)[i] != 0;
   }
   return 0.0;
 }
@@ -381,7 +400,7 @@ static bool reads_back(const char *s, double a, clg_dtype dtype)
     return strtof(s, NULL) == (float)a;
   case CLG_FLOAT16:
     return clg_half_from_double(strtod(s, NULL)) == clg_half_from_double(a);
-  case CLG_FLOAT64:
+  default:
     break;
   }
   return strtod(s, NULL) == a;
@@ -498,6 +517,7 @@ typedef struct printer {
   double max_val, min_val;
   /* FloatingFormat's state */
   bool exp_format;
+  int int_width; /* IntegerFormat's and BoolFormat's */
   int pad_left, pad_right, exp_size;
 } printer;
 
@@ -517,7 +537,7 @@ static bool wants_exp(double max_val, double min_val, clg_dtype dtype)
     float ratio = (float)max_val / (float)min_val;
     return clg_half_to_double(clg_half_from_double(ratio)) > 1000.0;
   }
-  case CLG_FLOAT64:
+  default:
     break;
   }
   return max_val / min_val > 1000.0;
@@ -540,13 +560,13 @@ static int exp_digit_count(int exp10)
 }
 
 /* Visits the elements that the printed text shows (all, or the corners when summarised). */
-typedef void (*visit_fn)(printer *pr, double v);
+typedef void (*visit_fn)(printer *pr, size_t off);
 
 static void visit_shown(printer *pr, int axis, size_t off, visit_fn fn)
 {
   const clg_tensor *t = pr->t;
   if (axis == t->rank) {
-    fn(pr, element(t, off));
+    fn(pr, off);
     return;
   }
   size_t n = (size_t)t->dims[axis];
@@ -558,8 +578,9 @@ static void visit_shown(printer *pr, int axis, size_t off, visit_fn fn)
   }
 }
 
-static void scan_range(printer *pr, double v)
+static void scan_range(printer *pr, size_t off)
 {
+  double v = element(pr->t, off);
   if (!isfinite(v)) {
     pr->any_nonfinite = true;
     return;
@@ -575,8 +596,9 @@ static void scan_range(printer *pr, double v)
   pr->any_nonzero = true;
 }
 
-static void scan_widths(printer *pr, double v)
+static void scan_widths(printer *pr, size_t off)
 {
+  double v = element(pr->t, off);
   if (!isfinite(v))
     return;
   if (pr->exp_format) {
@@ -597,9 +619,39 @@ static void scan_widths(printer *pr, double v)
     pr->pad_right = lf;
 }
 
-/* FloatingFormat.fillFormat. */
+static bool is_integer(clg_dtype d) { return d == CLG_INT32 || d == CLG_INT64; }
+
+/* An int or bool element as numpy's str() writes it (bools as True/False). */
+static void int_text(const clg_tensor *t, size_t off, char *buf, size_t size)
+{
+  if (t->dtype == CLG_BOOL)
+    snprintf(buf, size, "%s", ((const uint8_t *)t->data)[off] ? "True" : "False");
+  else if (t->dtype == CLG_INT32)
+    snprintf(buf, size, "%d", (int)((const int32_t *)t->data)[off]);
+  else
+    snprintf(buf, size, "%lld", (long long)((const int64_t *)t->data)[off]);
+}
+
+static void scan_int_width(printer *pr, size_t off)
+{
+  char buf[32];
+  int_text(pr->t, off, buf, sizeof buf);
+  if ((int)strlen(buf) > pr->int_width)
+    pr->int_width = (int)strlen(buf);
+}
+
+/* FloatingFormat.fillFormat; IntegerFormat's width (the longest shown element); BoolFormat
+ * pads True to the width of False in arrays. */
 static void fill_format(printer *pr)
 {
+  if (pr->t->dtype == CLG_BOOL) {
+    pr->int_width = 5;
+    return;
+  }
+  if (is_integer(pr->t->dtype)) {
+    visit_shown(pr, 0, 0, scan_int_width);
+    return;
+  }
   visit_shown(pr, 0, 0, scan_range);
   pr->exp_format = pr->any_nonzero && wants_exp(pr->max_val, pr->min_val, pr->t->dtype);
   pr->pad_left = pr->pad_right = 0;
@@ -678,6 +730,13 @@ static char *element_text(const printer *pr, size_t off)
 {
   clg_strbuf w;
   clg_strbuf_init(&w);
+  if (pr->int_width > 0) {
+    char buf[32];
+    int_text(pr->t, off, buf, sizeof buf);
+    pad(&w, pr->int_width - (int)strlen(buf));
+    clg_strbuf_append(&w, buf);
+    return clg_strbuf_take(&w);
+  }
   format_element(pr, element(pr->t, off), &w);
   return clg_strbuf_take(&w);
 }
@@ -758,7 +817,13 @@ char *clg_tensor_to_string(const clg_tensor *t)
   if (t->rank == 0) {
     clg_strbuf s;
     clg_strbuf_init(&s);
-    scalar_repr(element(t, 0), t->dtype, &s);
+    if (t->dtype == CLG_BOOL || is_integer(t->dtype)) {
+      char buf[32];
+      int_text(t, 0, buf, sizeof buf);
+      clg_strbuf_append(&s, buf);
+    } else {
+      scalar_repr(element(t, 0), t->dtype, &s);
+    }
     text = clg_strbuf_take(&s);
   } else if (t->count == 0) {
     text = clg_strdup("[]");

@@ -150,6 +150,8 @@ static CLBlastStatusCode gemm_dispatch(clg_dtype dtype, const gemm_args *g, cl_c
     return CLBlastHgemm(L, g->ta, g->tb, g->m, g->n, g->k, one, g->a, g->a_off, g->a_ld, g->b,
                         g->b_off, g->b_ld, zero, g->c, g->c_off, g->c_ld, q, ev);
   }
+  default: /* integer dtypes: no GEMM */
+    break;
   }
   return CLBlastNotImplemented;
 }
@@ -177,6 +179,8 @@ static CLBlastStatusCode temp_size_dispatch(clg_dtype dtype, const gemm_args *g,
   case CLG_FLOAT16:
     return CLBlastHGemmTempBufferSize(L, g->ta, g->tb, g->m, g->n, g->k, g->a_off, g->a_ld,
                                       g->b_off, g->b_ld, g->c_off, g->c_ld, q, bytes);
+  default: /* integer dtypes: no GEMM */
+    break;
   }
   return CLBlastNotImplemented;
 }

@@ -127,10 +127,16 @@ static clg_code cl_run(const clg_kernel_ctx *c)
 /* CLBlast decides at run time (no fp64/fp16, a compiler error); when it cannot, the host
  * path runs with the device's data. Refusing here instead would hide such devices from the
  * placer for a case the fallback covers. */
+static bool host_supports(const clg_node *n, const clg_device *dev)
+{
+  (void)dev;
+  return clg_node_all_dtype(n, CLG_FLOAT32) || clg_node_all_dtype(n, CLG_FLOAT64) ||
+         clg_node_all_dtype(n, CLG_FLOAT16);
+}
+
 static bool cl_supports(const clg_node *n, const clg_device *dev)
 {
-  (void)n, (void)dev;
-  return clg_kernels_have_clblast();
+  return host_supports(n, dev) && clg_kernels_have_clblast();
 }
 
 static clg_code cl_warm(const clg_node *n, clg_device *dev)
@@ -148,7 +154,7 @@ static clg_code cl_scratch(const clg_node *n, clg_device *dev, size_t *bytes)
 }
 
 static const clg_kernel_def kernels[] = {
-    {CLG_KIND_HOST, NULL, host_run, NULL, NULL},
+    {CLG_KIND_HOST, host_supports, host_run, NULL, NULL},
     {CLG_KIND_OPENCL, cl_supports, cl_run, cl_scratch, cl_warm}};
 
 const clg_op_def clg_op_MatMul = {

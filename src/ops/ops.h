@@ -162,6 +162,9 @@ char *clg_out_shape_string(const clg_out_desc *d, char *buf, size_t size);
 bool clg_node_all_dtype(const clg_node *n, clg_dtype dtype);
 bool clg_kernel_float_or_double(const clg_node *n, const struct clg_device *dev);
 
+/* Element i of a host tensor of any dtype, as a double. */
+double clg_tensor_element_double(const clg_tensor *t, size_t i);
+
 /* Inference of an element-wise op with one input: attribute 0 is T (clg_attrs_T), the
  * output has the input's dtype and shape. */
 clg_code clg_infer_elementwise_unary(clg_node *n);

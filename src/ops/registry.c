@@ -92,8 +92,11 @@ clg_code clg_node_set_output(clg_node *n, int i, clg_dtype dtype, int rank, cons
   if (i < 0 || i >= n->num_outputs)
     return clg_node_error(n, CLG_INTERNAL, "output %d of %d", i, n->num_outputs);
   if (clg_dtype_size(dtype) == 0)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT,
-                          "dtype %d is not float (1), double (2) or half (19)", (int)dtype);
+    return clg_node_error(
+        n, CLG_INVALID_ARGUMENT,
+        "dtype %d is not float (1), double (2), int32 (3), int64 (9), bool (10) or "
+        "half (19)",
+        (int)dtype);
   if (rank < 0 || rank > CLG_MAX_RANK)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "rank %d is out of range [0, %d]", rank,
                           CLG_MAX_RANK);
@@ -186,7 +189,42 @@ const clg_attr_def clg_attrs_T[1] = {{.name = "T", .type = CLG_ATTR_DTYPE, .infe
 
 static const char *dt_enum(clg_dtype d)
 {
-  return d == CLG_FLOAT64 ? "DT_DOUBLE" : d == CLG_FLOAT16 ? "DT_HALF" : "DT_FLOAT";
+  switch (d) {
+  case CLG_FLOAT64:
+    return "DT_DOUBLE";
+  case CLG_FLOAT16:
+    return "DT_HALF";
+  case CLG_INT32:
+    return "DT_INT32";
+  case CLG_INT64:
+    return "DT_INT64";
+  case CLG_BOOL:
+    return "DT_BOOL";
+  case CLG_FLOAT32:
+    break;
+  }
+  return "DT_FLOAT";
+}
+
+/* Element i of a host tensor as a double (int64 beyond 2^53 rounds: summaries only). */
+double clg_tensor_element_double(const clg_tensor *t, size_t i)
+{
+  const void *p = clg_tensor_const_data(t);
+  switch (clg_tensor_dtype(t)) {
+  case CLG_FLOAT64:
+    return ((const double *)p)[i];
+  case CLG_FLOAT16:
+    return clg_half_to_double(((const uint16_t *)p)[i]);
+  case CLG_INT32:
+    return ((const int32_t *)p)[i];
+  case CLG_INT64:
+    return (double)((const int64_t *)p)[i];
+  case CLG_BOOL:
+    return ((const uint8_t *)p)[i] != 0;
+  case CLG_FLOAT32:
+    break;
+  }
+  return ((const float *)p)[i];
 }
 
 /* "1 2 3..." (TensorFlow's summary of a value: the first three). */
@@ -197,14 +235,8 @@ static void summarize_value(clg_strbuf *s, const clg_tensor *t)
                     clg_tensor_shape_string(t, shape, sizeof shape));
   size_t count = clg_tensor_count(t);
   size_t shown = count < 3 ? count : 3;
-  const void *data = clg_tensor_const_data(t);
-  for (size_t i = 0; i < shown; i++) {
-    double v = clg_tensor_dtype(t) == CLG_FLOAT64 ? ((const double *)data)[i]
-               : clg_tensor_dtype(t) == CLG_FLOAT32
-                   ? (double)((const float *)data)[i]
-                   : clg_half_to_double(((const uint16_t *)data)[i]);
-    clg_strbuf_printf(s, "%s%g", i ? " " : "", v);
-  }
+  for (size_t i = 0; i < shown; i++)
+    clg_strbuf_printf(s, "%s%g", i ? " " : "", clg_tensor_element_double(t, i));
   clg_strbuf_append(s, count > shown ? "...>" : ">");
 }
 
