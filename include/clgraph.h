@@ -41,6 +41,7 @@
 #include "clgraph/session.h"
 #include "clgraph/status.h"
 #include "clgraph/tensor.h"
+#include "clgraph/variables.h"
 
 #ifdef __cplusplus
 extern "C" {

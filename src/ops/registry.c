@@ -9,10 +9,34 @@
 
 extern const clg_op_def clg_op_Const, clg_op_Placeholder, clg_op_MatMul, clg_op_Add, clg_op_Sub,
     clg_op_Mul, clg_op_AddN, clg_op_Identity, clg_op_Relu, clg_op_Neg, clg_op_Square;
+/* Variables, their updates and initializers (variable.c, assign.c, random.c). */
+extern const clg_op_def clg_op_VariableV2, clg_op_NoOp, clg_op_Assign, clg_op_AssignAdd,
+    clg_op_AssignSub, clg_op_ApplyGradientDescent, clg_op_ApplyMomentum, clg_op_RandomUniform,
+    clg_op_RandomStandardNormal, clg_op_TruncatedNormal, clg_op_ConstFill;
 
 static const clg_op_def *const registry[] = {
-    &clg_op_Const, &clg_op_Placeholder, &clg_op_MatMul, &clg_op_Add, &clg_op_Sub,    &clg_op_Mul,
-    &clg_op_AddN,  &clg_op_Identity,    &clg_op_Relu,   &clg_op_Neg, &clg_op_Square,
+    &clg_op_Const,
+    &clg_op_Placeholder,
+    &clg_op_MatMul,
+    &clg_op_Add,
+    &clg_op_Sub,
+    &clg_op_Mul,
+    &clg_op_AddN,
+    &clg_op_Identity,
+    &clg_op_Relu,
+    &clg_op_Neg,
+    &clg_op_Square,
+    &clg_op_VariableV2,
+    &clg_op_NoOp,
+    &clg_op_Assign,
+    &clg_op_AssignAdd,
+    &clg_op_AssignSub,
+    &clg_op_ApplyGradientDescent,
+    &clg_op_ApplyMomentum,
+    &clg_op_RandomUniform,
+    &clg_op_RandomStandardNormal,
+    &clg_op_TruncatedNormal,
+    &clg_op_ConstFill,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))
