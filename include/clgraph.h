@@ -34,6 +34,7 @@
 #ifndef CLGRAPH_H
 #define CLGRAPH_H
 
+#include "clgraph/checkpoint.h"
 #include "clgraph/device.h"
 #include "clgraph/graph.h"
 #include "clgraph/log.h"
