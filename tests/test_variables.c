@@ -467,8 +467,9 @@ static void test_reads_move_nothing(void)
   clg_node *v = clg_get_variable(g, "v", CLG_FLOAT32, 2, dv, &u);
   clg_node *x = clg_initializer_op(g, "x", &o, CLG_FLOAT32, 2, dx);
   clg_node *r = clg_matmul(g, "r", v, x, true, false);
-  clg_node *r2 = clg_matmul(
-      g, "r2", r, clg_initializer_op(g, "one", &o, CLG_FLOAT32, 2, (int64_t[]){1, 1}), false, false);
+  clg_node *r2 =
+      clg_matmul(g, "r2", r, clg_initializer_op(g, "one", &o, CLG_FLOAT32, 2, (int64_t[]){1, 1}),
+                 false, false);
   CHECK_OK(clg_graph_pop_device(g));
   clg_node *target = clg_relu(g, "target", r2);
   CHECK_OK(clg_graph_status(g));
@@ -485,6 +486,115 @@ static void test_reads_move_nothing(void)
   }
   clg_session_free(s);
   clg_graph_free(g);
+}
+
+/* Bad arguments: clear errors naming what was wrong, never a crash. */
+static void test_bad_arguments(void)
+{
+  int64_t d2[1] = {2}, d3[1] = {3};
+  clg_initializer z = clg_init_zeros();
+  CHECK(clg_get_variable(NULL, "w", CLG_FLOAT32, 1, d2, &z) == NULL);
+  CHECK_CONTAINS(clg_last_error(), "graph is NULL");
+  struct {
+    const char *what;
+    clg_code code;
+    const char *text;
+  } cases[] = {
+      {"no name", CLG_INVALID_ARGUMENT, "a variable needs a name"},
+      {"rank 9", CLG_INVALID_ARGUMENT, "rank 9"},
+      {"NULL initializer", CLG_INVALID_ARGUMENT, "init (nil)"},
+      {"unknown kind", CLG_INVALID_ARGUMENT, "unknown initializer kind 99"},
+      {"minval > maxval", CLG_INVALID_ARGUMENT, "want finite values, minval <= maxval"},
+      {"stddev < 0", CLG_INVALID_ARGUMENT, "stddev >= 0"},
+      {"bad scope", CLG_INVALID_ARGUMENT, "variable scope 'bad name!'"},
+      {"bad reuse", CLG_INVALID_ARGUMENT, "(reuse 7)"},
+      {"pop without push", CLG_FAILED_PRECONDITION, "no variable scope is open"},
+      {"assign shape", CLG_INVALID_ARGUMENT, "value ('c3') has shape [3]; want [2]"},
+      {"momentum same var", CLG_INVALID_ARGUMENT, "var and accum are the same variable 'w'"},
+      {"gd alpha not scalar", CLG_INVALID_ARGUMENT,
+       "alpha ('c2') has shape [2]; want [] (a scalar)"},
+      {"bad dtype", CLG_INVALID_ARGUMENT, "dtype 77"},
+  };
+  for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
+    clg_graph *g = clg_graph_new();
+    float v[3] = {1, 2, 3};
+    clg_node *w = clg_variable(g, "w", CLG_FLOAT32, 1, d2, NULL);
+    clg_node *c2 = clg_const_f32(g, "c2", 1, d2, v), *c3 = clg_const_f32(g, "c3", 1, d3, v);
+    clg_initializer bad = {(clg_init_kind)99, 0, 0, 0};
+    switch (k) {
+    case 0:
+      clg_get_variable(g, NULL, CLG_FLOAT32, 1, d2, &z);
+      break;
+    case 1:
+      clg_get_variable(g, "x", CLG_FLOAT32, 9, d2, &z);
+      break;
+    case 2:
+      clg_initializer_op(g, "x", NULL, CLG_FLOAT32, 1, d2);
+      break;
+    case 3:
+      clg_initializer_op(g, "x", &bad, CLG_FLOAT32, 1, d2);
+      break;
+    case 4: {
+      clg_initializer u = clg_init_random_uniform(2, 1, 0);
+      clg_initializer_op(g, "x", &u, CLG_FLOAT32, 1, d2);
+      break;
+    }
+    case 5: {
+      clg_initializer n = clg_init_random_normal(0, -1, 0);
+      clg_initializer_op(g, "x", &n, CLG_FLOAT32, 1, d2);
+      break;
+    }
+    case 6:
+      clg_graph_push_variable_scope(g, "bad name!", CLG_REUSE_INHERIT);
+      break;
+    case 7:
+      clg_graph_push_variable_scope(g, "s", (clg_reuse)7);
+      break;
+    case 8:
+      clg_graph_pop_variable_scope(g);
+      break;
+    case 9:
+      clg_assign(g, "a", w, c3);
+      break;
+    case 10: {
+      clg_node *c0 = clg_const_f32(g, "c0", 0, NULL, v);
+      clg_apply_momentum(g, "m", w, w, c0, c2, c0);
+    } break;
+    case 11:
+      clg_apply_gradient_descent(g, "gd", w, c2, c2);
+      break;
+    case 12:
+      clg_variable(g, "x", (clg_dtype)77, 1, d2, NULL);
+      break;
+    }
+    CHECK_MSG(clg_graph_status(g) == cases[k].code && strstr(clg_graph_error(g), cases[k].text),
+              "%s: %s \"%s\", want %s with \"%s\"", cases[k].what,
+              clg_code_name(clg_graph_status(g)), clg_graph_error(g), clg_code_name(cases[k].code),
+              cases[k].text);
+    clg_graph_free(g);
+  }
+  /* A fed variable cannot be updated in that run. */
+  clg_graph *g = clg_graph_new();
+  clg_node *w = clg_get_variable(g, "w", CLG_FLOAT32, 1, d2, &z);
+  clg_node *add = clg_assign_add(g, "add", w, w);
+  clg_session *s = new_session(g, 0);
+  clg_tensor *t = clg_tensor_new(CLG_FLOAT32, 1, d2, NULL), *out = NULL;
+  clg_output at = {w, 0}, f = {add, 0};
+  CHECK_CODE(clg_session_run_outputs(s, 1, &at, &t, 1, &f, &out, 0, NULL), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "updates variable 'w', which is fed in this run");
+  clg_tensor_free(t);
+  clg_session_free(s);
+  clg_graph_free(g);
+  /* Checkpoint calls with NULL arguments. */
+  CHECK_CODE(clg_session_save(NULL, "x", 0, NULL), CLG_INVALID_ARGUMENT);
+  CHECK_CODE(clg_session_restore(NULL, "x", 0, NULL), CLG_INVALID_ARGUMENT);
+  clg_checkpoint *c = NULL;
+  CHECK_CODE(clg_checkpoint_open(NULL, &c), CLG_INVALID_ARGUMENT);
+  CHECK_CODE(clg_checkpoint_open("x", NULL), CLG_INVALID_ARGUMENT);
+  clg_checkpoint_tensor info;
+  CHECK_CODE(clg_checkpoint_tensor_info(NULL, 0, &info), CLG_INVALID_ARGUMENT);
+  CHECK(clg_checkpoint_num_tensors(NULL) == 0 && clg_checkpoint_metadata(NULL, "k") == NULL);
+  clg_checkpoint_close(NULL);
 }
 
 int main(void)
@@ -505,6 +615,7 @@ int main(void)
   test_seeds_every_device();
   test_distributions();
   test_reads_move_nothing();
+  test_bad_arguments();
   clg_session_free(keep);
   clg_graph_free(keep_graph);
   return clg_test_summary("test_variables");

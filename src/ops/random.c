@@ -7,6 +7,7 @@
  * values as the last one. OpenCL kernels upload what the host made. Unlike TensorFlow's ops
  * (whose shape is an input), the shape is an attribute, and the scale is folded into the op
  * (minval/maxval, mean/stddev), so an initializer is one node. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,11 +63,13 @@ static double normal(const uint32_t w[4])
 
 /* --- element stores ---------------------------------------------------------------------- */
 
+/* Conversions saturate (a constant of 1e300 in an int32 or a float is no undefined
+ * behaviour): out of range is the largest value, NaN is 0 for integers. */
 static void store(clg_dtype dt, void *out, size_t i, double v)
 {
   switch (dt) {
   case CLG_FLOAT32:
-    ((float *)out)[i] = (float)v;
+    ((float *)out)[i] = v > FLT_MAX ? INFINITY : v < -FLT_MAX ? -INFINITY : (float)v;
     break;
   case CLG_FLOAT64:
     ((double *)out)[i] = v;
@@ -75,10 +78,16 @@ static void store(clg_dtype dt, void *out, size_t i, double v)
     ((uint16_t *)out)[i] = clg_half_from_double(v);
     break;
   case CLG_INT32:
-    ((int32_t *)out)[i] = (int32_t)v;
+    ((int32_t *)out)[i] = v != v               ? 0
+                          : v >= 2147483647.0  ? INT32_MAX
+                          : v <= -2147483648.0 ? INT32_MIN
+                                               : (int32_t)v;
     break;
   case CLG_INT64:
-    ((int64_t *)out)[i] = (int64_t)v;
+    ((int64_t *)out)[i] = v != v                        ? 0
+                          : v >= 9223372036854775807.0  ? INT64_MAX
+                          : v <= -9223372036854775808.0 ? INT64_MIN
+                                                        : (int64_t)v;
     break;
   case CLG_BOOL:
     ((uint8_t *)out)[i] = v != 0;
@@ -118,7 +127,8 @@ static void generate(const clg_node *n, void *out)
       draw(a[U_SEED].i, a[U_SEED2].i, i, 0, w);
       double v = lo + (hi - lo) * unit(w[0], w[1]);
       /* Rounding to the dtype must not reach maxval: the range is half-open. */
-      if (dt == CLG_FLOAT32 && hi > lo && (float)v >= (float)hi)
+      if (dt == CLG_FLOAT32 && hi > lo && fabs(hi) <= FLT_MAX && fabs(v) <= FLT_MAX &&
+          (float)v >= (float)hi)
         v = nextafterf((float)hi, (float)lo);
       store(dt, out, i, v);
     }
@@ -190,15 +200,18 @@ static clg_code infer_at(clg_node *n, int dtype_at, int shape_at)
 
 static clg_code infer_uniform(clg_node *n)
 {
-  if (!(n->attrs[U_MINVAL].f <= n->attrs[U_MAXVAL].f))
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "minval %g must not exceed maxval %g",
+  if (!(n->attrs[U_MINVAL].f <= n->attrs[U_MAXVAL].f) || !isfinite(n->attrs[U_MINVAL].f) ||
+      !isfinite(n->attrs[U_MAXVAL].f))
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "minval %g, maxval %g: want finite values, minval <= maxval",
                           n->attrs[U_MINVAL].f, n->attrs[U_MAXVAL].f);
   return infer_at(n, U_DTYPE, U_SHAPE);
 }
 
 static clg_code infer_normal(clg_node *n)
 {
-  if (!(n->attrs[N_STDDEV].f >= 0) || !isfinite(n->attrs[N_MEAN].f))
+  if (!(n->attrs[N_STDDEV].f >= 0) || !isfinite(n->attrs[N_STDDEV].f) ||
+      !isfinite(n->attrs[N_MEAN].f))
     return clg_node_error(n, CLG_INVALID_ARGUMENT,
                           "mean %g, stddev %g: want a finite mean and "
                           "stddev >= 0",
