@@ -469,8 +469,9 @@ static void test_matmul_errors(clg_device *dev, clg_allocator *alloc, arena *ar)
            dev->info.name);
   CHECK_CONTAINS(clg_last_error(), want);
   const char *why = "unset";
-  CHECK_CODE(clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT16, true, false, 16, 16, 16, &a, &b, &c, &why),
-             CLG_UNIMPLEMENTED);
+  CHECK_CODE(
+      clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT16, true, false, 16, 16, 16, &a, &b, &c, &why),
+      CLG_UNIMPLEMENTED);
   CHECK_CONTAINS(clg_last_error(), "CLBlastNoHalfPrecision (-2045)");
   CHECK_STR(why, "CLBlastNoHalfPrecision"); /* the reason alone, for warning once */
   CHECK_CODE(clg_cl_warm_matmul(dev, CLG_FLOAT16), CLG_UNIMPLEMENTED);
@@ -479,17 +480,20 @@ static void test_matmul_errors(clg_device *dev, clg_allocator *alloc, arena *ar)
   CHECK(clg_op_supported("MatMul", CLG_FLOAT16, dev));
 
   /* Arguments are checked before CLBlast sees them. */
-  CHECK_CODE(clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT32, false, false, 16, 17, 16, &a, &b, &c, NULL),
-             CLG_INVALID_ARGUMENT); /* b holds 256 floats, not 16 x 17 */
+  CHECK_CODE(
+      clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT32, false, false, 16, 17, 16, &a, &b, &c, NULL),
+      CLG_INVALID_ARGUMENT); /* b holds 256 floats, not 16 x 17 */
   CHECK_CONTAINS(clg_last_error(), "b holds 1024 bytes");
   clg_block odd = a;
   odd.offset += 4;
-  CHECK_CODE(clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT64, false, false, 2, 2, 2, &odd, &b, &c, NULL),
-             CLG_INVALID_ARGUMENT);
+  CHECK_CODE(
+      clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT64, false, false, 2, 2, 2, &odd, &b, &c, NULL),
+      CLG_INVALID_ARGUMENT);
   CHECK_CODE(clg_cl_matmul(dev, alloc, NULL, (clg_dtype)5, false, false, 2, 2, 2, &a, &b, &c, NULL),
              CLG_INVALID_ARGUMENT);
-  CHECK_CODE(clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT32, false, false, 2, 2, 2, NULL, &b, &c, NULL),
-             CLG_INVALID_ARGUMENT);
+  CHECK_CODE(
+      clg_cl_matmul(dev, alloc, NULL, CLG_FLOAT32, false, false, 2, 2, 2, NULL, &b, &c, NULL),
+      CLG_INVALID_ARGUMENT);
   CHECK_CODE(clg_cl_matmul(NULL, alloc, NULL, CLG_FLOAT32, false, false, 2, 2, 2, &a, &b, &c, NULL),
              CLG_INVALID_ARGUMENT);
 

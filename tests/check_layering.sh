@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The house's layering rules, checked on the sources (issue "Ops as data"):
+#  1. src/runtime/ calls no OpenCL function and names no OpenCL type or constant: devices are
+#     reached through their table (src/device/interface.c);
+#  2. src/runtime/ never asks whether a device is the host (no is_host);
+#  3. graph building does not pull in CL/cl.h;
+#  4. no op type name is compared outside the registry (src/ops/).
+# Usage: tests/check_layering.sh SOURCE_DIR
+set -euo pipefail
+src=${1:?usage: check_layering.sh SOURCE_DIR}
+fail=0
+report() {
+  echo "check_layering: $1" >&2
+  printf '%s\n' "$2" | sed 's/^/  /' >&2
+  fail=1
+}
+hits=$(grep -nE '\bcl[A-Z][A-Za-z]*[[:space:]]*\(|\bcl_[a-z_]+\b|\bCL_[A-Z_]+\b' \
+  "$src"/src/runtime/*.[ch] || true)
+[ -z "$hits" ] || report "src/runtime/ uses OpenCL directly:" "$hits"
+hits=$(grep -n 'is_host' "$src"/src/runtime/*.[ch] || true)
+[ -z "$hits" ] || report "src/runtime/ branches on the host:" "$hits"
+cc=${CC:-cc}
+if pre=$(echo '#include "graph/graph.h"' |
+  "$cc" -E -I "$src/include" -I "$src/src" -x c - 2>&1); then
+  hits=$(printf '%s\n' "$pre" | grep -E '^# [0-9]+ ".*CL/cl\.h"' | head -3 || true)
+  [ -z "$hits" ] || report "graph/graph.h pulls in CL/cl.h:" "$hits"
+else
+  report "graph/graph.h does not preprocess on its own:" "$pre"
+fi
+ops=$(grep -ho '\.name = "[A-Za-z0-9]*"' "$src"/src/ops/*.c | sed 's/.*"\(.*\)"/\1/' | sort -u)
+for op in $ops; do
+  hits=$(grep -rnE "strcmp\([^;]*\"$op\"" "$src/src" --include='*.c' | grep -v '^'"$src"'/src/ops/' || true)
+  [ -z "$hits" ] || report "op name '$op' compared outside src/ops/:" "$hits"
+done
+[ "$fail" -eq 0 ] && echo "check_layering: runtime without OpenCL, graph.h without CL/cl.h, op names in the registry only"
+exit "$fail"
