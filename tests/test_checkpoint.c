@@ -457,26 +457,25 @@ static void test_save_errors(void)
 
 #define KILL_FLOATS (8 << 20) /* 32 MiB per save: long enough to be caught in the middle */
 
-/* The child: saves generation after generation of a large variable to path, forever. */
+/* The child: saves a large variable to path, again and again, forever (every save writes
+ * the same bytes, so the file is checked for completeness, not for a generation). */
 static int child_save(const char *path)
 {
   clg_graph *g = clg_graph_new();
   int64_t dims[1] = {KILL_FLOATS};
   clg_graph_push_device(g, "/cpu:0");
-  clg_initializer z = clg_init_zeros(), o = clg_init_ones();
-  clg_node *v = clg_get_variable(g, "big", CLG_FLOAT32, 1, dims, &z);
-  clg_node *add =
-      clg_assign_add(g, "add", v, clg_initializer_op(g, "one", &o, CLG_FLOAT32, 1, dims));
+  clg_initializer c = clg_init_constant(7);
+  clg_get_variable(g, "big", CLG_FLOAT32, 1, dims, &c);
   clg_node *init = clg_global_variables_initializer(g, NULL);
   clg_session *s = NULL;
   if (clg_session_new(g, NULL, &s) != CLG_OK || run_target(s, init) != CLG_OK)
     return 3;
-  for (;;) /* generation k holds k in every element */
-    if (run_target(s, add) != CLG_OK || clg_session_save(s, path, 0, NULL) != CLG_OK)
+  for (;;)
+    if (clg_session_save(s, path, 0, NULL) != CLG_OK)
       return 4;
 }
 
-/* The file at path is a complete generation: every element equal, header intact. */
+/* The file at path is a complete checkpoint: header intact, every element 7. */
 static bool complete_generation(const char *path, float *gen)
 {
   clg_checkpoint *c = NULL;
@@ -487,7 +486,7 @@ static bool complete_generation(const char *path, float *gen)
             clg_tensor_count(t) == KILL_FLOATS;
   const float *x = ok ? clg_tensor_const_data(t) : NULL;
   for (size_t i = 0; ok && i < KILL_FLOATS; i++)
-    ok = x[i] == x[0] && x[0] >= 1;
+    ok = x[i] == 7.0f;
   if (ok)
     *gen = x[0];
   clg_tensor_free(t);
@@ -521,7 +520,9 @@ static void test_kill_writer(const char *self)
 {
   const char *f = path_in("kill.safetensors");
   bool caught = false;
+  int attempts = 0;
   for (int attempt = 0; attempt < 12 && !caught; attempt++) {
+    attempts++;
     unlink(f);
     remove_temps();
     pid_t pid = fork();
@@ -546,6 +547,7 @@ static void test_kill_writer(const char *self)
     caught = count_temps() > 0; /* killed while a temporary file was being written */
   }
   CHECK_MSG(caught, "never killed the writer in the middle of a save");
+  printf("test_kill_writer: killed in the middle of a save after %d attempt(s)\n", attempts);
   remove_temps();
   unlink(f);
 }
