@@ -276,7 +276,7 @@ int clg_bench_variables(int argc, char **argv)
   side_close(&fed);
   free(tv);
   io_result io = {0, 0, 0, 0, 0, 0};
-  bool io_ok = ok && measure_io(dir, repeats < 5 ? repeats : 5, &io);
+  bool io_ok = ok && measure_io(dir, repeats, &io);
   if (json) {
     printf("{\"benchmark\": \"variables\", \"repeats\": %d, \"variable_bytes\": %llu, "
            "\"read\": {\"variable_h2d_bytes_per_run\": %llu, \"variable_d2h_bytes_per_run\": "

@@ -359,6 +359,9 @@ clg_code clg_session_restore(clg_session *s, const char *path, int num_names,
    * file holds every byte mapped. */
   if (code == CLG_OK && most) {
     map_len = (size_t)(st->data_start + st->data_size);
+    /* Faulting pages in as the upload reads them measured faster than MAP_POPULATE or
+     * 4 MiB chunks through a buffer (bench variables on PoCL: 0.9-1.08x a plain read
+     * against 0.62-0.70x). */
     map = mmap(NULL, map_len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED && !(stage = malloc(STAGE_BYTES)))
       code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory restoring %s", path);
