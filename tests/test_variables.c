@@ -488,6 +488,33 @@ static void test_reads_move_nothing(void)
   clg_graph_free(g);
 }
 
+/* A variable larger than its device's memory: RESOURCE_EXHAUSTED naming it, and the session
+ * stays usable. */
+static void test_variable_oom(void)
+{
+  clg_graph *g = clg_graph_new();
+  int64_t big[2] = {65536, 65536}, small[1] = {4}; /* 16 GiB of floats */
+  clg_initializer z = clg_init_zeros();
+  CHECK_OK(clg_graph_push_device(g, "/device:GPU:2"));
+  clg_node *v = clg_get_variable(g, "huge", CLG_FLOAT32, 2, big, &z);
+  clg_node *w = clg_get_variable(g, "small", CLG_FLOAT32, 1, small, &z);
+  CHECK_OK(clg_graph_pop_device(g));
+  CHECK_OK(clg_graph_status(g));
+  clg_session *s = new_session(g, 0);
+  /* Its initializer's value fails first (the run's arena); the variable's own buffer fails
+   * when a run first needs it. */
+  CHECK_CODE(run_target(s, clg_graph_find(g, "huge/Assign")), CLG_RESOURCE_EXHAUSTED);
+  CHECK_CONTAINS(clg_last_error(), "OOM when allocating tensor with shape[65536,65536]");
+  clg_tensor *t = NULL;
+  CHECK_CODE(clg_session_run(s, 0, NULL, NULL, 1, &v, &t), CLG_RESOURCE_EXHAUSTED);
+  CHECK_CONTAINS(clg_last_error(), "variable 'huge' (shape [65536,65536], float)");
+  CHECK(t == NULL);
+  CHECK_OK(run_target(s, clg_graph_find(g, "small/Assign")));
+  CHECK(fetch_f32(s, w, 3) == 0.0f);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
 /* Bad arguments: clear errors naming what was wrong, never a crash. */
 static void test_bad_arguments(void)
 {
@@ -616,6 +643,7 @@ int main(void)
   test_distributions();
   test_reads_move_nothing();
   test_bad_arguments();
+  test_variable_oom();
   clg_session_free(keep);
   clg_graph_free(keep_graph);
   return clg_test_summary("test_variables");
