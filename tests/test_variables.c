@@ -392,6 +392,24 @@ static void test_seeds_every_device(void)
       }
       clg_tensor_free(ref);
     }
+  /* No seed at all: each graph draws its own. */
+  {
+    clg_tensor *v[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+      clg_graph *gk = clg_graph_new();
+      clg_initializer u = clg_init_random_uniform(0, 1, 0);
+      clg_node *n = clg_initializer_op(gk, NULL, &u, CLG_FLOAT32, 2, dims);
+      clg_session *sk = new_session(gk, 0);
+      CHECK_OK(clg_session_run(sk, 0, NULL, NULL, 1, &n, &v[k]));
+      clg_session_free(sk);
+      clg_graph_free(gk);
+    }
+    CHECK(v[0] && v[1] &&
+          memcmp(clg_tensor_const_data(v[0]), clg_tensor_const_data(v[1]),
+                 clg_tensor_bytes(v[0])) != 0);
+    clg_tensor_free(v[0]);
+    clg_tensor_free(v[1]);
+  }
   /* Another op seed: other values. */
   clg_graph *g = clg_graph_new();
   CHECK_OK(clg_graph_set_random_seed(g, 1234));

@@ -9,6 +9,7 @@
  * (minval/maxval, mean/stddev), so an initializer is one node. */
 #include <float.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -280,9 +281,10 @@ static void get_seed(clg_graph *g, int64_t op_seed, int64_t *seed, int64_t *seed
     *seed = 87654321;
     *seed2 = op_seed;
   } else {
-    static unsigned long counter;
+    static atomic_ulong counter; /* graphs may be built on several threads */
     *seed = (int64_t)time(NULL);
-    *seed2 = (int64_t)(++counter * 0x9E3779B97F4A7C15ull >> 1) ^ (int64_t)clock();
+    *seed2 = (int64_t)((atomic_fetch_add(&counter, 1) + 1) * 0x9E3779B97F4A7C15ull >> 1) ^
+             (int64_t)clock();
   }
   if (*seed == 0 && *seed2 == 0)
     *seed2 = 0x7fffffff;
