@@ -28,36 +28,29 @@ static void expect_error(clg_graph *g, clg_code code, const char *text, int line
 
 static void test_registry(void)
 {
-  const char *names[] = {"Const",
-                         "Placeholder",
-                         "MatMul",
-                         "Add",
-                         "Sub",
-                         "Mul",
-                         "AddN",
-                         "Identity",
-                         "Relu",
-                         "Neg",
-                         "Square",
-                         "VariableV2",
-                         "NoOp",
-                         "Assign",
-                         "AssignAdd",
-                         "AssignSub",
-                         "ApplyGradientDescent",
-                         "ApplyMomentum",
-                         "RandomUniform",
-                         "RandomStandardNormal",
-                         "TruncatedNormal",
-                         "ConstFill"};
-  CHECK(clg_op_count() == (int)(sizeof names / sizeof names[0]));
+  const char *names[] = {"Const", "Placeholder", "MatMul", "Add", "Sub",    "Mul",
+                         "AddN",  "Identity",    "Relu",   "Neg", "Square", "ReluGrad"};
+  CHECK(clg_op_count() >= (int)(sizeof names / sizeof names[0]));
+  for (int i = 0; i < clg_op_count(); i++) /* every registered op is complete and findable */
+    CHECK(clg_op_at(i)->infer && clg_op_find(clg_op_at(i)->name) == clg_op_at(i));
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     const clg_op_def *d = clg_op_find(names[i]);
     CHECK_MSG(d && strcmp(d->name, names[i]) == 0, "%s is not registered", names[i]);
-    /* NoOp alone has no output: it exists for its control inputs. */
-    CHECK_MSG(d && d->infer && d->num_outputs >= (strcmp(names[i], "NoOp") ? 1 : 0),
-              "%s is incomplete", names[i]);
-    CHECK_MSG(d && d->grad == NULL, "%s has a gradient before the gradients issue", names[i]);
+    CHECK_MSG(d && d->infer && d->num_outputs >= 1, "%s is incomplete", names[i]);
+    bool source = d && (d->num_inputs == 0 || d == clg_op_find("ReluGrad"));
+    CHECK_MSG(d && (d->grad != NULL) == !source, "%s: a gradient where none belongs, or none",
+              names[i]);
+  }
+  /* State has no gradient: TensorFlow registers none for variables, their updates and
+   * random initializers. NoOp alone has no output: it exists for its control inputs. */
+  const char *state[] = {"VariableV2",      "NoOp",          "Assign",
+                         "AssignAdd",       "AssignSub",     "ApplyGradientDescent",
+                         "ApplyMomentum",   "RandomUniform", "RandomStandardNormal",
+                         "TruncatedNormal", "ConstFill"};
+  for (size_t i = 0; i < sizeof state / sizeof state[0]; i++) {
+    const clg_op_def *d = clg_op_find(state[i]);
+    CHECK_MSG(d && d->grad == NULL && d->num_outputs >= (strcmp(state[i], "NoOp") ? 1 : 0),
+              "%s is not registered, incomplete or has a gradient", state[i]);
   }
   CHECK(clg_op_find("relu") == NULL && clg_op_find("Conv2D") == NULL && clg_op_find(NULL) == NULL);
 }

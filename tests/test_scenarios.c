@@ -154,8 +154,8 @@ static void scenario_s7(void)
   clg_session *fail = NULL;
   CHECK_CODE(clg_session_new(g, NULL, &fail), CLG_INVALID_ARGUMENT);
   CHECK_CONTAINS(clg_last_error(),
-                 "Cannot assign a device to node 'MatMul': Could not satisfy explicit device "
-                 "specification '/device:GPU:2' because no supported kernel for GPU devices is "
+                 "Cannot assign a device to node 'MatMul_1': Could not satisfy explicit device "
+                 "specification '/device:GPU:3' because no supported kernel for GPU devices is "
                  "available (op MatMul, dtype float)");
   clg_graph_free(g);
   return;

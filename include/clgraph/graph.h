@@ -139,6 +139,13 @@ clg_code clg_graph_push_device(clg_graph *g, const char *spec);
 /* Closes the innermost scope; FAILED_PRECONDITION if none is open. */
 clg_code clg_graph_pop_device(clg_graph *g);
 
+/* Opens a name scope, as `with tf.name_scope(scope):`: nodes built inside are named
+ * "scope/name", or "scope/Op", "scope/Op_1", ... by default. Scopes nest ("a/b/MatMul").
+ * An invalid name is INVALID_ARGUMENT (sticky). */
+clg_code clg_graph_push_name_scope(clg_graph *g, const char *scope);
+/* Closes the innermost name scope; FAILED_PRECONDITION if none is open. */
+clg_code clg_graph_pop_name_scope(clg_graph *g);
+
 /* Builders. name NULL gives the default name. Inputs must be nodes of the same graph. */
 clg_node *clg_const(clg_graph *g, const char *name, const clg_tensor *value);
 clg_node *clg_const_f32(clg_graph *g, const char *name, int rank, const int64_t *dims,
@@ -162,6 +169,8 @@ clg_node *clg_identity(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_relu(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_neg(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_square(clg_graph *g, const char *name, clg_node *x);
+/* Relu's gradient: gradients where features > 0, else 0 (features: the Relu's output). */
+clg_node *clg_relu_grad(clg_graph *g, const char *name, clg_node *gradients, clg_node *features);
 
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes
@@ -182,6 +191,28 @@ clg_node *clg_op(clg_graph *g, const char *op, const char *name, int num_inputs,
  * built before n (graphs stay acyclic). Errors are sticky. Adding an edge to a graph that
  * a session has already placed takes effect at that session's next run. */
 clg_code clg_node_add_control_input(clg_node *n, clg_node *before);
+
+/* --- gradients --------------------------------------------------------------------------- */
+
+typedef struct clg_gradients_options {
+  /* Build each gradient node with its forward node's requested device (TensorFlow's
+   * colocate_gradients_with_ops, as the multi-tower code uses) instead of the device scope
+   * open when clg_gradients is called. */
+  int colocate_gradients_with_ops;
+} clg_gradients_options;
+
+/* Defaults: everything off. */
+void clg_gradients_options_init(clg_gradients_options *opt);
+
+/* tf.gradients: adds to g the nodes computing d(sum of ys)/d(xs), each y weighted by
+ * grad_ys[i] when given (grad_ys may be NULL, or hold {NULL, 0} entries: ones). out[i] gets
+ * the gradient of xs[i], or {NULL, 0} when no y depends on it (TensorFlow's None). Paths
+ * that meet are summed with AddN. Nodes are named "gradients/<node>_grad/<Op>". An op on a
+ * path without a gradient is INVALID_ARGUMENT "No gradient defined for operation '<name>'
+ * (op type: <Op>)". opt may be NULL. */
+clg_code clg_gradients(clg_graph *g, int num_ys, const clg_output *ys, const clg_output *grad_ys,
+                       int num_xs, const clg_output *xs, const clg_gradients_options *opt,
+                       clg_output *out);
 
 /* Queries. */
 int clg_graph_num_nodes(const clg_graph *g);

@@ -41,6 +41,9 @@ struct clg_graph {
   bool has_seed;
   int64_t seed;
   uint64_t version; /* bumped by every node and control edge */
+  char *name_scope; /* "a/b/" while name scopes are open, else NULL */
+  int *scope_len;   /* length of name_scope before each open scope */
+  int num_name_scopes, cap_name_scopes;
   clg_code code;    /* first error, sticky */
   char error[GRAPH_ERROR_MAX];
 };
@@ -85,6 +88,8 @@ void clg_graph_free(clg_graph *g)
     node_free(g->nodes[i]);
   free(g->nodes);
   free(g->scopes);
+  free(g->name_scope);
+  free(g->scope_len);
   for (int i = 0; i < g->num_texts; i++)
     free(g->texts[i]);
   free(g->texts);
@@ -329,21 +334,93 @@ clg_node *clg_graph_node_fail(clg_node *n, clg_code code, const char *fmt, ...)
  * recorded) on failure. */
 static char *node_name(clg_graph *g, const char *op, const char *name)
 {
-  if (!name)
-    return clg_graph_names_unique(g->names, op);
-  if (!clg_graph_name_valid(name)) {
+  char stack[256];
+  char *full = NULL;
+  if (g->name_scope) { /* inside a name scope: "scope/name", "scope/Op", "scope/Op_1" */
+    size_t len = strlen(g->name_scope) + strlen(name ? name : op) + 1;
+    full = len <= sizeof stack ? stack : malloc(len);
+    if (!full) {
+      clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory naming a node");
+      return NULL;
+    }
+    snprintf(full, len, "%s%s", g->name_scope, name ? name : op);
+    if (name)
+      name = full;
+    else
+      op = full;
+  }
+  char *out = NULL;
+  if (!name) {
+    out = clg_graph_names_unique(g->names, op);
+  } else if (!clg_graph_name_valid(name)) {
     clg_error(CLG_INVALID_ARGUMENT,
               "%s: '%s' is not a valid node name (names match [A-Za-z0-9.][A-Za-z0-9_.\\-/]*)", op,
               name);
-    return NULL;
-  }
-  if (clg_graph_names_find(g->names, name) >= 0) {
+  } else if (clg_graph_names_find(g->names, name) >= 0) {
     clg_error(CLG_INVALID_ARGUMENT, "Duplicate node name in graph: '%s'", name);
-    return NULL;
+  } else if (clg_graph_names_use(g->names, name) == CLG_OK) {
+    out = clg_strdup(name);
   }
-  if (clg_graph_names_use(g->names, name) != CLG_OK)
-    return NULL;
-  return clg_strdup(name);
+  if (full && full != stack)
+    free(full);
+  return out;
+}
+
+clg_code clg_graph_push_name_scope(clg_graph *g, const char *scope)
+{
+  if (!g)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_graph_push_name_scope: graph is NULL");
+  if (g->code != CLG_OK)
+    return graph_repeat(g);
+  if (!scope || !clg_graph_name_valid(scope)) {
+    clg_error(CLG_INVALID_ARGUMENT,
+              "name scope '%s' is not a valid name (names match [A-Za-z0-9.][A-Za-z0-9_.\\-/]*)",
+              scope ? scope : "(NULL)");
+    return graph_record(g);
+  }
+  if (g->num_name_scopes == g->cap_name_scopes) {
+    int cap = g->cap_name_scopes ? 2 * g->cap_name_scopes : 8;
+    int *l = realloc(g->scope_len, sizeof *l * (size_t)cap);
+    if (!l) {
+      clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory opening a name scope");
+      return graph_record(g);
+    }
+    g->scope_len = l;
+    g->cap_name_scopes = cap;
+  }
+  size_t old = g->name_scope ? strlen(g->name_scope) : 0;
+  char *grown = realloc(g->name_scope, old + strlen(scope) + 2);
+  if (!grown) {
+    clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory opening a name scope");
+    return graph_record(g);
+  }
+  if (old == 0)
+    grown[0] = '\0';
+  strcat(grown, scope);
+  strcat(grown, "/");
+  g->name_scope = grown;
+  g->scope_len[g->num_name_scopes++] = (int)old;
+  return CLG_OK;
+}
+
+clg_code clg_graph_pop_name_scope(clg_graph *g)
+{
+  if (!g)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_graph_pop_name_scope: graph is NULL");
+  if (g->code != CLG_OK)
+    return graph_repeat(g);
+  if (g->num_name_scopes == 0) {
+    clg_error(CLG_FAILED_PRECONDITION, "clg_graph_pop_name_scope: no name scope is open");
+    return graph_record(g);
+  }
+  int len = g->scope_len[--g->num_name_scopes];
+  if (len == 0) {
+    free(g->name_scope);
+    g->name_scope = NULL;
+  } else {
+    g->name_scope[len] = '\0';
+  }
+  return CLG_OK;
 }
 
 /* Copies a caller's attribute value into a node's slot. */

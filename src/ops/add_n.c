@@ -68,6 +68,15 @@ static const clg_kernel_def kernels[] = {
     {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL, NULL},
     {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL, NULL}};
 
+/* Every input gets the output's gradient. */
+static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  (void)g;
+  for (int i = 0; i < n->num_inputs; i++)
+    dx[i] = dy[0];
+  return CLG_OK;
+}
+
 const clg_op_def clg_op_AddN = {
     .name = "AddN",
     .num_inputs = CLG_OP_VARIADIC,
@@ -78,6 +87,7 @@ const clg_op_def clg_op_AddN = {
     .kernels = kernels,
     .num_kernels = 2,
     .inplace = 0,
+    .grad = grad,
 };
 
 clg_node *clg_add_n(clg_graph *g, const char *name, int n, clg_node *const *inputs)

@@ -57,6 +57,37 @@ static const clg_kernel_def kernels[] = {
     {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL, NULL},
     {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL, NULL}};
 
+/* Add: both get dy; Sub: dy and -dy; Mul: dy * b and dy * a. An input broadcast as a scalar
+ * gets its gradient summed over the elements it was added to. */
+static clg_output reduce_to(clg_graph *g, clg_output d, const clg_out_desc *input,
+                            const clg_out_desc *out)
+{
+  if (input->rank == out->rank)
+    return d;
+  /* A scalar against a tensor: the sum of every element. */
+  int64_t axes[CLG_MAX_RANK];
+  for (int i = 0; i < out->rank; i++)
+    axes[i] = i;
+  clg_attr at[2] = {clg_attr_int_list("axis", out->rank, axes), clg_attr_bool("keep_dims", 0)};
+  return clg_out(clg_op(g, "Sum", NULL, 1, &d, 2, at), 0);
+}
+
+static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  const clg_op_def *def = n->def;
+  clg_output a = n->inputs[0], b = n->inputs[1];
+  clg_output da = dy[0], db = dy[0];
+  if (def == &clg_op_Sub)
+    db = clg_grad_build(g, &clg_op_Neg, 1, &dy[0], 0, NULL);
+  else if (def == &clg_op_Mul) {
+    da = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], b}, 0, NULL);
+    db = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){a, dy[0]}, 0, NULL);
+  }
+  dx[0] = reduce_to(g, da, clg_node_in(n, 0), &n->outs[0]);
+  dx[1] = reduce_to(g, db, clg_node_in(n, 1), &n->outs[0]);
+  return clg_graph_status(g);
+}
+
 #define BINARY_DEF(OP)                                                                             \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
@@ -68,6 +99,7 @@ static const clg_kernel_def kernels[] = {
       .kernels = kernels,                                                                          \
       .num_kernels = 2,                                                                            \
       .inplace = 0,                                                                                \
+      .grad = grad,                                                                                \
   };
 BINARY_DEF(Add)
 BINARY_DEF(Sub)

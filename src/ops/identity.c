@@ -43,6 +43,13 @@ static clg_code cl_run(const clg_kernel_ctx *c)
 static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, NULL, host_run, NULL, NULL},
                                          {CLG_KIND_OPENCL, NULL, cl_run, NULL, NULL}};
 
+static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  (void)g, (void)n;
+  dx[0] = dy[0];
+  return CLG_OK;
+}
+
 const clg_op_def clg_op_Identity = {
     .name = "Identity",
     .num_inputs = 1,
@@ -54,6 +61,7 @@ const clg_op_def clg_op_Identity = {
     .num_kernels = 2,
     .inplace = 0,
     .flags = CLG_OP_FOLLOWS_INPUT,
+    .grad = grad,
 };
 
 clg_node *clg_identity(clg_graph *g, const char *name, clg_node *x)

@@ -157,6 +157,35 @@ static const clg_kernel_def kernels[] = {
     {CLG_KIND_HOST, host_supports, host_run, NULL, NULL},
     {CLG_KIND_OPENCL, cl_supports, cl_run, cl_scratch, cl_warm}};
 
+/* TensorFlow's _MatMulGrad: the transposes ride on the flags, never on copies. */
+static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  bool ta = n->attrs[A_TRANSPOSE_A].b, tb = n->attrs[A_TRANSPOSE_B].b;
+  clg_output a = n->inputs[0], b = n->inputs[1], d = dy[0];
+  struct {
+    clg_output x, y;
+    bool tx, ty;
+  } da, db;
+  if (!ta && !tb) {
+    da.x = d, da.y = b, da.tx = false, da.ty = true;
+    db.x = a, db.y = d, db.tx = true, db.ty = false;
+  } else if (!ta && tb) {
+    da.x = d, da.y = b, da.tx = false, da.ty = false;
+    db.x = d, db.y = a, db.tx = true, db.ty = false;
+  } else if (ta && !tb) {
+    da.x = b, da.y = d, da.tx = false, da.ty = true;
+    db.x = a, db.y = d, db.tx = false, db.ty = false;
+  } else {
+    da.x = b, da.y = d, da.tx = true, da.ty = true;
+    db.x = d, db.y = a, db.tx = true, db.ty = true;
+  }
+  clg_attr at[2] = {clg_attr_bool("transpose_a", da.tx), clg_attr_bool("transpose_b", da.ty)};
+  dx[0] = clg_grad_build(g, &clg_op_MatMul, 2, (clg_output[]){da.x, da.y}, 2, at);
+  clg_attr bt[2] = {clg_attr_bool("transpose_a", db.tx), clg_attr_bool("transpose_b", db.ty)};
+  dx[1] = clg_grad_build(g, &clg_op_MatMul, 2, (clg_output[]){db.x, db.y}, 2, bt);
+  return clg_graph_status(g);
+}
+
 const clg_op_def clg_op_MatMul = {
     .name = "MatMul",
     .num_inputs = 2,
@@ -167,6 +196,7 @@ const clg_op_def clg_op_MatMul = {
     .kernels = kernels,
     .num_kernels = 2,
     .inplace = -1,
+    .grad = grad,
 };
 
 clg_node *clg_matmul(clg_graph *g, const char *name, clg_node *a, clg_node *b, bool transpose_a,

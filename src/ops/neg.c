@@ -34,6 +34,13 @@ static const clg_kernel_def kernels[] = {
     {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL, NULL},
     {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL, NULL}};
 
+static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  (void)n;
+  dx[0] = clg_grad_build(g, &clg_op_Neg, 1, &dy[0], 0, NULL);
+  return clg_graph_status(g);
+}
+
 const clg_op_def clg_op_Neg = {
     .name = "Neg",
     .num_inputs = 1,
@@ -44,6 +51,7 @@ const clg_op_def clg_op_Neg = {
     .kernels = kernels,
     .num_kernels = 2,
     .inplace = 0,
+    .grad = grad,
 };
 
 clg_node *clg_neg(clg_graph *g, const char *name, clg_node *x)

@@ -109,9 +109,12 @@ enum {
 
 typedef struct clg_op_def clg_op_def;
 
-/* Gradient slot (filled by the gradients issue): adds the nodes computing the gradients of
- * the inputs from the gradients of the outputs. */
-typedef clg_code (*clg_grad_fn)(clg_graph *g, const clg_node *n, const clg_output *grad_outputs,
+/* An op's gradient: given n and the gradients of its outputs (grad_outputs[i].node NULL
+ * where output i has none), adds the nodes that compute the gradients of its inputs into
+ * grad_inputs (left {NULL, 0} for an input that gets none, as TensorFlow's None). Called by
+ * clg_gradients inside the name scope "gradients/<node>_grad" and the device scope the
+ * caller chose; errors are the graph's sticky error. */
+typedef clg_code (*clg_grad_fn)(clg_graph *g, clg_node *n, const clg_output *grad_outputs,
                                 clg_output *grad_inputs);
 
 struct clg_op_def {
@@ -182,6 +185,16 @@ double clg_tensor_element_double(const clg_tensor *t, size_t i);
  * output has the input's dtype and shape. */
 clg_code clg_infer_elementwise_unary(clg_node *n);
 extern const clg_attr_def clg_attrs_T[1];
+/* For gradient functions: a node of def on these inputs, named by default (inside the
+ * caller's name scope), as an output (NULL node on error, which stays sticky). */
+clg_output clg_grad_build(clg_graph *g, const clg_op_def *def, int num_inputs,
+                          const clg_output *inputs, int num_attrs, const clg_attr *attrs);
+/* A scalar Const of dtype holding value. */
+clg_output clg_grad_scalar(clg_graph *g, clg_dtype dtype, double value);
+extern const clg_op_def clg_op_Const, clg_op_Placeholder, clg_op_MatMul, clg_op_Add, clg_op_Sub,
+    clg_op_Mul, clg_op_AddN, clg_op_Identity, clg_op_Relu, clg_op_Neg, clg_op_Square,
+    clg_op_ReluGrad;
+
 /* TensorFlow's node summary for errors: "b = Const[dtype=DT_FLOAT, value=Tensor<type: float
  * shape: [3,2] values: 1 2 3...>, _device=\"/device:GPU:2\"]()", attributes in the op's
  * order. malloc'd; NULL when memory runs out. */

@@ -7,8 +7,6 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 
-extern const clg_op_def clg_op_Const, clg_op_Placeholder, clg_op_MatMul, clg_op_Add, clg_op_Sub,
-    clg_op_Mul, clg_op_AddN, clg_op_Identity, clg_op_Relu, clg_op_Neg, clg_op_Square;
 /* Variables, their updates and initializers (variable.c, assign.c, random.c). */
 extern const clg_op_def clg_op_VariableV2, clg_op_NoOp, clg_op_Assign, clg_op_AssignAdd,
     clg_op_AssignSub, clg_op_ApplyGradientDescent, clg_op_ApplyMomentum, clg_op_RandomUniform,
@@ -26,6 +24,7 @@ static const clg_op_def *const registry[] = {
     &clg_op_Relu,
     &clg_op_Neg,
     &clg_op_Square,
+    &clg_op_ReluGrad,
     &clg_op_VariableV2,
     &clg_op_NoOp,
     &clg_op_Assign,
@@ -322,4 +321,26 @@ char *clg_node_def_string(const clg_node *n)
     clg_strbuf_printf(&s, "%s^%s", i || n->num_inputs ? ", " : "", n->control[i]->name);
   clg_strbuf_append(&s, ")");
   return clg_strbuf_take(&s);
+}
+
+/* --- helpers for gradient functions ---------------------------------------------------- */
+
+clg_output clg_grad_build(clg_graph *g, const clg_op_def *def, int num_inputs,
+                          const clg_output *inputs, int num_attrs, const clg_attr *attrs)
+{
+  return clg_out(clg_graph_build(g, def, NULL, num_inputs, inputs, num_attrs, attrs), 0);
+}
+
+clg_output clg_grad_scalar(clg_graph *g, clg_dtype dtype, double value)
+{
+  clg_tensor *t = clg_tensor_new(dtype, 0, NULL, NULL);
+  if (t && dtype == CLG_FLOAT32)
+    *(float *)clg_tensor_data(t) = (float)value;
+  else if (t && dtype == CLG_FLOAT64)
+    *(double *)clg_tensor_data(t) = value;
+  else if (t && dtype == CLG_FLOAT16)
+    *(uint16_t *)clg_tensor_data(t) = clg_half_from_double(value);
+  clg_output o = clg_out(t ? clg_const(g, NULL, t) : NULL, 0);
+  clg_tensor_free(t);
+  return o;
 }

@@ -36,6 +36,13 @@ static const clg_kernel_def kernels[] = {
     {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL, NULL},
     {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL, NULL}};
 
+/* ReluGrad(dy, y): TensorFlow passes the Relu's output, which is 0 wherever x <= 0. */
+static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  dx[0] = clg_grad_build(g, &clg_op_ReluGrad, 2, (clg_output[]){dy[0], clg_out(n, 0)}, 0, NULL);
+  return clg_graph_status(g);
+}
+
 const clg_op_def clg_op_Relu = {
     .name = "Relu",
     .num_inputs = 1,
@@ -46,6 +53,7 @@ const clg_op_def clg_op_Relu = {
     .kernels = kernels,
     .num_kernels = 2,
     .inplace = 0,
+    .grad = grad,
 };
 
 clg_node *clg_relu(clg_graph *g, const char *name, clg_node *x)

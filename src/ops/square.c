@@ -35,6 +35,15 @@ static const clg_kernel_def kernels[] = {
     {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL, NULL},
     {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL, NULL}};
 
+/* d(x*x) = dy * 2x. */
+static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  clg_output two = clg_grad_scalar(g, n->outs[0].dtype, 2.0);
+  clg_output twice = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){two, n->inputs[0]}, 0, NULL);
+  dx[0] = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], twice}, 0, NULL);
+  return clg_graph_status(g);
+}
+
 const clg_op_def clg_op_Square = {
     .name = "Square",
     .num_inputs = 1,
@@ -45,6 +54,7 @@ const clg_op_def clg_op_Square = {
     .kernels = kernels,
     .num_kernels = 2,
     .inplace = 0,
+    .grad = grad,
 };
 
 clg_node *clg_square(clg_graph *g, const char *name, clg_node *x)

@@ -1,0 +1,305 @@
+/* clg_gradients (tf.gradients): every gradient checked against central finite differences in
+ * float64 (TensorFlow's compute_gradient_error: the whole Jacobian, one row per unit
+ * grad_ys, one column per perturbed input), on CPU:0 and on an OpenCL stand-in; paths that
+ * meet are summed; an unreachable x gets NULL; an op without a gradient is named; gradients
+ * are placed by the caller's scope or, with colocate_gradients_with_ops, with their op. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "testutil.h"
+
+#define MAXN 64
+
+/* Builds y from the inputs x[0..nx) (placeholders of the shapes given). */
+typedef clg_node *(*build_fn)(clg_graph *g, clg_node *const *x);
+
+typedef struct fcase {
+  const char *name;
+  int nx;
+  int rank[2];
+  int64_t dims[2][2];
+  build_fn build;
+  bool positive; /* inputs away from 0 (Relu's kink) */
+} fcase;
+
+static size_t count_of(int rank, const int64_t *dims)
+{
+  size_t c = 1;
+  for (int i = 0; i < rank; i++)
+    c *= (size_t)dims[i];
+  return c;
+}
+
+static double *run_y(clg_session *s, int nx, clg_node *const *x, clg_tensor *const *xv, clg_node *y,
+                     size_t *ny)
+{
+  clg_tensor *out = NULL;
+  if (clg_session_run(s, nx, x, xv, 1, &y, &out) != CLG_OK) {
+    CHECK_MSG(false, "forward run: %s", clg_last_error());
+    return NULL;
+  }
+  *ny = clg_tensor_count(out);
+  double *v = malloc(sizeof *v * (*ny ? *ny : 1));
+  memcpy(v, clg_tensor_const_data(out), sizeof *v * *ny);
+  clg_tensor_free(out);
+  return v;
+}
+
+/* Max relative error between the analytic and numeric Jacobians of y over every x. */
+static double check_case(const fcase *fc, const char *device)
+{
+  clg_graph *g = clg_graph_new();
+  CHECK_OK(clg_graph_push_device(g, device));
+  clg_node *x[2];
+  for (int i = 0; i < fc->nx; i++)
+    x[i] = clg_placeholder(g, NULL, CLG_FLOAT64, fc->rank[i], fc->dims[i]);
+  clg_node *y = fc->build(g, x);
+  clg_node *gy = clg_placeholder(g, "gy", CLG_FLOAT64, clg_node_rank(y),
+                                 (int64_t[]){clg_node_dim(y, 0), clg_node_dim(y, 1)});
+  clg_output ys = clg_out(y, 0), gys = clg_out(gy, 0), xs[2], dx[2];
+  for (int i = 0; i < fc->nx; i++)
+    xs[i] = clg_out(x[i], 0);
+  CHECK_OK(clg_gradients(g, 1, &ys, &gys, fc->nx, xs, NULL, dx));
+  CHECK_OK(clg_graph_pop_device(g));
+  double worst = 0;
+  clg_session *s = NULL;
+  if (clg_graph_status(g) != CLG_OK || clg_session_new(g, NULL, &s) != CLG_OK) {
+    CHECK_MSG(false, "%s on %s: %s", fc->name, device, clg_last_error());
+    clg_graph_free(g);
+    return INFINITY;
+  }
+  clg_tensor *xv[2];
+  for (int i = 0; i < fc->nx; i++) {
+    xv[i] = clg_tensor_new(CLG_FLOAT64, fc->rank[i], fc->dims[i], NULL);
+    double *p = clg_tensor_data(xv[i]);
+    for (size_t k = 0; k < count_of(fc->rank[i], fc->dims[i]); k++) {
+      p[k] = clg_test_uniform(-1, 1);
+      if (fc->positive && fabs(p[k]) < 0.1)
+        p[k] += p[k] < 0 ? -0.2 : 0.2;
+    }
+  }
+  size_t ny = 0;
+  double *y0 = run_y(s, fc->nx, x, xv, y, &ny);
+  free(y0);
+  clg_tensor *gyv = clg_tensor_new(CLG_FLOAT64, clg_node_rank(y),
+                                   (int64_t[]){clg_node_dim(y, 0), clg_node_dim(y, 1)}, NULL);
+  for (int i = 0; i < fc->nx; i++) {
+    size_t n = count_of(fc->rank[i], fc->dims[i]);
+    CHECK_MSG(dx[i].node != NULL, "%s: no gradient for x%d", fc->name, i);
+    if (!dx[i].node)
+      continue;
+    /* Analytic: row j of the Jacobian is dx for grad_ys = e_j. */
+    double *ana = calloc(ny * n, sizeof *ana);
+    for (size_t j = 0; j < ny; j++) {
+      memset(clg_tensor_data(gyv), 0, ny * sizeof(double));
+      ((double *)clg_tensor_data(gyv))[j] = 1;
+      clg_node *feed_nodes[3] = {x[0], fc->nx > 1 ? x[1] : gy, gy};
+      clg_tensor *feeds[3] = {xv[0], fc->nx > 1 ? xv[1] : gyv, gyv};
+      clg_tensor *out = NULL;
+      clg_output fetch = dx[i];
+      clg_output fa[3] = {clg_out(feed_nodes[0], 0), clg_out(feed_nodes[1], 0),
+                          clg_out(feed_nodes[2], 0)};
+      CHECK_OK(clg_session_run_outputs(s, fc->nx + 1, fa, feeds, 1, &fetch, &out, 0, NULL));
+      if (out)
+        memcpy(ana + j * n, clg_tensor_const_data(out), n * sizeof(double));
+      clg_tensor_free(out);
+    }
+    /* Numeric: column k from central differences. */
+    const double h = 1e-6;
+    double *p = clg_tensor_data(xv[i]);
+    for (size_t k = 0; k < n; k++) {
+      double keep = p[k];
+      size_t n1, n2;
+      p[k] = keep + h;
+      double *yp = run_y(s, fc->nx, x, xv, y, &n1);
+      p[k] = keep - h;
+      double *ym = run_y(s, fc->nx, x, xv, y, &n2);
+      p[k] = keep;
+      for (size_t j = 0; yp && ym && j < ny; j++) {
+        double num = (yp[j] - ym[j]) / (2 * h);
+        double err = fabs(ana[j * n + k] - num) / fmax(1.0, fabs(num));
+        worst = fmax(worst, err);
+      }
+      free(yp);
+      free(ym);
+    }
+    free(ana);
+  }
+  CHECK_MSG(worst < 1e-6, "%s on %s: max relative error %g", fc->name, device, worst);
+  for (int i = 0; i < fc->nx; i++)
+    clg_tensor_free(xv[i]);
+  clg_tensor_free(gyv);
+  clg_session_free(s);
+  clg_graph_free(g);
+  return worst;
+}
+
+static clg_node *b_matmul(clg_graph *g, clg_node *const *x)
+{
+  return clg_matmul(g, NULL, x[0], x[1], false, false);
+}
+static clg_node *b_matmul_ta(clg_graph *g, clg_node *const *x)
+{
+  return clg_matmul(g, NULL, x[0], x[1], true, false);
+}
+static clg_node *b_matmul_tb(clg_graph *g, clg_node *const *x)
+{
+  return clg_matmul(g, NULL, x[0], x[1], false, true);
+}
+static clg_node *b_matmul_tt(clg_graph *g, clg_node *const *x)
+{
+  return clg_matmul(g, NULL, x[0], x[1], true, true);
+}
+static clg_node *b_add(clg_graph *g, clg_node *const *x) { return clg_add(g, NULL, x[0], x[1]); }
+static clg_node *b_sub(clg_graph *g, clg_node *const *x) { return clg_sub(g, NULL, x[0], x[1]); }
+static clg_node *b_mul(clg_graph *g, clg_node *const *x) { return clg_mul(g, NULL, x[0], x[1]); }
+static clg_node *b_addn(clg_graph *g, clg_node *const *x)
+{
+  return clg_add_n(g, NULL, 3, (clg_node *[]){x[0], x[1], x[0]});
+}
+static clg_node *b_identity(clg_graph *g, clg_node *const *x)
+{
+  return clg_identity(g, NULL, x[0]);
+}
+static clg_node *b_relu(clg_graph *g, clg_node *const *x) { return clg_relu(g, NULL, x[0]); }
+static clg_node *b_neg(clg_graph *g, clg_node *const *x) { return clg_neg(g, NULL, x[0]); }
+static clg_node *b_square(clg_graph *g, clg_node *const *x) { return clg_square(g, NULL, x[0]); }
+/* Paths that meet: x*x + x, and a small network relu(x w) squared. */
+static clg_node *b_paths(clg_graph *g, clg_node *const *x)
+{
+  return clg_add(g, NULL, clg_mul(g, NULL, x[0], x[0]), x[0]);
+}
+static clg_node *b_net(clg_graph *g, clg_node *const *x)
+{
+  clg_node *h = clg_relu(g, NULL, clg_matmul(g, NULL, x[0], x[1], false, false));
+  return clg_square(g, NULL, clg_sub(g, NULL, h, clg_neg(g, NULL, h)));
+}
+
+static void test_finite_differences(void)
+{
+  const fcase cases[] = {
+      {"MatMul", 2, {2, 2}, {{3, 4}, {4, 2}}, b_matmul, false},
+      {"MatMul transpose_a", 2, {2, 2}, {{4, 3}, {4, 2}}, b_matmul_ta, false},
+      {"MatMul transpose_b", 2, {2, 2}, {{3, 4}, {2, 4}}, b_matmul_tb, false},
+      {"MatMul both", 2, {2, 2}, {{4, 3}, {2, 4}}, b_matmul_tt, false},
+      {"Add", 2, {2, 2}, {{2, 3}, {2, 3}}, b_add, false},
+      {"Sub", 2, {2, 2}, {{2, 3}, {2, 3}}, b_sub, false},
+      {"Mul", 2, {2, 2}, {{2, 3}, {2, 3}}, b_mul, false},
+      {"AddN", 2, {2, 2}, {{2, 3}, {2, 3}}, b_addn, false},
+      {"Identity", 1, {2}, {{2, 3}}, b_identity, false},
+      {"Relu", 1, {2}, {{3, 3}}, b_relu, true},
+      {"Neg", 1, {2}, {{2, 3}}, b_neg, false},
+      {"Square", 1, {2}, {{2, 3}}, b_square, false},
+      {"paths meet", 1, {2}, {{2, 2}}, b_paths, false},
+      {"network", 2, {2, 2}, {{2, 3}, {3, 2}}, b_net, true},
+  };
+  const char *devices[2] = {"/cpu:0", "/device:GPU:0"};
+  for (int d = 0; d < 2; d++)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+#ifndef CLG_HAVE_CLBLAST /* MatMul has no OpenCL kernel in this build */
+      if (d == 1 && (strncmp(cases[i].name, "MatMul", 6) == 0 || cases[i].build == b_net))
+        continue;
+#endif
+      check_case(&cases[i], devices[d]);
+    }
+}
+
+static void test_none_and_errors(void)
+{
+  int64_t d2[2] = {2, 2};
+  clg_graph *g = clg_graph_new();
+  clg_node *a = clg_placeholder(g, "a", CLG_FLOAT64, 2, d2);
+  clg_node *b = clg_placeholder(g, "b", CLG_FLOAT64, 2, d2);
+  clg_node *y = clg_square(g, "y", a);
+  clg_output ys = clg_out(y, 0), xs[2] = {clg_out(a, 0), clg_out(b, 0)}, dx[2];
+  CHECK_OK(clg_gradients(g, 1, &ys, NULL, 2, xs, NULL, dx));
+  CHECK(dx[0].node != NULL && dx[1].node == NULL); /* b: TensorFlow's None */
+  CHECK_CONTAINS(clg_node_name(dx[0].node), "gradients/y_grad/");
+  /* An op without a gradient on the path is named. */
+  clg_node *r = clg_relu_grad(g, "rg", y, a);
+  clg_output rs = clg_out(r, 0);
+  CHECK_CODE(clg_gradients(g, 1, &rs, NULL, 1, xs, NULL, dx), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "No gradient defined for operation 'rg' (op type: ReluGrad)");
+  CHECK(dx[0].node == NULL);
+  clg_graph_free(g);
+  /* A wrong grad_ys shape; foreign outputs. */
+  g = clg_graph_new();
+  a = clg_placeholder(g, "a", CLG_FLOAT64, 2, d2);
+  y = clg_neg(g, "y", a);
+  clg_node *bad = clg_placeholder(g, "bad", CLG_FLOAT64, 1, d2);
+  ys = clg_out(y, 0);
+  clg_output gys = clg_out(bad, 0), xa = clg_out(a, 0);
+  CHECK_CODE(clg_gradients(g, 1, &ys, &gys, 1, &xa, NULL, dx), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "grad_ys[0] ('bad') does not match ys[0] ('y')");
+  clg_output far = {NULL, 0};
+  CHECK_CODE(clg_gradients(g, 1, &ys, NULL, 1, &far, NULL, dx), CLG_INVALID_ARGUMENT);
+  CHECK_CODE(clg_gradients(NULL, 1, &ys, NULL, 1, &xa, NULL, dx), CLG_INVALID_ARGUMENT);
+  clg_graph_free(g);
+}
+
+/* Placement: by default the scope open at the call; with colocation, the forward op's. */
+static void test_placement_rules(void)
+{
+  int64_t d2[2] = {2, 2};
+  for (int colocate = 0; colocate < 2; colocate++) {
+    clg_graph *g = clg_graph_new();
+    clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 2, d2);
+    clg_node *y[2];
+    for (int t = 0; t < 2; t++) {
+      char dev[32], name[16];
+      snprintf(dev, sizeof dev, "/device:GPU:%d", t + 1);
+      snprintf(name, sizeof name, "tower%d", t);
+      CHECK_OK(clg_graph_push_device(g, dev));
+      y[t] = clg_square(g, name, clg_relu(g, NULL, x));
+      CHECK_OK(clg_graph_pop_device(g));
+    }
+    CHECK_OK(clg_graph_push_device(g, "/cpu:0"));
+    clg_gradients_options opt;
+    clg_gradients_options_init(&opt);
+    opt.colocate_gradients_with_ops = colocate;
+    clg_output ys[2] = {clg_out(y[0], 0), clg_out(y[1], 0)}, xs = clg_out(x, 0), dx;
+    CHECK_OK(clg_gradients(g, 2, ys, NULL, 1, &xs, &opt, &dx));
+    CHECK_OK(clg_graph_pop_device(g));
+    clg_session_options so;
+    clg_session_options_init(&so);
+    so.log_device_placement = 1;
+    clg_session *s = NULL;
+    clg_test_log_capture_start(CLG_LOG_INFO);
+    CHECK_OK(clg_session_new(g, &so, &s));
+    const char *log = clg_test_log_capture_stop();
+    clg_node *sq = clg_graph_find(g, "gradients/tower1_grad/Mul_1");
+    CHECK_MSG(sq != NULL, "no gradients/tower1_grad/Mul_1 in the graph");
+    if (s && sq) {
+      const char *want = colocate ? "/job:localhost/replica:0/task:0/device:GPU:2"
+                                  : "/job:localhost/replica:0/task:0/device:CPU:0";
+      CHECK_STR(clg_session_node_device(s, sq), want);
+      char line[160];
+      snprintf(line, sizeof line, "gradients/tower1_grad/Mul_1: %s", want);
+      CHECK_CONTAINS(log, line);
+      /* Both towers' gradients meet in one AddN for x. */
+      CHECK(dx.node && strcmp(clg_node_op(dx.node), "AddN") == 0);
+      clg_tensor *xv = clg_tensor_new(CLG_FLOAT32, 2, d2, (float[]){1, -2, 3, 0.5f});
+      clg_tensor *out = NULL;
+      CHECK_OK(clg_session_run_outputs(s, 1, &xs, &xv, 1, &dx, &out, 0, NULL));
+      if (out) { /* two towers of d relu(x)^2 / dx = 2 relu(x) each */
+        const float *o = clg_tensor_const_data(out);
+        CHECK(o[0] == 4 && o[1] == 0 && o[2] == 12 && o[3] == 2);
+      }
+      clg_tensor_free(out);
+      clg_tensor_free(xv);
+    }
+    clg_session_free(s);
+    clg_graph_free(g);
+  }
+}
+
+int main(void)
+{
+  if (!clg_test_require_gpus(4))
+    return clg_test_summary("test_gradients");
+  clg_test_seed(7);
+  test_finite_differences();
+  test_none_and_errors();
+  test_placement_rules();
+  return clg_test_summary("test_gradients");
+}
