@@ -44,7 +44,7 @@ struct clg_graph {
   char *name_scope; /* "a/b/" while name scopes are open, else NULL */
   int *scope_len;   /* length of name_scope before each open scope */
   int num_name_scopes, cap_name_scopes;
-  clg_code code;    /* first error, sticky */
+  clg_code code; /* first error, sticky */
   char error[GRAPH_ERROR_MAX];
 };
 
