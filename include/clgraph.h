@@ -42,6 +42,7 @@
 #include "clgraph/session.h"
 #include "clgraph/status.h"
 #include "clgraph/tensor.h"
+#include "clgraph/train.h"
 #include "clgraph/variables.h"
 
 #ifdef __cplusplus

@@ -180,6 +180,8 @@ clg_node *clg_relu_grad(clg_graph *g, const char *name, clg_node *gradients, clg
 /* Element-wise exp, natural log (clg_log_e: clg_log is the logger), sqrt and 1/sqrt (IEEE at
  * the edges: log(0) = -inf, NaN below 0). */
 clg_node *clg_exp(clg_graph *g, const char *name, clg_node *x);
+/* The largest integer not above x, element-wise (tf.floor; no gradient, as in TensorFlow). */
+clg_node *clg_floor(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_log_e(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_sqrt(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_rsqrt(clg_graph *g, const char *name, clg_node *x);

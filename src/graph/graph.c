@@ -117,6 +117,8 @@ static clg_code graph_record(clg_graph *g)
   return g->code;
 }
 
+clg_code clg_graph_fail(clg_graph *g) { return g ? graph_record(g) : clg_last_code(); }
+
 /* Repeats the sticky error as this thread's last error, for calls refused because of it. */
 static clg_code graph_repeat(const clg_graph *g) { return clg_error(g->code, "%s", g->error); }
 

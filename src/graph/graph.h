@@ -66,6 +66,9 @@ clg_node *clg_graph_build(clg_graph *g, const clg_op_def *def, const char *name,
 clg_node *clg_graph_build_ex(clg_graph *g, const clg_op_def *def, const char *name, int num_inputs,
                              const clg_output *inputs, int num_attrs, const clg_attr *attrs,
                              clg_code (*prepare)(clg_node *n, void *ctx), void *ctx);
+/* Makes this thread's last error the graph's sticky error (the first one wins), for
+ * builders outside this module (tf.train's); returns the sticky code. */
+clg_code clg_graph_fail(clg_graph *g);
 /* Appends n to its graph and returns it (NULL, sticky RESOURCE_EXHAUSTED, if memory runs
  * out). */
 clg_node *clg_graph_node_add(clg_node *n);

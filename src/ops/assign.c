@@ -120,7 +120,11 @@ static clg_code host_assign(const clg_kernel_ctx *c)
 static clg_code host_assign_add(const clg_kernel_ctx *c)
 {
   size_t count = count_of(c);
-  if (c->node->outs[0].dtype == CLG_FLOAT64)
+  if (c->node->outs[0].dtype == CLG_INT64) /* a global step */
+    HOST_LOOP(int64_t, v[i] += ((const int64_t *)c->in[1].host)[i]);
+  else if (c->node->outs[0].dtype == CLG_INT32)
+    HOST_LOOP(int32_t, v[i] += ((const int32_t *)c->in[1].host)[i]);
+  else if (c->node->outs[0].dtype == CLG_FLOAT64)
     HOST_LOOP(double, v[i] += ((const double *)c->in[1].host)[i]);
   else
     HOST_LOOP(float, v[i] += ((const float *)c->in[1].host)[i]);
@@ -265,9 +269,17 @@ static const clg_attr_def momentum_attrs[] = {
 static const clg_kernel_def assign_kernels[] = {{CLG_KIND_HOST, NULL, host_assign, NULL, NULL},
                                                 {CLG_KIND_OPENCL, NULL, cl_assign, NULL, NULL}};
 
+/* AssignAdd also counts in int32 and int64 on the host (tf.train's global step). */
+static bool host_add_supports(const clg_node *n, const clg_device *dev)
+{
+  return clg_kernel_float_or_double(n, dev) ||
+         ((n->outs[0].dtype == CLG_INT64 || n->outs[0].dtype == CLG_INT32) &&
+          clg_node_all_dtype(n, n->outs[0].dtype) && n->def == clg_op_find("AssignAdd"));
+}
+
 #define UPDATE_OP(NAME, NIN, ATTRS, INFER, HOST, CL)                                               \
   static const clg_kernel_def NAME##_kernels[] = {                                                 \
-      {CLG_KIND_HOST, clg_kernel_float_or_double, HOST, NULL, NULL},                               \
+      {CLG_KIND_HOST, host_add_supports, HOST, NULL, NULL},                                        \
       {CLG_KIND_OPENCL, clg_kernel_float_or_double, CL, NULL, NULL}};                              \
   const clg_op_def clg_op_##NAME = {                                                               \
       .name = #NAME,                                                                               \

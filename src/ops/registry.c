@@ -8,7 +8,7 @@
 #include "ops/ops.h"
 
 /* Variables, their updates and initializers (variable.c, assign.c, random.c). */
-extern const clg_op_def clg_op_VariableV2, clg_op_NoOp, clg_op_Assign, clg_op_AssignAdd,
+extern const clg_op_def clg_op_Floor, clg_op_VariableV2, clg_op_NoOp, clg_op_Assign, clg_op_AssignAdd,
     clg_op_AssignSub, clg_op_ApplyGradientDescent, clg_op_ApplyMomentum, clg_op_RandomUniform,
     clg_op_RandomStandardNormal, clg_op_TruncatedNormal, clg_op_ConstFill;
 
@@ -27,6 +27,7 @@ static const clg_op_def *const registry[] = {
     &clg_op_ReluGrad,
     &clg_op_VariableV2,
     &clg_op_NoOp,
+    &clg_op_Floor,
     &clg_op_Assign,
     &clg_op_AssignAdd,
     &clg_op_AssignSub,
