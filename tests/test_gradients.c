@@ -13,13 +13,18 @@
 /* Builds y from the inputs x[0..nx) (placeholders of the shapes given). */
 typedef clg_node *(*build_fn)(clg_graph *g, clg_node *const *x);
 
+/* How inputs are drawn: uniform in [-1, 1), away from 0 (kinks, divisors), positive (Log,
+ * Sqrt), or all distinct and spaced far beyond the step (MaxPool, Max, Maximum: no ties, and no
+ * step reorders them). */
+enum { INIT_UNIFORM, INIT_AWAY, INIT_POSITIVE, INIT_DISTINCT };
+
 typedef struct fcase {
   const char *name;
   int nx;
   int rank[2];
-  int64_t dims[2][2];
+  int64_t dims[2][4];
   build_fn build;
-  bool positive; /* inputs away from 0 (Relu's kink) */
+  int init;
 } fcase;
 
 static size_t count_of(int rank, const int64_t *dims)
@@ -54,8 +59,10 @@ static double check_case(const fcase *fc, const char *device)
   for (int i = 0; i < fc->nx; i++)
     x[i] = clg_placeholder(g, NULL, CLG_FLOAT64, fc->rank[i], fc->dims[i]);
   clg_node *y = fc->build(g, x);
-  clg_node *gy = clg_placeholder(g, "gy", CLG_FLOAT64, clg_node_rank(y),
-                                 (int64_t[]){clg_node_dim(y, 0), clg_node_dim(y, 1)});
+  int64_t ydims[4] = {0};
+  for (int k = 0; y && k < clg_node_rank(y) && k < 4; k++)
+    ydims[k] = clg_node_dim(y, k);
+  clg_node *gy = clg_placeholder(g, "gy", CLG_FLOAT64, y ? clg_node_rank(y) : 0, ydims);
   clg_output ys = clg_out(y, 0), gys = clg_out(gy, 0), xs[2], dx[2];
   for (int i = 0; i < fc->nx; i++)
     xs[i] = clg_out(x[i], 0);
@@ -63,7 +70,11 @@ static double check_case(const fcase *fc, const char *device)
   CHECK_OK(clg_graph_pop_device(g));
   double worst = 0;
   clg_session *s = NULL;
-  if (clg_graph_status(g) != CLG_OK || clg_session_new(g, NULL, &s) != CLG_OK) {
+  /* allow_growth: each case's session touches only what it uses, not the whole limit. */
+  clg_session_options so;
+  clg_session_options_init(&so);
+  so.gpu_options.allow_growth = 1;
+  if (clg_graph_status(g) != CLG_OK || clg_session_new(g, &so, &s) != CLG_OK) {
     CHECK_MSG(false, "%s on %s: %s", fc->name, device, clg_last_error());
     clg_graph_free(g);
     return INFINITY;
@@ -72,17 +83,27 @@ static double check_case(const fcase *fc, const char *device)
   for (int i = 0; i < fc->nx; i++) {
     xv[i] = clg_tensor_new(CLG_FLOAT64, fc->rank[i], fc->dims[i], NULL);
     double *p = clg_tensor_data(xv[i]);
-    for (size_t k = 0; k < count_of(fc->rank[i], fc->dims[i]); k++) {
+    size_t n = count_of(fc->rank[i], fc->dims[i]);
+    for (size_t k = 0; k < n; k++) {
       p[k] = clg_test_uniform(-1, 1);
-      if (fc->positive && fabs(p[k]) < 0.1)
+      if (fc->init == INIT_AWAY && fabs(p[k]) < 0.1)
         p[k] += p[k] < 0 ? -0.2 : 0.2;
+      if (fc->init == INIT_POSITIVE)
+        p[k] = 0.5 + fabs(p[k]);
+      if (fc->init == INIT_DISTINCT) /* a shuffled ramp: steps of 0.01 (input 1 offset) */
+        p[k] = ((double)k - (double)(n / 2)) * 0.01 + 0.003 * i;
+    }
+    for (size_t k = n; fc->init == INIT_DISTINCT && k > 1; k--) {
+      size_t j = (size_t)(clg_test_rand() % k);
+      double t = p[k - 1];
+      p[k - 1] = p[j];
+      p[j] = t;
     }
   }
   size_t ny = 0;
   double *y0 = run_y(s, fc->nx, x, xv, y, &ny);
   free(y0);
-  clg_tensor *gyv = clg_tensor_new(CLG_FLOAT64, clg_node_rank(y),
-                                   (int64_t[]){clg_node_dim(y, 0), clg_node_dim(y, 1)}, NULL);
+  clg_tensor *gyv = clg_tensor_new(CLG_FLOAT64, clg_node_rank(y), ydims, NULL);
   for (int i = 0; i < fc->nx; i++) {
     size_t n = count_of(fc->rank[i], fc->dims[i]);
     CHECK_MSG(dx[i].node != NULL, "%s: no gradient for x%d", fc->name, i);
@@ -175,6 +196,105 @@ static clg_node *b_net(clg_graph *g, clg_node *const *x)
   return clg_square(g, NULL, clg_sub(g, NULL, h, clg_neg(g, NULL, h)));
 }
 
+/* --- the CNN set ------------------------------------------------------------------------ */
+
+static const int64_t S1[4] = {1, 1, 1, 1}, S2[4] = {1, 2, 2, 1}, K3[4] = {1, 3, 3, 1},
+                     K2[4] = {1, 2, 2, 1};
+static clg_node *b_conv_same(clg_graph *g, clg_node *const *x)
+{
+  return clg_conv2d(g, NULL, x[0], x[1], S1, "SAME", NULL);
+}
+static clg_node *b_conv_valid_s2(clg_graph *g, clg_node *const *x)
+{
+  return clg_conv2d(g, NULL, x[0], x[1], S2, "VALID", NULL);
+}
+static clg_node *b_conv_same_s2(clg_graph *g, clg_node *const *x)
+{
+  return clg_conv2d(g, NULL, x[0], x[1], S2, "SAME", NULL);
+}
+static clg_node *b_conv_dilated(clg_graph *g, clg_node *const *x)
+{
+  static const int64_t d2[4] = {1, 2, 2, 1};
+  return clg_conv2d(g, NULL, x[0], x[1], S1, "SAME", d2);
+}
+static clg_node *b_maxpool_same(clg_graph *g, clg_node *const *x)
+{
+  return clg_max_pool(g, NULL, x[0], K3, S2, "SAME");
+}
+static clg_node *b_maxpool_valid(clg_graph *g, clg_node *const *x)
+{
+  return clg_max_pool(g, NULL, x[0], K2, S1, "VALID");
+}
+static clg_node *b_avgpool_same(clg_graph *g, clg_node *const *x)
+{
+  return clg_avg_pool(g, NULL, x[0], K3, S2, "SAME");
+}
+static clg_node *b_avgpool_valid(clg_graph *g, clg_node *const *x)
+{
+  return clg_avg_pool(g, NULL, x[0], K2, S1, "VALID");
+}
+static clg_node *b_lrn(clg_graph *g, clg_node *const *x)
+{
+  return clg_lrn(g, NULL, x[0], 2, 1.0, 0.5, 0.75);
+}
+static clg_node *b_bias_add(clg_graph *g, clg_node *const *x)
+{
+  return clg_bias_add(g, NULL, x[0], x[1]);
+}
+static clg_node *b_reshape(clg_graph *g, clg_node *const *x)
+{
+  return clg_square(g, NULL, clg_reshape(g, NULL, x[0], 2, (int64_t[]){3, -1}));
+}
+static clg_node *b_transpose(clg_graph *g, clg_node *const *x)
+{
+  return clg_square(g, NULL, clg_transpose(g, NULL, x[0], 3, (int64_t[]){2, 0, 1}));
+}
+static clg_node *b_sum(clg_graph *g, clg_node *const *x)
+{
+  return clg_sum(g, NULL, clg_square(g, NULL, x[0]), 1, (int64_t[]){1}, false);
+}
+static clg_node *b_sum_keep(clg_graph *g, clg_node *const *x)
+{
+  return clg_sum(g, NULL, clg_square(g, NULL, x[0]), 2, (int64_t[]){0, -1}, true);
+}
+static clg_node *b_mean(clg_graph *g, clg_node *const *x)
+{
+  return clg_mean(g, NULL, clg_square(g, NULL, x[0]), 1, (int64_t[]){0}, false);
+}
+static clg_node *b_max(clg_graph *g, clg_node *const *x)
+{
+  return clg_max(g, NULL, x[0], 1, (int64_t[]){1}, false);
+}
+static clg_node *b_l2loss(clg_graph *g, clg_node *const *x) { return clg_l2_loss(g, NULL, x[0]); }
+static clg_node *b_softmax(clg_graph *g, clg_node *const *x) { return clg_softmax(g, NULL, x[0]); }
+static clg_node *b_log_softmax(clg_graph *g, clg_node *const *x)
+{
+  return clg_log_softmax(g, NULL, x[0]);
+}
+static clg_node *b_xent(clg_graph *g, clg_node *const *x)
+{
+  clg_tensor *t = clg_tensor_new(CLG_INT32, 1, (int64_t[]){3}, (int32_t[]){2, 0, 3});
+  clg_node *labels = clg_const(g, "labels", t);
+  clg_tensor_free(t);
+  return clg_sparse_softmax_cross_entropy_with_logits(g, NULL, x[0], labels);
+}
+static clg_node *b_exp(clg_graph *g, clg_node *const *x) { return clg_exp(g, NULL, x[0]); }
+static clg_node *b_log(clg_graph *g, clg_node *const *x) { return clg_log_e(g, NULL, x[0]); }
+static clg_node *b_sqrt(clg_graph *g, clg_node *const *x) { return clg_sqrt(g, NULL, x[0]); }
+static clg_node *b_rsqrt(clg_graph *g, clg_node *const *x) { return clg_rsqrt(g, NULL, x[0]); }
+static clg_node *b_real_div(clg_graph *g, clg_node *const *x)
+{
+  return clg_real_div(g, NULL, x[0], x[1]);
+}
+static clg_node *b_maximum(clg_graph *g, clg_node *const *x)
+{
+  return clg_maximum(g, NULL, x[0], x[1]);
+}
+static clg_node *b_cast(clg_graph *g, clg_node *const *x)
+{
+  return clg_square(g, NULL, clg_cast(g, NULL, x[0], CLG_FLOAT64));
+}
+
 static void test_finite_differences(void)
 {
   const fcase cases[] = {
@@ -192,11 +312,42 @@ static void test_finite_differences(void)
       {"Square", 1, {2}, {{2, 3}}, b_square, false},
       {"paths meet", 1, {2}, {{2, 2}}, b_paths, false},
       {"network", 2, {2, 2}, {{2, 3}, {3, 2}}, b_net, true},
+      {"Conv2D SAME", 2, {4, 4}, {{1, 4, 4, 2}, {3, 3, 2, 2}}, b_conv_same, 0},
+      {"Conv2D VALID stride 2", 2, {4, 4}, {{2, 5, 5, 2}, {2, 2, 2, 3}}, b_conv_valid_s2, 0},
+      {"Conv2D SAME stride 2", 2, {4, 4}, {{1, 5, 4, 2}, {3, 2, 2, 2}}, b_conv_same_s2, 0},
+      {"Conv2D dilated", 2, {4, 4}, {{1, 5, 5, 1}, {2, 2, 1, 2}}, b_conv_dilated, 0},
+      {"Conv2D 1x1", 2, {4, 4}, {{1, 3, 3, 2}, {1, 1, 2, 3}}, b_conv_same, 0},
+      {"MaxPool SAME", 1, {4}, {{1, 5, 5, 2}}, b_maxpool_same, INIT_DISTINCT},
+      {"MaxPool VALID", 1, {4}, {{2, 3, 4, 1}}, b_maxpool_valid, INIT_DISTINCT},
+      {"AvgPool SAME", 1, {4}, {{1, 5, 5, 2}}, b_avgpool_same, 0},
+      {"AvgPool VALID", 1, {4}, {{2, 3, 4, 1}}, b_avgpool_valid, 0},
+      {"LRN", 1, {4}, {{1, 2, 2, 6}}, b_lrn, 0},
+      {"BiasAdd", 2, {2, 1}, {{3, 4}, {4}}, b_bias_add, 0},
+      {"BiasAdd 4-D", 2, {4, 1}, {{1, 2, 2, 3}, {3}}, b_bias_add, 0},
+      {"Reshape", 1, {2}, {{2, 3}}, b_reshape, 0},
+      {"Transpose", 1, {3}, {{2, 3, 2}}, b_transpose, 0},
+      {"Sum", 1, {2}, {{2, 3}}, b_sum, 0},
+      {"Sum keep_dims", 1, {3}, {{2, 3, 2}}, b_sum_keep, 0},
+      {"Mean", 1, {2}, {{3, 2}}, b_mean, 0},
+      {"Max", 1, {2}, {{3, 4}}, b_max, INIT_DISTINCT},
+      {"L2Loss", 1, {2}, {{2, 3}}, b_l2loss, 0},
+      {"Softmax", 1, {2}, {{2, 4}}, b_softmax, 0},
+      {"LogSoftmax", 1, {2}, {{2, 4}}, b_log_softmax, 0},
+      {"SparseSoftmaxCrossEntropyWithLogits", 1, {2}, {{3, 5}}, b_xent, 0},
+      {"Exp", 1, {2}, {{2, 3}}, b_exp, 0},
+      {"Log", 1, {2}, {{2, 3}}, b_log, INIT_POSITIVE},
+      {"Sqrt", 1, {2}, {{2, 3}}, b_sqrt, INIT_POSITIVE},
+      {"Rsqrt", 1, {2}, {{2, 3}}, b_rsqrt, INIT_POSITIVE},
+      {"RealDiv broadcast", 2, {2, 1}, {{2, 3}, {3}}, b_real_div, INIT_AWAY},
+      {"Maximum", 2, {2, 2}, {{2, 3}, {2, 3}}, b_maximum, INIT_DISTINCT},
+      {"Maximum broadcast", 2, {2, 1}, {{2, 3}, {3}}, b_maximum, INIT_DISTINCT},
+      {"Cast", 1, {2}, {{2, 3}}, b_cast, 0},
   };
   const char *devices[2] = {"/cpu:0", "/device:GPU:0"};
   for (int d = 0; d < 2; d++)
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
       check_case(&cases[i], devices[d]);
+    }
 }
 
 static void test_none_and_errors(void)
