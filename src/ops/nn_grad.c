@@ -186,7 +186,7 @@ clg_code clg_grad_pool(clg_graph *g, clg_node *n, const clg_output *dy, clg_outp
                        *p = clg_node_attr(n, P_PADDING);
   clg_attr at[3] = {clg_attr_int_list("ksize", k->n, k->v),
                     clg_attr_int_list("strides", s->n, s->v), clg_attr_string("padding", p->s)};
-  if (strcmp(n->op, "MaxPool") == 0) {
+  if (n->def == &clg_op_MaxPool) {
     clg_output in[3] = {n->inputs[0], clg_out(n, 0), dy[0]};
     dx[0] = clg_grad_build(g, &clg_op_MaxPoolGrad, 3, in, 3, at);
   } else {
