@@ -30,12 +30,12 @@ bash ci/consumer.sh  # embedding: install, build tests/consumer with CMake and p
 step "2. built without CLBlast: MatMul has no OpenCL kernel"
 configure_and_build build/ci-noclblast -DCLGRAPH_WITH_CLBLAST=OFF
 ctest --test-dir build/ci-noclblast --output-on-failure -j "$jobs" \
-  -R 'test_(placer|scenarios|execution|random_graphs|cl_kernels|host_kernels|fallback)'
+  -R 'test_(placer|scenarios|execution|random_graphs|cl_kernels|host_kernels|fallback|ops|gradients)'
 
 step "3. built without CBLAS: the portable host GEMM"
 configure_and_build build/ci-portable -DCLGRAPH_WITH_CBLAS=OFF
 ctest --test-dir build/ci-portable --output-on-failure -j "$jobs" \
-  -R 'test_(host_kernels|scenarios|random_graphs)'
+  -R 'test_(host_kernels|scenarios|random_graphs|gradients)'
 
 step "4. sanitizers"
 bash ci/sanitize.sh

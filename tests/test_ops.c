@@ -31,6 +31,8 @@ static void test_registry(void)
   const char *names[] = {"Const", "Placeholder", "MatMul", "Add", "Sub",    "Mul",
                          "AddN",  "Identity",    "Relu",   "Neg", "Square", "ReluGrad"};
   CHECK(clg_op_count() >= (int)(sizeof names / sizeof names[0]));
+  for (int i = 0; i < clg_op_count(); i++) /* every registered op is complete and findable */
+    CHECK(clg_op_at(i)->infer && clg_op_find(clg_op_at(i)->name) == clg_op_at(i));
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     const clg_op_def *d = clg_op_find(names[i]);
     CHECK_MSG(d && strcmp(d->name, names[i]) == 0, "%s is not registered", names[i]);

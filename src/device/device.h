@@ -122,6 +122,10 @@ clg_code clg_device_copy(clg_device *dst, cl_mem dst_mem, size_t dst_offset, con
 clg_code clg_device_marker(clg_device *dev, cl_event *event);
 /* Waits for everything enqueued on dev's queue. */
 clg_code clg_device_finish(clg_device *dev);
+/* How far the host's monotonic clock (clg_now_ns) is ahead of dev's profiling clock, from
+ * paired readings around a marker (0 for the host): device time + offset = host time, to
+ * within the few microseconds a marker takes. */
+clg_code clg_device_clock_offset(clg_device *dev, int64_t *host_minus_device_ns);
 /* Profiling times (ns, device clock) of a completed event. */
 clg_code clg_device_event_times(cl_event event, uint64_t *start_ns, uint64_t *end_ns);
 
