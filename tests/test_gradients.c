@@ -381,6 +381,65 @@ static void test_conv_chunks(void)
   unsetenv("CLGRAPH_CONV_CHUNK_BYTES");
 }
 
+/* float32 at a larger size (several work-groups, overlapping windows, a real LRN radius):
+ * the gradients of conv -> bias -> relu -> max pool -> LRN -> avg pool on GPU:0 equal
+ * CPU:0's to float tolerance. */
+static void test_float_cpu_vs_gpu(void)
+{
+#ifdef CLG_HAVE_CLBLAST
+  int64_t xd[4] = {3, 12, 12, 5}, fd[4] = {5, 5, 5, 8}, bd[1] = {8};
+  const int64_t s1[4] = {1, 1, 1, 1}, s2[4] = {1, 2, 2, 1}, k3[4] = {1, 3, 3, 1};
+  clg_tensor *v[3] = {clg_tensor_new(CLG_FLOAT32, 4, xd, NULL),
+                      clg_tensor_new(CLG_FLOAT32, 4, fd, NULL),
+                      clg_tensor_new(CLG_FLOAT32, 1, bd, NULL)};
+  for (int i = 0; i < 3; i++)
+    clg_test_fill_random(CLG_FLOAT32, clg_tensor_data(v[i]), clg_tensor_count(v[i]));
+  clg_tensor *got[2][3] = {{NULL}};
+  const char *devices[2] = {"/cpu:0", "/device:GPU:0"};
+  for (int d = 0; d < 2; d++) {
+    clg_graph *g = clg_graph_new();
+    CHECK_OK(clg_graph_push_device(g, devices[d]));
+    clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 4, xd);
+    clg_node *f = clg_placeholder(g, "f", CLG_FLOAT32, 4, fd);
+    clg_node *b = clg_placeholder(g, "b", CLG_FLOAT32, 1, bd);
+    clg_node *h =
+        clg_relu(g, NULL, clg_bias_add(g, NULL, clg_conv2d(g, NULL, x, f, s1, "SAME", NULL), b));
+    h = clg_lrn(g, NULL, clg_max_pool(g, NULL, h, k3, s2, "SAME"), 2, 1.0, 0.1, 0.75);
+    clg_node *y = clg_sum(g, NULL, clg_square(g, NULL, clg_avg_pool(g, NULL, h, k3, s2, "SAME")), 4,
+                          (int64_t[]){0, 1, 2, 3}, false);
+    clg_output ys = clg_out(y, 0), xs[3] = {clg_out(x, 0), clg_out(f, 0), clg_out(b, 0)}, dx[3];
+    CHECK_OK(clg_gradients(g, 1, &ys, NULL, 3, xs, NULL, dx));
+    CHECK_OK(clg_graph_pop_device(g));
+    clg_session_options so;
+    clg_session_options_init(&so);
+    so.gpu_options.allow_growth = 1;
+    clg_session *s = NULL;
+    if (clg_graph_status(g) == CLG_OK && clg_session_new(g, &so, &s) == CLG_OK)
+      CHECK_OK(clg_session_run_outputs(s, 3, xs, v, 3, dx, got[d], 0, NULL));
+    else
+      CHECK_MSG(false, "float32 gradients on %s: %s", devices[d], clg_last_error());
+    clg_session_free(s);
+    clg_graph_free(g);
+  }
+  for (int i = 0; i < 3; i++) {
+    if (!got[0][i] || !got[1][i])
+      continue;
+    const float *a = clg_tensor_const_data(got[0][i]), *c = clg_tensor_const_data(got[1][i]);
+    double worst = 0, scale = 0;
+    for (size_t k = 0; k < clg_tensor_count(got[0][i]); k++) {
+      worst = fmax(worst, fabs((double)a[k] - (double)c[k]));
+      scale = fmax(scale, fabs((double)a[k]));
+    }
+    CHECK_MSG(scale > 0 && worst <= 1e-4 * scale,
+              "float32 gradient %d: GPU:0 differs by %g (scale %g)", i, worst, scale);
+    clg_tensor_free(got[0][i]);
+    clg_tensor_free(got[1][i]);
+  }
+  for (int i = 0; i < 3; i++)
+    clg_tensor_free(v[i]);
+#endif
+}
+
 /* --- the CIFAR-10 model (cifar10.inference + loss), tiny ------------------------------------ */
 
 enum { CIFAR_VARS = 10 };
@@ -699,6 +758,7 @@ int main(void)
   clg_test_seed(7);
   test_finite_differences();
   test_conv_chunks();
+  test_float_cpu_vs_gpu();
   test_cifar_model();
   test_grad_op_errors();
   test_none_and_errors();
