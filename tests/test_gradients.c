@@ -440,6 +440,65 @@ static void test_float_cpu_vs_gpu(void)
 #endif
 }
 
+/* An empty batch: the gradients of an empty convolution and pooling are empty, the filter's
+ * and bias's are zeros, on both device kinds. */
+static void test_empty_batch(void)
+{
+  int64_t xd[4] = {0, 4, 4, 2}, fd[4] = {3, 3, 2, 3}, bd[1] = {3};
+  const int64_t s1[4] = {1, 1, 1, 1}, k3[4] = {1, 3, 3, 1};
+  const char *devices[2] = {"/cpu:0", "/device:GPU:0"};
+#ifdef CLG_HAVE_CLBLAST
+  int ndev = 2;
+#else
+  int ndev = 1; /* Conv2D has no OpenCL kernel in this build */
+#endif
+  for (int d = 0; d < ndev; d++) {
+    clg_graph *g = clg_graph_new();
+    CHECK_OK(clg_graph_push_device(g, devices[d]));
+    clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 4, xd);
+    clg_node *f = clg_placeholder(g, "f", CLG_FLOAT32, 4, fd);
+    clg_node *b = clg_placeholder(g, "b", CLG_FLOAT32, 1, bd);
+    clg_node *h = clg_bias_add(g, NULL, clg_conv2d(g, NULL, x, f, s1, "SAME", NULL), b);
+    h = clg_lrn(g, NULL, clg_max_pool(g, NULL, h, k3, s1, "SAME"), 1, 1.0, 0.5, 0.75);
+    clg_node *y = clg_sum(g, NULL, clg_avg_pool(g, NULL, h, k3, s1, "SAME"), 4,
+                          (int64_t[]){0, 1, 2, 3}, false);
+    clg_output ys = clg_out(y, 0), xs[3] = {clg_out(x, 0), clg_out(f, 0), clg_out(b, 0)}, dx[3];
+    CHECK_OK(clg_gradients(g, 1, &ys, NULL, 3, xs, NULL, dx));
+    CHECK_OK(clg_graph_pop_device(g));
+    clg_tensor *v[3] = {clg_tensor_new(CLG_FLOAT32, 4, xd, NULL),
+                        clg_tensor_new(CLG_FLOAT32, 4, fd, NULL),
+                        clg_tensor_new(CLG_FLOAT32, 1, bd, NULL)};
+    clg_test_fill_random(CLG_FLOAT32, clg_tensor_data(v[1]), clg_tensor_count(v[1]));
+    clg_test_fill_random(CLG_FLOAT32, clg_tensor_data(v[2]), clg_tensor_count(v[2]));
+    clg_tensor *out[3] = {NULL};
+    clg_session_options so;
+    clg_session_options_init(&so);
+    so.gpu_options.allow_growth = 1;
+    clg_session *s = NULL;
+    if (clg_graph_status(g) == CLG_OK && clg_session_new(g, &so, &s) == CLG_OK)
+      CHECK_OK(clg_session_run_outputs(s, 3, xs, v, 3, dx, out, 0, NULL));
+    else
+      CHECK_MSG(false, "empty batch on %s: %s", devices[d], clg_last_error());
+    if (out[0] && out[1] && out[2]) {
+      CHECK(clg_tensor_count(out[0]) == 0);
+      const float *df = clg_tensor_const_data(out[1]), *db = clg_tensor_const_data(out[2]);
+      bool zeros = clg_tensor_count(out[1]) == 54 && clg_tensor_count(out[2]) == 3;
+      for (size_t k = 0; zeros && k < 54; k++)
+        zeros = df[k] == 0;
+      for (size_t k = 0; zeros && k < 3; k++)
+        zeros = db[k] == 0;
+      CHECK_MSG(zeros, "empty batch on %s: the filter's and bias's gradients are not zeros",
+                devices[d]);
+    }
+    for (int i = 0; i < 3; i++) {
+      clg_tensor_free(out[i]);
+      clg_tensor_free(v[i]);
+    }
+    clg_session_free(s);
+    clg_graph_free(g);
+  }
+}
+
 /* --- the CIFAR-10 model (cifar10.inference + loss), tiny ------------------------------------ */
 
 enum { CIFAR_VARS = 10 };
@@ -759,6 +818,7 @@ int main(void)
   test_finite_differences();
   test_conv_chunks();
   test_float_cpu_vs_gpu();
+  test_empty_batch();
   test_cifar_model();
   test_grad_op_errors();
   test_none_and_errors();
