@@ -320,55 +320,41 @@ clg_code clg_host_conv2d_backprop_filter(clg_allocator *alloc, const clg_block *
   return CLG_OK;
 }
 
+/* The host walks the output windows once and adds each window's gradient where it goes (a
+ * scatter: the OpenCL kernel's gather would rescan every window per input element). */
 #define POOL_GRAD_LOOP(T)                                                                          \
   do {                                                                                             \
     const T *xs = x, *gs = dy;                                                                     \
     T *out = dx;                                                                                   \
+    memset(out, 0, (size_t)(g->n * g->h * g->w * g->c) * sizeof(T));                               \
     size_t i = 0;                                                                                  \
     for (int64_t n = 0; n < g->n; n++)                                                             \
-      for (int64_t ih = 0; ih < g->h; ih++)                                                        \
-        for (int64_t iw = 0; iw < g->w; iw++)                                                      \
+      for (int64_t oh = 0; oh < g->oh; oh++)                                                       \
+        for (int64_t ow = 0; ow < g->ow; ow++)                                                     \
           for (int64_t c = 0; c < g->c; c++, i++) {                                                \
-            T acc = 0;                                                                             \
-            for (int64_t a = 0; a < g->kh; a++) {                                                  \
-              int64_t th = ih + g->pt - a;                                                         \
-              if (th < 0 || th % g->sh != 0 || th / g->sh >= g->oh)                                \
-                continue;                                                                          \
-              int64_t oh = th / g->sh, h0 = oh * g->sh - g->pt;                                    \
-              for (int64_t b = 0; b < g->kw; b++) {                                                \
-                int64_t tw = iw + g->pl - b;                                                       \
-                if (tw < 0 || tw % g->sw != 0 || tw / g->sw >= g->ow)                              \
-                  continue;                                                                        \
-                int64_t ow = tw / g->sw, w0 = ow * g->sw - g->pl;                                  \
-                T gv = gs[((n * g->oh + oh) * g->ow + ow) * g->c + c];                             \
-                if (avg) {                                                                         \
-                  int64_t hs = h0 > 0 ? h0 : 0, he = h0 + g->kh < g->h ? h0 + g->kh : g->h;        \
-                  int64_t ws = w0 > 0 ? w0 : 0, we = w0 + g->kw < g->w ? w0 + g->kw : g->w;        \
-                  acc += gv / (T)((he - hs) * (we - ws));                                          \
-                  continue;                                                                        \
-                }                                                                                  \
-                T best = (T)-INFINITY;                                                             \
-                int64_t at = -1;                                                                   \
-                for (int64_t a2 = 0; a2 < g->kh; a2++) {                                           \
-                  int64_t h2 = h0 + a2;                                                            \
-                  if (h2 < 0 || h2 >= g->h)                                                        \
-                    continue;                                                                      \
-                  for (int64_t b2 = 0; b2 < g->kw; b2++) {                                         \
-                    int64_t w2 = w0 + b2;                                                          \
-                    if (w2 < 0 || w2 >= g->w)                                                      \
-                      continue;                                                                    \
-                    T v = xs[((n * g->h + h2) * g->w + w2) * g->c + c];                            \
-                    if (best < v) {                                                                \
-                      best = v;                                                                    \
-                      at = h2 * g->w + w2;                                                         \
-                    }                                                                              \
-                  }                                                                                \
-                }                                                                                  \
-                if (at == ih * g->w + iw)                                                          \
-                  acc += gv;                                                                       \
-              }                                                                                    \
+            int64_t h0 = oh * g->sh - g->pt, w0 = ow * g->sw - g->pl;                              \
+            int64_t hs = h0 > 0 ? h0 : 0, he = h0 + g->kh < g->h ? h0 + g->kh : g->h;              \
+            int64_t ws = w0 > 0 ? w0 : 0, we = w0 + g->kw < g->w ? w0 + g->kw : g->w;              \
+            size_t base = (size_t)(n * g->h * g->w) * (size_t)g->c + (size_t)c;                    \
+            if (avg) {                                                                             \
+              T share = gs[i] / (T)((he - hs) * (we - ws));                                        \
+              for (int64_t h2 = hs; h2 < he; h2++)                                                 \
+                for (int64_t w2 = ws; w2 < we; w2++)                                               \
+                  out[base + (size_t)(h2 * g->w + w2) * (size_t)g->c] += share;                    \
+              continue;                                                                            \
             }                                                                                      \
-            out[i] = acc;                                                                          \
+            T best = (T)-INFINITY;                                                                 \
+            int64_t at = -1;                                                                       \
+            for (int64_t h2 = hs; h2 < he; h2++)                                                   \
+              for (int64_t w2 = ws; w2 < we; w2++) {                                               \
+                T v = xs[base + (size_t)(h2 * g->w + w2) * (size_t)g->c];                          \
+                if (best < v) { /* strict: the first maximum in scan order wins */                 \
+                  best = v;                                                                        \
+                  at = h2 * g->w + w2;                                                             \
+                }                                                                                  \
+              }                                                                                    \
+            if (at >= 0)                                                                           \
+              out[base + (size_t)at * (size_t)g->c] += gs[i];                                      \
           }                                                                                        \
   } while (0)
 

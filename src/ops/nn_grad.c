@@ -2,9 +2,10 @@
  * orig_output, grad) routes each window's gradient to its first maximum in scan order
  * (overlapping windows add); AvgPoolGrad(orig_input_shape, grad) spreads it over the window's
  * unpadded elements; LRNGrad(input_grads, input_image, output_image); BiasAddGrad(out_backprop)
- * sums over all axes but the last. One work-item (or host loop step) per output element: no
- * atomics, so results do not depend on scheduling. Also the gradient functions of BiasAdd,
- * MaxPool, AvgPool and LRN. */
+ * sums over all axes but the last. On OpenCL one work-item per output element (pooling: a
+ * gather over the windows holding it), so no atomics and no dependence on scheduling; the host
+ * scatters each window once. Also the gradient functions of BiasAdd, MaxPool, AvgPool and
+ * LRN. */
 #include <string.h>
 
 #include "graph/graph.h"
