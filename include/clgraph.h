@@ -34,6 +34,7 @@
 #ifndef CLGRAPH_H
 #define CLGRAPH_H
 
+#include "clgraph/checkpoint.h"
 #include "clgraph/device.h"
 #include "clgraph/graph.h"
 #include "clgraph/log.h"
@@ -41,6 +42,7 @@
 #include "clgraph/session.h"
 #include "clgraph/status.h"
 #include "clgraph/tensor.h"
+#include "clgraph/variables.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -95,8 +95,8 @@ int main(void)
                 "usage: clgraph bench <benchmark>");
   check_refused("bench nosuch", "clgraph bench: unknown benchmark 'nosuch'",
                 "usage: clgraph bench <benchmark>");
-  const char *benches[] = {"matmul", "alloc", "overhead"};
-  for (int i = 0; i < 3; i++) {
+  const char *benches[] = {"matmul", "alloc", "overhead", "variables"};
+  for (int i = 0; i < 4; i++) {
     char args[256], reason[256], usage[256];
     snprintf(usage, sizeof usage, "usage: clgraph bench %s", benches[i]);
     snprintf(args, sizeof args, "bench %s --no-such-option", benches[i]);
@@ -115,6 +115,19 @@ int main(void)
   check_refused("bench matmul --f64-sizes", "clgraph bench matmul: --f64-sizes needs a value",
                 "usage: clgraph bench matmul");
 
+  /* checkpoint. */
+  check_refused("checkpoint", "clgraph checkpoint: missing subcommand",
+                "usage: clgraph checkpoint ls FILE");
+  check_refused("checkpoint rm x", "clgraph checkpoint: unknown subcommand 'rm'",
+                "usage: clgraph checkpoint ls FILE");
+  check_refused("checkpoint ls --no-such-option x",
+                "clgraph checkpoint: unknown option '--no-such-option'",
+                "usage: clgraph checkpoint ls FILE");
+  check_refused("checkpoint ls a b", "clgraph checkpoint: unexpected argument 'b'",
+                "usage: clgraph checkpoint ls FILE");
+  check_refused("checkpoint ls --json", "clgraph checkpoint: ls needs a FILE",
+                "usage: clgraph checkpoint ls FILE");
+
   /* Help still works and goes to stdout. */
   const char *helps[] = {"--help",
                          "devices --help",
@@ -122,8 +135,10 @@ int main(void)
                          "bench --help",
                          "bench matmul --help",
                          "bench alloc -h",
-                         "bench overhead --help"};
-  for (int i = 0; i < 7; i++) {
+                         "bench overhead --help",
+                         "bench variables --help",
+                         "checkpoint --help"};
+  for (int i = 0; i < 9; i++) {
     char *out = NULL, *err = NULL;
     CHECK_MSG(run_tool(helps[i], &out, &err) == 0, "clgraph %s did not exit 0", helps[i]);
     CHECK_MSG(out && strstr(out, "usage: clgraph"), "clgraph %s: no usage on stdout", helps[i]);

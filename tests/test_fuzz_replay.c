@@ -12,6 +12,8 @@
 #include "fuzz/fuzz_devname.c"
 #define FUZZ_SUBALLOC_ENTRY fuzz_suballoc_one
 #include "fuzz/fuzz_suballoc.c"
+#define FUZZ_SAFETENSORS_ENTRY fuzz_safetensors_one
+#include "fuzz/fuzz_safetensors.c"
 #define FUZZ_GRAPH_ENTRY fuzz_graph_one
 #define FUZZ_GRAPH_INIT fuzz_graph_init
 #include "fuzz/fuzz_graph.c"
@@ -84,6 +86,7 @@ int main(void)
 {
   replay("fuzz_devname", fuzz_devname_one, 10);
   replay("fuzz_suballoc", fuzz_suballoc_one, 5);
+  replay("fuzz_safetensors", fuzz_safetensors_one, 8);
   if (clg_test_require_gpus(4)) {
     fuzz_graph_init(NULL, NULL);
     replay("fuzz_graph", fuzz_graph_one, 10);

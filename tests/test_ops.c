@@ -41,6 +41,17 @@ static void test_registry(void)
     CHECK_MSG(d && (d->grad != NULL) == !source, "%s: a gradient where none belongs, or none",
               names[i]);
   }
+  /* State has no gradient: TensorFlow registers none for variables, their updates and
+   * random initializers. NoOp alone has no output: it exists for its control inputs. */
+  const char *state[] = {"VariableV2",      "NoOp",          "Assign",
+                         "AssignAdd",       "AssignSub",     "ApplyGradientDescent",
+                         "ApplyMomentum",   "RandomUniform", "RandomStandardNormal",
+                         "TruncatedNormal", "ConstFill"};
+  for (size_t i = 0; i < sizeof state / sizeof state[0]; i++) {
+    const clg_op_def *d = clg_op_find(state[i]);
+    CHECK_MSG(d && d->grad == NULL && d->num_outputs >= (strcmp(state[i], "NoOp") ? 1 : 0),
+              "%s is not registered, incomplete or has a gradient", state[i]);
+  }
   CHECK(clg_op_find("relu") == NULL && clg_op_find("Conv3D") == NULL && clg_op_find(NULL) == NULL);
 }
 

@@ -12,6 +12,8 @@ static const struct {
     {"matmul", clg_bench_matmul, "GFLOP/s through a session vs direct CBLAS / CLBlast"},
     {"alloc", clg_bench_alloc, "ns per allocate+free vs malloc and clCreateBuffer"},
     {"overhead", clg_bench_overhead, "us per op on a 1,000-Add chain; graph build/place time"},
+    {"variables", clg_bench_variables,
+     "a 64 MiB variable read on GPU:0 vs fed; save/restore MB/s vs write/read"},
     {"conv", clg_bench_conv, "GFLOP/s of the CIFAR-10 convolutions vs im2col + GEMM by hand"},
 };
 #define NUM_BENCHES (sizeof benches / sizeof benches[0])

@@ -13,7 +13,8 @@ static const struct {
 } commands[] = {
     {"devices", clg_tool_devices, "list the devices clgraph finds (--json)"},
     {"demo", clg_tool_demo, "walk the guide's scenarios S1-S7 on this machine's devices"},
-    {"bench", clg_tool_bench, "benchmarks: matmul, alloc, overhead (--json)"},
+    {"bench", clg_tool_bench, "benchmarks: matmul, alloc, overhead, variables (--json)"},
+    {"checkpoint", clg_tool_checkpoint, "ls FILE: the tensors of a safetensors file"},
 };
 
 static void usage(FILE *f)
@@ -24,7 +25,7 @@ static void usage(FILE *f)
           "commands:\n",
           clg_version());
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
   fprintf(
       f, "\n'clgraph <command> --help' explains a command.\n"
          "\nenvironment:\n"

@@ -9,11 +9,13 @@
 int clg_tool_devices(int argc, char **argv);
 int clg_tool_demo(int argc, char **argv);
 int clg_tool_bench(int argc, char **argv);
+int clg_tool_checkpoint(int argc, char **argv);
 
 /* Benchmarks, called by clg_tool_bench with argv[0] = "matmul" etc. */
 int clg_bench_matmul(int argc, char **argv);
 int clg_bench_alloc(int argc, char **argv);
 int clg_bench_overhead(int argc, char **argv);
+int clg_bench_variables(int argc, char **argv);
 int clg_bench_conv(int argc, char **argv);
 
 /* True if argv holds flag (e.g. "--json"). */

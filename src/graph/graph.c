@@ -11,6 +11,16 @@
 #define GRAPH_ERROR_MAX 4096
 #define SCOPE_TEXT_MAX 256
 
+typedef struct var_scope {
+  char *prefix; /* "outer/inner/" */
+  int reuse;    /* clg_reuse */
+} var_scope;
+
+/* A variable and the node that initializes it (NULL: none). */
+typedef struct var_entry {
+  clg_node *var, *init;
+} var_entry;
+
 typedef struct device_scope {
   clg_devname name; /* merged with the enclosing scopes */
   char *text;       /* its clg_devname_format text, "" when empty; in g->texts */
@@ -24,11 +34,17 @@ struct clg_graph {
   int num_scopes, cap_scopes;
   char **texts; /* scope texts, owned here so that nodes can point at them */
   int num_texts, cap_texts;
+  var_scope *vscopes;
+  int num_vscopes, cap_vscopes;
+  var_entry *vars;
+  int num_vars, cap_vars;
+  bool has_seed;
+  int64_t seed;
   uint64_t version; /* bumped by every node and control edge */
   char *name_scope; /* "a/b/" while name scopes are open, else NULL */
   int *scope_len;   /* length of name_scope before each open scope */
   int num_name_scopes, cap_name_scopes;
-  clg_code code;    /* first error, sticky */
+  clg_code code; /* first error, sticky */
   char error[GRAPH_ERROR_MAX];
 };
 
@@ -78,6 +94,10 @@ void clg_graph_free(clg_graph *g)
     free(g->texts[i]);
   free(g->texts);
   clg_graph_names_free(g->names);
+  for (int i = 0; i < g->num_vscopes; i++)
+    free(g->vscopes[i].prefix);
+  free(g->vscopes);
+  free(g->vars);
   free(g);
 }
 
@@ -174,6 +194,122 @@ clg_code clg_graph_pop_device(clg_graph *g)
   }
   g->num_scopes--;
   return CLG_OK;
+}
+
+clg_code clg_graph_record_error(clg_graph *g) { return graph_record(g); }
+
+char *clg_graph_unique_name(clg_graph *g, const char *base)
+{
+  return g ? clg_graph_names_unique(g->names, base) : NULL;
+}
+
+/* --- variable scopes, variables and the graph seed ------------------------------------- */
+
+clg_code clg_graph_push_variable_scope(clg_graph *g, const char *name, clg_reuse reuse)
+{
+  if (!g)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_graph_push_variable_scope: graph is NULL");
+  if (g->code != CLG_OK)
+    return graph_repeat(g);
+  if (!name || !clg_graph_name_valid(name) || reuse < CLG_REUSE_INHERIT || reuse > CLG_REUSE_AUTO) {
+    clg_error(CLG_INVALID_ARGUMENT,
+              "variable scope '%s' (reuse %d): a scope is a valid node name and reuse one of "
+              "CLG_REUSE_INHERIT, CLG_REUSE_FALSE, CLG_REUSE_TRUE, CLG_REUSE_AUTO",
+              name ? name : "(NULL)", (int)reuse);
+    return graph_record(g);
+  }
+  if (g->num_vscopes == g->cap_vscopes) {
+    int cap = g->cap_vscopes ? 2 * g->cap_vscopes : 4;
+    var_scope *v = realloc(g->vscopes, (size_t)cap * sizeof *v);
+    if (!v) {
+      clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory opening a variable scope");
+      return graph_record(g);
+    }
+    g->vscopes = v;
+    g->cap_vscopes = cap;
+  }
+  const var_scope *outer = g->num_vscopes ? &g->vscopes[g->num_vscopes - 1] : NULL;
+  clg_strbuf b;
+  clg_strbuf_init(&b);
+  clg_strbuf_printf(&b, "%s%s/", outer ? outer->prefix : "", name);
+  char *prefix = clg_strbuf_take(&b);
+  if (!prefix) {
+    clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory opening a variable scope");
+    return graph_record(g);
+  }
+  /* As tf.variable_scope: reuse is inherited, and once on it stays on inside. */
+  int r = outer ? outer->reuse : CLG_REUSE_FALSE;
+  if (reuse != CLG_REUSE_INHERIT && !(r == CLG_REUSE_TRUE && reuse == CLG_REUSE_FALSE))
+    r = reuse;
+  g->vscopes[g->num_vscopes++] = (var_scope){prefix, r};
+  return CLG_OK;
+}
+
+clg_code clg_graph_pop_variable_scope(clg_graph *g)
+{
+  if (!g)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_graph_pop_variable_scope: graph is NULL");
+  if (g->code != CLG_OK)
+    return graph_repeat(g);
+  if (g->num_vscopes == 0) {
+    clg_error(CLG_FAILED_PRECONDITION, "clg_graph_pop_variable_scope: no variable scope is open");
+    return graph_record(g);
+  }
+  free(g->vscopes[--g->num_vscopes].prefix);
+  return CLG_OK;
+}
+
+const char *clg_graph_variable_prefix(const clg_graph *g)
+{
+  return g->num_vscopes ? g->vscopes[g->num_vscopes - 1].prefix : "";
+}
+
+clg_reuse clg_graph_variable_reuse(const clg_graph *g)
+{
+  return g->num_vscopes ? (clg_reuse)g->vscopes[g->num_vscopes - 1].reuse : CLG_REUSE_FALSE;
+}
+
+clg_code clg_graph_variable_register(clg_graph *g, clg_node *var, clg_node *init)
+{
+  if (g->num_vars == g->cap_vars) {
+    int cap = g->cap_vars ? 2 * g->cap_vars : 8;
+    var_entry *v = realloc(g->vars, (size_t)cap * sizeof *v);
+    if (!v) {
+      clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory registering variable '%s'", var->name);
+      return graph_record(g);
+    }
+    g->vars = v;
+    g->cap_vars = cap;
+  }
+  g->vars[g->num_vars++] = (var_entry){var, init};
+  return CLG_OK;
+}
+
+int clg_graph_num_variables(const clg_graph *g) { return g ? g->num_vars : 0; }
+
+clg_node *clg_graph_variable_at(const clg_graph *g, int i, clg_node **init)
+{
+  if (!g || i < 0 || i >= g->num_vars)
+    return NULL;
+  if (init)
+    *init = g->vars[i].init;
+  return g->vars[i].var;
+}
+
+clg_code clg_graph_set_random_seed(clg_graph *g, int64_t seed)
+{
+  if (!g)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_graph_set_random_seed: graph is NULL");
+  g->has_seed = true;
+  g->seed = seed;
+  return CLG_OK;
+}
+
+bool clg_graph_random_seed(const clg_graph *g, int64_t *seed)
+{
+  if (g->has_seed)
+    *seed = g->seed;
+  return g->has_seed;
 }
 
 /* --- the builder protocol -------------------------------------------------------------- */

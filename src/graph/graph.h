@@ -4,6 +4,7 @@
 #define CLG_GRAPH_H
 
 #include "clgraph/graph.h"
+#include "clgraph/variables.h"
 #include "core/core.h"
 #include "ops/ops.h"
 
@@ -33,6 +34,23 @@ char *clg_node_shape_string(const clg_node *n, char *buf, size_t size);
 const clg_tensor *clg_node_value(const clg_node *n);
 /* A version that changes whenever a node or a control edge is added (sessions re-plan). */
 uint64_t clg_graph_version(const clg_graph *g);
+
+/* Variable scopes (clgraph/variables.h): the current prefix ("tower/" or "") and reuse. */
+const char *clg_graph_variable_prefix(const clg_graph *g);
+clg_reuse clg_graph_variable_reuse(const clg_graph *g);
+/* Records a variable and the node initializing it (NULL: none) for
+ * clg_global_variables_initializer; errors are sticky. */
+clg_code clg_graph_variable_register(clg_graph *g, clg_node *var, clg_node *init);
+int clg_graph_num_variables(const clg_graph *g);
+clg_node *clg_graph_variable_at(const clg_graph *g, int i, clg_node **init);
+/* The graph-level seed, when set. */
+bool clg_graph_random_seed(const clg_graph *g, int64_t *seed);
+
+/* Makes this thread's last error the graph's sticky error (the first one wins). */
+clg_code clg_graph_record_error(clg_graph *g);
+/* A fresh default name for base ("Variable", "Variable_1", ...), malloc'd; NULL when memory
+ * runs out or g is NULL. */
+char *clg_graph_unique_name(clg_graph *g, const char *base);
 
 /* --- shared by the files of src/graph/ only -------------------------------------------- */
 

@@ -97,9 +97,14 @@ enum {
 
 /* Flags of an op. */
 enum {
-  CLG_OP_CONST = 1u << 0,        /* its value is attribute "value": cached per session */
-  CLG_OP_MUST_FEED = 1u << 1,    /* a Placeholder: running it unfed is an error */
-  CLG_OP_FOLLOWS_INPUT = 1u << 2 /* placed with its input when unconstrained (Identity) */
+  CLG_OP_CONST = 1u << 0,         /* its value is attribute "value": cached per session */
+  CLG_OP_MUST_FEED = 1u << 1,     /* a Placeholder: running it unfed is an error */
+  CLG_OP_FOLLOWS_INPUT = 1u << 2, /* placed with its input when unconstrained (Identity) */
+  /* State: a VariableV2. Its value lives in the session (one per session), on its device;
+   * it is not a step of a run and its consumers read the stored buffer. */
+  CLG_OP_VARIABLE = 1u << 3,
+  /* Input 0 is overwritten whole, so it need not be initialized (Assign). */
+  CLG_OP_ASSIGNS = 1u << 4
 };
 
 typedef struct clg_op_def clg_op_def;
@@ -127,6 +132,10 @@ struct clg_op_def {
   int inplace;
   unsigned flags;
   clg_grad_fn grad;
+  /* Bit i: input i is a variable (a reference edge) updated in place by the kernel, which
+   * gets the variable's buffer as in[i]; output 0 is then the variable of input 0 (out[0]
+   * is that same buffer). Such nodes are placed on their variable's device. */
+  unsigned ref_inputs;
 };
 
 /* --- the registry ---------------------------------------------------------------------- */
@@ -141,6 +150,10 @@ const clg_kernel_def *clg_op_kernel(const clg_node *n, const struct clg_device *
 /* Whether an op of this name has a kernel for `dtype` on dev, as placement sees it for a
  * node whose inputs and outputs all have that dtype (tests and tools). */
 bool clg_op_supported(const char *name, clg_dtype dtype, const struct clg_device *dev);
+
+/* The VariableV2 node whose buffer input i of n refers to (following update ops, whose
+ * output 0 is their variable), or NULL when input i is not a variable reference. */
+const clg_node *clg_node_ref_variable(const clg_node *n, int i);
 
 /* --- helpers for op files --------------------------------------------------------------- */
 

@@ -7,6 +7,11 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 
+/* Variables, their updates and initializers (variable.c, assign.c, random.c). */
+extern const clg_op_def clg_op_VariableV2, clg_op_NoOp, clg_op_Assign, clg_op_AssignAdd,
+    clg_op_AssignSub, clg_op_ApplyGradientDescent, clg_op_ApplyMomentum, clg_op_RandomUniform,
+    clg_op_RandomStandardNormal, clg_op_TruncatedNormal, clg_op_ConstFill;
+
 static const clg_op_def *const registry[] = {
     &clg_op_Const,
     &clg_op_Placeholder,
@@ -20,6 +25,17 @@ static const clg_op_def *const registry[] = {
     &clg_op_Neg,
     &clg_op_Square,
     &clg_op_ReluGrad,
+    &clg_op_VariableV2,
+    &clg_op_NoOp,
+    &clg_op_Assign,
+    &clg_op_AssignAdd,
+    &clg_op_AssignSub,
+    &clg_op_ApplyGradientDescent,
+    &clg_op_ApplyMomentum,
+    &clg_op_RandomUniform,
+    &clg_op_RandomStandardNormal,
+    &clg_op_TruncatedNormal,
+    &clg_op_ConstFill,
     /* the CNN set */
     &clg_op_RealDiv,
     &clg_op_Maximum,

@@ -20,7 +20,8 @@
 
 #include "runtime/runtime.h"
 
-enum pkind { PV_NODE, PV_COPY, PV_CONST, PV_FEED };
+/* PV_VAR: a variable's buffer in the session's store (update ops' outputs are it too). */
+enum pkind { PV_NODE, PV_COPY, PV_CONST, PV_FEED, PV_VAR };
 
 typedef struct pval {
   enum pkind kind;
@@ -79,6 +80,7 @@ struct clg_executor {
   clg_allocator **alloc; /* per device, looked up once */
   clg_block *consts;     /* per node: the cached Const block on its device */
   bool *const_ready;
+  clg_var_store *vars; /* the session's variables */
   plan *plans;
   int num_plans;
   plan *active;      /* whose arenas are held */
@@ -89,6 +91,7 @@ struct clg_executor {
   clg_event **copied; /* per pval: a copy's event */
   clg_tensor **outs;  /* per pval: a fetched host result, computed in place */
   trace *traces;      /* per node; NULL unless tracing */
+  uint64_t h2d, d2h;  /* bytes moved between host and devices in the last run */
 };
 
 static clg_device *device(clg_executor *x, int d) { return clg_devices_at(x->devs, d); }
@@ -189,7 +192,8 @@ static int use_on(builder *b, int src, int d, int at, step *st)
   plan *p = b->p;
   if (p->pv[src].dev != d) {
     int c = b->copy_head[src];
-    while (c >= 0 && p->pv[c].dev != d)
+    /* A variable may change between two reads: each read copies it afresh. */
+    while (c >= 0 && (p->pv[c].dev != d || p->pv[src].kind == PV_VAR))
       c = b->copy_next[c];
     if (c < 0) {
       c = pv_add(b, PV_COPY, d, p->pv[src].node, p->pv[src].out, p->pv[src].bytes);
@@ -465,7 +469,7 @@ static clg_code plan_build(clg_executor *x, plan *p)
   for (int i = 0; i < nn; i++) {
     const clg_node *n = node_at(x, i);
     step_of[i] = -1;
-    if (!needed[i] || fed_node[i] || (n->def->flags & CLG_OP_CONST))
+    if (!needed[i] || fed_node[i] || (n->def->flags & (CLG_OP_CONST | CLG_OP_VARIABLE)))
       continue;
     if (n->def->flags & CLG_OP_MUST_FEED) {
       code = placeholder_error(n);
@@ -500,6 +504,12 @@ static clg_code plan_build(clg_executor *x, plan *p)
         goto oom;
       b.val_pv[x->base[i]] = v;
     }
+    if (needed[i] && !fed_node[i] && (n->def->flags & CLG_OP_VARIABLE)) {
+      int v = pv_add(&b, PV_VAR, x->dev_of[i], i, 0, clg_node_out_bytes(n, 0));
+      if (v < 0)
+        goto oom;
+      b.val_pv[x->base[i]] = v;
+    }
   }
   int k = 0;
   for (int i = 0; i < nn; i++) {
@@ -522,6 +532,24 @@ static clg_code plan_build(clg_executor *x, plan *p)
     }
     for (int j = 0; j < n->num_inputs; j++) {
       int src = b.val_pv[x->base[n->inputs[j].node->index] + n->inputs[j].index];
+      if (src >= 0 && j < 32 && (n->def->ref_inputs >> j & 1u)) {
+        /* A reference edge: the kernel updates the variable's own buffer. */
+        const clg_node *var = clg_node_ref_variable(n, j);
+        if (p->pv[src].kind != PV_VAR) {
+          code = clg_error(CLG_INVALID_ARGUMENT,
+                           "node '%s' (%s) updates variable '%s', which is fed in this run: a "
+                           "fed value cannot be updated",
+                           n->name, n->op, var ? var->name : n->inputs[j].node->name);
+          goto done;
+        }
+        if (p->pv[src].dev != st->dev) {
+          code = clg_error(CLG_INTERNAL, "node '%s' (%s) is not on the device of its variable",
+                           n->name, n->op);
+          goto done;
+        }
+        st->in[j] = src;
+        continue;
+      }
       if (src < 0 || (st->in[j] = use_on(&b, src, st->dev, s, st)) < 0)
         goto oom;
     }
@@ -541,6 +569,10 @@ static clg_code plan_build(clg_executor *x, plan *p)
       p->pv[st->scratch].in_arena = true;
     }
     for (int o = 0; o < n->num_outputs; o++) {
+      if (o == 0 && (n->def->ref_inputs & 1u)) { /* the output is the variable */
+        b.val_pv[x->base[i]] = st->out[0] = st->in[0];
+        continue;
+      }
       int v = pv_add(&b, PV_NODE, st->dev, i, o, clg_node_out_bytes(n, o));
       if (v < 0)
         goto oom;
@@ -610,7 +642,7 @@ done:
 /* --- the executor ----------------------------------------------------------------------- */
 
 clg_code clg_executor_new(clg_process *p, const clg_graph *g, const clg_placement *placement,
-                          clg_executor **out)
+                          clg_var_store *vars, clg_executor **out)
 {
   clg_executor *x = calloc(1, sizeof *x);
   int nn = clg_graph_num_nodes(g);
@@ -618,6 +650,7 @@ clg_code clg_executor_new(clg_process *p, const clg_graph *g, const clg_placemen
   if (!x)
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating an executor");
   x->proc = p;
+  x->vars = vars;
   x->devs = clg_process_devices(p);
   x->g = g;
   x->nn = nn;
@@ -720,6 +753,8 @@ clg_code clg_executor_plan_stats(const clg_executor *x, clg_plan_stats *out)
     return clg_error(CLG_FAILED_PRECONDITION, "no run has been planned");
   *out = x->active->stats;
   out->num_plans = x->num_plans;
+  out->host_to_device_bytes = x->h2d;
+  out->device_to_host_bytes = x->d2h;
   return CLG_OK;
 }
 
@@ -952,6 +987,10 @@ static clg_code make_copy(clg_executor *x, const plan *p, int c)
   const pval *v = &p->pv[c], *s = &p->pv[v->src];
   const clg_device_ops *src = ops(x, s->dev), *dst = ops(x, v->dev);
   clg_code code = CLG_OK;
+  if (s->kind == PV_VAR && x->ready[v->src]) { /* updates since the last marker: a new one */
+    clg_event_release(x->ready[v->src]);
+    x->ready[v->src] = NULL;
+  }
   if (!src->host_memory && !dst->host_memory && !x->ready[v->src])
     code = src->marker(device(x, s->dev), &x->ready[v->src]);
   if (code == CLG_OK)
@@ -961,9 +1000,13 @@ static clg_code make_copy(clg_executor *x, const plan *p, int c)
     /* No direct path: through host memory. */
     if (src->host_memory) {
       code = dst->upload(device(x, v->dev), &x->blk[c], x->blk[v->src].host, v->bytes);
+      x->h2d += dst->host_memory ? 0 : v->bytes;
     } else if (dst->host_memory) {
       code = src->download(device(x, s->dev), &x->blk[v->src], x->blk[c].host, v->bytes);
+      x->d2h += v->bytes;
     } else {
+      x->h2d += v->bytes;
+      x->d2h += v->bytes;
       void *tmp = malloc(v->bytes ? v->bytes : 1);
       code = tmp ? src->download(device(x, s->dev), &x->blk[v->src], tmp, v->bytes)
                  : clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory staging a copy");
@@ -983,10 +1026,44 @@ static void warn_once(void *ctx, int device, const char *reason, const char *mes
   clg_process_warn_once(ctx, device, reason, message);
 }
 
+/* The variable a value is (through copies), or NULL. */
+static const clg_node *variable_of(clg_executor *x, const plan *p, int v)
+{
+  while (p->pv[v].kind == PV_COPY)
+    v = p->pv[v].src;
+  return p->pv[v].kind == PV_VAR ? node_at(x, p->pv[v].node) : NULL;
+}
+
+/* Before a step: what it reads of variables is initialized (an Assign's target need not
+ * be), and before it updates a variable, copies of it that other queues are still making
+ * have finished. */
+static clg_code check_variables(clg_executor *x, const plan *p, const step *st, const clg_node *n)
+{
+  for (int j = 0; j < n->num_inputs; j++) {
+    const clg_node *var = variable_of(x, p, st->in[j]);
+    if (var && !(j == 0 && (n->def->flags & CLG_OP_ASSIGNS)) &&
+        !clg_var_store_initialized(x->vars, var))
+      return clg_var_uninitialized(var, n);
+  }
+  if (!n->def->ref_inputs)
+    return CLG_OK;
+  for (int j = 0; j < n->num_inputs && j < 32; j++) {
+    if (!(n->def->ref_inputs >> j & 1u))
+      continue;
+    for (int c = 0; c < p->npv; c++)
+      if (p->pv[c].kind == PV_COPY && p->pv[c].src == st->in[j] && x->copied[c]) {
+        clg_code code = clg_event_wait(1, &x->copied[c]);
+        if (code != CLG_OK)
+          return code;
+      }
+  }
+  return CLG_OK;
+}
+
 static clg_code run_step(clg_executor *x, const plan *p, const step *st)
 {
   const clg_node *n = node_at(x, st->node);
-  clg_code code = CLG_OK;
+  clg_code code = check_variables(x, p, st, n);
   for (int c = 0; c < st->ncopies && code == CLG_OK; c++)
     code = make_copy(x, p, st->copies[c]);
   if (code != CLG_OK)
@@ -1001,6 +1078,10 @@ static clg_code run_step(clg_executor *x, const plan *p, const step *st)
   for (int o = 0; code == CLG_OK && o < n->num_outputs; o++) {
     int v = st->out[o];
     const pval *pv = &p->pv[v];
+    if (pv->kind == PV_VAR) { /* an update's output: the variable itself */
+      out[o] = x->blk[v];
+      continue;
+    }
     if (pv->fetched_host) {
       clg_tensor *t = clg_tensor_new_uninit(n->outs[o].dtype, n->outs[o].rank, n->outs[o].dims);
       if (!t) {
@@ -1032,6 +1113,8 @@ static clg_code run_step(clg_executor *x, const plan *p, const step *st)
                           x->proc};
     if (code == CLG_OK)
       code = st->kernel->run(&ctx);
+    if (code == CLG_OK && (n->def->flags & CLG_OP_ASSIGNS))
+      clg_var_store_set_initialized(x->vars, node_at(x, p->pv[st->in[0]].node));
     if (t && code == CLG_OK) {
       t->end_ns = clg_now_ns();
       code = ops(x, st->dev)->marker(device(x, st->dev), &t->after);
@@ -1053,6 +1136,9 @@ static clg_code fetch_one(clg_executor *x, const plan *p, int i, clg_tensor *con
   int v = p->fetch_pv[i];
   const pval *pv = &p->pv[v];
   const clg_out_desc *d = &node_at(x, pv->node)->outs[pv->out];
+  const clg_node *var = variable_of(x, p, v);
+  if (var && !clg_var_store_initialized(x->vars, var))
+    return clg_var_uninitialized(var, var);
   if (x->outs[v]) { /* computed in place; a second fetch of it gets a copy */
     *out = x->outs[v];
     x->outs[v] = NULL;
@@ -1065,8 +1151,10 @@ static clg_code fetch_one(clg_executor *x, const plan *p, int i, clg_tensor *con
   clg_code code = CLG_OK;
   if (host && pv->bytes)
     memcpy(clg_tensor_data(t), host, pv->bytes);
-  else if (!host) /* a host result fetched twice reads the first one's tensor */
+  else if (!host) { /* a host result fetched twice reads the first one's tensor */
     code = ops(x, pv->dev)->download(device(x, pv->dev), &x->blk[v], clg_tensor_data(t), pv->bytes);
+    x->d2h += ops(x, pv->dev)->host_memory ? 0 : pv->bytes;
+  }
   if (code != CLG_OK) {
     clg_tensor_free(t);
     return clg_error_prefix("fetching '%s': ", node_at(x, pv->node)->name);
@@ -1118,6 +1206,7 @@ clg_code clg_executor_run(clg_executor *x, int num_feeds, const clg_output *feed
   if (code != CLG_OK)
     return code;
 
+  x->h2d = x->d2h = 0;
   /* Where every value lives in this run. */
   for (int i = 0; i < p->npv && code == CLG_OK; i++) {
     const pval *v = &p->pv[i];
@@ -1126,6 +1215,8 @@ clg_code clg_executor_run(clg_executor *x, int num_feeds, const clg_output *feed
     if (v->kind == PV_CONST) {
       if ((code = const_block(x, node_at(x, v->node), v->dev)) == CLG_OK)
         x->blk[i] = x->consts[v->node];
+    } else if (v->kind == PV_VAR) {
+      code = clg_var_store_block(x->vars, node_at(x, v->node), v->dev, &x->blk[i]);
     } else if (v->kind == PV_FEED && !v->in_arena) {
       x->blk[i] =
           (clg_block){.host = (void *)clg_tensor_const_data(feeds[v->feed]), .size = v->bytes};
@@ -1137,6 +1228,7 @@ clg_code clg_executor_run(clg_executor *x, int num_feeds, const clg_output *feed
     const pval *v = &p->pv[p->upload[i]];
     code = ops(x, v->dev)->upload(device(x, v->dev), &x->blk[p->upload[i]],
                                   clg_tensor_const_data(feeds[v->feed]), v->bytes);
+    x->h2d += v->bytes;
     if (code != CLG_OK)
       clg_error_prefix("feeding '%s': ", node_at(x, v->node)->name);
   }

@@ -6,7 +6,10 @@
  *  - generators (no inputs: Const, Placeholder) are placed last and follow their
  *    consumers when all consumers share one device that can hold them;
  *  - with soft placement, a spec that no device with a kernel matches falls back to the
- *    spec without type and id, then to the default rule.
+ *    spec without type and id, then to the default rule;
+ *  - variables are placed first, by their own spec; ops that update a variable (reference
+ *    edges) go where it is, and an Identity reading one follows it (TensorFlow's
+ *    colocation of reference edges).
  * Every decision keeps a reason, so a user can ask why a node is where it is. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +26,10 @@ typedef struct placer {
   clg_placement *out;
 } placer;
 
-static bool node_is_generator(const clg_node *n) { return n->num_inputs == 0; }
+static bool node_is_generator(const clg_node *n)
+{
+  return n->num_inputs == 0 && !(n->def->flags & CLG_OP_VARIABLE);
+}
 
 static const char *short_type(const clg_device_info *d) { return d->type; }
 
@@ -164,6 +170,49 @@ static clg_code place_by_spec(placer *p, const clg_node *n)
             strcmp(info->type, "GPU") == 0 ? "lowest-id GPU with a kernel" : "CPU:0");
   clg_log(CLG_LOG_INFO, "Soft placement: node '%s' (%s) requested '%s'; placed on %s instead",
           n->name, n->op, n->requested_text, info->full_name);
+  return CLG_OK;
+}
+
+/* An update op goes to its variable's device (all its variables must share one). */
+static clg_code place_colocated(placer *p, const clg_node *n)
+{
+  const clg_node *var = clg_node_ref_variable(n, 0);
+  int d = p->out[var->index].device;
+  const clg_device_info *info = &p->devs->devs[d].info;
+  for (int j = 1; j < n->num_inputs && j < 32; j++) {
+    const clg_node *other = (n->def->ref_inputs >> j & 1u) ? clg_node_ref_variable(n, j) : NULL;
+    if (other && p->out[other->index].device != d)
+      return clg_error(CLG_INVALID_ARGUMENT,
+                       "Cannot colocate nodes {{colocation_node %s}} and {{colocation_node %s}}: "
+                       "node '%s' (%s) updates both, but they are on %s and %s",
+                       var->name, other->name, n->name, n->op, info->full_name,
+                       p->devs->devs[p->out[other->index].device].info.full_name);
+  }
+  if (!supported(p, n, d)) {
+    char *def = clg_node_def_string(n);
+    clg_code code = clg_error(
+        CLG_INVALID_ARGUMENT,
+        "Cannot assign a device to node '%s': it updates variable '%s' on %s, but no supported "
+        "kernel for %s is available there (op %s, dtype %s)\n\t [[Node: %s]]",
+        n->name, var->name, info->full_name, info->type, n->op, clg_dtype_name(n->outs[0].dtype),
+        def ? def : n->name);
+    free(def);
+    return code;
+  }
+  if (!clg_devname_is_empty(&n->requested) && !clg_devname_matches(&n->requested, &p->names[d])) {
+    if (!p->soft)
+      return clg_error(CLG_INVALID_ARGUMENT,
+                       "Cannot colocate nodes {{colocation_node %s}} and {{colocation_node %s}}: "
+                       "Cannot merge devices with incompatible specifications: '%s' and '%s' "
+                       "(%s updates the variable in place, so it runs on the variable's device)",
+                       n->name, var->name, n->requested_text, info->full_name, n->op);
+    clg_log(CLG_LOG_INFO,
+            "Ignoring device specification %s for node '%s' because the input edge from '%s' "
+            "is a reference connection and already has a device field set to %s",
+            n->requested_text, n->name, var->name, info->full_name);
+  }
+  set_place3(p, n, d, "colocated with variable '", var->name,
+             "' (it updates the variable in place: reference edge)");
   return CLG_OK;
 }
 
@@ -331,17 +380,32 @@ clg_code clg_place(const clg_graph *g, const clg_devices *devs, bool allow_soft_
   }
   if (!allow_soft_placement && (code = check_explicit(&p, nn)) != CLG_OK)
     goto done;
-  for (int i = 0; i < nn && code == CLG_OK; i++) {
-    const clg_node *n = clg_graph_node(g, i);
+  for (int i = 0; i < nn; i++) {
     out[i].device = -1;
     out[i].reason[0] = '\0';
-    if (node_is_generator(n))
+  }
+  /* Variables first, by their own spec: what updates or reads them follows. */
+  for (int i = 0; i < nn && code == CLG_OK; i++) {
+    const clg_node *n = clg_graph_node(g, i);
+    if (n->def->flags & CLG_OP_VARIABLE)
+      code = place_by_spec(&p, n);
+  }
+  for (int i = 0; i < nn && code == CLG_OK; i++) {
+    const clg_node *n = clg_graph_node(g, i);
+    if (node_is_generator(n) || (n->def->flags & CLG_OP_VARIABLE))
       continue;
+    if (n->def->ref_inputs && clg_node_ref_variable(n, 0)) {
+      code = place_colocated(&p, n);
+      continue;
+    }
     if ((n->def->flags & CLG_OP_FOLLOWS_INPUT) && clg_devname_is_empty(&n->requested)) {
       const clg_node *in = n->inputs[0].node;
       int d = out[in->index].device;
       if (d >= 0 && supported(&p, n, d)) {
-        set_place3(&p, n, d, "follows its input '", in->name, "'");
+        if (in->def->flags & CLG_OP_VARIABLE)
+          set_place3(&p, n, d, "colocated with variable '", in->name, "' (reads it)");
+        else
+          set_place3(&p, n, d, "follows its input '", in->name, "'");
         continue;
       }
       /* The input is a generator placed later: place by the default rule. */

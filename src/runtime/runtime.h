@@ -24,6 +24,25 @@ clg_code clg_process_allocator(clg_process *p, int device, clg_allocator **out);
 /* Logs `message` at WARNING once per (device, reason) for the life of the process state. */
 void clg_process_warn_once(clg_process *p, int device, const char *reason, const char *message);
 
+/* --- variables (variables.c) ----------------------------------------------------------- */
+
+/* A session's variable values, by VariableV2 node. Not thread-safe: the session's lock
+ * serialises its users. */
+typedef struct clg_var_store clg_var_store;
+
+clg_code clg_var_store_new(clg_process *p, clg_var_store **out);
+/* Frees every variable's buffer (after its device's queue drains). */
+void clg_var_store_free(clg_var_store *s);
+/* The buffer of variable n (size: its bytes) on device dev, allocated there on first use
+ * (RESOURCE_EXHAUSTED naming the variable). A variable found on another device than dev
+ * is released first and starts uninitialized. */
+clg_code clg_var_store_block(clg_var_store *s, const clg_node *n, int dev, clg_block *out);
+bool clg_var_store_initialized(const clg_var_store *s, const clg_node *n);
+/* Marks n set (after an Assign or a restore); n's buffer must exist. */
+void clg_var_store_set_initialized(clg_var_store *s, const clg_node *n);
+/* FAILED_PRECONDITION "Attempting to use uninitialized value <var>", naming the reader. */
+clg_code clg_var_uninitialized(const clg_node *var, const clg_node *reader);
+
 /* --- placement -------------------------------------------------------------------- */
 
 /* One node's placement: the device index and why. */
@@ -55,7 +74,7 @@ typedef struct clg_executor clg_executor;
  * repeats, so a steady-state run makes no allocator call. The graph must not grow while an
  * executor exists (sessions make a new one). */
 clg_code clg_executor_new(clg_process *p, const clg_graph *g, const clg_placement *placement,
-                          clg_executor **out);
+                          clg_var_store *vars, clg_executor **out);
 void clg_executor_free(clg_executor *x);
 clg_code clg_executor_run(clg_executor *x, int num_feeds, const clg_output *feeds_at,
                           clg_tensor *const *feeds, int num_fetches, const clg_output *fetches,
@@ -73,8 +92,23 @@ typedef struct clg_plan_stats {
   int num_values;           /* values the plan places, copies included */
   int num_inplace;          /* outputs that reuse an input's buffer */
   int num_plans;            /* signatures planned so far */
+  /* Bytes the last run moved between host memory and devices that are not host memory:
+   * feeds uploaded, fetches downloaded, copies staged through the host. */
+  uint64_t host_to_device_bytes, device_to_host_bytes;
 } clg_plan_stats;
 clg_code clg_executor_plan_stats(const clg_executor *x, clg_plan_stats *out);
+/* What checkpoints need of a session: its graph (placed up to date), placement, devices
+ * and variables. clg_session_lock_variables holds the session's run lock until
+ * clg_session_unlock_variables (runs wait meanwhile). */
+typedef struct clg_session_vars {
+  clg_graph *graph;
+  clg_process *proc;
+  clg_var_store *vars;
+  const clg_placement *placement; /* per node of graph */
+} clg_session_vars;
+clg_code clg_session_lock_variables(clg_session *s, clg_session_vars *out);
+void clg_session_unlock_variables(clg_session *s);
+
 /* The session's (for tests and benchmarks): its last run's plan. */
 clg_code clg_session_plan_stats(clg_session *s, clg_plan_stats *out);
 

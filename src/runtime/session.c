@@ -24,6 +24,7 @@ struct clg_session {
   clg_placement *placement;
   old_placement *old;
   clg_executor *exec;
+  clg_var_store *vars; /* outlives executors: the graph may grow between runs */
 };
 
 void clg_session_options_init(clg_session_options *opt)
@@ -77,7 +78,7 @@ static clg_code session_place(clg_session *s)
       clg_place(s->graph, clg_process_devices(s->proc), s->opt.allow_soft_placement, pl);
   clg_executor *x = NULL;
   if (code == CLG_OK)
-    code = clg_executor_new(s->proc, s->graph, pl, &x);
+    code = clg_executor_new(s->proc, s->graph, pl, s->vars, &x);
   if (code != CLG_OK) {
     free(pl);
     return code;
@@ -148,6 +149,8 @@ clg_code clg_session_new(clg_graph *g, const clg_session_options *opt, clg_sessi
   pthread_mutex_init(&s->place_lock, NULL);
   clg_code code = clg_process_acquire(opt ? opt : &defaults, &s->proc);
   if (code == CLG_OK)
+    code = clg_var_store_new(s->proc, &s->vars);
+  if (code == CLG_OK)
     code = session_place(s);
   if (code == CLG_OK && s->opt.warm_matmul)
     code = warm_kernels(s);
@@ -164,6 +167,7 @@ void clg_session_free(clg_session *s)
   if (!s)
     return;
   clg_executor_free(s->exec);
+  clg_var_store_free(s->vars);
   free(s->placement);
   while (s->old) {
     old_placement *next = s->old->next;
@@ -263,6 +267,29 @@ clg_code clg_session_plan_stats(clg_session *s, clg_plan_stats *out)
   pthread_mutex_unlock(&s->lock);
   return code;
 }
+
+clg_code clg_session_lock_variables(clg_session *s, clg_session_vars *out)
+{
+  if (!s || !out)
+    return clg_error(CLG_INVALID_ARGUMENT, "session is NULL");
+  pthread_mutex_lock(&s->lock);
+  clg_code code = clg_graph_status(s->graph);
+  if (code != CLG_OK)
+    code = clg_error(code, "the graph has a builder error: %s", clg_graph_error(s->graph));
+  if (code == CLG_OK)
+    code = session_place(s);
+  if (code != CLG_OK) {
+    pthread_mutex_unlock(&s->lock);
+    return code;
+  }
+  out->graph = s->graph;
+  out->proc = s->proc;
+  out->vars = s->vars;
+  out->placement = s->placement;
+  return CLG_OK;
+}
+
+void clg_session_unlock_variables(clg_session *s) { pthread_mutex_unlock(&s->lock); }
 
 const clg_devices *clg_session_devices(const clg_session *s)
 {

@@ -1,0 +1,615 @@
+/* Checkpoints: round trips for every dtype (scalars and empty tensors too) with variables on
+ * every device kind; a file written here read back by a reader written in this test from the
+ * format alone; a file from another writer restored; a table of malformed files, each with
+ * its error and no variable changed; save errors; a writer killed in the middle of a save
+ * leaves the previous checkpoint intact; and `clgraph checkpoint ls`. */
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static const char *const DEVICES[5] = {"/cpu:0", "/device:GPU:0", "/device:GPU:1", "/device:GPU:2",
+                                       "/device:GPU:3"};
+
+static char dir[256];
+
+static char *path_in(const char *name)
+{
+  static char buf[4][512];
+  static int k;
+  char *p = buf[k++ % 4];
+  snprintf(p, 512, "%s/%s", dir, name);
+  return p;
+}
+
+static clg_session *new_session(clg_graph *g)
+{
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, NULL, &s));
+  return s;
+}
+
+static clg_code run_target(clg_session *s, clg_node *target)
+{
+  return clg_session_run_outputs(s, 0, NULL, NULL, 0, NULL, NULL, 1, &target);
+}
+
+static clg_tensor *fetch(clg_session *s, clg_node *n)
+{
+  clg_tensor *t = NULL;
+  if (clg_session_run(s, 0, NULL, NULL, 1, &n, &t) != CLG_OK)
+    fprintf(stderr, "fetch %s: %s\n", clg_node_name(n), clg_last_error());
+  return t;
+}
+
+static bool same_tensor(const clg_tensor *a, const clg_tensor *b)
+{
+  return a && b && clg_tensor_dtype(a) == clg_tensor_dtype(b) &&
+         clg_tensor_bytes(a) == clg_tensor_bytes(b) &&
+         memcmp(clg_tensor_const_data(a), clg_tensor_const_data(b), clg_tensor_bytes(a)) == 0;
+}
+
+/* Writes bytes to a file. */
+static void put_file(const char *path, const void *data, size_t len)
+{
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  if (f) {
+    CHECK(fwrite(data, 1, len, f) == len);
+    fclose(f);
+  }
+}
+
+static uint8_t *get_file(const char *path, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *buf = malloc((size_t)n + 1);
+  *len = fread(buf, 1, (size_t)n, f);
+  fclose(f);
+  return buf;
+}
+
+/* --- values of every dtype -------------------------------------------------------------- */
+
+static const clg_dtype ALL[6] = {CLG_FLOAT32, CLG_FLOAT64, CLG_FLOAT16,
+                                 CLG_INT32,   CLG_INT64,   CLG_BOOL};
+static const char *const ST_NAMES[6] = {"F32", "F64", "F16", "I32", "I64", "BOOL"};
+
+/* A tensor of dtype and shape with values that depend on seed. */
+static clg_tensor *pattern(clg_dtype dt, int rank, const int64_t *dims, int seed)
+{
+  clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
+  size_t n = clg_tensor_count(t);
+  uint8_t *p = clg_tensor_data(t);
+  for (size_t i = 0; i < n; i++) {
+    long v = (long)(i * 7 + (size_t)seed * 13) % 23 - 11;
+    switch (dt) {
+    case CLG_FLOAT32:
+      ((float *)p)[i] = (float)v * 0.25f;
+      break;
+    case CLG_FLOAT64:
+      ((double *)p)[i] = (double)v / 3.0;
+      break;
+    case CLG_FLOAT16:
+      ((uint16_t *)p)[i] = (uint16_t)(0x3c00 + v); /* near 1.0 */
+      break;
+    case CLG_INT32:
+      ((int32_t *)p)[i] = (int32_t)(v * 100000);
+      break;
+    case CLG_INT64:
+      ((int64_t *)p)[i] = (int64_t)v * 4000000000LL;
+      break;
+    case CLG_BOOL:
+      p[i] = (uint8_t)(v & 1);
+      break;
+    }
+  }
+  return t;
+}
+
+/* Variables of every dtype, each as a scalar, an empty tensor and a [3,5] tensor, spread
+ * over the devices; set from Consts with `seed`'s pattern. */
+typedef struct model {
+  clg_graph *g;
+  clg_node *v[18];
+  clg_tensor *val[18];
+  clg_node *init;
+} model;
+
+static const int64_t SHAPES[3][2] = {{0, 0}, {3, 0}, {3, 5}};
+static const int RANKS[3] = {0, 2, 2};
+
+static void model_build(model *m, int seed)
+{
+  memset(m, 0, sizeof *m);
+  m->g = clg_graph_new();
+  for (int k = 0; k < 18; k++) {
+    int t = k / 3, s = k % 3;
+    char name[64];
+    snprintf(name, sizeof name, "%s/%s", ST_NAMES[t], s == 0 ? "scalar" : s == 1 ? "empty" : "m");
+    m->val[k] = pattern(ALL[t], RANKS[s], SHAPES[s], seed + k);
+    CHECK_OK(clg_graph_push_device(m->g, DEVICES[k % 5]));
+    clg_node *c = clg_const(m->g, NULL, m->val[k]);
+    m->v[k] = clg_variable(m->g, name, ALL[t], RANKS[s], SHAPES[s], c);
+    CHECK_OK(clg_graph_pop_device(m->g));
+  }
+  m->init = clg_global_variables_initializer(m->g, NULL);
+  CHECK_OK(clg_graph_status(m->g));
+}
+
+static void model_free(model *m)
+{
+  for (int k = 0; k < 18; k++)
+    clg_tensor_free(m->val[k]);
+  clg_graph_free(m->g);
+}
+
+/* Every variable of s (those of model `nodes`) holds model `vals`'s values. */
+static void expect_values(clg_session *s, const model *nodes, const model *vals, const char *what)
+{
+  for (int k = 0; k < 18; k++) {
+    clg_tensor *t = fetch(s, nodes->v[k]);
+    CHECK_MSG(same_tensor(t, vals->val[k]), "%s: variable %s differs", what,
+              clg_node_name(nodes->v[k]));
+    clg_tensor_free(t);
+  }
+}
+
+/* --- an independent reader ---------------------------------------------------------------- */
+
+/* Reads a safetensors file from the format's description: the 8-byte little-endian header
+ * size, the JSON header, the data at data_offsets after it; checks each expected tensor's
+ * dtype, shape and bytes. */
+static void independent_read(const char *path, const model *m)
+{
+  size_t len;
+  uint8_t *buf = get_file(path, &len);
+  CHECK(buf != NULL && len >= 8);
+  if (!buf || len < 8) {
+    free(buf);
+    return;
+  }
+  uint64_t n = 0;
+  for (int i = 0; i < 8; i++)
+    n |= (uint64_t)buf[i] << (8 * i);
+  CHECK(8 + n <= len);
+  CHECK_MSG((8 + n) % 8 == 0, "the data starts at %llu, not 8-aligned",
+            (unsigned long long)(8 + n));
+  json_error_t err;
+  json_t *h = json_loadb((const char *)buf + 8, n, 0, &err);
+  CHECK_MSG(h && json_is_object(h), "header: %s", h ? "not an object" : err.text);
+  const uint8_t *data = buf + 8 + n;
+  for (int k = 0; h && k < 18; k++) {
+    json_t *e = json_object_get(h, clg_node_name(m->v[k]));
+    CHECK_MSG(e != NULL, "no entry for %s", clg_node_name(m->v[k]));
+    if (!e)
+      continue;
+    CHECK_STR(json_string_value(json_object_get(e, "dtype")), ST_NAMES[k / 3]);
+    json_t *shape = json_object_get(e, "shape");
+    CHECK((int)json_array_size(shape) == clg_tensor_rank(m->val[k]));
+    for (size_t d = 0; d < json_array_size(shape); d++)
+      CHECK(json_integer_value(json_array_get(shape, d)) == clg_tensor_dim(m->val[k], (int)d));
+    json_t *off = json_object_get(e, "data_offsets");
+    uint64_t b = (uint64_t)json_integer_value(json_array_get(off, 0));
+    uint64_t en = (uint64_t)json_integer_value(json_array_get(off, 1));
+    CHECK(en - b == clg_tensor_bytes(m->val[k]) && 8 + n + en <= len);
+    CHECK_MSG(b % clg_dtype_size(ALL[k / 3]) == 0, "%s at %llu is not aligned",
+              clg_node_name(m->v[k]), (unsigned long long)b);
+    CHECK_MSG(8 + n + en <= len && memcmp(data + b, clg_tensor_const_data(m->val[k]), en - b) == 0,
+              "%s: bytes differ", clg_node_name(m->v[k]));
+  }
+  CHECK_STR(json_string_value(json_object_get(json_object_get(h, "__metadata__"), "producer")),
+            "clgraph");
+  json_decref(h);
+  free(buf);
+}
+
+static void test_round_trip(void)
+{
+  model a, b;
+  model_build(&a, 1);
+  model_build(&b, 2); /* the same variables with other values */
+  clg_session *s = new_session(a.g), *t = new_session(b.g);
+  CHECK_OK(run_target(s, a.init));
+  CHECK_OK(run_target(t, b.init));
+  const char *f = path_in("all.safetensors");
+  CHECK_OK(clg_session_save(s, f, 0, NULL));
+  independent_read(f, &a);
+  /* Restoring a's file into b's session gives a's values, on every device. */
+  CHECK_OK(clg_session_restore(t, f, 0, NULL));
+  expect_values(t, &b, &a, "restore into another graph");
+  expect_values(s, &a, &a, "the saved session");
+  /* A session that never ran the initializer is initialized by a restore. */
+  clg_session *u = new_session(b.g);
+  CHECK_OK(clg_session_restore(u, f, 0, NULL));
+  expect_values(u, &b, &a, "restore into a fresh session");
+  clg_session_free(u);
+  /* Named variables only. */
+  const char *names[2] = {"F32/m", "I64/scalar"};
+  const char *g2 = path_in("two.safetensors");
+  CHECK_OK(clg_session_save(s, g2, 2, names));
+  clg_checkpoint *c = NULL;
+  CHECK_OK(clg_checkpoint_open(g2, &c));
+  CHECK(clg_checkpoint_num_tensors(c) == 2);
+  clg_checkpoint_tensor info;
+  CHECK_OK(clg_checkpoint_tensor_info(c, 0, &info));
+  CHECK_STR(info.name, "I64/scalar"); /* larger dtypes first */
+  clg_checkpoint_close(c);
+  clg_session_free(s);
+  clg_session_free(t);
+  model_free(&a);
+  model_free(&b);
+}
+
+/* A file from another writer: keys in another order, no metadata, extra tensors, padding
+ * spaces; written here byte by byte. */
+static void test_foreign_file(void)
+{
+  clg_graph *g = clg_graph_new();
+  int64_t d2[1] = {2};
+  clg_node *w = clg_variable(g, "w", CLG_FLOAT32, 1, d2, NULL);
+  clg_node *k = clg_variable(g, "step", CLG_INT64, 0, NULL, NULL);
+  CHECK_OK(clg_graph_status(g));
+  const char *json = "{\"zz_extra\":{\"shape\":[1],\"data_offsets\":[16,17],\"dtype\":\"U8\"},"
+                     "\"step\":{\"data_offsets\":[8,16],\"dtype\":\"I64\",\"shape\":[]},"
+                     "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}   ";
+  size_t hn = strlen(json);
+  uint8_t file[512];
+  for (int i = 0; i < 8; i++)
+    file[i] = (uint8_t)((uint64_t)hn >> (8 * i));
+  memcpy(file + 8, json, hn);
+  float wv[2] = {1.5f, -2.25f};
+  int64_t step = 123456789012LL;
+  memcpy(file + 8 + hn, wv, 8);
+  memcpy(file + 16 + hn, &step, 8);
+  file[24 + hn] = 7;
+  const char *f = path_in("foreign.safetensors");
+  put_file(f, file, 25 + hn);
+  clg_session *s = new_session(g);
+  CHECK_OK(clg_session_restore(s, f, 0, NULL));
+  clg_tensor *tw = fetch(s, w), *tk = fetch(s, k);
+  CHECK(tw && ((float *)clg_tensor_data(tw))[0] == 1.5f &&
+        ((float *)clg_tensor_data(tw))[1] == -2.25f);
+  CHECK(tk && *(int64_t *)clg_tensor_data(tk) == step);
+  clg_tensor_free(tw);
+  clg_tensor_free(tk);
+  /* Listing shows the U8 tensor clgraph has no dtype for. */
+  clg_checkpoint *c = NULL;
+  CHECK_OK(clg_checkpoint_open(f, &c));
+  CHECK(clg_checkpoint_num_tensors(c) == 3);
+  clg_checkpoint_tensor info;
+  CHECK_OK(clg_checkpoint_tensor_info(c, 2, &info));
+  CHECK_STR(info.name, "zz_extra");
+  CHECK_STR(info.dtype, "U8");
+  CHECK(info.type == 0 && info.bytes == 1);
+  clg_tensor *x = NULL;
+  CHECK_CODE(clg_checkpoint_read(c, 2, &x), CLG_UNIMPLEMENTED);
+  CHECK_OK(clg_checkpoint_read(c, 0, &x));
+  CHECK(x && ((float *)clg_tensor_data(x))[1] == -2.25f);
+  clg_tensor_free(x);
+  clg_checkpoint_close(c);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+/* --- malformed files ----------------------------------------------------------------------- */
+
+typedef struct bad_case {
+  const char *what;
+  const char *json;    /* NULL: raw bytes below */
+  int64_t header_size; /* -1: the JSON's length */
+  int data_bytes;      /* bytes of data after the header */
+  int raw_len;         /* for json NULL: the file is this many zero bytes */
+  clg_code code;
+  const char *text;
+} bad_case;
+
+#define A_OK "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}"
+
+static const bad_case BAD[] = {
+    {"empty file", NULL, 0, 0, 0, CLG_DATA_LOSS, "too short"},
+    {"5 bytes", NULL, 0, 0, 5, CLG_DATA_LOSS, "too short"},
+    {"header larger than the file", "{" A_OK "}", 4000, 8, 0, CLG_DATA_LOSS,
+     "header of 4000 bytes is larger than the file"},
+    {"header beyond the cap", "{}", 200000000, 0, 0, CLG_INVALID_ARGUMENT, "exceeds the format's"},
+    {"invalid JSON", "{\"a\":{\"dtype\":\"F32\",", -1, 8, 0, CLG_INVALID_ARGUMENT,
+     "not valid JSON"},
+    {"JSON not an object", "[1,2]", -1, 0, 0, CLG_INVALID_ARGUMENT, "not an object"},
+    {"duplicate names", "{" A_OK "," A_OK "}", -1, 8, 0, CLG_INVALID_ARGUMENT, "duplicate"},
+    {"unknown dtype", "{\"a\":{\"dtype\":\"F31\",\"shape\":[2],\"data_offsets\":[0,8]}}", -1, 8, 0,
+     CLG_INVALID_ARGUMENT, "tensor 'a': unknown dtype \"F31\""},
+    {"size differs from shape", "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}",
+     -1, 8, 0, CLG_INVALID_ARGUMENT, "tensor 'a': 8 bytes at data_offsets [0, 8], but its shape"},
+    {"offsets beyond the data", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}",
+     -1, 8, 0, CLG_DATA_LOSS, "tensor 'a': data_offsets [8, 16] lie beyond"},
+    {"truncated data", "{" A_OK "}", -1, 5, 0, CLG_DATA_LOSS, "tensor 'a'"},
+    {"overlap", "{" A_OK ",\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", -1, 8,
+     0, CLG_INVALID_ARGUMENT, "overlap"},
+    {"hole", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", -1, 12, 0,
+     CLG_INVALID_ARGUMENT, "tensor 'a': a hole of 4 bytes"},
+    {"trailing bytes", "{" A_OK "}", -1, 12, 0, CLG_INVALID_ARGUMENT, "4 bytes of data after"},
+    {"offsets reversed", "{\"a\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,0]}}", -1, 8,
+     0, CLG_INVALID_ARGUMENT, "end before they begin"},
+    {"negative dim", "{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", -1, 8, 0,
+     CLG_INVALID_ARGUMENT, "shape[0] is not a non-negative integer"},
+    {"shape not a list", "{\"a\":{\"dtype\":\"F32\",\"shape\":2,\"data_offsets\":[0,8]}}", -1, 8, 0,
+     CLG_INVALID_ARGUMENT, "\"shape\" is missing"},
+    {"three offsets", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4,8]}}", -1, 8,
+     0, CLG_INVALID_ARGUMENT, "not a pair"},
+    {"huge shape",
+     "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,8]}}", -1, 8,
+     0, CLG_INVALID_ARGUMENT, "need more than"},
+    {"metadata not strings", "{\"__metadata__\":{\"k\":1}," A_OK "}", -1, 8, 0,
+     CLG_INVALID_ARGUMENT, "\"__metadata__\" value"},
+    {"entry not an object", "{\"a\":5}", -1, 0, 0, CLG_INVALID_ARGUMENT, "not an object"},
+    {"missing name", "{\"other\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", -1, 8,
+     0, CLG_INVALID_ARGUMENT, "no tensor 'a' for variable 'a'"},
+    {"wrong dtype", "{\"a\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]}}", -1, 16, 0,
+     CLG_INVALID_ARGUMENT, "tensor 'a' is F64, but variable 'a' is float"},
+    {"wrong shape", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]}}", -1, 8, 0,
+     CLG_INVALID_ARGUMENT, "tensor 'a' has shape [1,2], but variable 'a' has [2]"},
+    /* a is fine, b is wrong: a must not change either. */
+    {"second variable wrong",
+     "{" A_OK ",\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[8,20]}}", -1, 20, 0,
+     CLG_INVALID_ARGUMENT, "tensor 'b' has shape [3], but variable 'b' has [2]"},
+};
+
+static void test_malformed(void)
+{
+  clg_graph *g = clg_graph_new();
+  int64_t d2[1] = {2};
+  float av[2] = {3, 4}, bv[2] = {5, 6};
+  CHECK_OK(clg_graph_push_device(g, "/device:GPU:1"));
+  clg_node *a = clg_variable(g, "a", CLG_FLOAT32, 1, d2, clg_const_f32(g, NULL, 1, d2, av));
+  CHECK_OK(clg_graph_pop_device(g));
+  clg_node *b = clg_variable(g, "b", CLG_FLOAT32, 1, d2, clg_const_f32(g, NULL, 1, d2, bv));
+  clg_node *init = clg_global_variables_initializer(g, NULL);
+  CHECK_OK(clg_graph_status(g));
+  clg_session *s = new_session(g);
+  CHECK_OK(run_target(s, init));
+  const char *f = path_in("bad.safetensors");
+  for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+    const bad_case *c = &BAD[i];
+    uint8_t file[1024];
+    size_t len;
+    if (!c->json) {
+      memset(file, 0, sizeof file);
+      len = (size_t)c->raw_len;
+    } else {
+      size_t hn = strlen(c->json);
+      uint64_t hs = c->header_size < 0 ? hn : (uint64_t)c->header_size;
+      for (int k = 0; k < 8; k++)
+        file[k] = (uint8_t)(hs >> (8 * k));
+      memcpy(file + 8, c->json, hn);
+      for (int k = 0; k < c->data_bytes; k++)
+        file[8 + hn + (size_t)k] = (uint8_t)(0xA0 + k);
+      len = 8 + hn + (size_t)c->data_bytes;
+    }
+    put_file(f, file, len);
+    clg_code got = clg_session_restore(s, f, 0, NULL);
+    CHECK_MSG(got == c->code && strstr(clg_last_error(), c->text) && strstr(clg_last_error(), f),
+              "%s: %s \"%s\", want %s with \"%s\" and the file name", c->what, clg_code_name(got),
+              clg_last_error(), clg_code_name(c->code), c->text);
+    clg_tensor *ta = fetch(s, a), *tb = fetch(s, b);
+    CHECK_MSG(ta && tb && memcmp(clg_tensor_data(ta), av, 8) == 0 &&
+                  memcmp(clg_tensor_data(tb), bv, 8) == 0,
+              "%s: a variable changed", c->what);
+    clg_tensor_free(ta);
+    clg_tensor_free(tb);
+    /* The listing API reports the same errors for what is wrong with the file itself. */
+    clg_checkpoint *cp = NULL;
+    clg_code lc = clg_checkpoint_open(f, &cp);
+    CHECK(lc == CLG_OK || lc == c->code);
+    clg_checkpoint_close(cp);
+  }
+  CHECK_CODE(clg_session_restore(s, path_in("missing.safetensors"), 0, NULL), CLG_NOT_FOUND);
+  CHECK_CONTAINS(clg_last_error(), "missing.safetensors");
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+static void test_save_errors(void)
+{
+  clg_graph *g = clg_graph_new();
+  int64_t d2[1] = {2};
+  CHECK_OK(clg_graph_push_variable_scope(g, "conv1", CLG_REUSE_INHERIT));
+  clg_node *w = clg_get_variable(g, "weights", CLG_FLOAT32, 1, d2, NULL);
+  CHECK_OK(clg_graph_pop_variable_scope(g));
+  CHECK_OK(clg_graph_status(g));
+  (void)w;
+  clg_session *s = new_session(g);
+  const char *f = path_in("never.safetensors");
+  CHECK_CODE(clg_session_save(s, f, 0, NULL), CLG_FAILED_PRECONDITION);
+  CHECK_CONTAINS(clg_last_error(), "Attempting to use uninitialized value conv1/weights");
+  CHECK(access(f, F_OK) != 0);
+  CHECK_OK(run_target(s, clg_global_variables_initializer(g, NULL)));
+  const char *names[1] = {"nope"};
+  CHECK_CODE(clg_session_save(s, f, 1, names), CLG_NOT_FOUND);
+  CHECK_CONTAINS(clg_last_error(), "no variable named 'nope'");
+  CHECK(clg_session_save(s, "/nonexistent-dir-clgraph/x.safetensors", 0, NULL) != CLG_OK);
+  CHECK_CONTAINS(clg_last_error(), "/nonexistent-dir-clgraph/x.safetensors");
+  CHECK_OK(clg_session_save(s, f, 0, NULL));
+  /* No temporary file is left beside it. */
+  DIR *d = opendir(dir);
+  int temps = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    temps += strstr(e->d_name, ".tmp.") != NULL;
+  if (d)
+    closedir(d);
+  CHECK(temps == 0);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+/* --- a writer killed in the middle of a save ------------------------------------------------ */
+
+#define KILL_FLOATS (8 << 20) /* 32 MiB per save: long enough to be caught in the middle */
+
+/* The child: saves a large variable to path, again and again, forever (every save writes
+ * the same bytes, so the file is checked for completeness, not for a generation). */
+static int child_save(const char *path)
+{
+  clg_graph *g = clg_graph_new();
+  int64_t dims[1] = {KILL_FLOATS};
+  clg_graph_push_device(g, "/cpu:0");
+  clg_initializer c = clg_init_constant(7);
+  clg_get_variable(g, "big", CLG_FLOAT32, 1, dims, &c);
+  clg_node *init = clg_global_variables_initializer(g, NULL);
+  clg_session *s = NULL;
+  if (clg_session_new(g, NULL, &s) != CLG_OK || run_target(s, init) != CLG_OK)
+    return 3;
+  for (;;)
+    if (clg_session_save(s, path, 0, NULL) != CLG_OK)
+      return 4;
+}
+
+/* The file at path is a complete checkpoint: header intact, every element 7. */
+static bool complete_generation(const char *path, float *gen)
+{
+  clg_checkpoint *c = NULL;
+  if (clg_checkpoint_open(path, &c) != CLG_OK)
+    return false;
+  clg_tensor *t = NULL;
+  bool ok = clg_checkpoint_num_tensors(c) == 1 && clg_checkpoint_read(c, 0, &t) == CLG_OK &&
+            clg_tensor_count(t) == KILL_FLOATS;
+  const float *x = ok ? clg_tensor_const_data(t) : NULL;
+  for (size_t i = 0; ok && i < KILL_FLOATS; i++)
+    ok = x[i] == 7.0f;
+  if (ok)
+    *gen = x[0];
+  clg_tensor_free(t);
+  clg_checkpoint_close(c);
+  return ok;
+}
+
+static int count_temps(void)
+{
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (strstr(e->d_name, ".kill.safetensors.tmp."))
+      n++;
+  if (d)
+    closedir(d);
+  return n;
+}
+
+static void remove_temps(void)
+{
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (strstr(e->d_name, ".kill.safetensors.tmp."))
+      unlink(path_in(e->d_name));
+  if (d)
+    closedir(d);
+}
+
+static void test_kill_writer(const char *self)
+{
+  const char *f = path_in("kill.safetensors");
+  bool caught = false;
+  int attempts = 0;
+  for (int attempt = 0; attempt < 12 && !caught; attempt++) {
+    attempts++;
+    unlink(f);
+    remove_temps();
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl(self, self, "--child-save", f, (char *)NULL);
+      _exit(127);
+    }
+    CHECK(pid > 0);
+    /* Wait for the first complete checkpoint, then kill at a moment that varies. */
+    for (int i = 0; i < 600 && access(f, F_OK) != 0; i++)
+      nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    CHECK_MSG(access(f, F_OK) == 0, "the child never completed a save");
+    long ms = 20 + 37 * attempt % 150;
+    nanosleep(&(struct timespec){0, ms * 1000 * 1000}, NULL);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    float gen = 0;
+    CHECK_MSG(complete_generation(f, &gen),
+              "after a kill (attempt %d) the checkpoint is broken: %s", attempt, clg_last_error());
+    caught = count_temps() > 0; /* killed while a temporary file was being written */
+  }
+  CHECK_MSG(caught, "never killed the writer in the middle of a save");
+  printf("test_kill_writer: killed in the middle of a save after %d attempt(s)\n", attempts);
+  remove_temps();
+  unlink(f);
+}
+
+/* --- the command line -------------------------------------------------------------------- */
+
+static void test_cli(void)
+{
+  const char *bin = getenv("CLG_BINARY_DIR");
+  CHECK_MSG(bin != NULL, "CLG_BINARY_DIR is not set");
+  if (!bin)
+    return;
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s/clgraph checkpoint ls %s 2>&1", bin,
+           path_in("foreign.safetensors"));
+  FILE *p = popen(cmd, "r");
+  char out[4096] = "";
+  size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+  out[n] = '\0';
+  int status = p ? pclose(p) : -1;
+  CHECK_MSG(status == 0, "%s: status %d: %s", cmd, status, out);
+  CHECK_CONTAINS(out, "w");
+  CHECK_CONTAINS(out, "F32");
+  CHECK_CONTAINS(out, "[2]");
+  CHECK_CONTAINS(out, "step");
+  CHECK_CONTAINS(out, "zz_extra");
+  CHECK_CONTAINS(out, "U8");
+  snprintf(cmd, sizeof cmd, "%s/clgraph checkpoint ls --bogus %s >/dev/null 2>&1", bin,
+           path_in("foreign.safetensors"));
+  status = system(cmd);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 2, "unknown option: status %d", status);
+  put_file(path_in("cut.safetensors"), "\x10\0\0\0\0\0\0\0{}", 10);
+  snprintf(cmd, sizeof cmd, "%s/clgraph checkpoint ls %s >/dev/null 2>&1", bin,
+           path_in("cut.safetensors"));
+  status = system(cmd);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 1, "bad file: status %d", status);
+}
+
+int main(int argc, char **argv)
+{
+  if (argc == 3 && strcmp(argv[1], "--child-save") == 0)
+    return child_save(argv[2]);
+  if (!clg_test_require_gpus(4))
+    return clg_test_summary("test_checkpoint");
+  snprintf(dir, sizeof dir, "/tmp/clg_test_checkpoint.XXXXXX");
+  CHECK(mkdtemp(dir) != NULL);
+  clg_graph *keep_graph = clg_graph_new();
+  clg_session *keep = new_session(keep_graph); /* keeps the device state across tests */
+  test_round_trip();
+  test_foreign_file();
+  test_malformed();
+  test_save_errors();
+  test_cli();
+  clg_session_free(keep);
+  clg_graph_free(keep_graph);
+  test_kill_writer(argv[0]);
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (e->d_name[0] != '.' || strstr(e->d_name, ".tmp."))
+      unlink(path_in(e->d_name));
+  if (d)
+    closedir(d);
+  rmdir(dir);
+  return clg_test_summary("test_checkpoint");
+}
