@@ -86,3 +86,121 @@ __kernel void clg_im2col(__global const T *x, ulong xo, __global T *p, ulong po,
     v = x[xo + ((n * g.h + ih) * g.w + iw) * g.c + c];
   p[po + i] = v;
 }
+
+/* --- gradients ------------------------------------------------------------------------- */
+
+/* Conv2DBackpropInput's col2im, one work-item per input element: adds into x the entries of
+ * the patch rows [row0, row0 + rows) (in p) that element was copied to. A gather, so no two
+ * work-items write one element. */
+__kernel void clg_col2im(__global const T *p, ulong po, __global T *x, ulong xo, ulong row0,
+                         ulong rows, ulong count, clg_window g)
+{
+  ulong i = get_global_id(0);
+  if (i >= count)
+    return;
+  long c = (long)(i % (ulong)g.c);
+  ulong r = i / (ulong)g.c;
+  long iw = (long)(r % (ulong)g.w);
+  r /= (ulong)g.w;
+  long ih = (long)(r % (ulong)g.h), n = (long)(r / (ulong)g.h);
+  T acc = 0;
+  for (long a = 0; a < g.kh; a++) {
+    long th = ih + g.pt - a * g.dh;
+    if (th < 0 || th % g.sh != 0 || th / g.sh >= g.oh)
+      continue;
+    for (long b = 0; b < g.kw; b++) {
+      long tw = iw + g.pl - b * g.dw;
+      if (tw < 0 || tw % g.sw != 0 || tw / g.sw >= g.ow)
+        continue;
+      ulong row = (ulong)((n * g.oh + th / g.sh) * g.ow + tw / g.sw);
+      if (row < row0 || row >= row0 + rows)
+        continue;
+      acc += p[po + (row - row0) * (ulong)g.kdim + (ulong)((a * g.kw + b) * g.c + c)];
+    }
+  }
+  x[xo + i] += acc;
+}
+
+/* MaxPoolGrad / AvgPoolGrad, one work-item per input element: the sum over the windows that
+ * hold it of dy, where (max) it is the window's first maximum in scan order, or (avg) divided
+ * by the window's count of unpadded elements. */
+__kernel void clg_pool_grad(__global const T *x, ulong xo, __global const T *dy, ulong dyo,
+                            __global T *dx, ulong dxo, ulong count, clg_window g, uint avg)
+{
+  ulong i = get_global_id(0);
+  if (i >= count)
+    return;
+  long c = (long)(i % (ulong)g.c);
+  ulong r = i / (ulong)g.c;
+  long iw = (long)(r % (ulong)g.w);
+  r /= (ulong)g.w;
+  long ih = (long)(r % (ulong)g.h), n = (long)(r / (ulong)g.h);
+  T acc = 0;
+  for (long a = 0; a < g.kh; a++) {
+    long th = ih + g.pt - a;
+    if (th < 0 || th % g.sh != 0 || th / g.sh >= g.oh)
+      continue;
+    long oh = th / g.sh, h0 = oh * g.sh - g.pt;
+    for (long b = 0; b < g.kw; b++) {
+      long tw = iw + g.pl - b;
+      if (tw < 0 || tw % g.sw != 0 || tw / g.sw >= g.ow)
+        continue;
+      long ow = tw / g.sw, w0 = ow * g.sw - g.pl;
+      T gv = dy[dyo + (ulong)(((n * g.oh + oh) * g.ow + ow) * g.c + c)];
+      if (avg) {
+        long hs = max(h0, 0L), he = min(h0 + g.kh, g.h), ws = max(w0, 0L), we = min(w0 + g.kw, g.w);
+        acc += gv / (T)((he - hs) * (we - ws));
+        continue;
+      }
+      T best = (T)(-INFINITY);
+      long at = -1;
+      for (long a2 = 0; a2 < g.kh; a2++) {
+        long h2 = h0 + a2;
+        if (h2 < 0 || h2 >= g.h)
+          continue;
+        for (long b2 = 0; b2 < g.kw; b2++) {
+          long w2 = w0 + b2;
+          if (w2 < 0 || w2 >= g.w)
+            continue;
+          T v = x[xo + (ulong)(((n * g.h + h2) * g.w + w2) * g.c + c)];
+          if (best < v) {
+            best = v;
+            at = h2 * g.w + w2;
+          }
+        }
+      }
+      if (at == ih * g.w + iw)
+        acc += gv;
+    }
+  }
+  dx[dxo + i] = acc;
+}
+
+/* LRNGrad: dx[c] = dy[c]*N[c]^-beta - 2*alpha*beta*x[c]*sum over |c'-c| <= r of
+ * dy[c']*y[c'] / N[c'], with N = bias + alpha*(sum of squares within radius). */
+__kernel void clg_lrn_grad(__global const T *dy, ulong dyo, __global const T *x, ulong xo,
+                           __global const T *y, ulong yo, __global T *dx, ulong dxo, ulong count,
+                           long c, long radius, T bias, T alpha, T beta)
+{
+  ulong i = get_global_id(0);
+  if (i >= count)
+    return;
+  long ch = (long)(i % (ulong)c);
+  ulong base = i - (ulong)ch;
+  long lo = ch - radius < 0 ? 0 : ch - radius, hi = ch + radius >= c ? c - 1 : ch + radius;
+  T own = 0, cross = 0;
+  for (long k = lo; k <= hi; k++) {
+    long lo2 = k - radius < 0 ? 0 : k - radius, hi2 = k + radius >= c ? c - 1 : k + radius;
+    T sq = 0;
+    for (long j = lo2; j <= hi2; j++) {
+      T v = x[xo + base + (ulong)j];
+      sq += v * v;
+    }
+    T norm = bias + alpha * sq;
+    if (k == ch)
+      own = pow(norm, -beta);
+    cross += dy[dyo + base + (ulong)k] * y[yo + base + (ulong)k] / norm;
+  }
+  dx[dxo + i] =
+      dy[dyo + i] * own - (T)2 * alpha * beta * x[xo + i] * cross;
+}

@@ -194,6 +194,43 @@ bool clg_conv_is_direct(const clg_window *g);
 /* Rows of one scratch chunk for a patch row of kdim elements of es bytes. */
 size_t clg_conv_chunk_rows(bool opencl, size_t kdim, size_t es, size_t rows);
 
+/* Gradients. Conv2DBackpropInput: dx = col2im(dy x f^T) over chunks of patch rows;
+ * Conv2DBackpropFilter: df = sum over chunks of patches^T x dy. Scratch as clg_*_conv2d's
+ * (the plan's block when large enough, else alloc; host: malloc when alloc is NULL); sizes
+ * from *_conv2d_grad_scratch (filter: true for the filter's gradient). OpenCL errors as
+ * clg_cl_conv2d's. in is the filter for the input's gradient, x for the filter's. */
+void clg_host_col2im(clg_dtype dtype, const void *p, void *x, size_t row0, size_t rows,
+                     const clg_window *g);
+size_t clg_host_conv2d_grad_scratch(clg_dtype dtype, const clg_window *g, bool filter);
+clg_code clg_host_conv2d_backprop_input(clg_allocator *alloc, const clg_block *scratch,
+                                        clg_dtype dtype, const void *f, const void *dy, void *dx,
+                                        const clg_window *g);
+clg_code clg_host_conv2d_backprop_filter(clg_allocator *alloc, const clg_block *scratch,
+                                         clg_dtype dtype, const void *x, const void *dy, void *df,
+                                         const clg_window *g);
+clg_code clg_cl_col2im(clg_device *dev, clg_dtype dtype, const clg_block *p, const clg_block *x,
+                       size_t row0, size_t rows, const clg_window *g);
+clg_code clg_cl_conv2d_grad_scratch(clg_device *dev, clg_dtype dtype, const clg_window *g,
+                                    bool filter, size_t *bytes);
+clg_code clg_cl_conv2d_backprop(clg_device *dev, clg_allocator *alloc, const clg_block *scratch,
+                                clg_dtype dtype, bool filter, const clg_block *in,
+                                const clg_block *dy, const clg_block *out, const clg_window *g,
+                                const char **why);
+/* MaxPoolGrad (avg false: dy to each window's first maximum in scan order, overlapping
+ * windows adding) or AvgPoolGrad (dy / the window's unpadded count; x unused, may be NULL)
+ * into dx [n,h,w,c]. */
+void clg_host_pool_grad(clg_dtype dtype, bool avg, const void *x, const void *dy, void *dx,
+                        const clg_window *g);
+clg_code clg_cl_pool_grad(clg_device *dev, clg_dtype dtype, bool avg, const clg_block *x,
+                          const clg_block *dy, const clg_block *dx, const clg_window *g);
+/* LRNGrad along the last axis (c channels) of count elements. */
+void clg_host_lrn_grad(clg_dtype dtype, const void *dy, const void *x, const void *y, void *dx,
+                       size_t count, int64_t c, int64_t radius, double bias, double alpha,
+                       double beta);
+clg_code clg_cl_lrn_grad(clg_device *dev, clg_dtype dtype, const clg_block *dy, const clg_block *x,
+                         const clg_block *y, const clg_block *dx, size_t count, int64_t c,
+                         int64_t radius, double bias, double alpha, double beta);
+
 /* --- OpenCL programs that ops carry (cl_program.c) ---------------------------------------- */
 
 /* OpenCL C text with a name; T is typedef'd to the element type (float, or double with

@@ -119,9 +119,9 @@ static const clg_kernel_def equal_kernels[] = {
     {CLG_KIND_HOST, equal_supports, host_run, NULL, NULL},
     {CLG_KIND_OPENCL, equal_supports, cl_run, NULL, NULL}};
 
-/* Add: both get dy; Sub: dy and -dy; Mul: dy * b and dy * a. An input that was broadcast gets
- * its gradient summed over the axes it was broadcast along, then reshaped to its own shape
- * (TensorFlow's BroadcastGradientArgs + Sum + Reshape). */
+/* Add: both get dy; Sub: dy and -dy; Mul: dy * b and dy * a; RealDiv and Maximum below. An input
+ * that was broadcast gets its gradient summed over the axes it was broadcast along, then reshaped
+ * to its own shape (TensorFlow's BroadcastGradientArgs + Sum + Reshape). */
 static clg_output reduce_to(clg_graph *g, clg_output d, const clg_out_desc *input,
                             const clg_out_desc *out)
 {
@@ -147,7 +147,20 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
   clg_output da = dy[0], db = dy[0];
   if (def == &clg_op_Sub)
     db = clg_grad_build(g, &clg_op_Neg, 1, &dy[0], 0, NULL);
-  else if (def == &clg_op_Mul) {
+  else if (def == &clg_op_RealDiv) { /* dy / b and -dy * a / b / b */
+    da = clg_grad_build(g, &clg_op_RealDiv, 2, (clg_output[]){dy[0], b}, 0, NULL);
+    clg_output q = clg_grad_build(g, &clg_op_RealDiv, 2, (clg_output[]){a, b}, 0, NULL);
+    q = clg_grad_build(g, &clg_op_RealDiv, 2, (clg_output[]){q, b}, 0, NULL);
+    q = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], q}, 0, NULL);
+    db = clg_grad_build(g, &clg_op_Neg, 1, &q, 0, NULL);
+  } else if (def == &clg_op_Maximum) {
+    /* a gets dy where it is the max (a >= b: ties go to a, as TensorFlow's x >= y), b the rest. */
+    clg_output eq = clg_grad_build(g, &clg_op_Equal, 2, (clg_output[]){clg_out(n, 0), a}, 0, NULL);
+    clg_attr dst = clg_attr_dtype("DstT", n->outs[0].dtype);
+    clg_output mask = clg_grad_build(g, &clg_op_Cast, 1, &eq, 1, &dst);
+    da = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], mask}, 0, NULL);
+    db = clg_grad_build(g, &clg_op_Sub, 2, (clg_output[]){dy[0], da}, 0, NULL);
+  } else if (def == &clg_op_Mul) {
     da = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], b}, 0, NULL);
     db = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){a, dy[0]}, 0, NULL);
   }
@@ -156,7 +169,7 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
   return clg_graph_status(g);
 }
 
-/* RealDiv, Maximum and Equal have no gradient yet (GRAD NULL). */
+/* Equal has no gradient (GRAD NULL), as TensorFlow's. */
 #define BINARY_DEF(OP, KERNELS, INPLACE, GRAD)                                                     \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
@@ -173,8 +186,8 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
 BINARY_DEF(Add, kernels, 0, grad)
 BINARY_DEF(Sub, kernels, 0, grad)
 BINARY_DEF(Mul, kernels, 0, grad)
-BINARY_DEF(RealDiv, kernels, 0, NULL)
-BINARY_DEF(Maximum, kernels, 0, NULL)
+BINARY_DEF(RealDiv, kernels, 0, grad)
+BINARY_DEF(Maximum, kernels, 0, grad)
 BINARY_DEF(Equal, equal_kernels, -1, NULL)
 
 static clg_binop binop(const clg_node *n)

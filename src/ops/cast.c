@@ -166,6 +166,18 @@ static bool cl_supports(const clg_node *n, const clg_device *dev)
 static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, NULL, host_run, NULL, NULL},
                                          {CLG_KIND_OPENCL, cl_supports, cl_run, NULL, NULL}};
 
+/* Between float types: dy cast back to the source type. To or from integers and bool:
+ * none, as in TensorFlow. */
+static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  clg_dtype st = clg_node_in(n, 0)->dtype, dt = n->outs[0].dtype;
+  if (is_int(st) || is_int(dt))
+    return CLG_OK;
+  clg_attr a = clg_attr_dtype("DstT", st);
+  dx[0] = clg_grad_build(g, &clg_op_Cast, 1, dy, 1, &a);
+  return clg_graph_status(g);
+}
+
 const clg_op_def clg_op_Cast = {
     .name = "Cast",
     .num_inputs = 1,
@@ -176,6 +188,7 @@ const clg_op_def clg_op_Cast = {
     .kernels = kernels,
     .num_kernels = 2,
     .inplace = -1,
+    .grad = grad,
 };
 
 clg_node *clg_cast(clg_graph *g, const char *name, clg_node *x, clg_dtype dtype)

@@ -239,6 +239,7 @@ const clg_op_def clg_op_Conv2D = {
     .kernels = kernels,
     .num_kernels = 2,
     .inplace = -1,
+    .grad = clg_grad_conv2d,
 };
 
 clg_node *clg_conv2d(clg_graph *g, const char *name, clg_node *input, clg_node *filter,

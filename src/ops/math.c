@@ -69,6 +69,37 @@ static const clg_kernel_def kernels[] = {
     {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL, NULL},
     {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL, NULL}};
 
+static clg_output mul(clg_graph *g, clg_output a, clg_output b)
+{
+  return clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){a, b}, 0, NULL);
+}
+
+/* Exp: dy * y. Log: dy / x. Sqrt: dy * 0.5 / y. Rsqrt: dy * -0.5 * y^3 (from the outputs where
+ * TensorFlow uses them). */
+static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  clg_output x = n->inputs[0], y = clg_out(n, 0);
+  clg_dtype t = n->outs[0].dtype;
+  switch (which(n)) {
+  case M_EXP:
+    dx[0] = mul(g, dy[0], y);
+    break;
+  case M_LOG:
+    dx[0] = clg_grad_build(g, &clg_op_RealDiv, 2, (clg_output[]){dy[0], x}, 0, NULL);
+    break;
+  case M_SQRT:
+    dx[0] = clg_grad_build(g, &clg_op_RealDiv, 2,
+                           (clg_output[]){mul(g, dy[0], clg_grad_scalar(g, t, 0.5)), y}, 0, NULL);
+    break;
+  default: {
+    clg_output y2 = clg_grad_build(g, &clg_op_Square, 1, &y, 0, NULL);
+    dx[0] = mul(g, mul(g, dy[0], mul(g, y2, y)), clg_grad_scalar(g, t, -0.5));
+    break;
+  }
+  }
+  return clg_graph_status(g);
+}
+
 #define UNARY_DEF(OP)                                                                              \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
@@ -80,6 +111,7 @@ static const clg_kernel_def kernels[] = {
       .kernels = kernels,                                                                          \
       .num_kernels = 2,                                                                            \
       .inplace = 0,                                                                                \
+      .grad = grad,                                                                                \
   };
 UNARY_DEF(Exp)
 UNARY_DEF(Log)

@@ -86,6 +86,7 @@ const clg_op_def clg_op_BiasAdd = {
     .kernels = bias_kernels,
     .num_kernels = 2,
     .inplace = 0,
+    .grad = clg_grad_bias_add,
 };
 
 /* --- MaxPool, AvgPool ------------------------------------------------------------------------ */
@@ -170,6 +171,7 @@ static const clg_kernel_def pool_kernels[] = {
       .kernels = pool_kernels,                                                                     \
       .num_kernels = 2,                                                                            \
       .inplace = -1,                                                                               \
+      .grad = clg_grad_pool,                                                                       \
   };
 POOL_DEF(MaxPool)
 POOL_DEF(AvgPool)
@@ -232,6 +234,7 @@ const clg_op_def clg_op_LRN = {
     .kernels = lrn_kernels,
     .num_kernels = 2,
     .inplace = -1,
+    .grad = clg_grad_lrn,
 };
 
 /* --- builders ------------------------------------------------------------------------------ */

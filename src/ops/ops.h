@@ -218,7 +218,14 @@ extern const clg_op_def clg_op_Const, clg_op_Placeholder, clg_op_MatMul, clg_op_
     clg_op_Sqrt, clg_op_Rsqrt, clg_op_Cast, clg_op_Fill, clg_op_ZerosLike, clg_op_OnesLike,
     clg_op_Reshape, clg_op_Transpose, clg_op_Sum, clg_op_Mean, clg_op_Max, clg_op_L2Loss,
     clg_op_ArgMax, clg_op_Softmax, clg_op_LogSoftmax, clg_op_SparseSoftmaxCrossEntropyWithLogits,
-    clg_op_InTopKV2, clg_op_BiasAdd, clg_op_MaxPool, clg_op_AvgPool, clg_op_LRN, clg_op_Conv2D;
+    clg_op_InTopKV2, clg_op_BiasAdd, clg_op_MaxPool, clg_op_AvgPool, clg_op_LRN, clg_op_Conv2D,
+    clg_op_Conv2DBackpropInput, clg_op_Conv2DBackpropFilter, clg_op_MaxPoolGrad, clg_op_AvgPoolGrad,
+    clg_op_LRNGrad, clg_op_BiasAddGrad;
+/* Gradient functions that live beside their gradient ops (conv2d_grad.c, nn_grad.c). */
+clg_code clg_grad_conv2d(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
+clg_code clg_grad_pool(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
+clg_code clg_grad_lrn(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
+clg_code clg_grad_bias_add(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 
 /* TensorFlow's node summary for errors: "b = Const[dtype=DT_FLOAT, value=Tensor<type: float
  * shape: [3,2] values: 1 2 3...>, _device=\"/device:GPU:2\"]()", attributes in the op's

@@ -198,6 +198,61 @@ static const clg_kernel_def reduce_kernels[] = {
     {CLG_KIND_HOST, float_supports, reduce_host, NULL, NULL},
     {CLG_KIND_OPENCL, float_supports, reduce_cl, NULL, NULL}};
 
+/* The gradients: dy reshaped to the input's rank (reduced dims as 1, TensorFlow's keep_dims
+ * shape) and broadcast back over the input: Sum as is, Mean divided by the reduced count;
+ * Max to the elements equal to the max, shared among ties (TensorFlow's _MaxGrad); L2Loss
+ * x * dy. The axes input gets none. */
+static clg_code reduce_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  clg_output xin = n->inputs[0];
+  if (n->def == &clg_op_L2Loss) {
+    dx[0] = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){xin, dy[0]}, 0, NULL);
+    return clg_graph_status(g);
+  }
+  bool red[CLG_MAX_RANK];
+  clg_code code = reduced_axes(n, red);
+  if (code != CLG_OK)
+    return code;
+  int64_t kd[CLG_MAX_RANK], axes[CLG_MAX_RANK];
+  int naxes = 0;
+  size_t nred = 1;
+  for (int k = 0; k < x->rank; k++) {
+    kd[k] = red[k] ? 1 : x->dims[k];
+    if (red[k]) {
+      axes[naxes++] = k;
+      nred *= (size_t)x->dims[k];
+    }
+  }
+  clg_output d = dy[0];
+  if (!n->attrs[A_KEEP_DIMS].b)
+    d = clg_grad_build(g, &clg_op_Reshape, 2,
+                       (clg_output[]){d, clg_out(clg_const_ints(g, x->rank, kd), 0)}, 0, NULL);
+  if (n->def == &clg_op_Max) {
+    clg_output y = clg_out(n, 0);
+    if (!n->attrs[A_KEEP_DIMS].b)
+      y = clg_grad_build(g, &clg_op_Reshape, 2,
+                         (clg_output[]){y, clg_out(clg_const_ints(g, x->rank, kd), 0)}, 0, NULL);
+    clg_output eq = clg_grad_build(g, &clg_op_Equal, 2, (clg_output[]){xin, y}, 0, NULL);
+    clg_attr dst = clg_attr_dtype("DstT", x->dtype);
+    clg_output ind = clg_grad_build(g, &clg_op_Cast, 1, &eq, 1, &dst);
+    clg_attr keep = clg_attr_bool("keep_dims", true);
+    clg_output cnt =
+        clg_grad_build(g, &clg_op_Sum, 2,
+                       (clg_output[]){ind, clg_out(clg_const_ints(g, naxes, axes), 0)}, 1, &keep);
+    clg_output share = clg_grad_build(g, &clg_op_RealDiv, 2, (clg_output[]){ind, cnt}, 0, NULL);
+    dx[0] = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){share, d}, 0, NULL);
+    return clg_graph_status(g);
+  }
+  if (n->def == &clg_op_Mean)
+    d = clg_grad_build(
+        g, &clg_op_Mul, 2,
+        (clg_output[]){d, clg_grad_scalar(g, x->dtype, nred ? 1.0 / (double)nred : 0.0)}, 0, NULL);
+  clg_output ones = clg_grad_build(g, &clg_op_OnesLike, 1, &xin, 0, NULL);
+  dx[0] = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){d, ones}, 0, NULL);
+  return clg_graph_status(g);
+}
+
 #define REDUCE_DEF(OP)                                                                             \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
@@ -209,6 +264,7 @@ static const clg_kernel_def reduce_kernels[] = {
       .kernels = reduce_kernels,                                                                   \
       .num_kernels = 2,                                                                            \
       .inplace = -1,                                                                               \
+      .grad = reduce_grad,                                                                         \
   };
 REDUCE_DEF(Sum)
 REDUCE_DEF(Mean)
@@ -224,6 +280,7 @@ const clg_op_def clg_op_L2Loss = {
     .kernels = reduce_kernels,
     .num_kernels = 2,
     .inplace = -1,
+    .grad = reduce_grad,
 };
 
 /* --- ArgMax ----------------------------------------------------------------------------- */

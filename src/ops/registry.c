@@ -65,6 +65,13 @@ static const clg_op_def *const registry[] = {
     &clg_op_AvgPool,
     &clg_op_LRN,
     &clg_op_Conv2D,
+    /* gradients */
+    &clg_op_Conv2DBackpropInput,
+    &clg_op_Conv2DBackpropFilter,
+    &clg_op_MaxPoolGrad,
+    &clg_op_AvgPoolGrad,
+    &clg_op_LRNGrad,
+    &clg_op_BiasAddGrad,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))

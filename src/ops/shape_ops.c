@@ -93,6 +93,15 @@ static clg_code reshape_cl(const clg_kernel_ctx *c)
 static const clg_kernel_def reshape_kernels[] = {{CLG_KIND_HOST, NULL, reshape_host, NULL, NULL},
                                                  {CLG_KIND_OPENCL, NULL, reshape_cl, NULL, NULL}};
 
+/* dy reshaped to the input's shape; the shape input gets none. */
+static clg_code reshape_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  clg_output s = clg_out(clg_const_ints(g, x->rank, x->dims), 0);
+  dx[0] = clg_grad_build(g, &clg_op_Reshape, 2, (clg_output[]){dy[0], s}, 0, NULL);
+  return clg_graph_status(g);
+}
+
 const clg_op_def clg_op_Reshape = {
     .name = "Reshape",
     .num_inputs = 2,
@@ -103,6 +112,7 @@ const clg_op_def clg_op_Reshape = {
     .kernels = reshape_kernels,
     .num_kernels = 2,
     .inplace = 0,
+    .grad = reshape_grad,
 };
 
 /* --- Transpose ---------------------------------------------------------------------------- */
@@ -182,6 +192,21 @@ static const clg_kernel_def transpose_kernels[] = {
     {CLG_KIND_HOST, NULL, transpose_host, NULL, NULL},
     {CLG_KIND_OPENCL, NULL, transpose_cl, NULL, NULL}};
 
+/* dy transposed by the inverse permutation; the perm input gets none. */
+static clg_code transpose_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  int64_t perm[CLG_MAX_RANK], inv[CLG_MAX_RANK];
+  int count = 0;
+  clg_code code = clg_node_const_ints(n, 1, "perm", CLG_MAX_RANK, perm, &count);
+  if (code != CLG_OK)
+    return code;
+  for (int k = 0; k < count; k++)
+    inv[perm[k]] = k;
+  clg_output p = clg_out(clg_const_ints(g, count, inv), 0);
+  dx[0] = clg_grad_build(g, &clg_op_Transpose, 2, (clg_output[]){dy[0], p}, 0, NULL);
+  return clg_graph_status(g);
+}
+
 const clg_op_def clg_op_Transpose = {
     .name = "Transpose",
     .num_inputs = 2,
@@ -192,6 +217,7 @@ const clg_op_def clg_op_Transpose = {
     .kernels = transpose_kernels,
     .num_kernels = 2,
     .inplace = -1,
+    .grad = transpose_grad,
 };
 
 clg_node *clg_reshape(clg_graph *g, const char *name, clg_node *x, int rank, const int64_t *shape)

@@ -99,6 +99,33 @@ static const clg_kernel_def softmax_kernels[] = {
     {CLG_KIND_HOST, clg_kernel_float_or_double, softmax_host, NULL, NULL},
     {CLG_KIND_OPENCL, clg_kernel_float_or_double, softmax_cl, NULL, NULL}};
 
+/* The sum over the last axis of v, kept as a dim of 1 (it broadcasts back over the row). */
+static clg_output row_sum(clg_graph *g, const clg_node *n, clg_output v)
+{
+  int64_t axis = clg_node_in(n, 0)->rank - 1;
+  clg_attr keep = clg_attr_bool("keep_dims", true);
+  return clg_grad_build(g, &clg_op_Sum, 2,
+                        (clg_output[]){v, clg_out(clg_const_ints(g, 1, &axis), 0)}, 1, &keep);
+}
+
+/* Softmax: (dy - sum(dy * y)) * y. LogSoftmax: dy - exp(y) * sum(dy). */
+static clg_code softmax_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  clg_output y = clg_out(n, 0);
+  if (n->def == &clg_op_LogSoftmax) {
+    clg_output p = clg_grad_build(g, &clg_op_Exp, 1, &y, 0, NULL);
+    clg_output t =
+        clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){p, row_sum(g, n, dy[0])}, 0, NULL);
+    dx[0] = clg_grad_build(g, &clg_op_Sub, 2, (clg_output[]){dy[0], t}, 0, NULL);
+    return clg_graph_status(g);
+  }
+  clg_output gy = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], y}, 0, NULL);
+  clg_output d =
+      clg_grad_build(g, &clg_op_Sub, 2, (clg_output[]){dy[0], row_sum(g, n, gy)}, 0, NULL);
+  dx[0] = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){d, y}, 0, NULL);
+  return clg_graph_status(g);
+}
+
 #define SOFTMAX_DEF(OP)                                                                            \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
@@ -110,6 +137,7 @@ static const clg_kernel_def softmax_kernels[] = {
       .kernels = softmax_kernels,                                                                  \
       .num_kernels = 2,                                                                            \
       .inplace = -1,                                                                               \
+      .grad = softmax_grad,                                                                        \
   };
 SOFTMAX_DEF(Softmax)
 SOFTMAX_DEF(LogSoftmax)
@@ -249,6 +277,23 @@ static clg_code xent_cl(const clg_kernel_ctx *c)
 static const clg_kernel_def xent_kernels[] = {{CLG_KIND_HOST, float_input0, xent_host, NULL, NULL},
                                               {CLG_KIND_OPENCL, float_input0, xent_cl, NULL, NULL}};
 
+/* dlogits = dloss[:, None] * backprop (TensorFlow's gradient); the labels get none. A
+ * gradient through the backprop output (a second derivative) is not supported. */
+static clg_code xent_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  if (dy[1].node)
+    return clg_node_error(n, CLG_UNIMPLEMENTED,
+                          "no gradient through output 1 (backprop): second derivatives of "
+                          "SparseSoftmaxCrossEntropyWithLogits are not supported");
+  if (!dy[0].node)
+    return CLG_OK;
+  int64_t col[2] = {clg_node_in(n, 0)->dims[0], 1};
+  clg_output d = clg_grad_build(
+      g, &clg_op_Reshape, 2, (clg_output[]){dy[0], clg_out(clg_const_ints(g, 2, col), 0)}, 0, NULL);
+  dx[0] = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){d, clg_out(n, 1)}, 0, NULL);
+  return clg_graph_status(g);
+}
+
 const clg_op_def clg_op_SparseSoftmaxCrossEntropyWithLogits = {
     .name = "SparseSoftmaxCrossEntropyWithLogits",
     .num_inputs = 2,
@@ -259,6 +304,7 @@ const clg_op_def clg_op_SparseSoftmaxCrossEntropyWithLogits = {
     .kernels = xent_kernels,
     .num_kernels = 2,
     .inplace = -1,
+    .grad = xent_grad,
 };
 
 /* --- InTopKV2 ------------------------------------------------------------------------------- */
