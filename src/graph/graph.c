@@ -405,6 +405,19 @@ clg_code clg_graph_push_name_scope(clg_graph *g, const char *scope)
   return CLG_OK;
 }
 
+char *clg_graph_name_scope_suspend(clg_graph *g)
+{
+  char *saved = g->name_scope;
+  g->name_scope = NULL;
+  return saved;
+}
+
+void clg_graph_name_scope_resume(clg_graph *g, char *saved)
+{
+  free(g->name_scope); /* anything opened meanwhile (nothing, when scopes balance) */
+  g->name_scope = saved;
+}
+
 clg_code clg_graph_pop_name_scope(clg_graph *g)
 {
   if (!g)

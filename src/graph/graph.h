@@ -46,6 +46,10 @@ clg_node *clg_graph_variable_at(const clg_graph *g, int i, clg_node **init);
 /* The graph-level seed, when set. */
 bool clg_graph_random_seed(const clg_graph *g, int64_t *seed);
 
+/* Builds outside the open name scopes until resumed with the returned value (tf.get_variable
+ * names its variables by variable scope only). Scopes opened meanwhile must be closed. */
+char *clg_graph_name_scope_suspend(clg_graph *g);
+void clg_graph_name_scope_resume(clg_graph *g, char *saved);
 /* Makes this thread's last error the graph's sticky error (the first one wins). */
 clg_code clg_graph_record_error(clg_graph *g);
 /* A fresh default name for base ("Variable", "Variable_1", ...), malloc'd; NULL when memory
@@ -66,6 +70,10 @@ clg_node *clg_graph_build(clg_graph *g, const clg_op_def *def, const char *name,
 clg_node *clg_graph_build_ex(clg_graph *g, const clg_op_def *def, const char *name, int num_inputs,
                              const clg_output *inputs, int num_attrs, const clg_attr *attrs,
                              clg_code (*prepare)(clg_node *n, void *ctx), void *ctx);
+/* Builds outside the open name scopes until resumed with the returned value (tf.get_variable
+ * names its variables by variable scope only). Scopes opened meanwhile must be closed. */
+char *clg_graph_name_scope_suspend(clg_graph *g);
+void clg_graph_name_scope_resume(clg_graph *g, char *saved);
 /* Makes this thread's last error the graph's sticky error (the first one wins), for
  * builders outside this module (tf.train's); returns the sticky code. */
 clg_code clg_graph_fail(clg_graph *g);

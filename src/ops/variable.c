@@ -156,8 +156,23 @@ static clg_node *fail(clg_graph *g, clg_code code, const char *fmt, ...)
   return NULL;
 }
 
+static clg_node *get_variable(clg_graph *g, const char *name, clg_dtype dtype, int rank,
+                              const int64_t *dims, const clg_initializer *init);
+
+/* tf.get_variable ignores name scopes (only variable scopes name its variables), so that
+ * towers built under "tower_0", "tower_1" share "conv1/weights". */
 clg_node *clg_get_variable(clg_graph *g, const char *name, clg_dtype dtype, int rank,
                            const int64_t *dims, const clg_initializer *init)
+{
+  char *saved = g ? clg_graph_name_scope_suspend(g) : NULL;
+  clg_node *v = get_variable(g, name, dtype, rank, dims, init);
+  if (g)
+    clg_graph_name_scope_resume(g, saved);
+  return v;
+}
+
+static clg_node *get_variable(clg_graph *g, const char *name, clg_dtype dtype, int rank,
+                              const int64_t *dims, const clg_initializer *init)
 {
   if (!g) {
     clg_error(CLG_INVALID_ARGUMENT, "clg_get_variable: graph is NULL");
