@@ -345,7 +345,9 @@ static char *node_name(clg_graph *g, const char *op, const char *name)
       clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory naming a node");
       return NULL;
     }
-    snprintf(full, len, "%s%s", g->name_scope, name ? name : op);
+    size_t scope_len = strlen(g->name_scope);
+    memcpy(full, g->name_scope, scope_len);
+    memcpy(full + scope_len, name ? name : op, len - scope_len); /* with its NUL */
     if (name)
       name = full;
     else
