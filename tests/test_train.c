@@ -212,6 +212,7 @@ static void test_decay_and_moving_average(void)
   *(int64_t *)clg_tensor_data(one) = 1;
   clg_node *bump = clg_assign_add(g, "bump", step, clg_const(g, NULL, one));
   clg_tensor_free(one);
+  clg_node *vbump = clg_assign_add(g, "vbump", v, clg_const_f32(g, NULL, 0, NULL, (float[]){1}));
   CHECK_OK(clg_graph_pop_device(g));
   clg_node *init = clg_global_variables_initializer(g, "init");
   CHECK_MSG(clg_graph_status(g) == CLG_OK, "%s", clg_graph_error(g));
@@ -220,7 +221,7 @@ static void test_decay_and_moving_average(void)
     CHECK_OK(clg_session_new(g, NULL, &s));
   if (s) {
     CHECK_OK(clg_session_run_outputs(s, 0, NULL, NULL, 0, NULL, NULL, 1, &init));
-    double want_shadow = 0;
+    double want_shadow = 3; /* a shadow starts at its variable's initial value */
     for (int k = 0; k < 5; k++) {
       double st = scalar_of(s, step);
       CHECK(st == k);
@@ -229,11 +230,12 @@ static void test_decay_and_moving_average(void)
       CHECK_MSG(fabs(scalar_of(s, smooth) - 0.1 * pow(0.5, k / 2.0)) < 1e-6, "decay at step %d: %g",
                 k, scalar_of(s, smooth));
       double d = fmin(0.99, (1.0 + k) / (10.0 + k));
-      want_shadow -= (1 - d) * (want_shadow - 3.0);
+      want_shadow -= (1 - d) * (want_shadow - (3.0 + k)); /* v is 3 + k now */
       CHECK_OK(clg_session_run_outputs(s, 0, NULL, NULL, 0, NULL, NULL, 1, &ema));
       CHECK_MSG(fabs(scalar_of(s, shadow) - want_shadow) < 1e-5, "shadow at step %d: %g, want %g",
                 k, scalar_of(s, shadow), want_shadow);
       CHECK_OK(clg_session_run_outputs(s, 0, NULL, NULL, 0, NULL, NULL, 1, &bump));
+      CHECK_OK(clg_session_run_outputs(s, 0, NULL, NULL, 0, NULL, NULL, 1, &vbump));
     }
   }
   clg_session_free(s);

@@ -68,8 +68,8 @@ clg_node *clg_exponential_decay(clg_graph *g, double lr0, clg_node *global_step,
                                 double decay_rate, int staircase);
 
 /* tf.train.ExponentialMovingAverage(decay, num_updates).apply(vars): for each variable a
- * shadow variable "<var>/ExponentialMovingAverage" (zero-initialized, where TensorFlow
- * starts from the variable's initial value) and the update shadow -= (1 - d) * (shadow -
+ * shadow variable "<var>/ExponentialMovingAverage" (initialized with the variable's initial
+ * value, or zeros for a variable built without one) and the update shadow -= (1 - d) * (shadow -
  * var) with d = min(decay, (1 + num_updates) / (10 + num_updates)) (num_updates may be NULL:
  * d = decay). shadows (may be NULL) receives the shadow variables. Returns a NoOp that runs
  * every update; NULL on error (sticky). */

@@ -22,19 +22,31 @@ clg_node *clg_global_step(clg_graph *g)
   return step;
 }
 
-/* A zero-initialized variable `name` with var's dtype and shape, on var's device (slots such
- * as momentum accumulators and moving averages live with their variable). */
-static clg_node *variable_like(clg_graph *g, const char *name, clg_node *var)
+/* A variable `name` with var's dtype and shape, on var's device (slots such as momentum
+ * accumulators and moving averages live with their variable): zero-initialized, or with
+ * var's own initial value (a moving average starts where its variable starts, as
+ * TensorFlow's initialized_value()). */
+static clg_node *variable_like(clg_graph *g, const char *name, clg_node *var, bool var_init)
 {
   int rank = clg_node_rank(var);
   int64_t dims[CLG_MAX_RANK];
   for (int d = 0; d < rank && d < CLG_MAX_RANK; d++)
     dims[d] = clg_node_dim(var, d);
-  clg_initializer zero = clg_init_zeros();
   clg_graph_push_device(g, clg_node_requested_device(var));
-  char iname[512];
-  snprintf(iname, sizeof iname, "%s/Initializer/zeros", name);
-  clg_node *init = clg_initializer_op(g, iname, &zero, clg_node_dtype(var), rank, dims);
+  clg_node *init = NULL;
+  if (var_init) {
+    char aname[512];
+    snprintf(aname, sizeof aname, "%s/Assign", clg_node_name(var));
+    clg_node *assign = clg_graph_find(g, aname);
+    if (assign && clg_node_num_inputs(assign) == 2 && clg_node_input(assign, 0) == var)
+      init = clg_node_input(assign, 1);
+  }
+  if (!init) {
+    clg_initializer zero = clg_init_zeros();
+    char iname[512];
+    snprintf(iname, sizeof iname, "%s/Initializer/zeros", name);
+    init = clg_initializer_op(g, iname, &zero, clg_node_dtype(var), rank, dims);
+  }
   clg_node *slot = clg_variable(g, name, clg_node_dtype(var), rank, dims, init);
   clg_graph_pop_device(g);
   return slot;
@@ -178,7 +190,7 @@ clg_node *clg_apply_gradients(clg_graph *g, const clg_optimizer *opt, int num,
       snprintf(aname, sizeof aname, "%s/Momentum", clg_node_name(var));
       clg_node *accum = clg_graph_find(g, aname);
       if (!accum)
-        accum = variable_like(g, aname, var);
+        accum = variable_like(g, aname, var, false);
       clg_output in[5] = {clg_out(var, 0), clg_out(accum, 0), clg_out(lr, 0), clg_out(grad, 0),
                           clg_out(scalar(g, dt, opt->momentum), 0)};
       clg_attr at = clg_attr_bool("use_nesterov", opt->use_nesterov);
@@ -272,7 +284,7 @@ clg_node *clg_moving_average_apply(clg_graph *g, double decay, clg_node *num_upd
     clg_node *var = vars[i];
     char sname[512];
     snprintf(sname, sizeof sname, "%s/ExponentialMovingAverage", clg_node_name(var));
-    clg_node *shadow = variable_like(g, sname, var);
+    clg_node *shadow = variable_like(g, sname, var, true);
     clg_dtype dt = clg_node_dtype(var);
     clg_node *k = dt == CLG_FLOAT32 ? keep : clg_cast(g, NULL, keep, dt);
     /* The update runs where its shadow lives. */
