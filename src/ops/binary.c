@@ -38,7 +38,7 @@ static clg_code infer(clg_node *n)
   if (a->dtype != b->dtype)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "dtypes differ: %s vs %s",
                           clg_dtype_name(a->dtype), clg_dtype_name(b->dtype));
-  int rank;
+  int rank = 0;
   int64_t dims[CLG_MAX_RANK];
   clg_code code = clg_infer_broadcast(n, a, b, &rank, dims);
   if (code != CLG_OK)

@@ -92,7 +92,7 @@ clg_code clg_nhwc_attr(const clg_node *n, const clg_attr_value *f)
 static clg_code geometry(const clg_node *n, clg_window *g)
 {
   const clg_out_desc *x = clg_node_in(n, 0), *f = clg_node_in(n, 1);
-  bool same;
+  bool same = false;
   clg_code code;
   memset(g, 0, sizeof *g);
   if ((code = clg_padding_attr(n, &n->attrs[A_PADDING], &same)) != CLG_OK ||
