@@ -106,7 +106,8 @@ static void plan_free(plan *p)
 {
   if (!p)
     return;
-  for (int i = 0; i < p->nsteps; i++) {
+  /* A plan that failed while being built may have counted steps it never allocated. */
+  for (int i = 0; p->steps && i < p->nsteps; i++) {
     free(p->steps[i].in);
     free(p->steps[i].out);
     free(p->steps[i].copies);

@@ -163,6 +163,50 @@ static bool fg_same_shape(const fg_node *a, const fg_node *b)
   return a->rank == b->rank && memcmp(a->dims, b->dims, sizeof a->dims[0] * (size_t)a->rank) == 0;
 }
 
+/* An inferred shape with more than INT64_MAX / 8 elements is refused at build (the one
+ * checked path for every op's output). */
+static bool fg_elements_ok(const fg_node *m)
+{
+  double total = 1;
+  for (int i = 0; i < m->rank; i++) {
+    if (m->dims[i] == 0)
+      return true;
+    total *= (double)m->dims[i];
+  }
+  return total <= (double)(INT64_MAX / 8);
+}
+
+/* numpy broadcasting of a and b into out's rank and dims (Add, Sub, Mul): dimensions are
+ * matched from the right; equal, or one of them 1. */
+static bool fg_broadcast(const fg_node *a, const fg_node *b, fg_node *out)
+{
+  int rank = a->rank > b->rank ? a->rank : b->rank;
+  for (int i = 0; i < rank; i++) {
+    int64_t da = i < a->rank ? a->dims[a->rank - 1 - i] : 1;
+    int64_t db = i < b->rank ? b->dims[b->rank - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1)
+      return false;
+    out->dims[rank - 1 - i] = da == 1 ? db : da;
+  }
+  out->rank = rank;
+  return true;
+}
+
+/* The element of input `in` that output element e of `out` reads under broadcasting. */
+static size_t fg_broadcast_index(const fg_node *in, const fg_node *out, size_t e)
+{
+  size_t index = 0, stride = 1;
+  for (int i = 0; i < in->rank; i++) {
+    int d_in = in->rank - 1 - i, d_out = out->rank - 1 - i;
+    size_t coord = (size_t)(e % (size_t)out->dims[d_out]);
+    e /= (size_t)out->dims[d_out];
+    if (in->dims[d_in] != 1)
+      index += coord * stride;
+    stride *= (size_t)in->dims[d_in];
+  }
+  return index;
+}
+
 /* A node index from one byte: one of the model's nodes. */
 static int fg_pick(fg_state *s)
 {
@@ -327,6 +371,7 @@ static void fg_build_matmul(fg_state *s)
     m.rank = 2;
     m.dims[0] = na->dims[m.ta ? 1 : 0];
     m.dims[1] = nb->dims[m.tb ? 0 : 1];
+    valid = fg_elements_ok(&m);
   }
   const char *name = fg_take_name(s);
   clg_node *n = clg_matmul(s->g, name, na->node, nb->node, m.ta, m.tb);
@@ -341,13 +386,9 @@ static void fg_build_binary(fg_state *s, int which)
     return;
   const fg_node *na = &s->nodes[a], *nb = &s->nodes[b];
   fg_node m = {.op = ops[which], .num_inputs = 2, .inputs = {a, b}};
-  bool valid = na->dtype == nb->dtype && (na->rank == 0 || nb->rank == 0 || fg_same_shape(na, nb));
-  if (valid) {
-    const fg_node *shape = na->rank == 0 ? nb : na;
+  bool valid = na->dtype == nb->dtype && fg_broadcast(na, nb, &m) && fg_elements_ok(&m);
+  if (valid)
     m.dtype = na->dtype;
-    m.rank = shape->rank;
-    memcpy(m.dims, shape->dims, sizeof m.dims);
-  }
   const char *name = fg_take_name(s);
   clg_node *n = which == 0   ? clg_add(s->g, name, na->node, nb->node)
                 : which == 1 ? clg_sub(s->g, name, na->node, nb->node)
@@ -593,9 +634,9 @@ static bool fg_eval(fg_state *s, int i, fg_value *vals, const double *const *fed
   } else if (strcmp(m->op, "Identity") == 0) {
     memcpy(r->v, a->v, sizeof(double) * count);
   } else {
-    size_t na = s->nodes[m->inputs[0]].count, nb = s->nodes[m->inputs[1]].count;
+    const fg_node *ia = &s->nodes[m->inputs[0]], *ib = &s->nodes[m->inputs[1]];
     for (size_t e = 0; e < count; e++) {
-      double x = a->v[na == count ? e : 0], y = b->v[nb == count ? e : 0];
+      double x = a->v[fg_broadcast_index(ia, m, e)], y = b->v[fg_broadcast_index(ib, m, e)];
       double z = m->op[0] == 'A' ? x + y : m->op[0] == 'S' ? x - y : x * y;
       r->v[e] = fg_round(m, z, &r->exact);
     }
