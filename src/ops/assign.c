@@ -269,12 +269,14 @@ static const clg_attr_def momentum_attrs[] = {
 static const clg_kernel_def assign_kernels[] = {{CLG_KIND_HOST, NULL, host_assign, NULL, NULL},
                                                 {CLG_KIND_OPENCL, NULL, cl_assign, NULL, NULL}};
 
+extern const clg_op_def clg_op_AssignAdd;
+
 /* AssignAdd also counts in int32 and int64 on the host (tf.train's global step). */
 static bool host_add_supports(const clg_node *n, const clg_device *dev)
 {
   return clg_kernel_float_or_double(n, dev) ||
          ((n->outs[0].dtype == CLG_INT64 || n->outs[0].dtype == CLG_INT32) &&
-          clg_node_all_dtype(n, n->outs[0].dtype) && n->def == clg_op_find("AssignAdd"));
+          clg_node_all_dtype(n, n->outs[0].dtype) && n->def == &clg_op_AssignAdd);
 }
 
 #define UPDATE_OP(NAME, NIN, ATTRS, INFER, HOST, CL)                                               \
