@@ -752,6 +752,17 @@ static void ref_digit(int row, double *out)
   ref_standardize(out, 64);
 }
 
+/* The row's image moved so that out[y][x] = image[y + dy][x + dx], background 0 outside. */
+static void ref_digit_shifted(int row, int dy, int dx, double *out)
+{
+  for (int y = 0; y < 8; y++)
+    for (int x = 0; x < 8; x++) {
+      int sy = y + dy, sx = x + dx;
+      out[y * 8 + x] = sy >= 0 && sy < 8 && sx >= 0 && sx < 8 ? digit_pixel(row, sy * 8 + sx) : 0.0;
+    }
+  ref_standardize(out, 64);
+}
+
 /* Writes text as dir_name/digits.csv.gz; returns the folder. */
 static const char *digits_dir(const char *dir_name, const char *text)
 {
@@ -780,8 +791,9 @@ static void test_digits(void)
     CHECK(input_dataset_num_records(train) == 16);
     CHECK(input_dataset_num_records(test) == 4);
     CHECK(input_dataset_image_size(train) == 8 && input_dataset_channels(train) == 1);
-    /* Distortion and shuffle flags: the digits are never distorted. */
+    /* Distorted rows are shifted by the draw's dy, dx; undistorted ones are as in the file. */
     input_options o = {.batch = 6, .distort = true, .towers = 1, .seed = 9};
+    int shifted = 0;
     float images[6 * 64];
     int32_t labels[6];
     double want[64];
@@ -790,10 +802,18 @@ static void test_digits(void)
       for (int r = 0; r < 6; r++) {
         int row = (int)((b * 6 + r) % 16);
         CHECK(labels[r] == digit_label(row));
-        ref_digit(row, want);
+        input_distortion t;
+        input_distortion_draw(9, b, r, &t);
+        int dy, dx;
+        input_digits_shift(&t, &dy, &dx);
+        CHECK(dy >= -1 && dy <= 1 && dx >= -1 && dx <= 1);
+        shifted += dy != 0 || dx != 0;
+        ref_digit_shifted(row, dy, dx, want);
         CHECK_MSG(max_diff(images + r * 64, want, 64) < 1e-5, "digits train row %d differs", row);
       }
-      input_fill_batch(test, &o, b, images, labels);
+      input_options plain = o;
+      plain.distort = false; /* evaluation: the image as it is */
+      input_fill_batch(test, &plain, b, images, labels);
       for (int r = 0; r < 6; r++) {
         int row = 16 + (int)((b * 6 + r) % 4);
         CHECK(labels[r] == digit_label(row));
@@ -801,6 +821,7 @@ static void test_digits(void)
         CHECK_MSG(max_diff(images + r * 64, want, 64) < 1e-5, "digits test row %d differs", row);
       }
     }
+    CHECK_MSG(shifted > 0, "no distorted digit was shifted in 24 draws");
   }
   input_dataset_free(train);
   input_dataset_free(test);

@@ -644,6 +644,25 @@ void input_distortion_draw(uint64_t seed, int64_t batch_index, int row, input_di
   out->contrast = (float)(0.2 + 1.6 * rng_uniform(&r));
 }
 
+void input_digits_shift(const input_distortion *t, int *dy, int *dx)
+{
+  /* crop_y and crop_x are uniform over 0..8: modulo 3 each shift is equally likely. */
+  *dy = t->crop_y % 3 - 1;
+  *dx = t->crop_x % 3 - 1;
+}
+
+/* out[y][x] = src[y + dy][x + dx], 0 (the digits' background) outside the image. */
+static void shift_digit(const float *src, int dy, int dx, float *out)
+{
+  for (int y = 0; y < DIGITS_SIDE; y++)
+    for (int x = 0; x < DIGITS_SIDE; x++) {
+      int sy = y + dy, sx = x + dx;
+      out[y * DIGITS_SIDE + x] = sy >= 0 && sy < DIGITS_SIDE && sx >= 0 && sx < DIGITS_SIDE
+                                     ? src[sy * DIGITS_SIDE + sx]
+                                     : 0.0f;
+    }
+}
+
 /* The permutation of epoch `epoch` under seed: Fisher-Yates from a generator of (seed, epoch).
  * Called with perm_lock held; the result is valid until the lock is released. */
 static const uint32_t *epoch_perm(input_dataset *d, uint64_t seed, int64_t epoch)
@@ -748,7 +767,13 @@ void input_fill_batch(const input_dataset *d, const input_options *o, int64_t ba
     float *out = images + (size_t)row * per_image;
     labels[row] = d->labels[rec];
     if (d->kind == INPUT_DIGITS) {
-      memcpy(out, d->values + (size_t)rec * DIGITS_PIXELS, DIGITS_PIXELS * sizeof *out);
+      int dy = 0, dx = 0;
+      if (o->distort) {
+        input_distortion t;
+        input_distortion_draw(o->seed, batch_index, row, &t);
+        input_digits_shift(&t, &dy, &dx);
+      }
+      shift_digit(d->values + (size_t)rec * DIGITS_PIXELS, dy, dx, out);
     } else {
       input_distortion t = {(CIFAR_SIDE - CIFAR_CROP) / 2, (CIFAR_SIDE - CIFAR_CROP) / 2, false,
                             0.0f, 1.0f};

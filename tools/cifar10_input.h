@@ -49,9 +49,10 @@ int input_dataset_channels(const input_dataset *d);
  * all files in order: data_batch_1 first). With shuffle on, record positions p are mapped
  * through a permutation of the split drawn per epoch (p / num_records) from the seed.
  * Distortions (training only, CIFAR-10 and synthetic: random 24x24 crop, left-right flip,
- * brightness, contrast; none for the digits) draw from a generator seeded by (seed, batch,
- * row), so a batch's contents do not depend on threads or timing. Without distortions an
- * image is the central crop. Every image then gets per-image standardization. */
+ * brightness, contrast; for the digits a random shift by one pixel, see input_digits_shift) draw
+ * from a generator seeded by (seed, batch, row), so a batch's contents do not depend on threads or
+ * timing. Without distortions an image is the central crop. Every image then gets per-image
+ * standardization. */
 typedef struct input_options {
   int batch;    /* records per batch */
   bool distort; /* the tutorial's training distortions */
@@ -90,6 +91,12 @@ typedef struct input_distortion {
 } input_distortion;
 
 void input_distortion_draw(uint64_t seed, int64_t batch_index, int row, input_distortion *out);
+
+/* The digits' distortion, their counterpart of the random crop: the 8x8 image padded with one
+ * row and column of background on each side and cropped back to 8x8 at a random place, i.e.
+ * shifted by dy, dx in -1..1 (from the draw's crop offsets; no flip, brightness or contrast:
+ * a mirrored digit is another digit, and standardization undoes the other two). */
+void input_digits_shift(const input_distortion *t, int *dy, int *dx);
 
 /* A reader thread that fills, ahead of the consumer and into a ring of `prefetch` slots, the
  * batches of step first_step towers 0..towers-1, then of the next step, and so on. */
