@@ -1,4 +1,5 @@
 /* Shared by clgraph train and clgraph eval: see cifar10_run.h. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -151,4 +152,75 @@ void cifar10_print_mapping(FILE *f, clg_session *s, const cifar10_model *towers,
             "soft placement moved %d nodes to another device (--log-device-placement "
             "lists them)\n",
             soft_placements);
+}
+
+bool cifar10_train_build(const cifar10_train_options *o, cifar10_train_graph *t)
+{
+  memset(t, 0, sizeof *t);
+  clg_graph *g = t->g = clg_graph_new();
+  if (!g || o->towers < 1 || o->towers > CIFAR10_MAX_TOWERS)
+    return false;
+  clg_graph_set_random_seed(g, o->seed);
+  int64_t idims[4] = {o->batch, o->size, o->size, o->channels}, ldims[1] = {o->batch};
+
+  /* global_step and the learning rate live with the variables. */
+  clg_graph_push_device(g, "/cpu:0");
+  t->global_step = clg_global_step(g);
+  double batches_per_epoch = (double)o->num_examples / o->batch / o->towers;
+  double decay_steps = floor(batches_per_epoch * CIFAR10_EPOCHS_PER_DECAY);
+  t->lr =
+      clg_exponential_decay(g, o->learning_rate, t->global_step, decay_steps < 1 ? 1 : decay_steps,
+                            CIFAR10_LEARNING_RATE_DECAY_FACTOR, 1);
+  clg_graph_pop_device(g);
+
+  /* One tower per GPU: its batch, its loss, its gradients. Tower 0 creates the variables;
+   * the others reuse them (tf.get_variable_scope().reuse_variables()). */
+  clg_grad_var(*grads)[CIFAR10_NUM_VARS] = calloc((size_t)o->towers, sizeof *grads);
+  if (!grads)
+    return false;
+  for (int i = 0; i < o->towers && clg_graph_status(g) == CLG_OK; i++) {
+    char dev[32], scope[32];
+    snprintf(dev, sizeof dev, "/device:GPU:%d", i);
+    snprintf(scope, sizeof scope, "tower_%d", i);
+    clg_graph_push_device(g, dev);
+    clg_graph_push_name_scope(g, scope);
+    t->images[i] = clg_placeholder(g, "images", CLG_FLOAT32, 4, idims);
+    t->labels[i] = clg_placeholder(g, "labels", CLG_INT32, 1, ldims);
+    cifar10_build_tower(g, t->images[i], t->labels[i], o->batch, o->size, o->channels, "/cpu:0",
+                        i > 0, &t->towers[i]);
+    if (clg_graph_status(g) == CLG_OK) {
+      clg_gradients_options go;
+      clg_gradients_options_init(&go);
+      go.colocate_gradients_with_ops = 1;
+      clg_compute_gradients(g, clg_out(t->towers[i].loss, 0), CIFAR10_NUM_VARS, t->towers[i].vars,
+                            &go, grads[i]);
+    }
+    clg_graph_pop_name_scope(g);
+    clg_graph_pop_device(g);
+  }
+  if (clg_graph_status(g) != CLG_OK) {
+    free(grads);
+    return false;
+  }
+
+  /* average_gradients on the CPU, one gradient-descent step, then the moving averages. */
+  clg_graph_push_device(g, "/cpu:0");
+  clg_grad_var avg[CIFAR10_NUM_VARS];
+  clg_average_gradients(g, o->towers, CIFAR10_NUM_VARS, &grads[0][0], avg);
+  free(grads);
+  clg_optimizer opt = {CLG_OPTIMIZER_GRADIENT_DESCENT, t->lr, 0, 0};
+  clg_node *apply =
+      clg_apply_gradients(g, &opt, CIFAR10_NUM_VARS, avg, t->global_step, "apply_gradients");
+  clg_node *averages =
+      clg_moving_average_apply(g, CIFAR10_MOVING_AVERAGE_DECAY, t->global_step, CIFAR10_NUM_VARS,
+                               t->towers[0].vars, t->shadows, "ExponentialMovingAverage");
+  t->train_op = clg_op(g, "NoOp", "train_op", 0, NULL, 0, NULL);
+  if (t->train_op && apply && averages) {
+    clg_node_add_control_input(t->train_op, apply);
+    clg_node_add_control_input(t->train_op, averages);
+  }
+  clg_graph_pop_device(g);
+  cifar10_assigner_build(g, t->towers[0].vars, t->shadows, &t->assign);
+  t->init = clg_global_variables_initializer(g, "init");
+  return clg_graph_status(g) == CLG_OK;
 }

@@ -5,6 +5,7 @@
 #define CLG_CIFAR10_RUN_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "cifar10_model.h"
@@ -43,6 +44,33 @@ bool cifar10_assigner_run(cifar10_assigner *a, clg_session *s, const char *path,
                           cifar10_source from, bool with_shadows);
 const char *cifar10_assigner_error(const cifar10_assigner *a);
 void cifar10_assigner_free(cifar10_assigner *a);
+
+enum { CIFAR10_MAX_TOWERS = 64 };
+
+/* cifar10_multi_gpu_train.py's graph: what one training step needs. */
+typedef struct cifar10_train_options {
+  int towers, batch;    /* batch per tower */
+  int size, channels;   /* the images: 24x24x3, or 8x8x1 for the digits */
+  int64_t num_examples; /* per epoch, for the learning rate's decay steps */
+  double learning_rate; /* the initial one */
+  int64_t seed;         /* the graph's random seed */
+} cifar10_train_options;
+
+typedef struct cifar10_train_graph {
+  clg_graph *g;
+  cifar10_model towers[CIFAR10_MAX_TOWERS];
+  clg_node *images[CIFAR10_MAX_TOWERS], *labels[CIFAR10_MAX_TOWERS]; /* placeholders */
+  clg_node *global_step, *lr, *train_op, *init;
+  clg_node *shadows[CIFAR10_NUM_VARS]; /* the moving averages */
+  cifar10_assigner assign;             /* sets the weights (and their averages) from a file */
+} cifar10_train_graph;
+
+/* Builds it into a new graph t->g (the caller frees it, also on failure). Variables and
+ * global_step on /cpu:0; tower i on /device:GPU:i under name scope tower_i, sharing the
+ * variables; the towers' gradients averaged on /cpu:0 and applied by gradient descent with
+ * lr = learning_rate * 0.1^floor(step / decay_steps), decay_steps = num_examples / batch /
+ * towers * 350; then the moving averages. False with clg_graph_error(t->g) on failure. */
+bool cifar10_train_build(const cifar10_train_options *o, cifar10_train_graph *t);
 
 /* Python's datetime.now() as the tutorial prints it: "2026-11-30 14:32:07.123456". */
 void cifar10_timestamp(char *buf, size_t n);

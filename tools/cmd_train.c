@@ -19,8 +19,6 @@
 #include "clgraph.h"
 #include "tool.h"
 
-enum { MAX_TOWERS = 64 };
-
 typedef struct train_config {
   input_dataset_kind dataset;
   const char *data_dir, *checkpoint, *init_checkpoint;
@@ -28,16 +26,6 @@ typedef struct train_config {
   double lr;
   bool distort, shuffle, json, log_placement, quiet;
 } train_config;
-
-/* The graph of one training step, with the nodes the loop feeds, fetches and runs. */
-typedef struct train_graph {
-  clg_graph *g;
-  cifar10_model towers[MAX_TOWERS];
-  clg_node *images[MAX_TOWERS], *labels[MAX_TOWERS];
-  clg_node *global_step, *lr, *train_op, *init;
-  clg_node *shadows[CIFAR10_NUM_VARS];
-  cifar10_assigner assign; /* sets the weights (and their averages) from a file */
-} train_graph;
 
 static volatile sig_atomic_t g_stop; /* Ctrl-C or SIGTERM: save and leave */
 
@@ -70,73 +58,6 @@ static void usage(FILE *f)
              "  --log-every N     the tutorial's line every N steps (10); --json: one JSON\n"
              "                    object per logged step instead; --quiet: no progress bar\n"
              "Ctrl-C saves the checkpoint and exits with status 130.\n");
-}
-
-/* --- building the graph ---------------------------------------------------------------- */
-
-static bool build_train_graph(const train_config *c, const input_dataset *d, train_graph *t)
-{
-  clg_graph *g = t->g = clg_graph_new();
-  clg_graph_set_random_seed(g, c->seed);
-  const int size = input_dataset_image_size(d), ch = input_dataset_channels(d);
-  int64_t idims[4] = {c->batch, size, size, ch}, ldims[1] = {c->batch};
-
-  /* global_step and the learning rate live with the variables. */
-  clg_graph_push_device(g, "/cpu:0");
-  t->global_step = clg_global_step(g);
-  double batches_per_epoch = (double)input_dataset_num_records(d) / c->batch / c->towers;
-  double decay_steps = floor(batches_per_epoch * CIFAR10_EPOCHS_PER_DECAY);
-  if (decay_steps < 1)
-    decay_steps = 1;
-  t->lr = clg_exponential_decay(g, c->lr, t->global_step, decay_steps,
-                                CIFAR10_LEARNING_RATE_DECAY_FACTOR, 1);
-  clg_graph_pop_device(g);
-
-  /* One tower per GPU: its batch, its loss, its gradients. Tower 0 creates the variables;
-   * the others reuse them (tf.get_variable_scope().reuse_variables()). */
-  clg_grad_var grads[MAX_TOWERS][CIFAR10_NUM_VARS];
-  for (int i = 0; i < c->towers; i++) {
-    char dev[32], scope[32];
-    snprintf(dev, sizeof dev, "/device:GPU:%d", i);
-    snprintf(scope, sizeof scope, "tower_%d", i);
-    clg_graph_push_device(g, dev);
-    clg_graph_push_name_scope(g, scope);
-    t->images[i] = clg_placeholder(g, "images", CLG_FLOAT32, 4, idims);
-    t->labels[i] = clg_placeholder(g, "labels", CLG_INT32, 1, ldims);
-    cifar10_build_tower(g, t->images[i], t->labels[i], c->batch, size, ch, "/cpu:0", i > 0,
-                        &t->towers[i]);
-    if (clg_graph_status(g) == CLG_OK) {
-      clg_gradients_options go;
-      clg_gradients_options_init(&go);
-      go.colocate_gradients_with_ops = 1;
-      clg_compute_gradients(g, clg_out(t->towers[i].loss, 0), CIFAR10_NUM_VARS, t->towers[i].vars,
-                            &go, grads[i]);
-    }
-    clg_graph_pop_name_scope(g);
-    clg_graph_pop_device(g);
-  }
-  if (clg_graph_status(g) != CLG_OK)
-    return false;
-
-  /* average_gradients on the CPU, one gradient-descent step, then the moving averages. */
-  clg_graph_push_device(g, "/cpu:0");
-  clg_grad_var avg[CIFAR10_NUM_VARS];
-  clg_average_gradients(g, c->towers, CIFAR10_NUM_VARS, &grads[0][0], avg);
-  clg_optimizer opt = {CLG_OPTIMIZER_GRADIENT_DESCENT, t->lr, 0, 0};
-  clg_node *apply =
-      clg_apply_gradients(g, &opt, CIFAR10_NUM_VARS, avg, t->global_step, "apply_gradients");
-  clg_node *averages =
-      clg_moving_average_apply(g, CIFAR10_MOVING_AVERAGE_DECAY, t->global_step, CIFAR10_NUM_VARS,
-                               t->towers[0].vars, t->shadows, "ExponentialMovingAverage");
-  t->train_op = clg_op(g, "NoOp", "train_op", 0, NULL, 0, NULL);
-  if (t->train_op && apply && averages) {
-    clg_node_add_control_input(t->train_op, apply);
-    clg_node_add_control_input(t->train_op, averages);
-  }
-  clg_graph_pop_device(g);
-  cifar10_assigner_build(g, t->towers[0].vars, t->shadows, &t->assign);
-  t->init = clg_global_variables_initializer(g, "init");
-  return clg_graph_status(g) == CLG_OK;
 }
 
 /* --- the loop -------------------------------------------------------------------------- */
@@ -184,14 +105,14 @@ static bool save(const train_config *c, clg_session *s, int64_t step)
   return true;
 }
 
-static int train_loop(const train_config *c, const input_dataset *d, train_graph *t, clg_session *s,
-                      int64_t first)
+static int train_loop(const train_config *c, const input_dataset *d, cifar10_train_graph *t,
+                      clg_session *s, int64_t first)
 {
   const int T = c->towers, size = input_dataset_image_size(d), ch = input_dataset_channels(d);
   int64_t idims[4] = {c->batch, size, size, ch}, ldims[1] = {c->batch};
-  clg_tensor *img[MAX_TOWERS] = {0}, *lab[MAX_TOWERS] = {0};
-  clg_output feeds_at[2 * MAX_TOWERS];
-  clg_tensor *feeds[2 * MAX_TOWERS];
+  clg_tensor *img[CIFAR10_MAX_TOWERS] = {0}, *lab[CIFAR10_MAX_TOWERS] = {0};
+  clg_output feeds_at[2 * CIFAR10_MAX_TOWERS];
+  clg_tensor *feeds[2 * CIFAR10_MAX_TOWERS];
   for (int i = 0; i < T; i++) {
     img[i] = clg_tensor_new(CLG_FLOAT32, 4, idims, NULL);
     lab[i] = clg_tensor_new(CLG_INT32, 1, ldims, NULL);
@@ -209,7 +130,7 @@ static int train_loop(const train_config *c, const input_dataset *d, train_graph
                       .prefetch = 2 * T};
   input_reader *reader = input_reader_start(d, &io);
   const bool bar = !c->json && !c->quiet && isatty(STDERR_FILENO);
-  clg_output loss_at[MAX_TOWERS];
+  clg_output loss_at[CIFAR10_MAX_TOWERS];
   for (int i = 0; i < T; i++)
     loss_at[i] = clg_out(t->towers[i].loss, 0);
   int rc = 0;
@@ -221,7 +142,7 @@ static int train_loop(const train_config *c, const input_dataset *d, train_graph
     for (int i = 0; i < T; i++)
       wait += input_reader_next(reader, clg_tensor_data(img[i]), clg_tensor_data(lab[i]));
     double t0 = now_s();
-    clg_tensor *loss_v[MAX_TOWERS] = {0};
+    clg_tensor *loss_v[CIFAR10_MAX_TOWERS] = {0};
     if (clg_session_run_outputs(s, 2 * T, feeds_at, feeds, T, loss_at, loss_v, 1, &t->train_op) !=
         CLG_OK) {
       fprintf(stderr, "clgraph train: step %lld: %s\n", (long long)step, clg_last_error());
@@ -231,7 +152,7 @@ static int train_loop(const train_config *c, const input_dataset *d, train_graph
     double duration = now_s() - t0;
     /* The tutorial logs the last tower's loss; the mean over towers is the loss of the
      * whole step's batch (what one tower with T times the batch would log). */
-    float tower_loss[MAX_TOWERS];
+    float tower_loss[CIFAR10_MAX_TOWERS];
     double mean_loss = 0;
     for (int i = 0; i < T; i++) {
       tower_loss[i] = *(const float *)clg_tensor_data(loss_v[i]);
@@ -324,7 +245,7 @@ static bool parse_config(int argc, char **argv, train_config *c)
   c->json = clg_tool_has_flag(argc, argv, "--json");
   c->quiet = clg_tool_has_flag(argc, argv, "--quiet");
   c->log_placement = clg_tool_has_flag(argc, argv, "--log-device-placement");
-  if (!clg_tool_int_option(argc, argv, "train", "--towers", 1, MAX_TOWERS, &c->towers) ||
+  if (!clg_tool_int_option(argc, argv, "train", "--towers", 1, CIFAR10_MAX_TOWERS, &c->towers) ||
       !clg_tool_int_option(argc, argv, "train", "--batch", 1, 1 << 16, &c->batch) ||
       !clg_tool_int_option(argc, argv, "train", "--steps", 0, 2000000000, &c->steps) ||
       !clg_tool_int_option(argc, argv, "train", "--log-every", 1, 1 << 30, &c->log_every) ||
@@ -365,11 +286,17 @@ int clg_tool_train(int argc, char **argv)
     fprintf(stderr, "clgraph train: %s\n", err);
     return 1;
   }
-  train_graph t;
-  memset(&t, 0, sizeof t);
+  cifar10_train_graph t;
   clg_session *s = NULL;
   int rc = 1;
-  if (!build_train_graph(&c, d, &t)) {
+  cifar10_train_options to = {c.towers,
+                              c.batch,
+                              input_dataset_image_size(d),
+                              input_dataset_channels(d),
+                              input_dataset_num_records(d),
+                              c.lr,
+                              c.seed};
+  if (!cifar10_train_build(&to, &t)) {
     fprintf(stderr, "clgraph train: building the model: %s\n", clg_graph_error(t.g));
     goto done;
   }
