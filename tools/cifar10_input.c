@@ -538,15 +538,15 @@ static input_dataset *load_digits(const char *dir, bool train, char *err, size_t
     p = nl ? nl + 1 : text + len;
   }
   rows = last_nonempty;
-  if (rows < 2) {
-    set_err(err, errlen, "%s: %lld row%s; want at least 2 (the last fifth is the test split)", path,
-            rows, rows == 1 ? "" : "s");
+  if (rows < 5) {
+    set_err(err, errlen, "%s: %lld row%s; want at least 5 (every fifth row is the test split)",
+            path, rows, rows == 1 ? "" : "s");
     free(text);
     return NULL;
   }
-  /* The test split is the last fifth of the rows, rounded up: 360 of Debian's 1,797. */
-  long long test_rows = (rows + 4) / 5;
-  long long first = train ? 0 : rows - test_rows;
+  /* The test split is every fifth row (rows 5, 10, ... counted from 1): 359 of Debian's 1,797,
+   * from the same writers as the training rows (the file's last rows are other writers'). */
+  long long test_rows = rows / 5;
   long long count = train ? rows - test_rows : test_rows;
   input_dataset *d = dataset_new(INPUT_DIGITS, count, err, errlen);
   if (!d) {
@@ -554,7 +554,7 @@ static input_dataset *load_digits(const char *dir, bool train, char *err, size_t
     return NULL;
   }
   /* Every row is checked (a bad row fails both splits); only the split's rows are kept. */
-  long long row = 0;
+  long long row = 0, kept = 0;
   bool ok = true;
   float pixels[DIGITS_PIXELS];
   for (const char *p = text; ok && row < rows;) {
@@ -568,10 +568,10 @@ static input_dataset *load_digits(const char *dir, bool train, char *err, size_t
       set_err(err, errlen, "%s: row %lld is empty", path, row);
       ok = false;
     } else if (digits_row(path, row, p, e, pixels, &label, err, errlen)) {
-      long long i = row - 1 - first;
-      if (i >= 0 && i < count) {
-        memcpy(d->values + (size_t)i * DIGITS_PIXELS, pixels, sizeof pixels);
-        d->labels[i] = label;
+      const bool is_test = row % 5 == 0;
+      if (is_test != train && kept < count) {
+        memcpy(d->values + (size_t)kept * DIGITS_PIXELS, pixels, sizeof pixels);
+        d->labels[kept++] = label;
       }
     } else {
       ok = false;

@@ -24,9 +24,8 @@ const char *input_dataset_name(input_dataset_kind kind);
 typedef struct input_dataset input_dataset;
 
 /* Loads the training split (train = true) or the test split. For the digits the test split
- * is the last 360 rows of digits.csv.gz (rows 1437..1796) and the training split the first
- * 1437 (in general: the last fifth of the rows, rounded up, is the test split, so a smaller
- * file the tests write splits the same way). Synthetic data has 10,000 records of 32x32x3 and
+ * is every fifth row of digits.csv.gz (rows 5, 10, ..., 1795 counted from 1: 359 images) and
+ * the training split the other 1,438, so both hold the same writers' digits. Synthetic data has 10,000 records of 32x32x3 and
  * ignores dir (the test split draws other images than the training split). On failure returns
  * NULL and writes into err a message that names the file and, for a bad record, the record
  * (e.g. "data_batch_2.bin: record 9999 is truncated (1234 of 3073 bytes)"; CIFAR-10 records

@@ -20,7 +20,7 @@ static void usage(FILE *f)
              "                    --checkpoint FILE [--raw] [--batch N] [--json]\n"
              "                    [--log-device-placement]\n\n"
              "Precision @ 1 of the checkpoint's model over the test split (CIFAR-10:\n"
-             "test_batch.bin; digits: the last 360 rows of digits.csv.gz), with the moving\n"
+             "test_batch.bin; digits: every fifth row of digits.csv.gz), with the moving\n"
              "averages of the weights as the tutorial evaluates (--raw: the weights themselves).\n"
              "Prints \"precision @ 1 = P\"; --json prints one object instead.\n");
 }

@@ -135,7 +135,7 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
     loss_at[i] = clg_out(t->towers[i].loss, 0);
   int rc = 0;
   int64_t step = first;
-  double t_start = now_s(), input_wait = 0;
+  double t_start = now_s(), input_wait = 0, last_draw = 0;
   int since_log = 0;
   for (; step < c->steps && !g_stop; step++) {
     double wait = 0;
@@ -191,8 +191,11 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
       input_wait = 0;
       since_log = 0;
     }
-    if (bar)
+    /* At most ten redraws a second: small models run thousands of steps a second. */
+    if (bar && (now_s() - last_draw > 0.1 || step + 1 == c->steps)) {
       progress(step + 1, c->steps, first, now_s() - t_start, loss);
+      last_draw = now_s();
+    }
     if ((step + 1) % c->save_every == 0 && !save(c, s, step + 1)) {
       rc = 1;
       break;
