@@ -23,7 +23,7 @@ typedef struct train_config {
   input_dataset_kind dataset;
   const char *data_dir, *checkpoint, *init_checkpoint;
   int towers, batch, steps, log_every, save_every, seed;
-  double lr;
+  double lr, epochs_per_decay;
   bool distort, shuffle, json, log_placement, quiet;
 } train_config;
 
@@ -39,7 +39,8 @@ static void usage(FILE *f)
 {
   fprintf(f, "usage: clgraph train [--dataset cifar10|digits|synthetic] [--data-dir DIR]\n"
              "                     [--towers N] [--batch N] [--steps N] [--lr X] [--seed N]\n"
-             "                     [--checkpoint FILE] [--init-checkpoint FILE] [--save-every N]\n"
+             "                     [--epochs-per-decay X] [--checkpoint FILE]\n"
+             "                     [--init-checkpoint FILE] [--save-every N]\n"
              "                     [--no-distort] [--no-shuffle] [--log-every N]\n"
              "                     [--log-device-placement] [--json] [--quiet]\n\n"
              "Trains the CIFAR-10 tutorial's model with one tower per /device:GPU:i (soft\n"
@@ -50,6 +51,7 @@ static void usage(FILE *f)
              "                    (default 128; 64 for the digits)\n"
              "  --steps N         training steps (default 1000000 for cifar10, 1500 for digits,\n"
              "                    100 for synthetic); --lr X the initial learning rate (0.1)\n"
+             "  --epochs-per-decay X  the rate drops tenfold every X epochs (350; 40 for digits)\n"
              "  --checkpoint FILE saved every --save-every steps (1000) and at the end; training\n"
              "                    resumes from it when it exists\n"
              "  --init-checkpoint FILE   start from these weights\n"
@@ -243,6 +245,7 @@ static bool parse_config(int argc, char **argv, train_config *c)
   c->log_every = 10;
   c->save_every = 1000;
   c->lr = digits ? CIFAR10_DIGITS_LR : 0.1;
+  c->epochs_per_decay = digits ? CIFAR10_DIGITS_EPOCHS_PER_DECAY : CIFAR10_EPOCHS_PER_DECAY;
   c->distort = !clg_tool_has_flag(argc, argv, "--no-distort");
   c->shuffle = !clg_tool_has_flag(argc, argv, "--no-shuffle");
   c->json = clg_tool_has_flag(argc, argv, "--json");
@@ -254,7 +257,9 @@ static bool parse_config(int argc, char **argv, train_config *c)
       !clg_tool_int_option(argc, argv, "train", "--log-every", 1, 1 << 30, &c->log_every) ||
       !clg_tool_int_option(argc, argv, "train", "--save-every", 1, 1 << 30, &c->save_every) ||
       !clg_tool_int_option(argc, argv, "train", "--seed", 0, 2147483647, &c->seed) ||
-      !clg_tool_double_option(argc, argv, "train", "--lr", 0, 1e6, &c->lr))
+      !clg_tool_double_option(argc, argv, "train", "--lr", 0, 1e6, &c->lr) ||
+      !clg_tool_double_option(argc, argv, "train", "--epochs-per-decay", 1e-3, 1e9,
+                              &c->epochs_per_decay))
     return false;
   if (c->dataset != INPUT_SYNTHETIC && !c->data_dir) {
     fprintf(stderr, "clgraph train: --dataset %s needs --data-dir DIR (%s)\n",
@@ -270,9 +275,11 @@ int clg_tool_train(int argc, char **argv)
 {
   static const char *const flags[] = {"--no-distort", "--no-shuffle", "--log-device-placement",
                                       "--json",       "--quiet",      NULL};
-  static const char *const valued[] = {
-      "--dataset", "--data-dir",   "--towers",          "--batch",     "--steps",      "--lr",
-      "--seed",    "--checkpoint", "--init-checkpoint", "--log-every", "--save-every", NULL};
+  static const char *const valued[] = {"--dataset",   "--data-dir",   "--towers",
+                                       "--batch",     "--steps",      "--lr",
+                                       "--seed",      "--checkpoint", "--init-checkpoint",
+                                       "--log-every", "--save-every", "--epochs-per-decay",
+                                       NULL};
   if (clg_tool_wants_help(argc, argv)) {
     usage(stdout);
     return 0;
@@ -298,6 +305,7 @@ int clg_tool_train(int argc, char **argv)
                               input_dataset_channels(d),
                               input_dataset_num_records(d),
                               c.lr,
+                              c.epochs_per_decay,
                               c.seed};
   if (!cifar10_train_build(&to, &t)) {
     fprintf(stderr, "clgraph train: building the model: %s\n", clg_graph_error(t.g));
