@@ -15,6 +15,7 @@ static const struct {
     {"demo", clg_tool_demo, "walk the guide's scenarios S1-S7 on this machine's devices"},
     {"bench", clg_tool_bench, "benchmarks: matmul, alloc, overhead, variables (--json)"},
     {"checkpoint", clg_tool_checkpoint, "ls FILE: the tensors of a safetensors file"},
+    {"trace-html", clg_tool_trace_html, "TRACE.json OUT.html: a trace as a page to open offline"},
 };
 
 static void usage(FILE *f)

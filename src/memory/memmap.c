@@ -335,11 +335,12 @@ static double chart(clg_strbuf *s, double y, const clg_memmap_point *in, int npt
   }
   clg_strbuf_printf(s,
                     "<circle class=\"peak\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#d62728\"/>"
-                    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#d62728\">peak %s at "
-                    "%.3f ms</text>\n",
-                    PX(p[peak].ts_ns), PY(p[peak].in_use), PX(p[peak].ts_ns) + 6,
-                    PY(p[peak].in_use) - 6, human(p[peak].in_use, h2, sizeof h2),
-                    (double)(p[peak].ts_ns - t0) / 1e6);
+                    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#d62728\" "
+                    "text-anchor=\"%s\">peak %s at %.3f ms</text>\n",
+                    PX(p[peak].ts_ns), PY(p[peak].in_use),
+                    PX(p[peak].ts_ns) + (PX(p[peak].ts_ns) > cx + cw / 2 ? -6 : 6),
+                    PY(p[peak].in_use) + 14, PX(p[peak].ts_ns) > cx + cw / 2 ? "end" : "start",
+                    human(p[peak].in_use, h2, sizeof h2), (double)(p[peak].ts_ns - t0) / 1e6);
   clg_strbuf_printf(s,
                     "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"4\" fill=\"%s\"/>"
                     "<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\">allocator: bytes in use</text>"
