@@ -94,3 +94,17 @@ void clg_tool_pictures_usage(FILE *f, bool with_map, bool with_profile)
     fprintf(f, "  --memory-map FILE.svg   write an SVG memory map after the last run (the device\n"
                "                 with the most bytes in use, or --memory-map-device DEV)\n");
 }
+
+clg_code clg_tool_bench_session_new(clg_graph *g, const clg_session_options *opt, clg_session **out)
+{
+  clg_code code = clg_session_new(g, opt, out);
+  if (code == CLG_OK)
+    clg_tool_pictures_setup(&clg_tool_bench_pictures, *out);
+  return code;
+}
+
+void clg_tool_bench_session_free(clg_session *s)
+{
+  clg_tool_pictures_finish(&clg_tool_bench_pictures, s);
+  clg_session_free(s);
+}

@@ -45,7 +45,12 @@ bool clg_tool_pictures_done(clg_tool_pictures *p);
 /* The option lines for a usage text; with_profile and with_map choose the lines. */
 void clg_tool_pictures_usage(FILE *f, bool with_map, bool with_profile);
 
-/* The picture options of `clgraph bench`: one instance for the benchmark that runs. */
+/* The picture options of `clgraph bench`: one instance for the benchmark that runs. The
+ * benchmarks create and free their sessions with these two, which call setup and finish
+ * with it: the trace holds the last runs of the last session that ran. */
 extern clg_tool_pictures clg_tool_bench_pictures;
+clg_code clg_tool_bench_session_new(clg_graph *g, const clg_session_options *opt,
+                                    clg_session **out);
+void clg_tool_bench_session_free(clg_session *s);
 
 #endif
