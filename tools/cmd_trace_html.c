@@ -41,7 +41,10 @@ int clg_tool_trace_html(int argc, char **argv)
   json_error_t err;
   json_t *root = json_load_file(argv[1], 0, &err);
   if (!root) {
-    fprintf(stderr, "clgraph trace-html: '%s': %s (line %d)\n", argv[1], err.text, err.line);
+    if (err.line > 0)
+      fprintf(stderr, "clgraph trace-html: '%s': %s (line %d)\n", argv[1], err.text, err.line);
+    else
+      fprintf(stderr, "clgraph trace-html: '%s': %s\n", argv[1], err.text);
     return 1;
   }
   json_t *events = json_is_array(root) ? root : json_object_get(root, "traceEvents");

@@ -96,8 +96,8 @@ const char *clg_session_node_reason(const clg_session *s, const clg_node *n);
  * paired host/device clock readings, so times of different devices compare. Costs two
  * markers per node and a few clock readings per run; off by default. */
 clg_code clg_session_set_tracing(clg_session *s, int on);
-/* The start and end (ns, the host's monotonic clock) of node n in the last run. FAILED_PRECONDITION when tracing is
- * off, NOT_FOUND when n did not run. */
+/* The start and end (ns, the host's monotonic clock) of node n in the last run. FAILED_PRECONDITION
+ * when tracing is off, NOT_FOUND when n did not run. */
 clg_code clg_session_node_times(clg_session *s, const clg_node *n, uint64_t *start_ns,
                                 uint64_t *end_ns);
 
