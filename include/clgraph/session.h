@@ -111,7 +111,8 @@ clg_code clg_session_set_trace(clg_session *s, int last_n_runs);
  * ("cat": "op"; args: op, device, shape, inputs, run), copies between devices as slices on
  * a "copies to <device>" track ("cat": "copy") joined to their producer and consumer by
  * flow arrows, counters of each device's allocator bytes in use and of the run's tensors
- * live, and a "step N" slice and instant per run on the "steps" track. All times are on the
+ * live, and a "step N" slice and instant per run on the "steps" track (its args give each
+ * device's clock offset and its error). All times are on the
  * host's monotonic clock. The file is written to a temporary name, then renamed.
  * FAILED_PRECONDITION when no run was traced. */
 clg_code clg_session_write_trace(clg_session *s, const char *path);

@@ -85,11 +85,24 @@ clg_code clg_runs_write_trace(const clg_graph *g, const clg_devices *devs,
     const clg_run_trace *run = runs[r];
     char name[64];
     snprintf(name, sizeof name, "step %llu", (unsigned long long)run->run);
-    char args[64];
-    snprintf(args, sizeof args, "\"run\": %llu, \"ok\": %s", (unsigned long long)run->run,
-             run->ok ? "true" : "false");
-    ok = clg_trace_slice(t, steps, name, "step", run->start_ns, run->end_ns, args) &&
+    /* How each device's clock was put on the host's: device + offset = host, +- error. */
+    clg_strbuf b;
+    clg_strbuf_init(&b);
+    clg_strbuf_printf(&b, "\"run\": %llu, \"ok\": %s, \"clocks\": [", (unsigned long long)run->run,
+                      run->ok ? "true" : "false");
+    for (int d = 0, k = 0; d < nd && d < run->ndevs; d++) {
+      if (!used[d])
+        continue;
+      clg_strbuf_printf(&b, "%s{\"device\": ", k++ ? ", " : "");
+      json_str(&b, clg_devices_get(devs, d)->full_name);
+      clg_strbuf_printf(&b, ", \"offset_ns\": %lld, \"error_ns\": %llu}", (long long)run->offset[d],
+                        (unsigned long long)run->offset_error[d]);
+    }
+    clg_strbuf_append(&b, "]");
+    char *args = clg_strbuf_take(&b);
+    ok = args && clg_trace_slice(t, steps, name, "step", run->start_ns, run->end_ns, args) &&
          clg_trace_instant(t, steps, name, run->start_ns);
+    free(args);
     for (int i = 0; i < nn; i++)
       slice_of[i] = -1;
     int first_copy = -1; /* copies since the last node: they feed the next one */
