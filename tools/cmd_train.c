@@ -17,6 +17,7 @@
 #include "cifar10_model.h"
 #include "cifar10_run.h"
 #include "clgraph.h"
+#include "pictures.h"
 #include "tool.h"
 
 typedef struct train_config {
@@ -60,6 +61,7 @@ static void usage(FILE *f)
              "  --log-every N     the tutorial's line every N steps (10); --json: one JSON\n"
              "                    object per logged step instead; --quiet: no progress bar\n"
              "Ctrl-C saves the checkpoint and exits with status 130.\n");
+  clg_tool_pictures_usage(f, true, true);
 }
 
 /* --- the loop -------------------------------------------------------------------------- */
@@ -273,20 +275,37 @@ static bool parse_config(int argc, char **argv, train_config *c)
 
 int clg_tool_train(int argc, char **argv)
 {
-  static const char *const flags[] = {"--no-distort", "--no-shuffle", "--log-device-placement",
-                                      "--json",       "--quiet",      NULL};
-  static const char *const valued[] = {"--dataset",   "--data-dir",   "--towers",
-                                       "--batch",     "--steps",      "--lr",
-                                       "--seed",      "--checkpoint", "--init-checkpoint",
-                                       "--log-every", "--save-every", "--epochs-per-decay",
+  static const char *const flags[] = {"--no-distort",
+                                      "--no-shuffle",
+                                      "--log-device-placement",
+                                      "--json",
+                                      "--quiet",
+                                      CLG_TOOL_PROFILE_FLAG,
+                                      NULL};
+  static const char *const valued[] = {"--dataset",
+                                       "--data-dir",
+                                       "--towers",
+                                       "--batch",
+                                       "--steps",
+                                       "--lr",
+                                       "--seed",
+                                       "--checkpoint",
+                                       "--init-checkpoint",
+                                       "--log-every",
+                                       "--save-every",
+                                       "--epochs-per-decay",
+                                       CLG_TOOL_TRACE_OPTION,
+                                       CLG_TOOL_MEMORY_MAP_OPTIONS,
                                        NULL};
   if (clg_tool_wants_help(argc, argv)) {
     usage(stdout);
     return 0;
   }
   train_config c;
+  clg_tool_pictures pictures;
+  /* The trace and the profile hold the last 10 steps. */
   if (!clg_tool_check_options(argc, argv, "train", flags, valued, usage) ||
-      !parse_config(argc, argv, &c))
+      !parse_config(argc, argv, &c) || !clg_tool_pictures_parse(&pictures, argc, argv, "train", 10))
     return 2;
 
   char err[512];
@@ -324,6 +343,7 @@ int clg_tool_train(int argc, char **argv)
   }
   if (!c.json)
     cifar10_print_mapping(stdout, s, t.towers, c.towers);
+  clg_tool_pictures_setup(&pictures, s);
 
   /* Start: the initializers, then a checkpoint to resume from or weights to start from. */
   struct stat st;
@@ -360,6 +380,9 @@ int clg_tool_train(int argc, char **argv)
   rc = train_loop(&c, d, &t, s, first);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  if ((rc == 0 || rc == 130) && clg_tool_pictures_wanted(&pictures) &&
+      (!clg_tool_pictures_finish(&pictures, s) || !clg_tool_pictures_done(&pictures)))
+    rc = 1;
 done:
   cifar10_assigner_free(&t.assign);
   clg_session_free(s);
