@@ -462,6 +462,34 @@ static void test_towers_match(const char *init)
   CHECK_MSG(compared >= 20 && d < 1e-4, "after 6 steps the weights differ by %g", d);
 }
 
+/* --trace, --profile and --memory-map on train: the last steps' trace holds the towers'
+ * ops, the profile names Conv2D, the map is an SVG. */
+static void test_pictures(void)
+{
+  char trace[400], map[400];
+  snprintf(trace, sizeof trace, "%s/train-trace.json", g_dir);
+  snprintf(map, sizeof map, "%s/train-map.svg", g_dir);
+  const char *args[] = {"train",     "--batch",      "4", "--steps", "4", "--trace", trace,
+                        "--profile", "--memory-map", map, "--quiet", NULL};
+  char *out, *err;
+  CHECK(run(CPU_ONLY, args, &out, &err) == 0);
+  CHECK_CONTAINS(out, "Conv2DBackpropFilter");
+  free(out), free(err);
+  json_error_t e;
+  json_t *t = json_load_file(trace, 0, &e);
+  json_t *events = t ? json_object_get(t, "traceEvents") : NULL;
+  int conv = 0;
+  for (size_t i = 0; json_is_array(events) && i < json_array_size(events); i++) {
+    json_t *name = json_object_get(json_array_get(events, i), "name");
+    conv += json_is_string(name) && strcmp(json_string_value(name), "tower_0/conv1/Conv2D") == 0;
+  }
+  CHECK_MSG(conv == 4, "the trace of 4 steps holds tower_0/conv1/Conv2D %d times", conv);
+  json_decref(t);
+  char *svg = slurp(map);
+  CHECK_CONTAINS(svg, "<svg");
+  free(svg);
+}
+
 static void test_bad_input(void)
 {
   char *out, *err;
@@ -522,6 +550,7 @@ int main(void)
   test_kill_resume();
   test_interrupt();
   test_towers_match(ck_cpu);
+  test_pictures();
   test_bad_input();
 
   char cmd[400];
