@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "kernels/kernels.h"
 
@@ -265,4 +266,21 @@ void clg_host_addn(clg_dtype dtype, const void *const *inputs, int n, void *out,
     ADDN_LOOP(float);
   else if (dtype == CLG_FLOAT64)
     ADDN_LOOP(double);
+}
+
+bool clg_host_sgemm512_usable(void)
+{
+  if (gemm_isa() != GEMM_ISA_AVX512)
+    return false;
+#ifdef CLG_HAVE_CBLAS
+  /* An OpenBLAS that picked an AVX-512 core for this CPU is as fast on one core and threads
+   * itself; one that fell back to AVX2 (Zen 4/5 on OpenBLAS < 0.3.22) is half as fast. */
+  const char *core = openblas_get_corename();
+  static const char *const avx512_cores[] = {"skylakex", "cooperlake", "sapphirerapids", "zen4",
+                                             "zen5"};
+  for (size_t i = 0; core && i < sizeof avx512_cores / sizeof *avx512_cores; i++)
+    if (strncasecmp(core, avx512_cores[i], strlen(avx512_cores[i])) == 0)
+      return false;
+#endif
+  return true;
 }
