@@ -7,6 +7,35 @@
 
 #include "kernels/kernels.h"
 
+/* Loops over channels compiled twice on x86-64 (GCC, clang): for the baseline and for AVX2,
+ * picked at run time, since the baseline's SSE2 has no blend and leaves selects as branches. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PG_INLINE __attribute__((always_inline)) /* into each ISA variant */
+#else
+#define PG_INLINE
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define ISA_VARIANTS(name)                                                                         \
+  static void name##_base(void *ctx, size_t a, size_t b) { name##_body(ctx, a, b); }               \
+  __attribute__((target("avx2,fma"))) static void name##_avx2(void *ctx, size_t a, size_t b)       \
+  {                                                                                                \
+    name##_body(ctx, a, b);                                                                        \
+  }                                                                                                \
+  static void name(void *ctx, size_t a, size_t b)                                                  \
+  {                                                                                                \
+    if (host_avx2())                                                                               \
+      name##_avx2(ctx, a, b);                                                                      \
+    else                                                                                           \
+      name##_base(ctx, a, b);                                                                      \
+  }
+#else
+#define ISA_VARIANTS(name)                                                                         \
+  static void name(void *ctx, size_t a, size_t b) { name##_body(ctx, a, b); }
+#endif
+
+/* The CPU runs AVX2 and FMA (within CLGRAPH_HOST_GEMM_ISA's limit). */
+static bool host_avx2(void) { return strcmp(clg_host_matmul_portable_isa(), "base") != 0; }
+
 /* Scratch per chunk of patch rows: host chunks stay near the last-level cache; OpenCL
  * chunks are large, so a convolution is a few large GEMMs. */
 #define HOST_CHUNK_BYTES ((size_t)4 << 20)
@@ -113,7 +142,8 @@ static inline double sqrt_double(double v) { return sqrt(v); }
 #define LRN_FAST(T, POW)                                                                           \
   do {                                                                                             \
     const T *xs = j->x;                                                                            \
-    T *ys = j->out, *sq = buf, bias = (T)j->bias, alpha = (T)j->alpha, beta = (T)j->beta;          \
+    T *ys = j->out, *sq = buf, *sum = buf + j->c + 2 * j->radius, bias = (T)j->bias;               \
+    T alpha = (T)j->alpha, beta = (T)j->beta;                                                      \
     int64_t c = j->c, r = j->radius, w = 2 * r + 1;                                                \
     for (int64_t i = 0; i < r; i++)                                                                \
       sq[i] = sq[c + r + i] = 0;                                                                   \
@@ -121,12 +151,12 @@ static inline double sqrt_double(double v) { return sqrt(v); }
       const T *xp = xs + px * (size_t)c;                                                           \
       T *yp = ys + px * (size_t)c;                                                                 \
       for (int64_t ch = 0; ch < c; ch++)                                                           \
-        sq[r + ch] = xp[ch] * xp[ch];                                                              \
+        sq[r + ch] = xp[ch] * xp[ch], sum[ch] = 0;                                                 \
+      for (int64_t k = 0; k < w; k++) /* per channel the same order, k ascending */                \
+        for (int64_t ch = 0; ch < c; ch++)                                                         \
+          sum[ch] += sq[ch + k];                                                                   \
       for (int64_t ch = 0; ch < c; ch++) {                                                         \
-        T sum = 0;                                                                                 \
-        for (int64_t k = 0; k < w; k++)                                                            \
-          sum += sq[ch + k];                                                                       \
-        T v = bias + alpha * sum;                                                                  \
+        T v = bias + alpha * sum[ch];                                                              \
         yp[ch] = xp[ch] / POW_BETA(T, POW, v);                                                     \
       }                                                                                            \
     }                                                                                              \
@@ -149,21 +179,22 @@ static inline double sqrt_double(double v) { return sqrt(v); }
       }                                                                                            \
   } while (0)
 
-static void lrn_f32(void *ctx, size_t p0, size_t p1)
+static inline PG_INLINE void lrn_f32_body(void *ctx, size_t p0, size_t p1)
 {
   const lrn_job *j = ctx;
-  float *buf = malloc((size_t)(j->c + 2 * j->radius) * sizeof(float));
+  float *buf = malloc((size_t)(2 * j->c + 2 * j->radius) * sizeof(float));
   if (buf)
     LRN_FAST(float, powf);
   else
     LRN_LOOP(float, powf);
   free(buf);
 }
+ISA_VARIANTS(lrn_f32)
 
 static void lrn_f64(void *ctx, size_t p0, size_t p1)
 {
   const lrn_job *j = ctx;
-  double *buf = malloc((size_t)(j->c + 2 * j->radius) * sizeof(double));
+  double *buf = malloc((size_t)(2 * j->c + 2 * j->radius) * sizeof(double));
   if (buf)
     LRN_FAST(double, pow);
   else
@@ -570,7 +601,7 @@ clg_code clg_host_conv2d_backprop_filter(clg_allocator *alloc, const clg_block *
 /* The host walks the output windows once and adds each window's gradient where it goes (a
  * scatter: the OpenCL kernel's gather would rescan every window per input element), all
  * channels of a window at once; images are split across the cores (a window adds only into
- * its own image). at[c] holds each channel's first maximum in scan order. */
+ * its own image). */
 typedef struct pool_grad_job {
   bool avg;
   const void *x, *dy;
@@ -578,10 +609,27 @@ typedef struct pool_grad_job {
   const clg_window *g;
 } pool_grad_job;
 
+/* One tap's channels against the running maximum: a strictly greater value takes the lead
+ * and its tap number (restrict: the loop vectorises as selects). */
+#define PG_MAX(T)                                                                                  \
+  static inline PG_INLINE void pg_max_##T(int64_t ce, const T *restrict v, T *restrict best,       \
+                                          int32_t *restrict at, int32_t tap)                       \
+  {                                                                                                \
+    for (int64_t c = 0; c < ce; c++) {                                                             \
+      T vc = v[c], bc = best[c];                                                                   \
+      bool gt = bc < vc;                                                                           \
+      best[c] = gt ? vc : bc;                                                                      \
+      at[c] = gt ? tap : at[c];                                                                    \
+    }                                                                                              \
+  }
+PG_MAX(float)
+PG_MAX(double)
+
 #define POOL_GRAD_LOOP(T)                                                                          \
   do {                                                                                             \
     const T *xs = j->x, *gs = j->dy;                                                               \
     T *out = j->dx, best[PG_BLOCK];                                                                \
+    int32_t at[PG_BLOCK];                                                                          \
     size_t img = (size_t)(g->h * g->w * g->c);                                                     \
     memset(out + n0 * img, 0, (n1 - n0) * img * sizeof(T));                                        \
     for (int64_t n = (int64_t)n0; n < (int64_t)n1; n++)                                            \
@@ -602,39 +650,56 @@ typedef struct pool_grad_job {
               }                                                                                    \
             continue;                                                                              \
           }                                                                                        \
+          /* Per channel the first maximum in scan order (strict <: NaN never leads, an all        \
+           * -inf window gives nothing), then the gradient added at that tap. */                   \
           const T *xb = xs + (size_t)n * img;                                                      \
+          int64_t wcols = we - ws;                                                                 \
           for (int64_t c0 = 0; c0 < g->c; c0 += PG_BLOCK) {                                        \
             int64_t ce = g->c - c0 < PG_BLOCK ? g->c - c0 : PG_BLOCK;                              \
             for (int64_t c = 0; c < ce; c++)                                                       \
               best[c] = (T)-INFINITY, at[c] = -1;                                                  \
             for (int64_t h2 = hs; h2 < he; h2++)                                                   \
-              for (int64_t w2 = ws; w2 < we; w2++) {                                               \
-                int64_t pos = (h2 * g->w + w2) * g->c + c0;                                        \
-                const T *v = xb + pos;                                                             \
-                for (int64_t c = 0; c < ce; c++)                                                   \
-                  if (best[c] < v[c]) { /* strict: the first maximum in scan order wins */         \
-                    best[c] = v[c];                                                                \
-                    at[c] = pos + c;                                                               \
-                  }                                                                                \
-              }                                                                                    \
+              for (int64_t w2 = ws; w2 < we; w2++)                                                 \
+                pg_max_##T(ce, xb + (h2 * g->w + w2) * g->c + c0, best, at,                        \
+                           (int32_t)((h2 - hs) * wcols + (w2 - ws)));                              \
             for (int64_t c = 0; c < ce; c++)                                                       \
-              if (at[c] >= 0)                                                                      \
-                base[at[c]] += gp[c0 + c];                                                         \
+              if (at[c] >= 0) {                                                                    \
+                int64_t h2 = hs + at[c] / wcols, w2 = ws + at[c] % wcols;                          \
+                base[(h2 * g->w + w2) * g->c + c0 + c] += gp[c0 + c];                              \
+              }                                                                                    \
           }                                                                                        \
         }                                                                                          \
   } while (0)
 
 #define PG_BLOCK 256 /* channels per pass over a window */
 
+/* Compiled twice on x86-64: for the baseline, and for AVX2, where the window scans become
+ * vector selects (the baseline's SSE2 has no blend, so they stay branches). */
+#define POOL_GRAD_TASK(name, attr)                                                                 \
+  attr static void name(void *ctx, size_t n0, size_t n1, bool f64)                                 \
+  {                                                                                                \
+    const pool_grad_job *j = ctx;                                                                  \
+    const clg_window *g = j->g;                                                                    \
+    if (f64)                                                                                       \
+      POOL_GRAD_LOOP(double);                                                                      \
+    else                                                                                           \
+      POOL_GRAD_LOOP(float);                                                                       \
+  }
+
+POOL_GRAD_TASK(pool_grad_base, )
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+POOL_GRAD_TASK(pool_grad_avx2, __attribute__((target("avx2,fma"))))
+#else
+#define pool_grad_avx2 pool_grad_base
+#endif
+
 static void pool_grad_task(void *ctx, size_t n0, size_t n1, bool f64)
 {
-  const pool_grad_job *j = ctx;
-  const clg_window *g = j->g;
-  int64_t at[PG_BLOCK];
-  if (f64)
-    POOL_GRAD_LOOP(double);
+  /* "avx2" or wider: the CPU runs AVX2 and FMA (within CLGRAPH_HOST_GEMM_ISA's limit). */
+  if (host_avx2())
+    pool_grad_avx2(ctx, n0, n1, f64);
   else
-    POOL_GRAD_LOOP(float);
+    pool_grad_base(ctx, n0, n1, f64);
 }
 
 static void pool_grad_f32(void *ctx, size_t n0, size_t n1) { pool_grad_task(ctx, n0, n1, false); }
@@ -683,46 +748,47 @@ void clg_host_pool_grad(clg_dtype dtype, bool avg, const void *x, const void *dy
     const T *gs = j->dy, *xs = j->x, *ys = j->y;                                                   \
     T *out = j->out, bias = (T)j->bias, alpha = (T)j->alpha, beta = (T)j->beta;                    \
     int64_t c = j->c, r = j->radius, w = 2 * r + 1;                                                \
-    T *sq = buf, *t = sq + c + 2 * r, *norm = t + c + 2 * r;                                       \
+    T *sq = buf, *t = sq + c + 2 * r, *norm = t + c + 2 * r, *cross = norm + c;                    \
     for (int64_t i = 0; i < r; i++)                                                                \
       sq[i] = sq[c + r + i] = t[i] = t[c + r + i] = 0;                                             \
     for (size_t px = p0; px < p1; px++) {                                                          \
       size_t base = px * (size_t)c;                                                                \
       for (int64_t k = 0; k < c; k++)                                                              \
-        sq[r + k] = xs[base + (size_t)k] * xs[base + (size_t)k];                                   \
+        sq[r + k] = xs[base + (size_t)k] * xs[base + (size_t)k], norm[k] = 0, cross[k] = 0;        \
+      for (int64_t q = 0; q < w; q++) /* per channel the same order, q ascending */                \
+        for (int64_t k = 0; k < c; k++)                                                            \
+          norm[k] += sq[k + q];                                                                    \
       for (int64_t k = 0; k < c; k++) {                                                            \
-        T sum = 0;                                                                                 \
-        for (int64_t q = 0; q < w; q++)                                                            \
-          sum += sq[k + q];                                                                        \
-        norm[k] = bias + alpha * sum;                                                              \
+        norm[k] = bias + alpha * norm[k];                                                          \
         t[r + k] = gs[base + (size_t)k] * ys[base + (size_t)k] / norm[k];                          \
       }                                                                                            \
+      for (int64_t q = 0; q < w; q++)                                                              \
+        for (int64_t k = 0; k < c; k++)                                                            \
+          cross[k] += t[k + q];                                                                    \
       for (int64_t ch = 0; ch < c; ch++) {                                                         \
-        T cross = 0;                                                                               \
-        for (int64_t q = 0; q < w; q++)                                                            \
-          cross += t[ch + q];                                                                      \
         size_t i = base + (size_t)ch;                                                              \
         T own = (T)1 / POW_BETA(T, POW, norm[ch]);                                                 \
-        out[i] = gs[i] * own - (T)2 * alpha * beta * xs[i] * cross;                                \
+        out[i] = gs[i] * own - (T)2 * alpha * beta * xs[i] * cross[ch];                            \
       }                                                                                            \
     }                                                                                              \
   } while (0)
 
-static void lrn_grad_f32(void *ctx, size_t p0, size_t p1)
+static inline PG_INLINE void lrn_grad_f32_body(void *ctx, size_t p0, size_t p1)
 {
   const lrn_job *j = ctx;
-  float *buf = malloc((size_t)(3 * j->c + 4 * j->radius) * sizeof(float));
+  float *buf = malloc((size_t)(4 * j->c + 4 * j->radius) * sizeof(float));
   if (buf)
     LRN_GRAD_FAST(float, powf);
   else
     LRN_GRAD_LOOP(float, powf);
   free(buf);
 }
+ISA_VARIANTS(lrn_grad_f32)
 
 static void lrn_grad_f64(void *ctx, size_t p0, size_t p1)
 {
   const lrn_job *j = ctx;
-  double *buf = malloc((size_t)(3 * j->c + 4 * j->radius) * sizeof(double));
+  double *buf = malloc((size_t)(4 * j->c + 4 * j->radius) * sizeof(double));
   if (buf)
     LRN_GRAD_FAST(double, pow);
   else

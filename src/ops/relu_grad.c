@@ -26,8 +26,10 @@ static clg_code infer(clg_node *n)
   do {                                                                                             \
     const T *g = c->in[0].host, *f = c->in[1].host;                                                \
     T *y = c->out[0].host;                                                                         \
-    for (size_t i = begin; i < end; i++)                                                           \
-      y[i] = f[i] > 0 ? g[i] : 0;                                                                  \
+    for (size_t i = begin; i < end; i++) { /* both loaded: a select, not a branch */               \
+      T gv = g[i], fv = f[i];                                                                      \
+      y[i] = fv > 0 ? gv : 0;                                                                      \
+    }                                                                                              \
   } while (0)
 
 static void host_range(void *ctx, size_t begin, size_t end)
