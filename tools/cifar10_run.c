@@ -167,7 +167,8 @@ bool cifar10_train_build(const cifar10_train_options *o, cifar10_train_graph *t)
   clg_graph_push_device(g, "/cpu:0");
   t->global_step = clg_global_step(g);
   double batches_per_epoch = (double)o->num_examples / o->batch / o->towers;
-  double decay_steps = floor(batches_per_epoch * CIFAR10_EPOCHS_PER_DECAY);
+  double epochs = o->epochs_per_decay > 0 ? o->epochs_per_decay : CIFAR10_EPOCHS_PER_DECAY;
+  double decay_steps = floor(batches_per_epoch * epochs);
   t->lr =
       clg_exponential_decay(g, o->learning_rate, t->global_step, decay_steps < 1 ? 1 : decay_steps,
                             CIFAR10_LEARNING_RATE_DECAY_FACTOR, 1);

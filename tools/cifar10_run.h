@@ -20,6 +20,7 @@
 #define CIFAR10_DIGITS_BATCH 64
 #define CIFAR10_DIGITS_STEPS 1500
 #define CIFAR10_DIGITS_LR 0.1
+#define CIFAR10_DIGITS_EPOCHS_PER_DECAY 40.0
 
 /* Assign ops that set the model's variables (and, optionally, their moving averages) from
  * a checkpoint's tensors, as TensorFlow's Saver restores through placeholders. */
@@ -49,11 +50,12 @@ enum { CIFAR10_MAX_TOWERS = 64 };
 
 /* cifar10_multi_gpu_train.py's graph: what one training step needs. */
 typedef struct cifar10_train_options {
-  int towers, batch;    /* batch per tower */
-  int size, channels;   /* the images: 24x24x3, or 8x8x1 for the digits */
-  int64_t num_examples; /* per epoch, for the learning rate's decay steps */
-  double learning_rate; /* the initial one */
-  int64_t seed;         /* the graph's random seed */
+  int towers, batch;       /* batch per tower */
+  int size, channels;      /* the images: 24x24x3, or 8x8x1 for the digits */
+  int64_t num_examples;    /* per epoch, for the learning rate's decay steps */
+  double learning_rate;    /* the initial one */
+  double epochs_per_decay; /* 0: the tutorial's 350 */
+  int64_t seed;            /* the graph's random seed */
 } cifar10_train_options;
 
 typedef struct cifar10_train_graph {
@@ -69,7 +71,8 @@ typedef struct cifar10_train_graph {
  * global_step on /cpu:0; tower i on /device:GPU:i under name scope tower_i, sharing the
  * variables; the towers' gradients averaged on /cpu:0 and applied by gradient descent with
  * lr = learning_rate * 0.1^floor(step / decay_steps), decay_steps = num_examples / batch /
- * towers * 350; then the moving averages. False with clg_graph_error(t->g) on failure. */
+ * towers * epochs_per_decay; then the moving averages. False with clg_graph_error(t->g) on failure.
+ */
 bool cifar10_train_build(const cifar10_train_options *o, cifar10_train_graph *t);
 
 /* Python's datetime.now() as the tutorial prints it: "2026-11-30 14:32:07.123456". */

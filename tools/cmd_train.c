@@ -17,13 +17,14 @@
 #include "cifar10_model.h"
 #include "cifar10_run.h"
 #include "clgraph.h"
+#include "pictures.h"
 #include "tool.h"
 
 typedef struct train_config {
   input_dataset_kind dataset;
   const char *data_dir, *checkpoint, *init_checkpoint;
   int towers, batch, steps, log_every, save_every, seed;
-  double lr;
+  double lr, epochs_per_decay;
   bool distort, shuffle, json, log_placement, quiet;
 } train_config;
 
@@ -39,7 +40,8 @@ static void usage(FILE *f)
 {
   fprintf(f, "usage: clgraph train [--dataset cifar10|digits|synthetic] [--data-dir DIR]\n"
              "                     [--towers N] [--batch N] [--steps N] [--lr X] [--seed N]\n"
-             "                     [--checkpoint FILE] [--init-checkpoint FILE] [--save-every N]\n"
+             "                     [--epochs-per-decay X] [--checkpoint FILE]\n"
+             "                     [--init-checkpoint FILE] [--save-every N]\n"
              "                     [--no-distort] [--no-shuffle] [--log-every N]\n"
              "                     [--log-device-placement] [--json] [--quiet]\n\n"
              "Trains the CIFAR-10 tutorial's model with one tower per /device:GPU:i (soft\n"
@@ -50,6 +52,7 @@ static void usage(FILE *f)
              "                    (default 128; 64 for the digits)\n"
              "  --steps N         training steps (default 1000000 for cifar10, 1500 for digits,\n"
              "                    100 for synthetic); --lr X the initial learning rate (0.1)\n"
+             "  --epochs-per-decay X  the rate drops tenfold every X epochs (350; 40 for digits)\n"
              "  --checkpoint FILE saved every --save-every steps (1000) and at the end; training\n"
              "                    resumes from it when it exists\n"
              "  --init-checkpoint FILE   start from these weights\n"
@@ -58,6 +61,7 @@ static void usage(FILE *f)
              "  --log-every N     the tutorial's line every N steps (10); --json: one JSON\n"
              "                    object per logged step instead; --quiet: no progress bar\n"
              "Ctrl-C saves the checkpoint and exits with status 130.\n");
+  clg_tool_pictures_usage(f, true, true);
 }
 
 /* --- the loop -------------------------------------------------------------------------- */
@@ -243,6 +247,7 @@ static bool parse_config(int argc, char **argv, train_config *c)
   c->log_every = 10;
   c->save_every = 1000;
   c->lr = digits ? CIFAR10_DIGITS_LR : 0.1;
+  c->epochs_per_decay = digits ? CIFAR10_DIGITS_EPOCHS_PER_DECAY : CIFAR10_EPOCHS_PER_DECAY;
   c->distort = !clg_tool_has_flag(argc, argv, "--no-distort");
   c->shuffle = !clg_tool_has_flag(argc, argv, "--no-shuffle");
   c->json = clg_tool_has_flag(argc, argv, "--json");
@@ -254,7 +259,9 @@ static bool parse_config(int argc, char **argv, train_config *c)
       !clg_tool_int_option(argc, argv, "train", "--log-every", 1, 1 << 30, &c->log_every) ||
       !clg_tool_int_option(argc, argv, "train", "--save-every", 1, 1 << 30, &c->save_every) ||
       !clg_tool_int_option(argc, argv, "train", "--seed", 0, 2147483647, &c->seed) ||
-      !clg_tool_double_option(argc, argv, "train", "--lr", 0, 1e6, &c->lr))
+      !clg_tool_double_option(argc, argv, "train", "--lr", 0, 1e6, &c->lr) ||
+      !clg_tool_double_option(argc, argv, "train", "--epochs-per-decay", 1e-3, 1e9,
+                              &c->epochs_per_decay))
     return false;
   if (c->dataset != INPUT_SYNTHETIC && !c->data_dir) {
     fprintf(stderr, "clgraph train: --dataset %s needs --data-dir DIR (%s)\n",
@@ -268,18 +275,37 @@ static bool parse_config(int argc, char **argv, train_config *c)
 
 int clg_tool_train(int argc, char **argv)
 {
-  static const char *const flags[] = {"--no-distort", "--no-shuffle", "--log-device-placement",
-                                      "--json",       "--quiet",      NULL};
-  static const char *const valued[] = {
-      "--dataset", "--data-dir",   "--towers",          "--batch",     "--steps",      "--lr",
-      "--seed",    "--checkpoint", "--init-checkpoint", "--log-every", "--save-every", NULL};
+  static const char *const flags[] = {"--no-distort",
+                                      "--no-shuffle",
+                                      "--log-device-placement",
+                                      "--json",
+                                      "--quiet",
+                                      CLG_TOOL_PROFILE_FLAG,
+                                      NULL};
+  static const char *const valued[] = {"--dataset",
+                                       "--data-dir",
+                                       "--towers",
+                                       "--batch",
+                                       "--steps",
+                                       "--lr",
+                                       "--seed",
+                                       "--checkpoint",
+                                       "--init-checkpoint",
+                                       "--log-every",
+                                       "--save-every",
+                                       "--epochs-per-decay",
+                                       CLG_TOOL_TRACE_OPTION,
+                                       CLG_TOOL_MEMORY_MAP_OPTIONS,
+                                       NULL};
   if (clg_tool_wants_help(argc, argv)) {
     usage(stdout);
     return 0;
   }
   train_config c;
+  clg_tool_pictures pictures;
+  /* The trace and the profile hold the last 10 steps. */
   if (!clg_tool_check_options(argc, argv, "train", flags, valued, usage) ||
-      !parse_config(argc, argv, &c))
+      !parse_config(argc, argv, &c) || !clg_tool_pictures_parse(&pictures, argc, argv, "train", 10))
     return 2;
 
   char err[512];
@@ -298,6 +324,7 @@ int clg_tool_train(int argc, char **argv)
                               input_dataset_channels(d),
                               input_dataset_num_records(d),
                               c.lr,
+                              c.epochs_per_decay,
                               c.seed};
   if (!cifar10_train_build(&to, &t)) {
     fprintf(stderr, "clgraph train: building the model: %s\n", clg_graph_error(t.g));
@@ -316,6 +343,7 @@ int clg_tool_train(int argc, char **argv)
   }
   if (!c.json)
     cifar10_print_mapping(stdout, s, t.towers, c.towers);
+  clg_tool_pictures_setup(&pictures, s);
 
   /* Start: the initializers, then a checkpoint to resume from or weights to start from. */
   struct stat st;
@@ -352,6 +380,9 @@ int clg_tool_train(int argc, char **argv)
   rc = train_loop(&c, d, &t, s, first);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  if ((rc == 0 || rc == 130) && clg_tool_pictures_wanted(&pictures) &&
+      (!clg_tool_pictures_finish(&pictures, s) || !clg_tool_pictures_done(&pictures)))
+    rc = 1;
 done:
   cifar10_assigner_free(&t.assign);
   clg_session_free(s);
