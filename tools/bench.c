@@ -16,6 +16,8 @@ static const struct {
      "a 64 MiB variable read on GPU:0 vs fed; save/restore MB/s vs write/read"},
     {"conv", clg_bench_conv, "GFLOP/s of the CIFAR-10 convolutions vs im2col + GEMM by hand"},
     {"train-step", clg_bench_train_step, "one CIFAR-10 training step: ms, images/s, share of GEMM"},
+    {"allreduce", clg_bench_allreduce,
+     "AllReduce GB/s vs plain MPI_Allreduce, 1-256 MiB (under mpirun -np P)"},
 };
 #define NUM_BENCHES (sizeof benches / sizeof benches[0])
 

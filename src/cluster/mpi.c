@@ -42,6 +42,13 @@ struct clg_cluster {
   clg_tensor *stage[2]; /* pinned when the process's pinned pool serves host tensors */
   clg_code failed;      /* sticky: the first failure, repeated by every later call */
   char failure[512];
+  /* The reductions' watchdog (started on the first reduction). */
+  pthread_mutex_t wmu;
+  pthread_cond_t wcv;
+  pthread_t watchdog;
+  bool watching, armed, wstop;
+  uint64_t generation;
+  char watched[128];
 };
 
 static clg_cluster *current;
@@ -262,8 +269,12 @@ clg_code clg_cluster_open(clg_devices *devs, double timeout_s, clg_cluster **out
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory joining the cluster");
   c->timeout_s = timeout_s;
   pthread_mutex_init(&c->lock, NULL);
+  pthread_mutex_init(&c->wmu, NULL);
+  pthread_cond_init(&c->wcv, NULL);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   if (MPI_Comm_dup(MPI_COMM_WORLD, &c->comm) != MPI_SUCCESS) {
+    pthread_mutex_destroy(&c->wmu);
+    pthread_cond_destroy(&c->wcv);
     pthread_mutex_destroy(&c->lock);
     free(c);
     return clg_error(CLG_UNAVAILABLE, "MPI_Comm_dup(MPI_COMM_WORLD) failed");
@@ -290,6 +301,14 @@ void clg_cluster_close(clg_cluster *c)
     return;
   if (current == c)
     current = NULL;
+  pthread_mutex_lock(&c->wmu);
+  c->wstop = true;
+  pthread_cond_signal(&c->wcv);
+  pthread_mutex_unlock(&c->wmu);
+  if (c->watching)
+    pthread_join(c->watchdog, NULL);
+  pthread_mutex_destroy(&c->wmu);
+  pthread_cond_destroy(&c->wcv);
   int fin = 0;
   MPI_Finalized(&fin);
   if (!fin && c->failed == CLG_OK && !any_failure)
@@ -455,41 +474,52 @@ static void divide(void *buf, size_t count, clg_dtype dtype, int n)
     }
 }
 
-/* The watchdog of one blocking reduction: aborts the job if it outlives the deadline. */
-typedef struct watchdog {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  bool done;
-  clg_cluster *c;
-  const char *what;
-} watchdog;
-
+/* The watchdog of blocking reductions: one thread per cluster, armed around each
+ * MPI_Allreduce, aborts the job (MPI_Abort) if one outlives the deadline. */
 static void *watch(void *arg)
 {
-  watchdog *w = arg;
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  double t = w->c->timeout_s;
-  until.tv_sec += (time_t)t;
-  until.tv_nsec += (long)((t - (double)(time_t)t) * 1e9);
-  if (until.tv_nsec >= 1000000000L) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000L;
+  clg_cluster *c = arg;
+  pthread_mutex_lock(&c->wmu);
+  while (!c->wstop) {
+    if (!c->armed) {
+      pthread_cond_wait(&c->wcv, &c->wmu);
+      continue;
+    }
+    uint64_t gen = c->generation;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    double t = c->timeout_s;
+    until.tv_sec += (time_t)t;
+    until.tv_nsec += (long)((t - (double)(time_t)t) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    int rc = 0;
+    while (!c->wstop && c->armed && c->generation == gen && rc == 0)
+      rc = pthread_cond_timedwait(&c->wcv, &c->wmu, &until);
+    if (rc != 0 && c->armed && c->generation == gen) {
+      fprintf(stderr,
+              "clgraph: task %d: AllReduce '%s': a task stopped answering inside MPI_Allreduce "
+              "(more than %g s); aborting the job (MPI_Abort), which cannot return an error\n",
+              c->task, c->watched, t);
+      MPI_Abort(c->comm, 124);
+    }
   }
-  pthread_mutex_lock(&w->mu);
-  int rc = 0;
-  while (!w->done && rc == 0)
-    rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
-  bool expired = !w->done;
-  pthread_mutex_unlock(&w->mu);
-  if (expired) {
-    fprintf(stderr,
-            "clgraph: task %d: AllReduce '%s': a task stopped answering inside MPI_Allreduce "
-            "(more than %g s); aborting the job (MPI_Abort), which cannot return an error\n",
-            w->c->task, w->what, t);
-    MPI_Abort(w->c->comm, 124);
-  }
+  pthread_mutex_unlock(&c->wmu);
   return NULL;
+}
+
+static void arm(clg_cluster *c, const char *what, bool on)
+{
+  pthread_mutex_lock(&c->wmu);
+  if (on && !c->watching)
+    c->watching = pthread_create(&c->watchdog, NULL, watch, c) == 0;
+  c->armed = on;
+  c->generation++;
+  snprintf(c->watched, sizeof c->watched, "%s", what);
+  pthread_cond_signal(&c->wcv);
+  pthread_mutex_unlock(&c->wmu);
 }
 
 static clg_code reduce_host(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
@@ -504,9 +534,7 @@ static clg_code reduce_host(clg_cluster *c, void *buf, size_t count, clg_dtype d
     return fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: %s", doing);
   if ((code = wait_request(c, &r, -1, doing)) != CLG_OK)
     return code;
-  watchdog w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, c, what};
-  pthread_t th;
-  bool watching = pthread_create(&th, NULL, watch, &w) == 0;
+  arm(c, what, true);
   size_t esize = clg_dtype_size(dtype);
   for (size_t off = 0; off < count && code == CLG_OK; off += REDUCE_MAX) {
     size_t n = count - off < REDUCE_MAX ? count - off : REDUCE_MAX;
@@ -518,13 +546,7 @@ static clg_code reduce_host(clg_cluster *c, void *buf, size_t count, clg_dtype d
                   mpi_text(err, text));
     }
   }
-  if (watching) {
-    pthread_mutex_lock(&w.mu);
-    w.done = true;
-    pthread_cond_signal(&w.cv);
-    pthread_mutex_unlock(&w.mu);
-    pthread_join(th, NULL);
-  }
+  arm(c, what, false);
   return code;
 }
 
