@@ -56,7 +56,8 @@ fi
 
 # --- b. valgrind memcheck on a subset --------------------------------------------------------------
 # Pure C parts, a placement-only test, the guide's scenarios on one PoCL device (where the
-# compiler unload at exit runs: no leak suppression needed) and the threaded test on four.
+# compiler unload at exit runs: no leak suppression needed), the threaded test on four and the
+# clgraph tool's input pipeline with its reader thread (test_input).
 valgrind_tests=(
   "test_devname"
   "test_graph"
@@ -64,6 +65,7 @@ valgrind_tests=(
   "test_placer"
   "test_scenarios POCL_DEVICES=pthread"
   "test_concurrency"
+  "test_input"
 )
 if has_step valgrind; then
   echo "== sanitize: valgrind memcheck on ${#valgrind_tests[@]} tests ($root/ci) ($(elapsed))"
@@ -98,8 +100,9 @@ if has_step tsan; then
   cmake -S . -B "$root/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLGRAPH_WERROR=ON \
     -DCLGRAPH_TSAN=ON >/dev/null
   cmake --build "$root/tsan" -j "$jobs" --target test_concurrency test_allocator test_matmul_race \
-    >/dev/null
+    test_input >/dev/null
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
-    ctest --test-dir "$root/tsan" --output-on-failure -R '^test_(concurrency|allocator|matmul_race)$'
+    ctest --test-dir "$root/tsan" --output-on-failure \
+    -R '^test_(concurrency|allocator|matmul_race|input)$'
 fi
 echo "== sanitize: all clean ($(elapsed))"

@@ -11,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install-deps.sh
+bash ci/get-digits.sh >/dev/null  # Debian's digits.csv.gz into build/data (test_input_real_digits)
 source ci/env.sh
 jobs=$(nproc)
 start=$(date +%s)

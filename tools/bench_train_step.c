@@ -9,6 +9,7 @@
 
 #include "cifar10_model.h"
 #include "clgraph.h"
+#include "pictures.h"
 #include "tool.h"
 
 static double now_s(void)
@@ -37,7 +38,8 @@ static bool is_gemm(const char *op)
 int clg_bench_train_step(int argc, char **argv)
 {
   static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--repeats", "--batch", "--device", NULL};
+  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, "--batch", "--device",
+                                       NULL};
   if (clg_tool_wants_help(argc, argv)) {
     usage(stdout);
     return 0;
@@ -77,7 +79,7 @@ int clg_bench_train_step(int argc, char **argv)
   clg_tensor *lab = clg_tensor_new(CLG_INT32, 1, ldims, NULL);
   int rc = 1;
   if (clg_graph_status(g) != CLG_OK || !train || !img || !lab ||
-      clg_session_new(g, NULL, &s) != CLG_OK ||
+      clg_tool_bench_session_new(g, NULL, &s) != CLG_OK ||
       clg_session_run_outputs(s, 0, NULL, NULL, 0, NULL, NULL, 1, &init) != CLG_OK) {
     fprintf(stderr, "clgraph bench train-step: %s\n",
             clg_graph_status(g) != CLG_OK ? clg_graph_error(g) : clg_last_error());
@@ -140,7 +142,7 @@ int clg_bench_train_step(int argc, char **argv)
 done:
   clg_tensor_free(img);
   clg_tensor_free(lab);
-  clg_session_free(s);
+  clg_tool_bench_session_free(s);
   clg_graph_free(g);
   return rc;
 }

@@ -19,11 +19,12 @@ static clg_node *variable(clg_graph *g, const char *device, const char *name, in
 }
 
 /* Conv2D 5x5 SAME stride 1, BiasAdd, Relu under scope `name`. */
-static clg_node *conv(clg_graph *g, const char *device, const char *name, clg_node *x, int64_t cin,
-                      int64_t cout, double bias, clg_node **w, clg_node **b)
+static clg_node *conv(clg_graph *g, const char *device, clg_reuse reuse, const char *name,
+                      clg_node *x, int64_t cin, int64_t cout, double bias, clg_node **w,
+                      clg_node **b)
 {
   static const int64_t strides[4] = {1, 1, 1, 1};
-  clg_graph_push_variable_scope(g, name, CLG_REUSE_INHERIT);
+  clg_graph_push_variable_scope(g, name, reuse);
   *w = variable(g, device, "weights", 4, (int64_t[]){5, 5, cin, cout},
                 clg_init_truncated_normal(0, 5e-2, 0));
   *b = variable(g, device, "biases", 1, (int64_t[]){cout}, clg_init_constant(bias));
@@ -36,11 +37,11 @@ static clg_node *conv(clg_graph *g, const char *device, const char *name, clg_no
 }
 
 /* MatMul, bias, and Relu unless it is the last layer. */
-static clg_node *local(clg_graph *g, const char *device, const char *name, clg_node *x, int64_t in,
-                       int64_t out, double stddev, double bias, bool relu, clg_node **w,
-                       clg_node **b)
+static clg_node *local(clg_graph *g, const char *device, clg_reuse reuse, const char *name,
+                       clg_node *x, int64_t in, int64_t out, double stddev, double bias, bool relu,
+                       clg_node **w, clg_node **b)
 {
-  clg_graph_push_variable_scope(g, name, CLG_REUSE_INHERIT);
+  clg_graph_push_variable_scope(g, name, reuse);
   *w = variable(g, device, "weights", 2, (int64_t[]){in, out},
                 clg_init_truncated_normal(0, stddev, 0));
   *b = variable(g, device, "biases", 1, (int64_t[]){out}, clg_init_constant(bias));
@@ -58,21 +59,31 @@ static int64_t pooled(int64_t n) { return (n + 1) / 2; } /* 3x3 stride 2 SAME */
 clg_code cifar10_build(clg_graph *g, clg_node *images, clg_node *labels, int64_t batch, int size,
                        int channels, const char *variables_device, cifar10_model *out)
 {
+  return cifar10_build_tower(g, images, labels, batch, size, channels, variables_device, false,
+                             out);
+}
+
+clg_code cifar10_build_tower(clg_graph *g, clg_node *images, clg_node *labels, int64_t batch,
+                             int size, int channels, const char *variables_device, bool reuse,
+                             cifar10_model *out)
+{
+  const clg_reuse r = reuse ? CLG_REUSE_TRUE : CLG_REUSE_INHERIT;
   static const int64_t ksize[4] = {1, 3, 3, 1}, stride2[4] = {1, 2, 2, 1};
   const char *dev = variables_device;
   memset(out, 0, sizeof *out);
   clg_node **v = out->vars;
-  clg_node *x = conv(g, dev, "conv1", images, channels, 64, 0.0, &v[0], &v[1]);
+  clg_node *x = conv(g, dev, r, "conv1", images, channels, 64, 0.0, &v[0], &v[1]);
   x = clg_max_pool(g, "pool1", x, ksize, stride2, "SAME");
   x = clg_lrn(g, "norm1", x, 4, 1.0, 0.001 / 9.0, 0.75);
-  x = conv(g, dev, "conv2", x, 64, 64, 0.1, &v[2], &v[3]);
+  x = conv(g, dev, r, "conv2", x, 64, 64, 0.1, &v[2], &v[3]);
   x = clg_lrn(g, "norm2", x, 4, 1.0, 0.001 / 9.0, 0.75);
   x = clg_max_pool(g, "pool2", x, ksize, stride2, "SAME");
   int64_t side = pooled(pooled(size)), flat = side * side * 64;
   x = clg_reshape(g, NULL, x, 2, (int64_t[]){batch, flat});
-  x = local(g, dev, "local3", x, flat, 384, 0.04, 0.1, true, &v[4], &v[5]);
-  x = local(g, dev, "local4", x, 384, 192, 0.04, 0.1, true, &v[6], &v[7]);
-  out->logits = local(g, dev, "softmax_linear", x, 192, 10, 1.0 / 192.0, 0.0, false, &v[8], &v[9]);
+  x = local(g, dev, r, "local3", x, flat, 384, 0.04, 0.1, true, &v[4], &v[5]);
+  x = local(g, dev, r, "local4", x, 384, 192, 0.04, 0.1, true, &v[6], &v[7]);
+  out->logits =
+      local(g, dev, r, "softmax_linear", x, 192, 10, 1.0 / 192.0, 0.0, false, &v[8], &v[9]);
   /* The loss: cross entropy averaged over the batch, plus weight decay on local3/4. */
   clg_node *xent = clg_sparse_softmax_cross_entropy_with_logits(g, "cross_entropy_per_example",
                                                                 out->logits, labels);

@@ -22,6 +22,13 @@ typedef struct cifar10_model {
 clg_code cifar10_build(clg_graph *g, clg_node *images, clg_node *labels, int64_t batch, int size,
                        int channels, const char *variables_device, cifar10_model *out);
 
+/* The same for tower i of several sharing one set of variables: reuse (towers after the
+ * first) makes every clg_get_variable share the existing variable, as the tutorial's
+ * tf.get_variable_scope().reuse_variables(). */
+clg_code cifar10_build_tower(clg_graph *g, clg_node *images, clg_node *labels, int64_t batch,
+                             int size, int channels, const char *variables_device, bool reuse,
+                             cifar10_model *out);
+
 /* Multiply-adds of one forward pass over one image of size x size x channels. */
 double cifar10_forward_macs(int size, int channels);
 

@@ -15,6 +15,9 @@ static const struct {
     {"demo", clg_tool_demo, "walk the guide's scenarios S1-S7 on this machine's devices"},
     {"bench", clg_tool_bench, "benchmarks: matmul, alloc, overhead, variables (--json)"},
     {"checkpoint", clg_tool_checkpoint, "ls FILE: the tensors of a safetensors file"},
+    {"train", clg_tool_train, "train the CIFAR-10 tutorial's CNN (cifar10, digits, synthetic)"},
+    {"eval", clg_tool_eval, "precision @ 1 of a checkpoint of clgraph train on the test split"},
+    {"trace-html", clg_tool_trace_html, "TRACE.json OUT.html: a trace as a page to open offline"},
 };
 
 static void usage(FILE *f)
@@ -102,6 +105,23 @@ bool clg_tool_int_option(int argc, char **argv, const char *command, const char 
     return false;
   }
   *value = (int)v;
+  return true;
+}
+
+bool clg_tool_double_option(int argc, char **argv, const char *command, const char *option,
+                            double min, double max, double *value)
+{
+  const char *text = clg_tool_option(argc, argv, option);
+  if (!text)
+    return true;
+  char *end;
+  double v = strtod(text, &end);
+  if (end == text || *end || !(v >= min && v <= max)) {
+    fprintf(stderr, "clgraph %s: %s '%s': want a number in %g..%g\n", command, option, text, min,
+            max);
+    return false;
+  }
+  *value = v;
   return true;
 }
 

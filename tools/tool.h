@@ -10,6 +10,9 @@ int clg_tool_devices(int argc, char **argv);
 int clg_tool_demo(int argc, char **argv);
 int clg_tool_bench(int argc, char **argv);
 int clg_tool_checkpoint(int argc, char **argv);
+int clg_tool_train(int argc, char **argv);
+int clg_tool_eval(int argc, char **argv);
+int clg_tool_trace_html(int argc, char **argv);
 
 /* Benchmarks, called by clg_tool_bench with argv[0] = "matmul" etc. */
 int clg_bench_matmul(int argc, char **argv);
@@ -18,6 +21,7 @@ int clg_bench_overhead(int argc, char **argv);
 int clg_bench_variables(int argc, char **argv);
 int clg_bench_conv(int argc, char **argv);
 int clg_bench_train_step(int argc, char **argv);
+int clg_bench_towers(int argc, char **argv);
 int clg_bench_allreduce(int argc, char **argv);
 
 /* True if argv holds flag (e.g. "--json"). */
@@ -30,6 +34,10 @@ const char *clg_tool_option(int argc, char **argv, const char *option);
  * stderr as "clgraph <command>: <option> '<text>': want <min>..<max>"; returns false then. */
 bool clg_tool_int_option(int argc, char **argv, const char *command, const char *option, int min,
                          int max, int *value);
+
+/* The same for a number ("--lr 0.05"), reported as "want a number in <min>..<max>". */
+bool clg_tool_double_option(int argc, char **argv, const char *command, const char *option,
+                            double min, double max, double *value);
 
 /* Checks argv[1..] against the command's options: flags take no value, valued options
  * take the next argument. An unknown option, a stray argument or a valued option at the

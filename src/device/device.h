@@ -5,7 +5,9 @@
 
 #include <stdbool.h>
 
+#ifndef CL_TARGET_OPENCL_VERSION /* device/clock.c asks for 2.1's declarations */
 #define CL_TARGET_OPENCL_VERSION 120
+#endif
 #include <CL/cl.h>
 
 #include "clgraph/device.h"
@@ -115,6 +117,9 @@ typedef struct clg_device_ops {
   clg_code (*marker)(clg_device *dev, clg_event **event);
   /* Waits for all work of the device. */
   clg_code (*finish)(clg_device *dev);
+  /* Maps the device's event times to the host clock: device time + *offset = host time,
+   * within +-*error_ns (see clg_device_clock_offset). Taken once per traced run. */
+  clg_code (*clock_offset)(clg_device *dev, int64_t *host_minus_device_ns, uint64_t *error_ns);
 } clg_device_ops;
 
 /* The table of dev. */
@@ -137,10 +142,14 @@ clg_code clg_device_copy(clg_device *dst, cl_mem dst_mem, size_t dst_offset, con
 clg_code clg_device_marker(clg_device *dev, cl_event *event);
 /* Waits for everything enqueued on dev's queue. */
 clg_code clg_device_finish(clg_device *dev);
-/* How far the host's monotonic clock (clg_now_ns) is ahead of dev's profiling clock, from
- * paired readings around a marker (0 for the host): device time + offset = host time, to
- * within the few microseconds a marker takes. */
-clg_code clg_device_clock_offset(clg_device *dev, int64_t *host_minus_device_ns);
+/* How far the host's monotonic clock (clg_now_ns) is ahead of dev's profiling clock: device
+ * time + *host_minus_device_ns = host time, to within +-*error_ns (0 and 0 for the host).
+ * From clGetDeviceAndHostTimer bracketed by two host readings when the device is OpenCL >=
+ * 2.1 and its platform has a host timer; else from markers: a marker's QUEUED time is taken
+ * during the enqueue call and its END before the wait returns, so each marker bounds the
+ * offset from both sides, and the bounds of a few markers are intersected. */
+clg_code clg_device_clock_offset(clg_device *dev, int64_t *host_minus_device_ns,
+                                 uint64_t *error_ns);
 /* Profiling times (ns, device clock) of a completed event. */
 clg_code clg_device_event_times(cl_event event, uint64_t *start_ns, uint64_t *end_ns);
 

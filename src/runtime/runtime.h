@@ -89,6 +89,50 @@ clg_code clg_executor_set_tracing(clg_executor *x, bool on);
 clg_code clg_executor_node_times(const clg_executor *x, const clg_node *n, uint64_t *start_ns,
                                  uint64_t *end_ns);
 
+/* --- traces of runs (executor.c records them, tracing.c draws them) ------------------- */
+
+/* A slice of a traced run, on the host's clock: a node's work on its device, or a copy of a
+ * value (node's output `out`) from src_dev to dev. */
+typedef struct clg_run_slice {
+  int node, out;
+  int dev, src_dev; /* src_dev: -1 for a node */
+  uint64_t bytes;   /* a copy's bytes */
+  uint64_t start_ns, end_ns;
+} clg_run_slice;
+
+/* Memory of device dev at ts: the allocator's bytes in use, and the bytes of the run's
+ * tensors live in its arena (from the plan's lifetimes). */
+typedef struct clg_run_sample {
+  int dev;
+  uint64_t ts_ns, in_use, live;
+} clg_run_sample;
+
+typedef struct clg_run_trace {
+  uint64_t run; /* the session's run number, from 1 */
+  uint64_t start_ns, end_ns;
+  bool ok; /* the run succeeded */
+  int nslices, nsamples, ndevs;
+  clg_run_slice *slices;   /* nodes in the order they were enqueued, copies before users */
+  clg_run_sample *samples; /* by time per device */
+  int64_t *offset;         /* per device: host time - device time */
+  uint64_t *offset_error;  /* per device: +- ns */
+} clg_run_trace;
+
+void clg_run_trace_free(clg_run_trace *t);
+
+/* tracing.c: the pictures of kept runs (see clgraph/session.h). */
+clg_code clg_runs_write_trace(const clg_graph *g, const clg_devices *devs,
+                              clg_run_trace *const *runs, int n, const char *path);
+clg_code clg_runs_profile(const clg_graph *g, const clg_devices *devs, clg_run_trace *const *runs,
+                          int n, clg_op_profile **rows, int *num_rows);
+void clg_runs_print_profile(FILE *f, const clg_op_profile *rows, int n, int runs, uint64_t wall_ns);
+/* The memory map of device dev, with a chart from the samples of `last` (may be NULL). */
+clg_code clg_runs_write_memory_map(clg_process *p, int dev, const clg_run_trace *last,
+                                   const char *when, const char *path);
+/* The trace of the executor's last run (the caller frees it), or NULL when tracing is off,
+ * nothing ran or memory ran out. */
+clg_run_trace *clg_executor_take_trace(clg_executor *x);
+
 /* What the last run's plan holds (for tests and benchmarks). */
 typedef struct clg_plan_stats {
   uint64_t arena_bytes;     /* all devices' arenas */

@@ -1,0 +1,392 @@
+/* clgraph train: TensorFlow's cifar10_multi_gpu_train.py on clgraph's public API. Read it
+ * beside the tutorial: variables on /cpu:0, one tower per /device:GPU:i under name scope
+ * tower_i sharing them, each tower's gradients averaged on the CPU, gradient descent with a
+ * staircase-decayed learning rate, moving averages of the weights for evaluation, the
+ * tutorial's log line every --log-every steps and a checkpoint every 1,000 steps. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cifar10_input.h"
+#include "cifar10_model.h"
+#include "cifar10_run.h"
+#include "clgraph.h"
+#include "pictures.h"
+#include "tool.h"
+
+typedef struct train_config {
+  input_dataset_kind dataset;
+  const char *data_dir, *checkpoint, *init_checkpoint;
+  int towers, batch, steps, log_every, save_every, seed;
+  double lr, epochs_per_decay;
+  bool distort, shuffle, json, log_placement, quiet;
+} train_config;
+
+static volatile sig_atomic_t g_stop; /* Ctrl-C or SIGTERM: save and leave */
+
+static void on_signal(int sig)
+{
+  g_stop = sig;
+  signal(sig, SIG_DFL); /* a second one ends the process at once */
+}
+
+static void usage(FILE *f)
+{
+  fprintf(f, "usage: clgraph train [--dataset cifar10|digits|synthetic] [--data-dir DIR]\n"
+             "                     [--towers N] [--batch N] [--steps N] [--lr X] [--seed N]\n"
+             "                     [--epochs-per-decay X] [--checkpoint FILE]\n"
+             "                     [--init-checkpoint FILE] [--save-every N]\n"
+             "                     [--no-distort] [--no-shuffle] [--log-every N]\n"
+             "                     [--log-device-placement] [--json] [--quiet]\n\n"
+             "Trains the CIFAR-10 tutorial's model with one tower per /device:GPU:i (soft\n"
+             "placement: /cpu:0 when there is no such GPU), variables on /cpu:0.\n"
+             "  --dataset         cifar10 (DIR/cifar-10-batches-bin/), digits (DIR/digits.csv.gz,\n"
+             "                    8x8x1; see README), synthetic (random images; the default)\n"
+             "  --towers N        towers, one per GPU (default 1); --batch is per tower\n"
+             "                    (default 128; 64 for the digits)\n"
+             "  --steps N         training steps (default 1000000 for cifar10, 1500 for digits,\n"
+             "                    100 for synthetic); --lr X the initial learning rate (0.1)\n"
+             "  --epochs-per-decay X  the rate drops tenfold every X epochs (350; 40 for digits)\n"
+             "  --checkpoint FILE saved every --save-every steps (1000) and at the end; training\n"
+             "                    resumes from it when it exists\n"
+             "  --init-checkpoint FILE   start from these weights\n"
+             "  --no-distort      train on the evaluation crop; --no-shuffle: records in file\n"
+             "                    order (tower t of T reads batch s*T+t at step s)\n"
+             "  --log-every N     the tutorial's line every N steps (10); --json: one JSON\n"
+             "                    object per logged step instead; --quiet: no progress bar\n"
+             "Ctrl-C saves the checkpoint and exits with status 130.\n");
+  clg_tool_pictures_usage(f, true, true);
+}
+
+/* --- the loop -------------------------------------------------------------------------- */
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void progress(int64_t step, int64_t last, int64_t first, double elapsed, float loss)
+{
+  enum { WIDTH = 30 };
+  double frac = last > first ? (double)(step - first) / (double)(last - first) : 1.0;
+  int fill = (int)(frac * WIDTH);
+  char bar[WIDTH + 1];
+  for (int i = 0; i < WIDTH; i++)
+    bar[i] = i < fill ? '#' : '.';
+  bar[WIDTH] = 0;
+  double left = frac > 0 ? elapsed / frac - elapsed : 0;
+  fprintf(stderr, "\r[%s] step %lld/%lld, loss %.3f, %.0f s left   ", bar, (long long)step,
+          (long long)last, loss, left);
+  fflush(stderr);
+}
+
+static int64_t read_step(clg_session *s, clg_node *global_step)
+{
+  clg_tensor *v = NULL;
+  if (clg_session_run(s, 0, NULL, NULL, 1, &global_step, &v) != CLG_OK)
+    return -1;
+  int64_t step = *(const int64_t *)clg_tensor_data(v);
+  clg_tensor_free(v);
+  return step;
+}
+
+static bool save(const train_config *c, clg_session *s, int64_t step)
+{
+  if (!c->checkpoint)
+    return true;
+  if (clg_session_save(s, c->checkpoint, 0, NULL) != CLG_OK) {
+    fprintf(stderr, "clgraph train: saving step %lld: %s\n", (long long)step, clg_last_error());
+    return false;
+  }
+  return true;
+}
+
+static int train_loop(const train_config *c, const input_dataset *d, cifar10_train_graph *t,
+                      clg_session *s, int64_t first)
+{
+  const int T = c->towers, size = input_dataset_image_size(d), ch = input_dataset_channels(d);
+  int64_t idims[4] = {c->batch, size, size, ch}, ldims[1] = {c->batch};
+  clg_tensor *img[CIFAR10_MAX_TOWERS] = {0}, *lab[CIFAR10_MAX_TOWERS] = {0};
+  clg_output feeds_at[2 * CIFAR10_MAX_TOWERS];
+  clg_tensor *feeds[2 * CIFAR10_MAX_TOWERS];
+  for (int i = 0; i < T; i++) {
+    img[i] = clg_tensor_new(CLG_FLOAT32, 4, idims, NULL);
+    lab[i] = clg_tensor_new(CLG_INT32, 1, ldims, NULL);
+    feeds_at[2 * i] = clg_out(t->images[i], 0);
+    feeds_at[2 * i + 1] = clg_out(t->labels[i], 0);
+    feeds[2 * i] = img[i];
+    feeds[2 * i + 1] = lab[i];
+  }
+  input_options io = {.batch = c->batch,
+                      .distort = c->distort,
+                      .shuffle = c->shuffle,
+                      .seed = (uint64_t)c->seed,
+                      .towers = T,
+                      .first_step = first,
+                      .prefetch = 2 * T};
+  input_reader *reader = input_reader_start(d, &io);
+  const bool bar = !c->json && !c->quiet && isatty(STDERR_FILENO);
+  clg_output loss_at[CIFAR10_MAX_TOWERS];
+  for (int i = 0; i < T; i++)
+    loss_at[i] = clg_out(t->towers[i].loss, 0);
+  int rc = 0;
+  int64_t step = first;
+  double t_start = now_s(), input_wait = 0, last_draw = 0;
+  int since_log = 0;
+  for (; step < c->steps && !g_stop; step++) {
+    double wait = 0;
+    for (int i = 0; i < T; i++)
+      wait += input_reader_next(reader, clg_tensor_data(img[i]), clg_tensor_data(lab[i]));
+    double t0 = now_s();
+    clg_tensor *loss_v[CIFAR10_MAX_TOWERS] = {0};
+    if (clg_session_run_outputs(s, 2 * T, feeds_at, feeds, T, loss_at, loss_v, 1, &t->train_op) !=
+        CLG_OK) {
+      fprintf(stderr, "clgraph train: step %lld: %s\n", (long long)step, clg_last_error());
+      rc = 1;
+      break;
+    }
+    double duration = now_s() - t0;
+    /* The tutorial logs the last tower's loss; the mean over towers is the loss of the
+     * whole step's batch (what one tower with T times the batch would log). */
+    float tower_loss[CIFAR10_MAX_TOWERS];
+    double mean_loss = 0;
+    for (int i = 0; i < T; i++) {
+      tower_loss[i] = *(const float *)clg_tensor_data(loss_v[i]);
+      mean_loss += tower_loss[i] / (double)T;
+      clg_tensor_free(loss_v[i]);
+    }
+    float loss = tower_loss[T - 1];
+    input_wait += wait;
+    since_log++;
+    if (!isfinite(loss)) {
+      fprintf(stderr, "clgraph train: step %lld: the loss diverged (%g); lower --lr\n",
+              (long long)step, (double)loss);
+      rc = 1;
+      break;
+    }
+    if (step % c->log_every == 0) {
+      double eps = c->batch * T / duration, spb = duration / T;
+      if (bar)
+        fprintf(stderr, "\r\033[K");
+      if (c->json) {
+        printf("{\"step\": %lld, \"loss\": %.9g, \"mean_loss\": %.9g, \"tower_losses\": [",
+               (long long)step, (double)loss, mean_loss);
+        for (int i = 0; i < T; i++)
+          printf("%s%.9g", i ? ", " : "", (double)tower_loss[i]);
+        printf("], \"examples_per_sec\": %.1f, \"sec_per_batch\": %.5f, \"step_sec\": %.5f, "
+               "\"input_wait_sec\": %.5f, \"towers\": %d, \"batch\": %d}\n",
+               eps, spb, duration, input_wait / since_log, T, c->batch);
+      } else {
+        char stamp[64];
+        cifar10_timestamp(stamp, sizeof stamp);
+        printf("%s: step %lld, loss = %.2f (%.1f examples/sec; %.3f sec/batch) input wait "
+               "%.4f sec/step\n",
+               stamp, (long long)step, (double)loss, eps, spb, input_wait / since_log);
+      }
+      fflush(stdout);
+      input_wait = 0;
+      since_log = 0;
+    }
+    /* At most ten redraws a second: small models run thousands of steps a second. */
+    if (bar && (now_s() - last_draw > 0.1 || step + 1 == c->steps)) {
+      progress(step + 1, c->steps, first, now_s() - t_start, loss);
+      last_draw = now_s();
+    }
+    if ((step + 1) % c->save_every == 0 && !save(c, s, step + 1)) {
+      rc = 1;
+      break;
+    }
+  }
+  if (bar)
+    fprintf(stderr, "\r\033[K");
+  input_reader_stop(reader);
+  for (int i = 0; i < T; i++) {
+    clg_tensor_free(img[i]);
+    clg_tensor_free(lab[i]);
+  }
+  if (rc == 0) {
+    int64_t done = read_step(s, t->global_step);
+    if (!save(c, s, done))
+      rc = 1;
+    else if (g_stop) {
+      fprintf(stderr, "clgraph train: interrupted at step %lld%s%s\n", (long long)done,
+              c->checkpoint ? "; checkpoint saved to " : "", c->checkpoint ? c->checkpoint : "");
+      rc = 130;
+    } else if (!c->json && c->checkpoint)
+      printf("checkpoint at step %lld saved to %s\n", (long long)done, c->checkpoint);
+  }
+  return rc;
+}
+
+/* --- options --------------------------------------------------------------------------- */
+
+static bool parse_config(int argc, char **argv, train_config *c)
+{
+  memset(c, 0, sizeof *c);
+  const char *ds = clg_tool_option(argc, argv, "--dataset");
+  c->dataset = INPUT_SYNTHETIC;
+  if (ds && !input_dataset_parse(ds, &c->dataset)) {
+    fprintf(stderr, "clgraph train: --dataset '%s': want cifar10, digits or synthetic\n", ds);
+    return false;
+  }
+  const bool digits = c->dataset == INPUT_DIGITS;
+  c->data_dir = clg_tool_option(argc, argv, "--data-dir");
+  c->checkpoint = clg_tool_option(argc, argv, "--checkpoint");
+  c->init_checkpoint = clg_tool_option(argc, argv, "--init-checkpoint");
+  c->towers = 1;
+  c->batch = digits ? CIFAR10_DIGITS_BATCH : 128;
+  c->steps = c->dataset == INPUT_CIFAR10 ? 1000000 : digits ? CIFAR10_DIGITS_STEPS : 100;
+  c->log_every = 10;
+  c->save_every = 1000;
+  c->lr = digits ? CIFAR10_DIGITS_LR : 0.1;
+  c->epochs_per_decay = digits ? CIFAR10_DIGITS_EPOCHS_PER_DECAY : CIFAR10_EPOCHS_PER_DECAY;
+  c->distort = !clg_tool_has_flag(argc, argv, "--no-distort");
+  c->shuffle = !clg_tool_has_flag(argc, argv, "--no-shuffle");
+  c->json = clg_tool_has_flag(argc, argv, "--json");
+  c->quiet = clg_tool_has_flag(argc, argv, "--quiet");
+  c->log_placement = clg_tool_has_flag(argc, argv, "--log-device-placement");
+  if (!clg_tool_int_option(argc, argv, "train", "--towers", 1, CIFAR10_MAX_TOWERS, &c->towers) ||
+      !clg_tool_int_option(argc, argv, "train", "--batch", 1, 1 << 16, &c->batch) ||
+      !clg_tool_int_option(argc, argv, "train", "--steps", 0, 2000000000, &c->steps) ||
+      !clg_tool_int_option(argc, argv, "train", "--log-every", 1, 1 << 30, &c->log_every) ||
+      !clg_tool_int_option(argc, argv, "train", "--save-every", 1, 1 << 30, &c->save_every) ||
+      !clg_tool_int_option(argc, argv, "train", "--seed", 0, 2147483647, &c->seed) ||
+      !clg_tool_double_option(argc, argv, "train", "--lr", 0, 1e6, &c->lr) ||
+      !clg_tool_double_option(argc, argv, "train", "--epochs-per-decay", 1e-3, 1e9,
+                              &c->epochs_per_decay))
+    return false;
+  if (c->dataset != INPUT_SYNTHETIC && !c->data_dir) {
+    fprintf(stderr, "clgraph train: --dataset %s needs --data-dir DIR (%s)\n",
+            input_dataset_name(c->dataset),
+            digits ? "the folder holding digits.csv.gz; ci/get-digits.sh DIR extracts it"
+                   : "the folder holding cifar-10-batches-bin/");
+    return false;
+  }
+  return true;
+}
+
+int clg_tool_train(int argc, char **argv)
+{
+  static const char *const flags[] = {"--no-distort",
+                                      "--no-shuffle",
+                                      "--log-device-placement",
+                                      "--json",
+                                      "--quiet",
+                                      CLG_TOOL_PROFILE_FLAG,
+                                      NULL};
+  static const char *const valued[] = {"--dataset",
+                                       "--data-dir",
+                                       "--towers",
+                                       "--batch",
+                                       "--steps",
+                                       "--lr",
+                                       "--seed",
+                                       "--checkpoint",
+                                       "--init-checkpoint",
+                                       "--log-every",
+                                       "--save-every",
+                                       "--epochs-per-decay",
+                                       CLG_TOOL_TRACE_OPTION,
+                                       CLG_TOOL_MEMORY_MAP_OPTIONS,
+                                       NULL};
+  if (clg_tool_wants_help(argc, argv)) {
+    usage(stdout);
+    return 0;
+  }
+  train_config c;
+  clg_tool_pictures pictures;
+  /* The trace and the profile hold the last 10 steps. */
+  if (!clg_tool_check_options(argc, argv, "train", flags, valued, usage) ||
+      !parse_config(argc, argv, &c) || !clg_tool_pictures_parse(&pictures, argc, argv, "train", 10))
+    return 2;
+
+  char err[512];
+  input_dataset *d =
+      input_dataset_load(c.dataset, c.data_dir, true, (uint64_t)c.seed, err, sizeof err);
+  if (!d) {
+    fprintf(stderr, "clgraph train: %s\n", err);
+    return 1;
+  }
+  cifar10_train_graph t;
+  clg_session *s = NULL;
+  int rc = 1;
+  cifar10_train_options to = {c.towers,
+                              c.batch,
+                              input_dataset_image_size(d),
+                              input_dataset_channels(d),
+                              input_dataset_num_records(d),
+                              c.lr,
+                              c.epochs_per_decay,
+                              c.seed};
+  if (!cifar10_train_build(&to, &t)) {
+    fprintf(stderr, "clgraph train: building the model: %s\n", clg_graph_error(t.g));
+    goto done;
+  }
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  opt.allow_soft_placement = 1;
+  opt.log_device_placement = c.log_placement;
+  cifar10_count_soft_placements(!c.log_placement);
+  clg_code made = clg_session_new(t.g, &opt, &s);
+  cifar10_count_soft_placements(false);
+  if (made != CLG_OK) {
+    fprintf(stderr, "clgraph train: %s\n", clg_last_error());
+    goto done;
+  }
+  if (!c.json)
+    cifar10_print_mapping(stdout, s, t.towers, c.towers);
+  clg_tool_pictures_setup(&pictures, s);
+
+  /* Start: the initializers, then a checkpoint to resume from or weights to start from. */
+  struct stat st;
+  bool resume = c.checkpoint && stat(c.checkpoint, &st) == 0;
+  if (clg_session_run_outputs(s, 0, NULL, NULL, 0, NULL, NULL, 1, &t.init) != CLG_OK) {
+    fprintf(stderr, "clgraph train: initializing: %s\n", clg_last_error());
+    goto done;
+  }
+  if (resume) {
+    if (clg_session_restore(s, c.checkpoint, 0, NULL) != CLG_OK) {
+      fprintf(stderr, "clgraph train: resuming from %s: %s\n", c.checkpoint, clg_last_error());
+      goto done;
+    }
+  } else if (c.init_checkpoint &&
+             !cifar10_assigner_run(&t.assign, s, c.init_checkpoint, CIFAR10_FROM_RAW, true)) {
+    fprintf(stderr, "clgraph train: --init-checkpoint: %s\n", cifar10_assigner_error(&t.assign));
+    goto done;
+  }
+  int64_t first = read_step(s, t.global_step);
+  if (first < 0) {
+    fprintf(stderr, "clgraph train: reading global_step: %s\n", clg_last_error());
+    goto done;
+  }
+  if (resume && !c.json)
+    printf("resuming from %s at step %lld\n", c.checkpoint, (long long)first);
+  fflush(stdout);
+
+  g_stop = 0;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  rc = train_loop(&c, d, &t, s, first);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  if ((rc == 0 || rc == 130) && clg_tool_pictures_wanted(&pictures) &&
+      (!clg_tool_pictures_finish(&pictures, s) || !clg_tool_pictures_done(&pictures)))
+    rc = 1;
+done:
+  cifar10_assigner_free(&t.assign);
+  clg_session_free(s);
+  clg_graph_free(t.g);
+  input_dataset_free(d);
+  return rc;
+}
