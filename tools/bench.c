@@ -18,6 +18,8 @@ static const struct {
     {"conv", clg_bench_conv, "GFLOP/s of the CIFAR-10 convolutions vs im2col + GEMM by hand"},
     {"train-step", clg_bench_train_step, "one CIFAR-10 training step: ms, images/s, share of GEMM"},
     {"towers", clg_bench_towers, "N towers of batch B/N vs one tower of batch B: step time"},
+    {"allreduce", clg_bench_allreduce,
+     "AllReduce GB/s vs plain MPI_Allreduce, 1-256 MiB (under mpirun -np P)"},
 };
 #define NUM_BENCHES (sizeof benches / sizeof benches[0])
 

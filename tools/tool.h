@@ -22,6 +22,7 @@ int clg_bench_variables(int argc, char **argv);
 int clg_bench_conv(int argc, char **argv);
 int clg_bench_train_step(int argc, char **argv);
 int clg_bench_towers(int argc, char **argv);
+int clg_bench_allreduce(int argc, char **argv);
 
 /* True if argv holds flag (e.g. "--json"). */
 bool clg_tool_has_flag(int argc, char **argv, const char *flag);

@@ -52,6 +52,17 @@ typedef struct clg_session_options {
    * NULL: "$TMPDIR/clgraph-oom-<pid>.svg" (TMPDIR unset: /tmp); "": nowhere. The error's
    * message then ends with "; memory map of <device>: <path>". The session keeps a copy. */
   const char *oom_memory_map;
+  /* Cluster (issue 17): "mpi" makes the tasks of `mpirun -np P` one cluster, rank K being
+   * /job:worker/replica:0/task:K; NULL or "" reads CLGRAPH_CLUSTER ("mpi" or "none").
+   * Every task builds the same graph and makes the same runs (same feeds' nodes, fetches and
+   * targets). A node whose device spec names a task runs there; a node naming no task runs
+   * on every task, each its own copy, on its own devices (as a TensorFlow client's nodes go
+   * to its own task); values cross tasks over MPI. Like the device options, the first
+   * session's choice holds for the process. A build without MPI answers UNIMPLEMENTED. */
+  const char *cluster;
+  /* How long a task waits for another before failing with DEADLINE_EXCEEDED naming it, in
+   * seconds; 0: CLGRAPH_CLUSTER_TIMEOUT, else 60. */
+  double cluster_timeout_s;
 } clg_session_options;
 
 typedef struct clg_session clg_session;
@@ -79,6 +90,13 @@ clg_code clg_session_run_outputs(clg_session *s, int num_feeds, const clg_output
                                  clg_tensor *const *feeds, int num_fetches,
                                  const clg_output *fetches, clg_tensor **outputs, int num_targets,
                                  clg_node *const *targets);
+
+/* This process's task and the number of tasks: 0 and 1 outside a cluster. Either pointer
+ * may be NULL. */
+void clg_session_task(const clg_session *s, int *task, int *num_tasks);
+/* Whether this process is the chief (task 0), the one task that writes checkpoints:
+ * clg_session_save on another task of a cluster writes nothing and returns OK. */
+int clg_session_is_chief(const clg_session *s);
 
 /* The device set the session uses. */
 const clg_devices *clg_session_devices(const clg_session *s);

@@ -35,6 +35,9 @@ typedef struct clg_device {
   cl_context context;     /* shared by the devices of one platform */
   int context_index;      /* equal for devices that share a context */
   cl_command_queue queue; /* in-order, profiling enabled */
+  /* A device of another task (cluster): a description only, no handles; its table moves
+   * nothing (the cluster module transfers values), its blocks are host memory. */
+  bool remote;
 } clg_device;
 
 struct clg_devices {
@@ -47,7 +50,19 @@ struct clg_devices {
   cl_platform_id *platforms; /* in the order the ICD loader returned them */
   int num_physical;          /* OpenCL devices of the chosen types, before the visible list */
   unsigned types;            /* the CLG_DEVTYPE_* mask in effect */
+  /* Cluster: this process's task (-1 outside a cluster) and how many of devs are its own
+   * (the rest are remote devices of other tasks). */
+  int local_task;
+  int num_local;
 };
+
+/* --- tasks (cluster) --------------------------------------------------------------- */
+
+/* Renames the local devices to /job:worker/replica:0/task:<task>/... and records the task. */
+clg_code clg_devices_set_task(clg_devices *devs, int task);
+/* Appends a remote device described by info (strings copied; index set here). opencl: the
+ * owner runs it as an OpenCL device (its kernels are chosen as the owner would). */
+clg_code clg_devices_add_remote(clg_devices *devs, const clg_device_info *info, bool opencl);
 
 /* Device i of the set (0 = host). */
 clg_device *clg_devices_at(clg_devices *devs, int i);

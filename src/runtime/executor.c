@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/cluster.h"
 #include "runtime/runtime.h"
 
 /* PV_VAR: a variable's buffer in the session's store (update ops' outputs are it too). */
@@ -46,6 +47,11 @@ typedef struct step {
   int *out;    /* pval per output */
   int ncopies;
   int *copies; /* copies to make before the node runs */
+  /* Cluster: a node of another task (no kernel here): whether this task receives its
+   * outputs; for a node of this task that others read: the tasks it is sent to. */
+  bool remote, recv;
+  int nsend;
+  int *send_to;
 } step;
 
 typedef struct plan {
@@ -102,6 +108,8 @@ struct clg_executor {
   uint64_t *start_inuse; /* per device, when the run's arenas are held */
   uint64_t run_start_ns;
   clg_run_trace *last;
+  clg_cluster *cluster; /* cluster: the tasks; task_of[node] from the placement */
+  int *task_of;
 };
 
 static clg_device *device(clg_executor *x, int d) { return clg_devices_at(x->devs, d); }
@@ -121,6 +129,7 @@ static void plan_free(plan *p)
     free(p->steps[i].in);
     free(p->steps[i].out);
     free(p->steps[i].copies);
+    free(p->steps[i].send_to);
   }
   free(p->steps);
   free(p->pv);
@@ -430,6 +439,99 @@ static clg_code placeholder_error(const clg_node *n)
                    clg_node_shape_string(n, shape, sizeof shape));
 }
 
+/* --- cluster hooks (issue 17) ------------------------------------------------------------ *
+ * Every task plans the same steps in the same order (the same graph, placement and run
+ * signature). A node pinned to another task is a remote step here: at its turn this task
+ * receives its outputs when a step of its own reads them or they are fetched. Its own task
+ * sends them, right after computing them, to every task that reads them. Each task waits only
+ * on values of earlier steps, so the tasks cannot deadlock. */
+
+/* A local step reads value src (input j of n): a remote producer's outputs are received. */
+static clg_code cluster_input(clg_executor *x, plan *p, const int *step_of, int src,
+                              const clg_node *n, int j)
+{
+  while (p->pv[src].kind == PV_COPY)
+    src = p->pv[src].src;
+  const pval *v = &p->pv[src];
+  if (!device(x, v->dev)->remote)
+    return CLG_OK;
+  if (v->kind == PV_VAR)
+    return clg_error(CLG_UNIMPLEMENTED,
+                     "node '%s' (%s) on task %d reads variable '%s' of task %d directly; read it "
+                     "through an Identity placed on task %d (variables are not sent between tasks)",
+                     n->name, n->op, clg_cluster_task(x->cluster), node_at(x, v->node)->name,
+                     device(x, v->dev)->info.task, device(x, v->dev)->info.task);
+  if (v->kind == PV_NODE)
+    p->steps[step_of[v->node]].recv = true;
+  (void)j;
+  return CLG_OK;
+}
+
+/* For each step of this task pinned here, the tasks that read its outputs. */
+static clg_code cluster_sends(clg_executor *x, plan *p, const int *step_of)
+{
+  int me = clg_cluster_task(x->cluster), tasks = clg_cluster_num_tasks(x->cluster);
+  bool *to = calloc((size_t)tasks, sizeof *to);
+  if (!to)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
+  bool *fetched = calloc((size_t)x->nn + 1, sizeof *fetched);
+  for (int i = 0; fetched && i < p->nfetches; i++)
+    fetched[p->pv[p->fetch_pv[i]].node] = true;
+  clg_code code = fetched ? CLG_OK : clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
+  for (int i = 0; i < p->nsteps && code == CLG_OK; i++) {
+    step *st = &p->steps[i];
+    if (st->remote || x->task_of[st->node] != me)
+      continue; /* remote, or every task computes its own copy */
+    memset(to, 0, sizeof *to * (size_t)tasks);
+    bool any = fetched[st->node];
+    for (int t = 0; t < tasks && any; t++)
+      to[t] = true;
+    for (int c = i + 1; c < p->nsteps && !any; c++) {
+      const clg_node *cn = node_at(x, p->steps[c].node);
+      for (int j = 0; j < cn->num_inputs; j++) {
+        if (cn->inputs[j].node->index != st->node)
+          continue;
+        int t = x->task_of[cn->index];
+        for (int u = 0; u < tasks; u++)
+          to[u] = to[u] || t < 0 || t == u;
+      }
+    }
+    to[me] = false;
+    for (int t = 0; t < tasks; t++)
+      if (to[t]) {
+        int *grown = realloc(st->send_to, sizeof(int) * (size_t)(st->nsend + 1));
+        if (!grown) {
+          code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
+          break;
+        }
+        st->send_to = grown;
+        st->send_to[st->nsend++] = t;
+      }
+  }
+  free(to);
+  free(fetched);
+  (void)step_of;
+  return code;
+}
+
+/* Runs a remote step (receives what this task reads) or sends a local step's outputs. */
+static clg_code cluster_step(clg_executor *x, const plan *p, const step *st, bool after_kernel)
+{
+  const clg_node *n = node_at(x, st->node);
+  clg_code code = CLG_OK;
+  for (int o = 0; o < n->num_outputs && code == CLG_OK; o++) {
+    int v = st->out[o];
+    int tag = x->base[st->node] + o;
+    if (!after_kernel && st->recv) /* x->blk[v] is in the remote device's (host) arena */
+      code = clg_cluster_recv(x->cluster, device(x, st->dev)->info.task, tag, device(x, st->dev),
+                              &x->blk[v], p->pv[v].bytes, n->name);
+    for (int k = 0; after_kernel && k < st->nsend && code == CLG_OK; k++)
+      code = clg_cluster_send(x->cluster, st->send_to[k], tag, device(x, st->dev), &x->blk[v],
+                              p->pv[v].bytes, n->name);
+  }
+  return code;
+}
+
 static clg_code plan_build(clg_executor *x, plan *p)
 {
   int nn = x->nn;
@@ -536,6 +638,23 @@ static clg_code plan_build(clg_executor *x, plan *p)
     st->out = malloc(sizeof(int) * (size_t)n->num_outputs);
     if (!st->in || !st->out)
       goto oom;
+    /* --- cluster hook: another task computes this node; its outputs may come here */
+    st->remote = device(x, st->dev)->remote;
+    for (int j = 0; st->remote && j < n->num_inputs; j++)
+      st->in[j] = -1;
+    if (st->remote) {
+      for (int o = 0; o < n->num_outputs; o++) {
+        int v = pv_add(&b, PV_NODE, st->dev, i, o, clg_node_out_bytes(n, o));
+        if (v < 0)
+          goto oom;
+        p->pv[v].start = p->pv[v].end = s;
+        p->pv[v].in_arena = true;
+        b.val_pv[x->base[i] + o] = st->out[o] = v;
+      }
+      st->scratch = -1;
+      k++;
+      continue;
+    }
     if (!st->kernel || !st->kernel->run) {
       code = clg_error(CLG_INTERNAL, "node '%s' (%s) has no kernel on %s", n->name, n->op,
                        device(x, st->dev)->info.full_name);
@@ -563,6 +682,8 @@ static clg_code plan_build(clg_executor *x, plan *p)
       }
       if (src < 0 || (st->in[j] = use_on(&b, src, st->dev, s, st)) < 0)
         goto oom;
+      if (x->cluster && (code = cluster_input(x, p, step_of, src, n, j)) != CLG_OK)
+        goto done; /* --- cluster hook */
     }
     /* Scratch the kernel asks for lives in the arena for this step only. */
     size_t scratch = 0;
@@ -606,6 +727,11 @@ static clg_code plan_build(clg_executor *x, plan *p)
     }
     p->fetch_pv[i] = v;
     p->pv[v].end = p->nsteps + 1;
+    if (x->cluster && device(x, p->pv[v].dev)->remote) { /* --- cluster hook */
+      if ((code = cluster_input(x, p, step_of, v, node_at(x, p->pv[v].node), -1)) != CLG_OK)
+        goto done;
+      continue;
+    }
     if (p->pv[v].kind == PV_NODE && ops(x, p->pv[v].dev)->host_memory) {
       p->pv[v].in_arena = false;
       p->pv[v].fetched_host = true;
@@ -618,7 +744,7 @@ static clg_code plan_build(clg_executor *x, plan *p)
     step *st = &p->steps[i];
     const clg_node *n = node_at(x, st->node);
     int which = n->def->inplace;
-    if (which < 0 || which >= n->num_inputs)
+    if (which < 0 || which >= n->num_inputs || st->remote)
       continue;
     pval *out = &p->pv[st->out[0]], *in = &p->pv[st->in[which]];
     if (out->in_arena && in->in_arena && in->end == i + 1 && in->dev == out->dev &&
@@ -627,6 +753,8 @@ static clg_code plan_build(clg_executor *x, plan *p)
       p->stats.num_inplace++;
     }
   }
+  if (x->cluster && (code = cluster_sends(x, p, step_of)) != CLG_OK)
+    goto done; /* --- cluster hook */
   /* Device feeds are uploaded at the start. */
   p->upload = malloc(sizeof(int) * (size_t)(p->nfeeds ? p->nfeeds : 1));
   if (!p->upload)
@@ -684,6 +812,15 @@ clg_code clg_executor_new(clg_process *p, const clg_graph *g, const clg_placemen
   }
   x->base[nn] = nv;
   x->nv = nv;
+  /* --- cluster hook */
+  if ((x->cluster = clg_process_cluster(p)) != NULL) {
+    if (!(x->task_of = malloc(sizeof *x->task_of * n1))) {
+      clg_executor_free(x);
+      return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating an executor");
+    }
+    for (int i = 0; i < nn; i++)
+      x->task_of[i] = placement[i].task;
+  }
   for (int d = 0; d < nd; d++) {
     clg_code code = clg_process_allocator(p, d, &x->alloc[d]);
     if (code != CLG_OK) {
@@ -1000,6 +1137,7 @@ void clg_executor_free(clg_executor *x)
     x->plans = next;
   }
   free(x->base);
+  free(x->task_of);
   free(x->dev_of);
   free(x->alloc);
   free(x->arenas);
@@ -1324,6 +1462,8 @@ static clg_code check_variables(clg_executor *x, const plan *p, const step *st, 
 static clg_code run_step(clg_executor *x, const plan *p, const step *st)
 {
   const clg_node *n = node_at(x, st->node);
+  if (st->remote) /* --- cluster hook */
+    return cluster_step(x, p, st, false);
   clg_code code = check_variables(x, p, st, n);
   for (int c = 0; c < st->ncopies && code == CLG_OK; c++)
     code = make_copy(x, p, st->copies[c]);
@@ -1388,6 +1528,8 @@ static clg_code run_step(clg_executor *x, const plan *p, const step *st)
     if (code != CLG_OK)
       clg_error_prefix("node '%s' (%s) on %s: ", n->name, n->op,
                        device(x, st->dev)->info.full_name);
+    else if (st->nsend) /* --- cluster hook */
+      code = cluster_step(x, p, st, true);
   }
   if (in != in_stack)
     free(in);

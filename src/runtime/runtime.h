@@ -19,6 +19,8 @@ typedef struct clg_process clg_process;
 clg_code clg_process_acquire(const clg_session_options *opt, clg_process **out);
 void clg_process_release(clg_process *p);
 clg_devices *clg_process_devices(clg_process *p);
+/* The cluster the process joined (session option cluster), or NULL. */
+struct clg_cluster *clg_process_cluster(clg_process *p);
 /* The allocator of device i, created on first use with the first session's options. */
 clg_code clg_process_allocator(clg_process *p, int device, clg_allocator **out);
 /* Logs `message` at WARNING once per (device, reason) for the life of the process state. */
@@ -49,6 +51,9 @@ clg_code clg_var_uninitialized(const clg_node *var, const clg_node *reader);
 typedef struct clg_placement {
   int device;
   char reason[160];
+  /* Cluster: the task that computes the node for every task, or -1 when every task runs its
+   * own copy (its spec names no task). Outside a cluster: 0. */
+  int task;
 } clg_placement;
 
 /* Places nodes [0, num_nodes) of g on devs. out has num_nodes entries. Errors:

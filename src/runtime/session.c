@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cluster/cluster.h"
 #include "runtime/runtime.h"
 
 /* Placements of earlier graph versions are kept until the session is freed, so that a
@@ -153,6 +154,7 @@ clg_code clg_session_new(clg_graph *g, const clg_session_options *opt, clg_sessi
   /* The session keeps no pointers into the caller's options. */
   s->opt.visible_device_list = NULL;
   s->opt.virtual_devices = NULL;
+  s->opt.cluster = NULL;
   s->opt.oom_memory_map = NULL;
   s->trace_keep = opt && opt->trace_runs > 0 ? opt->trace_runs : 0;
   pthread_mutex_init(&s->lock, NULL);
@@ -487,6 +489,23 @@ clg_code clg_session_lock_variables(clg_session *s, clg_session_vars *out)
 }
 
 void clg_session_unlock_variables(clg_session *s) { pthread_mutex_unlock(&s->lock); }
+
+/* --- cluster (issue 17) */
+void clg_session_task(const clg_session *s, int *task, int *num_tasks)
+{
+  clg_cluster *c = s ? clg_process_cluster(s->proc) : NULL;
+  if (task)
+    *task = clg_cluster_task(c);
+  if (num_tasks)
+    *num_tasks = clg_cluster_num_tasks(c);
+}
+
+int clg_session_is_chief(const clg_session *s)
+{
+  int task;
+  clg_session_task(s, &task, NULL);
+  return task == 0;
+}
 
 const clg_devices *clg_session_devices(const clg_session *s)
 {

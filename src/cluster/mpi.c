@@ -1,0 +1,603 @@
+/* Tasks as MPI ranks (Open MPI; any MPI-3 library should do). See cluster.h.
+ *
+ * Faults: the communicator's error handler returns (MPI_ERRORS_RETURN), and every wait polls
+ * a nonblocking request against the deadline, so an error becomes UNAVAILABLE and silence
+ * DEADLINE_EXCEEDED, both naming the task. AllReduce is the exception: Open MPI's
+ * nonblocking MPI_Iallreduce reached 0.65-0.8x of the blocking MPI_Allreduce here, so each
+ * reduction first meets every task at a nonblocking barrier (deadline-checked: a task that
+ * stopped answering is found there), then runs the blocking MPI_Allreduce under a watchdog
+ * that aborts the job (MPI_Abort) if it outlives the deadline: a task that stops inside the
+ * reduction ends the job instead of hanging it.
+ *
+ * Open MPI 4.1 under mpirun (measured, README "Clusters"): when a rank dies, mpirun kills the
+ * others within about a second (exit status 137); with `mpirun --enable-recovery` the
+ * others keep running, their waits on the dead task never complete, and they fail with
+ * DEADLINE_EXCEEDED after the timeout. */
+#ifdef CLG_HAVE_MPI
+
+#include <mpi.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cluster/cluster.h"
+#include "device/device.h"
+
+/* Bytes per message on the wire; device values move through two staging buffers of this
+ * size, one on the network while the other is copied to or from the device. */
+#define CHUNK CLG_CLUSTER_CHUNK
+/* Elements per MPI_Allreduce call (counts are int). */
+#define REDUCE_MAX ((size_t)1 << 28)
+
+struct clg_cluster {
+  MPI_Comm comm;
+  int task, tasks;
+  int tag_ub;
+  double timeout_s;
+  pthread_mutex_t lock; /* one transfer or reduction at a time (the staging buffers) */
+  clg_tensor *stage[2]; /* pinned when the process's pinned pool serves host tensors */
+  clg_code failed;      /* sticky: the first failure, repeated by every later call */
+  char failure[512];
+  /* The reductions' watchdog (started on the first reduction). */
+  pthread_mutex_t wmu;
+  pthread_cond_t wcv;
+  pthread_t watchdog;
+  bool watching, armed, wstop;
+  uint64_t generation;
+  char watched[128];
+};
+
+static clg_cluster *current;
+static bool we_initialized, finalize_registered, any_failure;
+
+static void finalize_at_exit(void)
+{
+  int fin = 0;
+  MPI_Finalized(&fin);
+  /* With a task gone, MPI_Finalize would wait for it forever. */
+  if (!fin && !any_failure)
+    MPI_Finalize();
+}
+
+static const char *mpi_text(int err, char *buf)
+{
+  int len = 0;
+  if (MPI_Error_string(err, buf, &len) != MPI_SUCCESS)
+    snprintf(buf, MPI_MAX_ERROR_STRING, "MPI error %d", err);
+  return buf;
+}
+
+static clg_code fail(clg_cluster *c, clg_code code, const char *fmt, ...) CLG_PRINTF(3, 4);
+
+static clg_code fail(clg_cluster *c, clg_code code, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->failure, sizeof c->failure, fmt, ap);
+  va_end(ap);
+  c->failed = code;
+  any_failure = true;
+  return clg_error(code, "%s", c->failure);
+}
+
+static clg_code check_failed(clg_cluster *c)
+{
+  if (c->failed == CLG_OK)
+    return CLG_OK;
+  return clg_error(c->failed, "the cluster failed earlier: %s", c->failure);
+}
+
+/* Polls r until it completes, an error, or the deadline. peer < 0: a collective. */
+static clg_code wait_request(clg_cluster *c, MPI_Request *r, int peer, const char *doing)
+{
+  uint64_t start = clg_now_ns(), limit = (uint64_t)(c->timeout_s * 1e9);
+  for (unsigned spins = 0;; spins++) {
+    int done = 0;
+    MPI_Status st;
+    int err = MPI_Test(r, &done, &st);
+    if (err != MPI_SUCCESS) {
+      char text[MPI_MAX_ERROR_STRING];
+      if (peer >= 0)
+        return fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s failed (%s)",
+                    peer, doing, mpi_text(err, text));
+      return fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: %s failed (%s)", doing,
+                  mpi_text(err, text));
+    }
+    if (done)
+      return CLG_OK;
+    uint64_t now = clg_now_ns();
+    if (now - start > limit) {
+      if (peer >= 0)
+        return fail(c, CLG_DEADLINE_EXCEEDED,
+                    "task %d of /job:worker did not answer within %g s (%s; the timeout is the "
+                    "session's cluster_timeout_s or CLGRAPH_CLUSTER_TIMEOUT)",
+                    peer, c->timeout_s, doing);
+      return fail(c, CLG_DEADLINE_EXCEEDED,
+                  "not every task of /job:worker answered within %g s (%s, on task %d of %d; the "
+                  "timeout is the session's cluster_timeout_s or CLGRAPH_CLUSTER_TIMEOUT)",
+                  c->timeout_s, doing, c->task, c->tasks);
+    }
+    /* Spin briefly (a message is often microseconds away), then yield the core. */
+    if (spins > 2000) {
+      struct timespec ts = {0, 50000};
+      nanosleep(&ts, NULL);
+    } else if (spins > 200) {
+      sched_yield();
+    }
+  }
+}
+
+static clg_code wait_all(clg_cluster *c, int n, MPI_Request *r, int peer, const char *doing)
+{
+  clg_code code = CLG_OK;
+  for (int i = 0; i < n && code == CLG_OK; i++)
+    if (r[i] != MPI_REQUEST_NULL)
+      code = wait_request(c, &r[i], peer, doing);
+  return code;
+}
+
+/* --- joining ----------------------------------------------------------------------------- */
+
+/* A device as it travels: fixed fields, strings clipped. */
+typedef struct wire_device {
+  int32_t task, id, is_cpu, opencl, physical_index, has_fp64, has_fp16, nv_cc_major;
+  uint32_t compute_units, base_addr_align;
+  uint64_t global_mem, max_alloc, memory_limit;
+  char cl_name[96], cl_vendor[64], pci_bus_id[32];
+} wire_device;
+
+static void copy_text(char *dst, size_t size, const char *src)
+{
+  snprintf(dst, size, "%s", src ? src : "");
+}
+
+static clg_code exchange_devices(clg_cluster *c, clg_devices *devs)
+{
+  int mine = devs->num_local;
+  wire_device *local = calloc((size_t)mine, sizeof *local);
+  int *counts = calloc((size_t)c->tasks, sizeof *counts);
+  int *displs = calloc((size_t)c->tasks, sizeof *displs);
+  wire_device *all = NULL;
+  clg_code code = CLG_OK;
+  if (!local || !counts || !displs) {
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory exchanging device lists");
+    goto done;
+  }
+  for (int i = 0; i < mine; i++) {
+    const clg_device *d = clg_devices_at(devs, i);
+    const clg_device_info *in = &d->info;
+    wire_device *w = &local[i];
+    w->task = c->task;
+    w->id = in->id;
+    w->is_cpu = strcmp(in->type, "CPU") == 0;
+    w->opencl = !d->is_host;
+    w->physical_index = in->physical_index;
+    w->has_fp64 = in->has_fp64;
+    w->has_fp16 = in->has_fp16;
+    w->nv_cc_major = in->nv_cc_major;
+    w->compute_units = in->compute_units;
+    w->base_addr_align = in->base_addr_align;
+    w->global_mem = in->global_mem;
+    w->max_alloc = in->max_alloc;
+    w->memory_limit = in->memory_limit;
+    copy_text(w->cl_name, sizeof w->cl_name, in->cl_name);
+    copy_text(w->cl_vendor, sizeof w->cl_vendor, in->cl_vendor);
+    copy_text(w->pci_bus_id, sizeof w->pci_bus_id, in->pci_bus_id);
+  }
+  int bytes = mine * (int)sizeof *local;
+  MPI_Request r;
+  int err = MPI_Iallgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, c->comm, &r);
+  if (err != MPI_SUCCESS || (code = wait_request(c, &r, -1, "exchanging device lists")) != CLG_OK) {
+    if (err != MPI_SUCCESS)
+      code = fail(c, CLG_UNAVAILABLE, "MPI_Iallgather failed exchanging device lists");
+    goto done;
+  }
+  int total = 0;
+  for (int t = 0; t < c->tasks; t++) {
+    displs[t] = total;
+    total += counts[t];
+  }
+  all = malloc((size_t)total + 1);
+  if (!all) {
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory exchanging device lists");
+    goto done;
+  }
+  err = MPI_Iallgatherv(local, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, c->comm, &r);
+  if (err != MPI_SUCCESS || (code = wait_request(c, &r, -1, "exchanging device lists")) != CLG_OK) {
+    if (err != MPI_SUCCESS)
+      code = fail(c, CLG_UNAVAILABLE, "MPI_Iallgatherv failed exchanging device lists");
+    goto done;
+  }
+  if ((code = clg_devices_set_task(devs, c->task)) != CLG_OK)
+    goto done;
+  int n = total / (int)sizeof *all;
+  for (int i = 0; i < n && code == CLG_OK; i++) {
+    const wire_device *w = &all[i];
+    if (w->task == c->task)
+      continue;
+    clg_device_info info;
+    memset(&info, 0, sizeof info);
+    info.task = w->task;
+    info.id = w->id;
+    info.type = w->is_cpu ? "CPU" : "GPU";
+    info.physical_index = w->physical_index;
+    info.has_fp64 = w->has_fp64;
+    info.has_fp16 = w->has_fp16;
+    info.nv_cc_major = w->nv_cc_major;
+    info.compute_units = w->compute_units;
+    info.base_addr_align = w->base_addr_align;
+    info.global_mem = w->global_mem;
+    info.max_alloc = w->max_alloc;
+    info.memory_limit = w->memory_limit;
+    info.cl_name = w->cl_name;
+    info.cl_vendor = w->cl_vendor;
+    info.pci_bus_id = w->pci_bus_id;
+    code = clg_devices_add_remote(devs, &info, w->opencl != 0);
+  }
+done:
+  free(local);
+  free(counts);
+  free(displs);
+  free(all);
+  return code;
+}
+
+clg_code clg_cluster_open(clg_devices *devs, double timeout_s, clg_cluster **out)
+{
+  *out = NULL;
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    int provided = 0;
+    /* MULTIPLE: the AllReduce watchdog may abort while the reducing thread is inside MPI. */
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+      return clg_error(CLG_UNAVAILABLE, "MPI_Init_thread failed: is this process started by "
+                                        "mpirun?");
+    we_initialized = true;
+    if (!finalize_registered) {
+      atexit(finalize_at_exit);
+      finalize_registered = true;
+    }
+  }
+  (void)we_initialized;
+  clg_cluster *c = calloc(1, sizeof *c);
+  if (!c)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory joining the cluster");
+  c->timeout_s = timeout_s;
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_mutex_init(&c->wmu, NULL);
+  pthread_cond_init(&c->wcv, NULL);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (MPI_Comm_dup(MPI_COMM_WORLD, &c->comm) != MPI_SUCCESS) {
+    pthread_mutex_destroy(&c->wmu);
+    pthread_cond_destroy(&c->wcv);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    return clg_error(CLG_UNAVAILABLE, "MPI_Comm_dup(MPI_COMM_WORLD) failed");
+  }
+  MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(c->comm, &c->task);
+  MPI_Comm_size(c->comm, &c->tasks);
+  int *ub = NULL, flag = 0;
+  MPI_Comm_get_attr(c->comm, MPI_TAG_UB, &ub, &flag);
+  c->tag_ub = flag && ub ? *ub : 32767;
+  clg_code code = exchange_devices(c, devs);
+  if (code != CLG_OK) {
+    clg_cluster_close(c);
+    return clg_error_prefix("joining the cluster (MPI): ");
+  }
+  current = c;
+  *out = c;
+  return CLG_OK;
+}
+
+void clg_cluster_close(clg_cluster *c)
+{
+  if (!c)
+    return;
+  if (current == c)
+    current = NULL;
+  pthread_mutex_lock(&c->wmu);
+  c->wstop = true;
+  pthread_cond_signal(&c->wcv);
+  pthread_mutex_unlock(&c->wmu);
+  if (c->watching)
+    pthread_join(c->watchdog, NULL);
+  pthread_mutex_destroy(&c->wmu);
+  pthread_cond_destroy(&c->wcv);
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin && c->failed == CLG_OK && !any_failure)
+    MPI_Comm_free(&c->comm);
+  clg_tensor_free(c->stage[0]);
+  clg_tensor_free(c->stage[1]);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}
+
+clg_cluster *clg_cluster_current(void) { return current; }
+
+int clg_cluster_task(const clg_cluster *c) { return c ? c->task : 0; }
+
+int clg_cluster_num_tasks(const clg_cluster *c) { return c ? c->tasks : 1; }
+
+double clg_cluster_timeout(const clg_cluster *c)
+{
+  return c ? c->timeout_s : CLG_CLUSTER_DEFAULT_TIMEOUT_S;
+}
+
+/* --- point to point ------------------------------------------------------------------------- */
+
+static clg_block sub_block(const clg_block *b, size_t offset, size_t bytes)
+{
+  clg_block s = *b;
+  s.offset += offset;
+  s.size = bytes;
+  if (s.host)
+    s.host = (char *)s.host + offset;
+  return s;
+}
+
+/* The staging buffers, made on first use: by then the process's pinned pool serves host
+ * tensors of this size. Called with the lock held. */
+static clg_code staging(clg_cluster *c)
+{
+  int64_t dims[1] = {(int64_t)(CHUNK / 4)};
+  for (int i = 0; i < 2; i++)
+    if (!c->stage[i] && !(c->stage[i] = clg_tensor_new_uninit(CLG_FLOAT32, 1, dims)))
+      return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for staging buffers");
+  return CLG_OK;
+}
+
+static clg_code transfer(clg_cluster *c, bool send, int peer, int tag, clg_device *dev,
+                         const clg_block *blk, size_t bytes, const char *what)
+{
+  char doing[256];
+  snprintf(doing, sizeof doing, "%s '%s' (%zu bytes) %s task %d", send ? "sending" : "receiving",
+           what, bytes, send ? "to" : "from", peer);
+  pthread_mutex_lock(&c->lock);
+  clg_code code = check_failed(c);
+  const clg_device_ops *ops = clg_device_ops_of(dev);
+  size_t nchunks = bytes ? (bytes + CHUNK - 1) / CHUNK : 1;
+  tag %= c->tag_ub + 1;
+  if (code != CLG_OK) {
+    /* failed before */
+  } else if (ops->host_memory) {
+    /* Straight from or into the block: every chunk at once. */
+    MPI_Request *r = malloc(sizeof *r * nchunks);
+    if (!r)
+      code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory %s", doing);
+    for (size_t i = 0; r && i < nchunks; i++) {
+      size_t off = i * CHUNK, len = bytes - off < CHUNK ? bytes - off : CHUNK;
+      char *p = (char *)blk->host + off;
+      int err = send ? MPI_Isend(p, (int)len, MPI_BYTE, peer, tag, c->comm, &r[i])
+                     : MPI_Irecv(p, (int)len, MPI_BYTE, peer, tag, c->comm, &r[i]);
+      if (err != MPI_SUCCESS) {
+        char text[MPI_MAX_ERROR_STRING];
+        code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s failed (%s)",
+                    peer, doing, mpi_text(err, text));
+        nchunks = i;
+        break;
+      }
+    }
+    if (r && code == CLG_OK)
+      code = wait_all(c, (int)nchunks, r, peer, doing);
+    free(r);
+  } else if ((code = staging(c)) == CLG_OK) {
+    /* Through the two staging buffers: the device copy of one chunk overlaps the network
+     * transfer of the other. */
+    MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    void *buf[2] = {clg_tensor_data(c->stage[0]), clg_tensor_data(c->stage[1])};
+    size_t posted = 0; /* receives posted ahead */
+    for (size_t i = 0; i < nchunks && code == CLG_OK; i++) {
+      int k = (int)(i % 2);
+      size_t off = i * CHUNK, len = bytes - off < CHUNK ? bytes - off : CHUNK;
+      clg_block sb = sub_block(blk, off, len);
+      if (send) {
+        if ((code = wait_request(c, &r[k], peer, doing)) != CLG_OK)
+          break;
+        if (len && (code = ops->download(dev, &sb, buf[k], len)) != CLG_OK)
+          break;
+        if (MPI_Isend(buf[k], (int)len, MPI_BYTE, peer, tag, c->comm, &r[k]) != MPI_SUCCESS)
+          code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", peer, doing);
+      } else {
+        for (; posted < nchunks && posted <= i + 1 && code == CLG_OK; posted++) {
+          size_t po = posted * CHUNK, pl = bytes - po < CHUNK ? bytes - po : CHUNK;
+          if (MPI_Irecv(buf[posted % 2], (int)pl, MPI_BYTE, peer, tag, c->comm, &r[posted % 2]) !=
+              MPI_SUCCESS)
+            code =
+                fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", peer, doing);
+        }
+        if (code == CLG_OK)
+          code = wait_request(c, &r[k], peer, doing);
+        if (code == CLG_OK && len)
+          code = ops->upload(dev, &sb, buf[k], len);
+      }
+    }
+    if (code == CLG_OK)
+      code = wait_all(c, 2, r, peer, doing);
+  }
+  pthread_mutex_unlock(&c->lock);
+  return code;
+}
+
+clg_code clg_cluster_send(clg_cluster *c, int to, int tag, clg_device *dev, const clg_block *blk,
+                          size_t bytes, const char *what)
+{
+  return transfer(c, true, to, tag, dev, blk, bytes, what);
+}
+
+clg_code clg_cluster_recv(clg_cluster *c, int from, int tag, clg_device *dev, const clg_block *blk,
+                          size_t bytes, const char *what)
+{
+  return transfer(c, false, from, tag, dev, blk, bytes, what);
+}
+
+/* --- reductions ------------------------------------------------------------------------------ */
+
+static MPI_Datatype mpi_type(clg_dtype dtype)
+{
+  switch (dtype) {
+  case CLG_FLOAT32:
+    return MPI_FLOAT;
+  case CLG_FLOAT64:
+    return MPI_DOUBLE;
+  case CLG_INT32:
+    return MPI_INT32_T;
+  case CLG_INT64:
+    return MPI_INT64_T;
+  default:
+    return MPI_DATATYPE_NULL;
+  }
+}
+
+static void divide(void *buf, size_t count, clg_dtype dtype, int n)
+{
+  for (size_t i = 0; i < count; i++)
+    switch (dtype) {
+    case CLG_FLOAT32:
+      ((float *)buf)[i] /= (float)n;
+      break;
+    case CLG_FLOAT64:
+      ((double *)buf)[i] /= (double)n;
+      break;
+    case CLG_INT32:
+      ((int32_t *)buf)[i] /= n;
+      break;
+    default:
+      ((int64_t *)buf)[i] /= n;
+      break;
+    }
+}
+
+/* The watchdog of blocking reductions: one thread per cluster, armed around each
+ * MPI_Allreduce, aborts the job (MPI_Abort) if one outlives the deadline. */
+static void *watch(void *arg)
+{
+  clg_cluster *c = arg;
+  pthread_mutex_lock(&c->wmu);
+  while (!c->wstop) {
+    if (!c->armed) {
+      pthread_cond_wait(&c->wcv, &c->wmu);
+      continue;
+    }
+    uint64_t gen = c->generation;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    double t = c->timeout_s;
+    until.tv_sec += (time_t)t;
+    until.tv_nsec += (long)((t - (double)(time_t)t) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    int rc = 0;
+    while (!c->wstop && c->armed && c->generation == gen && rc == 0)
+      rc = pthread_cond_timedwait(&c->wcv, &c->wmu, &until);
+    if (rc != 0 && c->armed && c->generation == gen) {
+      fprintf(stderr,
+              "clgraph: task %d: AllReduce '%s': a task stopped answering inside MPI_Allreduce "
+              "(more than %g s); aborting the job (MPI_Abort), which cannot return an error\n",
+              c->task, c->watched, t);
+      MPI_Abort(c->comm, 124);
+    }
+  }
+  pthread_mutex_unlock(&c->wmu);
+  return NULL;
+}
+
+static void arm(clg_cluster *c, const char *what, bool on)
+{
+  pthread_mutex_lock(&c->wmu);
+  if (on && !c->watching)
+    c->watching = pthread_create(&c->watchdog, NULL, watch, c) == 0;
+  c->armed = on;
+  c->generation++;
+  snprintf(c->watched, sizeof c->watched, "%s", what);
+  pthread_cond_signal(&c->wcv);
+  pthread_mutex_unlock(&c->wmu);
+}
+
+static clg_code reduce_host(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
+                            const char *what)
+{
+  char doing[256];
+  snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
+  /* Every task must be here before the blocking reduction starts. */
+  MPI_Request r;
+  clg_code code = CLG_OK;
+  if (MPI_Ibarrier(c->comm, &r) != MPI_SUCCESS)
+    return fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: %s", doing);
+  if ((code = wait_request(c, &r, -1, doing)) != CLG_OK)
+    return code;
+  arm(c, what, true);
+  size_t esize = clg_dtype_size(dtype);
+  for (size_t off = 0; off < count && code == CLG_OK; off += REDUCE_MAX) {
+    size_t n = count - off < REDUCE_MAX ? count - off : REDUCE_MAX;
+    int err = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * esize, (int)n, mpi_type(dtype),
+                            MPI_SUM, c->comm);
+    if (err != MPI_SUCCESS) {
+      char text[MPI_MAX_ERROR_STRING];
+      code = fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: %s failed (%s)", doing,
+                  mpi_text(err, text));
+    }
+  }
+  arm(c, what, false);
+  return code;
+}
+
+clg_code clg_cluster_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
+                               clg_reduce_op op, const char *what)
+{
+  if (!clg_cluster_reduce_dtype_ok(dtype))
+    return clg_error(CLG_INVALID_ARGUMENT, "%s: AllReduce does not reduce %s", what,
+                     clg_dtype_name(dtype));
+  if (!c || c->tasks == 1 || count == 0)
+    return CLG_OK;
+  pthread_mutex_lock(&c->lock);
+  clg_code code = check_failed(c);
+  if (code == CLG_OK)
+    code = reduce_host(c, buf, count, dtype, what);
+  pthread_mutex_unlock(&c->lock);
+  if (code == CLG_OK && op == CLG_REDUCE_MEAN)
+    divide(buf, count, dtype, c->tasks);
+  return code;
+}
+
+clg_code clg_cluster_reference_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype)
+{
+  if (!c)
+    return clg_error(CLG_UNIMPLEMENTED, "MPI_Allreduce: no cluster");
+  for (size_t off = 0; off < count; off += REDUCE_MAX) {
+    size_t n = count - off < REDUCE_MAX ? count - off : REDUCE_MAX;
+    if (MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * clg_dtype_size(dtype), (int)n,
+                      mpi_type(dtype), MPI_SUM, c->comm) != MPI_SUCCESS)
+      return clg_error(CLG_UNAVAILABLE, "MPI_Allreduce failed");
+  }
+  return CLG_OK;
+}
+
+clg_code clg_cluster_barrier(clg_cluster *c)
+{
+  if (!c)
+    return CLG_OK;
+  pthread_mutex_lock(&c->lock);
+  clg_code code = check_failed(c);
+  MPI_Request r;
+  if (code == CLG_OK) {
+    if (MPI_Ibarrier(c->comm, &r) != MPI_SUCCESS)
+      code = fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: MPI_Ibarrier failed");
+    else
+      code = wait_request(c, &r, -1, "a barrier");
+  }
+  pthread_mutex_unlock(&c->lock);
+  return code;
+}
+
+#else
+typedef int clg_cluster_mpi_unused; /* ISO C: a translation unit must not be empty */
+#endif
