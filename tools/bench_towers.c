@@ -52,7 +52,7 @@ static bool side_open(side *x, int towers, int batch)
 {
   memset(x, 0, sizeof *x);
   x->towers = towers;
-  cifar10_train_options o = {towers, batch, 24, 3, 50000, 0.1, 0, 1};
+  cifar10_train_options o = {towers, batch, 24, 3, 50000, 0.1, 0, 1, 1};
   if (!cifar10_train_build(&o, &x->t)) {
     fprintf(stderr, "clgraph bench towers: %s\n", clg_graph_error(x->t.g));
     return false;
