@@ -630,6 +630,7 @@ PG_MAX(double)
     const T *xs = j->x, *gs = j->dy;                                                               \
     T *out = j->dx, best[PG_BLOCK];                                                                \
     int32_t at[PG_BLOCK];                                                                          \
+    int64_t toff[PG_TAPS];                                                                         \
     size_t img = (size_t)(g->h * g->w * g->c);                                                     \
     memset(out + n0 * img, 0, (n1 - n0) * img * sizeof(T));                                        \
     for (int64_t n = (int64_t)n0; n < (int64_t)n1; n++)                                            \
@@ -653,7 +654,10 @@ PG_MAX(double)
           /* Per channel the first maximum in scan order (strict <: NaN never leads, an all        \
            * -inf window gives nothing), then the gradient added at that tap. */                   \
           const T *xb = xs + (size_t)n * img;                                                      \
-          int64_t wcols = we - ws;                                                                 \
+          int64_t wcols = we - ws, taps = (he - hs) * wcols;                                       \
+          if (taps <= PG_TAPS)                                                                     \
+            for (int64_t q = 0; q < taps; q++)                                                     \
+              toff[q] = ((hs + q / wcols) * g->w + ws + q % wcols) * g->c;                         \
           for (int64_t c0 = 0; c0 < g->c; c0 += PG_BLOCK) {                                        \
             int64_t ce = g->c - c0 < PG_BLOCK ? g->c - c0 : PG_BLOCK;                              \
             for (int64_t c = 0; c < ce; c++)                                                       \
@@ -662,16 +666,23 @@ PG_MAX(double)
               for (int64_t w2 = ws; w2 < we; w2++)                                                 \
                 pg_max_##T(ce, xb + (h2 * g->w + w2) * g->c + c0, best, at,                        \
                            (int32_t)((h2 - hs) * wcols + (w2 - ws)));                              \
-            for (int64_t c = 0; c < ce; c++)                                                       \
-              if (at[c] >= 0) {                                                                    \
-                int64_t h2 = hs + at[c] / wcols, w2 = ws + at[c] % wcols;                          \
-                base[(h2 * g->w + w2) * g->c + c0 + c] += gp[c0 + c];                              \
+            if (taps <= PG_TAPS) /* each tap's offset from a table, not a division */              \
+              for (int64_t c = 0; c < ce; c++) {                                                   \
+                if (at[c] >= 0)                                                                    \
+                  base[toff[at[c]] + c0 + c] += gp[c0 + c];                                        \
               }                                                                                    \
+            else                                                                                   \
+              for (int64_t c = 0; c < ce; c++)                                                     \
+                if (at[c] >= 0) {                                                                  \
+                  int64_t h2 = hs + at[c] / wcols, w2 = ws + at[c] % wcols;                        \
+                  base[(h2 * g->w + w2) * g->c + c0 + c] += gp[c0 + c];                            \
+                }                                                                                  \
           }                                                                                        \
         }                                                                                          \
   } while (0)
 
 #define PG_BLOCK 256 /* channels per pass over a window */
+#define PG_TAPS 64   /* windows up to this many taps decode them from a table */
 
 /* Compiled twice on x86-64: for the baseline, and for AVX2, where the window scans become
  * vector selects (the baseline's SSE2 has no blend, so they stay branches). */
