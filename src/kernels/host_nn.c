@@ -135,7 +135,6 @@ typedef struct lrn_job {
   double bias, alpha, beta;
 } lrn_job;
 
-#define POW_BETA(T, POW, v) (beta == (T)0.75 ? sqrt_##T(v) * sqrt_##T(sqrt_##T(v)) : POW(v, beta))
 static inline float sqrt_float(float v) { return sqrtf(v); }
 static inline double sqrt_double(double v) { return sqrt(v); }
 
@@ -144,6 +143,7 @@ static inline double sqrt_double(double v) { return sqrt(v); }
     const T *xs = j->x;                                                                            \
     T *ys = j->out, *sq = buf, *sum = buf + j->c + 2 * j->radius, bias = (T)j->bias;               \
     T alpha = (T)j->alpha, beta = (T)j->beta;                                                      \
+    bool b075 = beta == (T)0.75;                                                                   \
     int64_t c = j->c, r = j->radius, w = 2 * r + 1;                                                \
     for (int64_t i = 0; i < r; i++)                                                                \
       sq[i] = sq[c + r + i] = 0;                                                                   \
@@ -155,10 +155,14 @@ static inline double sqrt_double(double v) { return sqrt(v); }
       for (int64_t k = 0; k < w; k++) /* per channel the same order, k ascending */                \
         for (int64_t ch = 0; ch < c; ch++)                                                         \
           sum[ch] += sq[ch + k];                                                                   \
-      for (int64_t ch = 0; ch < c; ch++) {                                                         \
-        T v = bias + alpha * sum[ch];                                                              \
-        yp[ch] = xp[ch] / POW_BETA(T, POW, v);                                                     \
-      }                                                                                            \
+      if (b075) /* the test out of the loop, which then vectorises */                              \
+        for (int64_t ch = 0; ch < c; ch++) {                                                       \
+          T v = bias + alpha * sum[ch];                                                            \
+          yp[ch] = xp[ch] / (sqrt_##T(v) * sqrt_##T(sqrt_##T(v)));                                 \
+        }                                                                                          \
+      else                                                                                         \
+        for (int64_t ch = 0; ch < c; ch++)                                                         \
+          yp[ch] = xp[ch] / POW(bias + alpha * sum[ch], beta);                                     \
     }                                                                                              \
   } while (0)
 
@@ -758,6 +762,7 @@ void clg_host_pool_grad(clg_dtype dtype, bool avg, const void *x, const void *dy
   do {                                                                                             \
     const T *gs = j->dy, *xs = j->x, *ys = j->y;                                                   \
     T *out = j->out, bias = (T)j->bias, alpha = (T)j->alpha, beta = (T)j->beta;                    \
+    bool b075 = beta == (T)0.75;                                                                   \
     int64_t c = j->c, r = j->radius, w = 2 * r + 1;                                                \
     T *sq = buf, *t = sq + c + 2 * r, *norm = t + c + 2 * r, *cross = norm + c;                    \
     for (int64_t i = 0; i < r; i++)                                                                \
@@ -776,11 +781,18 @@ void clg_host_pool_grad(clg_dtype dtype, bool avg, const void *x, const void *dy
       for (int64_t q = 0; q < w; q++)                                                              \
         for (int64_t k = 0; k < c; k++)                                                            \
           cross[k] += t[k + q];                                                                    \
-      for (int64_t ch = 0; ch < c; ch++) {                                                         \
-        size_t i = base + (size_t)ch;                                                              \
-        T own = (T)1 / POW_BETA(T, POW, norm[ch]);                                                 \
-        out[i] = gs[i] * own - (T)2 * alpha * beta * xs[i] * cross[ch];                            \
-      }                                                                                            \
+      if (b075) /* the test out of the loop, which then vectorises */                              \
+        for (int64_t ch = 0; ch < c; ch++) {                                                       \
+          size_t i = base + (size_t)ch;                                                            \
+          T v = norm[ch], own = (T)1 / (sqrt_##T(v) * sqrt_##T(sqrt_##T(v)));                      \
+          out[i] = gs[i] * own - (T)2 * alpha * beta * xs[i] * cross[ch];                          \
+        }                                                                                          \
+      else                                                                                         \
+        for (int64_t ch = 0; ch < c; ch++) {                                                       \
+          size_t i = base + (size_t)ch;                                                            \
+          T own = (T)1 / POW(norm[ch], beta);                                                      \
+          out[i] = gs[i] * own - (T)2 * alpha * beta * xs[i] * cross[ch];                          \
+        }                                                                                          \
     }                                                                                              \
   } while (0)
 
