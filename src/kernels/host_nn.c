@@ -329,7 +329,9 @@ static fast_layout fast_plan(const clg_window *g, bool filter)
 static size_t fast_scratch(const clg_window *g, bool filter)
 {
   fast_layout l = fast_plan(g, filter);
-  return (size_t)l.tasks * l.each + FAST_ALIGN;
+  /* + the filter transposed, after the tasks' parts (used by the input's gradient only) */
+  size_t ft = filter ? 0 : round_up((size_t)g->kdim * (size_t)g->cout * sizeof(float));
+  return (size_t)l.tasks * l.each + ft + FAST_ALIGN;
 }
 
 typedef struct fast_job {
@@ -337,7 +339,8 @@ typedef struct fast_job {
   fast_layout l;
   char *base; /* aligned scratch */
   const float *x, *f, *dy;
-  float *y; /* forward: y; input gradient: dx; filter gradient: df */
+  float *y;  /* forward: y; input gradient: dx; filter gradient: df */
+  float *ft; /* input gradient: f transposed, [cout][kdim] */
 } fast_job;
 
 /* Task t's rows [r0, r1): a fair share of rows, or of whole images (by_image). */
@@ -374,7 +377,7 @@ static void fast_input_task(void *ctx, int t)
   for (size_t r = r0; r < r1; r += j->l.chunk) {
     size_t nr = r1 - r < j->l.chunk ? r1 - r : j->l.chunk;
     /* The chunk's patch gradients dy x f^T, then each added back where its patch came from. */
-    clg_host_sgemm512(false, true, nr, k, cout, j->dy + r * cout, cout, j->f, cout, p, k, false, w);
+    clg_host_sgemm512(false, false, nr, k, cout, j->dy + r * cout, cout, j->ft, k, p, k, false, w);
     clg_host_col2im(CLG_FLOAT32, p, j->y, r, nr, g);
   }
 }
@@ -420,6 +423,15 @@ static clg_code fast_run(clg_allocator *alloc, const clg_block *scratch, fast_jo
   if (code != CLG_OK)
     return code;
   j->base = (char *)(((uintptr_t)s.p + FAST_ALIGN - 1) & ~(uintptr_t)(FAST_ALIGN - 1));
+  if (task == fast_input_task) {
+    /* f^T once, so that each chunk's GEMM packs B with row copies (a transposed B is packed
+     * element by element, again for every chunk). */
+    size_t k = (size_t)j->g->kdim, cout = (size_t)j->g->cout;
+    j->ft = (float *)(j->base + (size_t)j->l.tasks * j->l.each);
+    for (size_t a = 0; a < k; a++)
+      for (size_t o = 0; o < cout; o++)
+        j->ft[o * k + a] = j->f[a * cout + o];
+  }
   clg_host_parallel(j->l.tasks, task, j);
   if (filter && j->l.tasks > 1)
     clg_host_parallel(j->l.tasks, fast_filter_sum, j);

@@ -180,10 +180,15 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
     /* With one or two strips of B, packing A would cost as much as the FMAs that use it:
      * full tiles read A where it lies (broadcasts from memory), ragged ones are packed. */
     bool direct = nc <= 2 * S_NR;
+    /* B already in a packed strip's layout (one full strip, rows of 64 aligned to 64 bytes,
+     * as a convolution's dy with 64 channels): read in place, not copied per KC slice. */
+    bool b_in_place = !tb && nc == S_NR && ldb == S_NR && ((uintptr_t)(b + jc) & 63) == 0;
     for (size_t pc = 0; pc < k; pc += S_KC) {
       size_t kc = k - pc < S_KC ? k - pc : S_KC;
       bool acc = accumulate || pc > 0;
-      pack_b(tb, b, ldb, pc, kc, jc, nc, bp);
+      const float *bs = b_in_place ? b + pc * ldb + jc : bp;
+      if (!b_in_place)
+        pack_b(tb, b, ldb, pc, kc, jc, nc, bp);
       for (size_t ic = 0; ic < m; ic += S_MC) {
         size_t mc = m - ic < S_MC ? m - ic : S_MC;
         if (!direct)
@@ -194,14 +199,14 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
             size_t mr = mc - ir < S_MR ? mc - ir : S_MR;
             float *ct = c + (ic + ir) * ldc + jc + jr;
             if (!direct) {
-              micro_6x64(kc, ap + ir * kc, 1, S_MR, bp + jr * kc, ct, ldc, mr, nr, acc);
+              micro_6x64(kc, ap + ir * kc, 1, S_MR, bs + jr * kc, ct, ldc, mr, nr, acc);
             } else if (mr < S_MR) {
               pack_a(ta, a, lda, ic + ir, mr, pc, kc, ap);
-              micro_6x64(kc, ap, 1, S_MR, bp + jr * kc, ct, ldc, mr, nr, acc);
+              micro_6x64(kc, ap, 1, S_MR, bs + jr * kc, ct, ldc, mr, nr, acc);
             } else if (ta) { /* op(A)[i][p] = a[p * lda + i] */
-              micro_6x64(kc, a + pc * lda + ic + ir, 1, lda, bp + jr * kc, ct, ldc, mr, nr, acc);
+              micro_6x64(kc, a + pc * lda + ic + ir, 1, lda, bs + jr * kc, ct, ldc, mr, nr, acc);
             } else {
-              micro_6x64(kc, a + (ic + ir) * lda + pc, lda, 1, bp + jr * kc, ct, ldc, mr, nr, acc);
+              micro_6x64(kc, a + (ic + ir) * lda + pc, lda, 1, bs + jr * kc, ct, ldc, mr, nr, acc);
             }
           }
         }
