@@ -953,6 +953,71 @@ static void test_conv2d(void)
   EXPECT_BUILD_ERROR(g, "does not yet support strides in the batch and depth dimensions");
 }
 
+/* MaxPoolGrad against a scan of each window: per channel the first strictly greater value
+ * from -inf leads (ties: the first in scan order; NaN never; a window of -inf gets nothing),
+ * and overlapping windows add. Channels past a vector's width, both dtypes. */
+static void test_max_pool_grad_ties(void)
+{
+  /* n, h, w, c, kh, kw, sh, sw, same */
+  static const int cases[][9] = {{2, 7, 6, 19, 3, 3, 2, 2, 1}, {1, 5, 5, 11, 2, 2, 1, 1, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int *k = cases[i];
+    geom g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], 1, 1, 0, 0, 0, 0};
+    ref_dims(&g, k[8]);
+    clg_dtype dt = i == 1 ? CLG_FLOAT64 : CLG_FLOAT32;
+    int64_t xd[4] = {g.n, g.h, g.w, g.c}, yd[4] = {g.n, g.oh, g.ow, g.c};
+    clg_tensor *in[3] = {clg_tensor_new(dt, 4, xd, NULL), clg_tensor_new(dt, 4, yd, NULL),
+                         rand_tensor(dt, 4, yd, -1, 1)};
+    size_t nx = clg_tensor_count(in[0]), ny = clg_tensor_count(in[1]);
+    for (size_t e = 0; e < nx; e++)
+      set(in[0], e, (double)(clg_test_rand() % 3)); /* many ties */
+    /* The last image's channel 0: rows 0-2, columns 0-2 at -inf (a window entirely), a NaN. */
+    for (int64_t h = 0; h < 3; h++)
+      for (int64_t w = 0; w < 3; w++)
+        set(in[0], (size_t)((((g.n - 1) * g.h + h) * g.w + w) * g.c), -INFINITY);
+    set(in[0], (size_t)(((g.n - 1) * g.h + 3) * g.w * g.c + 1), NAN);
+    double *x = to_doubles(in[0]), *dy = to_doubles(in[2]), *y = malloc(sizeof(double) * ny);
+    ref_pool(&g, false, x, y);
+    for (size_t e = 0; e < ny; e++)
+      set(in[1], e, y[e]);
+    double *dx = calloc(nx, sizeof(double));
+    for (int64_t n = 0; n < g.n; n++)
+      for (int64_t oh = 0; oh < g.oh; oh++)
+        for (int64_t ow = 0; ow < g.ow; ow++)
+          for (int64_t c = 0; c < g.c; c++) {
+            double best = -INFINITY;
+            int64_t at = -1;
+            for (int64_t a = 0; a < g.kh; a++)
+              for (int64_t b = 0; b < g.kw; b++) {
+                int64_t ih = oh * g.sh - g.pt + a, iw = ow * g.sw - g.pl + b;
+                if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w)
+                  continue;
+                int64_t xi = ((n * g.h + ih) * g.w + iw) * g.c + c;
+                if (x[xi] > best)
+                  best = x[xi], at = xi;
+              }
+            if (at >= 0)
+              dx[at] += dy[((n * g.oh + oh) * g.ow + ow) * g.c + c];
+          }
+    opcase c = {"MaxPoolGrad",
+                3,
+                0,
+                -1,
+                {0},
+                3,
+                {clg_attr_int_list("ksize", 4, (int64_t[]){1, g.kh, g.kw, 1}),
+                 clg_attr_int_list("strides", 4, (int64_t[]){1, g.sh, g.sw, 1}),
+                 clg_attr_string("padding", k[8] ? "SAME" : "VALID")}};
+    run_check("MaxPoolGrad ties", 3, in, build_op, &c, 0, dx, nx, dt == CLG_FLOAT64 ? 1e-12 : 1e-6);
+    free(x);
+    free(dy);
+    free(y);
+    free(dx);
+    for (int t = 0; t < 3; t++)
+      clg_tensor_free(in[t]);
+  }
+}
+
 static void test_pool_lrn_bias(void)
 {
   /* n, h, w, c, kh, kw, sh, sw, same */
@@ -1249,6 +1314,7 @@ int main(void)
   test_in_top_k();
   test_conv2d();
   test_pool_lrn_bias();
+  test_max_pool_grad_ties();
   test_cifar_forward();
   test_more_bad_input();
   test_conv_scratch_planned();

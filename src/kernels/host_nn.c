@@ -96,12 +96,13 @@ typedef struct pool_job {
     }                                                                                              \
   } while (0)
 
-static void pool_f32(void *ctx, size_t r0, size_t r1)
+static inline PG_INLINE void pool_f32_body(void *ctx, size_t r0, size_t r1)
 {
   const pool_job *j = ctx;
   const clg_window *g = j->g;
   POOL_LOOP(float);
 }
+ISA_VARIANTS(pool_f32)
 
 static void pool_f64(void *ctx, size_t r0, size_t r1)
 {
@@ -625,28 +626,41 @@ typedef struct pool_grad_job {
   const clg_window *g;
 } pool_grad_job;
 
-/* One tap's channels against the running maximum: a strictly greater value takes the lead
- * and its tap number (restrict: the loop vectorises as selects). */
+/* One tap's channels against the running maximum (strictly greater leads: NaN never does). */
 #define PG_MAX(T)                                                                                  \
-  static inline PG_INLINE void pg_max_##T(int64_t ce, const T *restrict v, T *restrict best,       \
-                                          int32_t *restrict at, int32_t tap)                       \
+  static inline PG_INLINE void pg_max_##T(int64_t ce, const T *restrict v, T *restrict best)       \
   {                                                                                                \
-    for (int64_t c = 0; c < ce; c++) {                                                             \
-      T vc = v[c], bc = best[c];                                                                   \
-      bool gt = bc < vc;                                                                           \
-      best[c] = gt ? vc : bc;                                                                      \
-      at[c] = gt ? tap : at[c];                                                                    \
-    }                                                                                              \
+    for (int64_t c = 0; c < ce; c++)                                                               \
+      best[c] = best[c] < v[c] ? v[c] : best[c];                                                   \
   }
 PG_MAX(float)
 PG_MAX(double)
 
-#define POOL_GRAD_LOOP(T)                                                                          \
+#define PG_ROUTE(T, sfx, attr)                                                                     \
+  /* The gradient into the tap where a channel equals its window's maximum, then that              \
+   * maximum made NaN so that no later tap matches (one select per loop: GCC if-converts one       \
+   * compare feeding two selects only without -ftrapping-math, the default). Not inlined:          \
+   * inlined into the window loop, GCC leaves these loops scalar. */                               \
+  attr static __attribute__((noinline)) void pg_route_##T##sfx(                                    \
+      int64_t ce, const T *restrict v, T *restrict d, const T *restrict gp, T *restrict best)      \
+  {                                                                                                \
+    for (int64_t c = 0; c < ce; c++) /* + 0 elsewhere: an add that is never conditional */         \
+      d[c] += v[c] == best[c] ? gp[c] : (T)0;                                                      \
+    for (int64_t c = 0; c < ce; c++)                                                               \
+      best[c] = v[c] == best[c] ? (T)NAN : best[c];                                                \
+  }
+
+PG_ROUTE(float, _base, )
+PG_ROUTE(double, _base, )
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+PG_ROUTE(float, _avx2, __attribute__((target("avx2,fma"))))
+PG_ROUTE(double, _avx2, __attribute__((target("avx2,fma"))))
+#endif
+
+#define POOL_GRAD_LOOP(T, sfx)                                                                     \
   do {                                                                                             \
     const T *xs = j->x, *gs = j->dy;                                                               \
     T *out = j->dx, best[PG_BLOCK];                                                                \
-    int32_t at[PG_BLOCK];                                                                          \
-    int64_t toff[PG_TAPS];                                                                         \
     size_t img = (size_t)(g->h * g->w * g->c);                                                     \
     memset(out + n0 * img, 0, (n1 - n0) * img * sizeof(T));                                        \
     for (int64_t n = (int64_t)n0; n < (int64_t)n1; n++)                                            \
@@ -668,54 +682,44 @@ PG_MAX(double)
             continue;                                                                              \
           }                                                                                        \
           /* Per channel the first maximum in scan order (strict <: NaN never leads, an all        \
-           * -inf window gives nothing), then the gradient added at that tap. */                   \
+           * -inf window gives nothing): the maximum, then the tap that first equals it. */        \
           const T *xb = xs + (size_t)n * img;                                                      \
-          int64_t wcols = we - ws, taps = (he - hs) * wcols;                                       \
-          if (taps <= PG_TAPS)                                                                     \
-            for (int64_t q = 0; q < taps; q++)                                                     \
-              toff[q] = ((hs + q / wcols) * g->w + ws + q % wcols) * g->c;                         \
           for (int64_t c0 = 0; c0 < g->c; c0 += PG_BLOCK) {                                        \
             int64_t ce = g->c - c0 < PG_BLOCK ? g->c - c0 : PG_BLOCK;                              \
             for (int64_t c = 0; c < ce; c++)                                                       \
-              best[c] = (T)-INFINITY, at[c] = -1;                                                  \
+              best[c] = (T)-INFINITY;                                                              \
             for (int64_t h2 = hs; h2 < he; h2++)                                                   \
               for (int64_t w2 = ws; w2 < we; w2++)                                                 \
-                pg_max_##T(ce, xb + (h2 * g->w + w2) * g->c + c0, best, at,                        \
-                           (int32_t)((h2 - hs) * wcols + (w2 - ws)));                              \
-            if (taps <= PG_TAPS) /* each tap's offset from a table, not a division */              \
-              for (int64_t c = 0; c < ce; c++) {                                                   \
-                if (at[c] >= 0)                                                                    \
-                  base[toff[at[c]] + c0 + c] += gp[c0 + c];                                        \
+                pg_max_##T(ce, xb + (h2 * g->w + w2) * g->c + c0, best);                           \
+            for (int64_t c = 0; c < ce; c++) /* -inf: no tap led */                                \
+              best[c] = best[c] == (T)-INFINITY ? (T)NAN : best[c];                                \
+            for (int64_t h2 = hs; h2 < he; h2++)                                                   \
+              for (int64_t w2 = ws; w2 < we; w2++) {                                               \
+                int64_t off = (h2 * g->w + w2) * g->c + c0;                                        \
+                pg_route_##T##sfx(ce, xb + off, base + off, gp + c0, best);                        \
               }                                                                                    \
-            else                                                                                   \
-              for (int64_t c = 0; c < ce; c++)                                                     \
-                if (at[c] >= 0) {                                                                  \
-                  int64_t h2 = hs + at[c] / wcols, w2 = ws + at[c] % wcols;                        \
-                  base[(h2 * g->w + w2) * g->c + c0 + c] += gp[c0 + c];                            \
-                }                                                                                  \
           }                                                                                        \
         }                                                                                          \
   } while (0)
 
 #define PG_BLOCK 256 /* channels per pass over a window */
-#define PG_TAPS 64   /* windows up to this many taps decode them from a table */
 
 /* Compiled twice on x86-64: for the baseline, and for AVX2, where the window scans become
  * vector selects (the baseline's SSE2 has no blend, so they stay branches). */
-#define POOL_GRAD_TASK(name, attr)                                                                 \
+#define POOL_GRAD_TASK(name, attr, sfx)                                                            \
   attr static void name(void *ctx, size_t n0, size_t n1, bool f64)                                 \
   {                                                                                                \
     const pool_grad_job *j = ctx;                                                                  \
     const clg_window *g = j->g;                                                                    \
     if (f64)                                                                                       \
-      POOL_GRAD_LOOP(double);                                                                      \
+      POOL_GRAD_LOOP(double, sfx);                                                                 \
     else                                                                                           \
-      POOL_GRAD_LOOP(float);                                                                       \
+      POOL_GRAD_LOOP(float, sfx);                                                                  \
   }
 
-POOL_GRAD_TASK(pool_grad_base, )
+POOL_GRAD_TASK(pool_grad_base, , _base)
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-POOL_GRAD_TASK(pool_grad_avx2, __attribute__((target("avx2,fma"))))
+POOL_GRAD_TASK(pool_grad_avx2, __attribute__((target("avx2,fma"))), _avx2)
 #else
 #define pool_grad_avx2 pool_grad_base
 #endif

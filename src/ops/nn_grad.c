@@ -6,6 +6,7 @@
  * gather over the windows holding it), so no atomics and no dependence on scheduling; the host
  * scatters each window once. Also the gradient functions of BiasAdd, MaxPool, AvgPool and
  * LRN. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
@@ -309,37 +310,35 @@ static void bias_dims(const clg_node *n, size_t *rows, size_t *c)
   *rows = *c ? clg_out_count(x) / *c : 0;
 }
 
-/* Row by row (each channel still summed in row order, in double), the channels split across
- * the cores: the same sums as a column-by-column loop, read in memory order. */
+/* The rows split into parts (as many as the cores: each reads its own contiguous rows), each
+ * summing its rows per channel in double, in row order; then the parts' sums added in part
+ * order. The part count depends only on the thread count and the shape: the same result in
+ * every run. */
 typedef struct bias_job {
   const clg_kernel_ctx *c;
   size_t rows, k;
+  int parts;
+  double *part; /* [parts][k] */
 } bias_job;
 
 #define BIAS_LOOP(T)                                                                               \
   do {                                                                                             \
     const T *x = j->c->in[0].host;                                                                 \
-    T *y = j->c->out[0].host;                                                                      \
-    for (size_t b = j0; b < j1; b += BIAS_BLOCK) {                                                 \
-      size_t e = j1 - b < BIAS_BLOCK ? j1 - b : BIAS_BLOCK;                                        \
-      for (size_t i = 0; i < e; i++)                                                               \
-        acc[i] = 0;                                                                                \
-      for (size_t r = 0; r < j->rows; r++) {                                                       \
-        const T *row = x + r * j->k + b;                                                           \
-        for (size_t i = 0; i < e; i++)                                                             \
-          acc[i] += row[i];                                                                        \
-      }                                                                                            \
-      for (size_t i = 0; i < e; i++)                                                               \
-        y[b + i] = (T)acc[i];                                                                      \
+    for (size_t r = r0; r < r1; r++) {                                                             \
+      const T *row = x + r * j->k;                                                                 \
+      for (size_t i = 0; i < j->k; i++)                                                            \
+        acc[i] += row[i];                                                                          \
     }                                                                                              \
   } while (0)
 
-#define BIAS_BLOCK 256
-
-static void bias_range(void *ctx, size_t j0, size_t j1)
+static void bias_part(void *ctx, int t)
 {
   const bias_job *j = ctx;
-  double acc[BIAS_BLOCK];
+  size_t r0 = j->rows * (size_t)t / (size_t)j->parts;
+  size_t r1 = j->rows * (size_t)(t + 1) / (size_t)j->parts;
+  double *acc = j->part + (size_t)t * j->k;
+  for (size_t i = 0; i < j->k; i++)
+    acc[i] = 0;
   if (j->c->node->outs[0].dtype == CLG_FLOAT64)
     BIAS_LOOP(double);
   else
@@ -348,11 +347,30 @@ static void bias_range(void *ctx, size_t j0, size_t j1)
 
 static clg_code bias_host(const clg_kernel_ctx *c)
 {
-  bias_job j = {c, 0, 0};
+  bias_job j = {c, 0, 0, 1, NULL};
   bias_dims(c->node, &j.rows, &j.k);
-  /* Split the channels only when each thread gets a few and the rows are many. */
-  size_t grain = j.rows * j.k >= ((size_t)1 << 16) ? 16 : j.k + 1;
-  clg_host_parallel_for(j.k, grain, bias_range, &j);
+  if (j.k == 0)
+    return CLG_OK;
+  /* Split the rows only when they are many. */
+  if (j.rows * j.k >= ((size_t)1 << 16))
+    j.parts = clg_host_threads();
+  if ((size_t)j.parts > j.rows)
+    j.parts = j.rows > 0 ? (int)j.rows : 1;
+  if (!(j.part = malloc(sizeof(double) * (size_t)j.parts * j.k)))
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for BiasAddGrad's %d x %zu sums",
+                     j.parts, j.k);
+  clg_host_parallel(j.parts, bias_part, &j);
+  bool f64 = c->node->outs[0].dtype == CLG_FLOAT64;
+  for (size_t i = 0; i < j.k; i++) {
+    double s = j.part[i];
+    for (int t = 1; t < j.parts; t++)
+      s += j.part[(size_t)t * j.k + i];
+    if (f64)
+      ((double *)c->out[0].host)[i] = s;
+    else
+      ((float *)c->out[0].host)[i] = (float)s;
+  }
+  free(j.part);
   return CLG_OK;
 }
 
