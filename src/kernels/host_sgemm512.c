@@ -131,15 +131,20 @@ static void pack_b(bool tb, const float *b, size_t ldb, size_t p0, size_t kc, si
       }
       continue;
     }
-    for (size_t j = 0; j < S_NR; j++) { /* op(B)[p][j] = b[j * ldb + p] */
-      if (j >= cols) {
-        for (size_t p = 0; p < kc; p++)
-          dst[p * S_NR + j] = 0.0f;
-        continue;
+    /* op(B)[p][j] = b[j * ldb + p], in blocks of 16 p: a cache line of each source row, and
+     * 16 destination rows that stay in L1 (the whole strip's rows would not). */
+    for (size_t pb = 0; pb < kc; pb += 16) {
+      size_t pe = kc - pb < 16 ? kc : pb + 16;
+      for (size_t j = 0; j < S_NR; j++) {
+        if (j >= cols) {
+          for (size_t p = pb; p < pe; p++)
+            dst[p * S_NR + j] = 0.0f;
+          continue;
+        }
+        const float *src = b + (j0 + js + j) * ldb + p0;
+        for (size_t p = pb; p < pe; p++)
+          dst[p * S_NR + j] = src[p];
       }
-      const float *src = b + (j0 + js + j) * ldb + p0;
-      for (size_t p = 0; p < kc; p++)
-        dst[p * S_NR + j] = src[p];
     }
   }
 }
