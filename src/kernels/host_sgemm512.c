@@ -125,7 +125,8 @@ static void pack_b(bool tb, const float *b, size_t ldb, size_t p0, size_t kc, si
       for (size_t p = 0; p < kc; p++) {
         const float *src = b + (p0 + p) * ldb + j0 + js;
         float *d = dst + p * S_NR;
-        memcpy(d, src, cols * sizeof(float));
+        for (size_t q = 0; q < cols; q++) /* a loop: GCC inlines memcpy here as rep movsq */
+          d[q] = src[q];
         if (cols < S_NR)
           memset(d + cols, 0, (S_NR - cols) * sizeof(float));
       }
