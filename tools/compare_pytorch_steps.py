@@ -83,6 +83,9 @@ HORIZON_RTOL = 1e-5
 # float32 rounds at 6e-8 relative and a value is a sum of up to 1,600 products.
 NEAR_GAP = 1e-6
 MAX_CANDIDATES, MAX_FLIPS = 60, 3
+# Updates off by more than this (ten times float32's storage rounding above) are searched
+# for near-ties even when within UPDATE_RTOL, so that the table says what moved them.
+EXPLAIN_ABOVE = 1e-4
 MOVING_AVERAGE_DECAY = 0.9999
 
 
@@ -496,7 +499,7 @@ def explain_update(args, w, s, towers, labels, images, got):
                 break
             chosen.append(trial_pick)
             best = trial_best
-            if best <= UPDATE_RTOL:
+            if best <= EXPLAIN_ABOVE:
                 break
     finally:
         FLIPS = {}
@@ -533,10 +536,10 @@ def anchored(args, exe, data_dir, init, labels, images, towers, workdir, history
                  + [rel(a, b) for a, b in zip(cg[0]["tower_losses"], rows[0]["tower_losses"])])
         eu, which = update_rel(got, new, w)
         note = ""
-        if eu > UPDATE_RTOL:
+        if eu > EXPLAIN_ABOVE:
             fixed, flips, seen = explain_update(args, w, s, towers, labels, images, got)
             names = ", ".join("%s[%d]" % f for f in flips)
-            if fixed <= UPDATE_RTOL:
+            if fixed <= UPDATE_RTOL and flips:
                 note = " -> %.2e with %s taken the other way (a float32 near-tie)" % (fixed,
                                                                                     names)
                 explained.append(s)
