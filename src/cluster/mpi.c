@@ -2,12 +2,14 @@
  *
  * Faults: the communicator's error handler returns (MPI_ERRORS_RETURN), and every wait polls
  * a nonblocking request against the deadline, so an error becomes UNAVAILABLE and silence
- * DEADLINE_EXCEEDED, both naming the task. AllReduce is the exception: Open MPI's
- * nonblocking MPI_Iallreduce reached 0.65-0.8x of the blocking MPI_Allreduce here, so each
- * reduction first meets every task at a nonblocking barrier (deadline-checked: a task that
- * stopped answering is found there), then runs the blocking MPI_Allreduce under a watchdog
- * that aborts the job (MPI_Abort) if it outlives the deadline: a task that stops inside the
- * reduction ends the job instead of hanging it.
+ * DEADLINE_EXCEEDED, both naming the task. A collective first meets every task: each task
+ * sends a one-byte arrival token to every other on a communicator of its own and polls for
+ * theirs against the deadline, so a task that stopped answering is found, and named, before
+ * anything blocks. AllReduce then runs the blocking MPI_Allreduce (Open MPI's nonblocking
+ * MPI_Iallreduce reached 0.65-0.8x of it here) under a watchdog that aborts the job
+ * (MPI_Abort) if it outlives the deadline: a task that stops inside the reduction ends the
+ * job instead of hanging it. The watchdog costs no system call per reduction: it wakes on a
+ * tick and reads the reduction's start time.
  *
  * Open MPI 4.1 under mpirun (measured, README "Clusters"): when a rank dies, mpirun kills the
  * others within about a second (exit status 137); with `mpirun --enable-recovery` the
@@ -18,6 +20,7 @@
 #include <mpi.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +38,9 @@
 
 struct clg_cluster {
   MPI_Comm comm;
+  MPI_Comm arrivals; /* the arrival tokens of collectives, apart from the data */
+  char *token_in;    /* one byte per task */
+  MPI_Request *token_req;
   int task, tasks;
   int tag_ub;
   double timeout_s;
@@ -42,13 +48,14 @@ struct clg_cluster {
   clg_tensor *stage[2]; /* pinned when the process's pinned pool serves host tensors */
   clg_code failed;      /* sticky: the first failure, repeated by every later call */
   char failure[512];
-  /* The reductions' watchdog (started on the first reduction). */
+  /* The reductions' watchdog (started on the first reduction): the reducing thread
+   * publishes when its blocking call began (0: none) and what it reduces. */
   pthread_mutex_t wmu;
   pthread_cond_t wcv;
   pthread_t watchdog;
-  bool watching, armed, wstop;
-  uint64_t generation;
-  char watched[128];
+  bool watching, wstop;
+  _Atomic uint64_t reducing_since;
+  _Atomic(const char *) watched;
 };
 
 static clg_cluster *current;
@@ -140,6 +147,68 @@ static clg_code wait_all(clg_cluster *c, int n, MPI_Request *r, int peer, const 
   return code;
 }
 
+/* Every task meets the others before a collective: a one-byte token to each, and each one's
+ * token polled for against the deadline. On a timeout the tasks whose tokens did not come are
+ * named (cheaper than MPI_Ibarrier here, and a barrier cannot say who is missing). */
+static clg_code arrive(clg_cluster *c, const char *doing)
+{
+  int n = 0;
+  MPI_Request *r = c->token_req;
+  for (int t = 0; t < c->tasks; t++) {
+    if (t == c->task)
+      continue;
+    if (MPI_Irecv(&c->token_in[t], 1, MPI_BYTE, t, 0, c->arrivals, &r[2 * n]) != MPI_SUCCESS ||
+        MPI_Isend(&c->token_in[c->task], 1, MPI_BYTE, t, 0, c->arrivals, &r[2 * n + 1]) !=
+            MPI_SUCCESS)
+      return fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", t, doing);
+    n++;
+  }
+  uint64_t start = clg_now_ns(), limit = (uint64_t)(c->timeout_s * 1e9);
+  for (unsigned spins = 0;; spins++) {
+    int done = 0;
+    int err = MPI_Testall(2 * n, r, &done, MPI_STATUSES_IGNORE);
+    if (err != MPI_SUCCESS) {
+      char text[MPI_MAX_ERROR_STRING];
+      return fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: %s failed (%s)", doing,
+                  mpi_text(err, text));
+    }
+    if (done)
+      return CLG_OK;
+    if (clg_now_ns() - start > limit)
+      break;
+    if (spins > 2000) {
+      struct timespec ts = {0, 50000};
+      nanosleep(&ts, NULL);
+    } else if (spins > 200) {
+      sched_yield();
+    }
+  }
+  /* Name the silent tasks; their receives are cancelled (the cluster stays failed). */
+  char who[256] = "";
+  size_t len = 0;
+  int missing = 0;
+  for (int k = 0, t = 0; t < c->tasks; t++) {
+    if (t == c->task)
+      continue;
+    int got = 0;
+    MPI_Test(&r[2 * k], &got, MPI_STATUS_IGNORE);
+    if (!got) {
+      MPI_Cancel(&r[2 * k]);
+      MPI_Request_free(&r[2 * k]);
+      if (len < sizeof who)
+        len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", missing ? ", " : "", t);
+      missing++;
+    }
+    if (r[2 * k + 1] != MPI_REQUEST_NULL)
+      MPI_Request_free(&r[2 * k + 1]);
+    k++;
+  }
+  return fail(c, CLG_DEADLINE_EXCEEDED,
+              "task%s %s of /job:worker did not answer within %g s (%s, on task %d of %d; the "
+              "timeout is the session's cluster_timeout_s or CLGRAPH_CLUSTER_TIMEOUT)",
+              missing == 1 ? "" : "s", who, c->timeout_s, doing, c->task, c->tasks);
+}
+
 /* --- joining ----------------------------------------------------------------------------- */
 
 /* A device as it travels: fixed fields, strings clipped. */
@@ -190,6 +259,8 @@ static clg_code exchange_devices(clg_cluster *c, clg_devices *devs)
   }
   int bytes = mine * (int)sizeof *local;
   MPI_Request r;
+  if ((code = arrive(c, "exchanging device lists")) != CLG_OK)
+    goto done;
   int err = MPI_Iallgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, c->comm, &r);
   if (err != MPI_SUCCESS || (code = wait_request(c, &r, -1, "exchanging device lists")) != CLG_OK) {
     if (err != MPI_SUCCESS)
@@ -282,6 +353,15 @@ clg_code clg_cluster_open(clg_devices *devs, double timeout_s, clg_cluster **out
   MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(c->comm, &c->task);
   MPI_Comm_size(c->comm, &c->tasks);
+  c->arrivals = MPI_COMM_NULL;
+  c->token_in = calloc((size_t)c->tasks, 1);
+  c->token_req = calloc((size_t)c->tasks * 2, sizeof *c->token_req);
+  if (!c->token_in || !c->token_req || MPI_Comm_dup(c->comm, &c->arrivals) != MPI_SUCCESS) {
+    clg_cluster_close(c);
+    return clg_error(CLG_UNAVAILABLE, "joining the cluster (MPI): out of memory or MPI_Comm_dup "
+                                      "failed");
+  }
+  MPI_Comm_set_errhandler(c->arrivals, MPI_ERRORS_RETURN);
   int *ub = NULL, flag = 0;
   MPI_Comm_get_attr(c->comm, MPI_TAG_UB, &ub, &flag);
   c->tag_ub = flag && ub ? *ub : 32767;
@@ -311,8 +391,15 @@ void clg_cluster_close(clg_cluster *c)
   pthread_cond_destroy(&c->wcv);
   int fin = 0;
   MPI_Finalized(&fin);
-  if (!fin && c->failed == CLG_OK && !any_failure)
+  if (!fin && c->failed == CLG_OK && !any_failure) {
     MPI_Comm_free(&c->comm);
+    if (c->arrivals != MPI_COMM_NULL)
+      MPI_Comm_free(&c->arrivals);
+  }
+  /* After a failure a cancelled token receive may still be pending: its byte stays. */
+  if (c->failed == CLG_OK && !any_failure)
+    free(c->token_in);
+  free(c->token_req);
   clg_tensor_free(c->stage[0]);
   clg_tensor_free(c->stage[1]);
   pthread_mutex_destroy(&c->lock);
@@ -474,52 +561,49 @@ static void divide(void *buf, size_t count, clg_dtype dtype, int n)
     }
 }
 
-/* The watchdog of blocking reductions: one thread per cluster, armed around each
- * MPI_Allreduce, aborts the job (MPI_Abort) if one outlives the deadline. */
+/* The watchdog of blocking reductions: one thread per cluster wakes on a tick (a tenth of
+ * the timeout, at most 1 s) and aborts the job (MPI_Abort) when a reduction has been inside
+ * MPI_Allreduce longer than the deadline. A reduction only stores its start time: no system
+ * call, no wake-up, on the fast path. */
 static void *watch(void *arg)
 {
   clg_cluster *c = arg;
+  double tick = c->timeout_s / 10 < 1 ? c->timeout_s / 10 : 1;
   pthread_mutex_lock(&c->wmu);
   while (!c->wstop) {
-    if (!c->armed) {
-      pthread_cond_wait(&c->wcv, &c->wmu);
-      continue;
-    }
-    uint64_t gen = c->generation;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    double t = c->timeout_s;
-    until.tv_sec += (time_t)t;
-    until.tv_nsec += (long)((t - (double)(time_t)t) * 1e9);
+    until.tv_sec += (time_t)tick;
+    until.tv_nsec += (long)((tick - (double)(time_t)tick) * 1e9);
     if (until.tv_nsec >= 1000000000L) {
       until.tv_sec++;
       until.tv_nsec -= 1000000000L;
     }
-    int rc = 0;
-    while (!c->wstop && c->armed && c->generation == gen && rc == 0)
-      rc = pthread_cond_timedwait(&c->wcv, &c->wmu, &until);
-    if (rc != 0 && c->armed && c->generation == gen) {
-      fprintf(stderr,
-              "clgraph: task %d: AllReduce '%s': a task stopped answering inside MPI_Allreduce "
-              "(more than %g s); aborting the job (MPI_Abort), which cannot return an error\n",
-              c->task, c->watched, t);
-      MPI_Abort(c->comm, 124);
-    }
+    pthread_cond_timedwait(&c->wcv, &c->wmu, &until);
+    uint64_t since = atomic_load(&c->reducing_since);
+    if (c->wstop || !since || clg_now_ns() - since <= (uint64_t)(c->timeout_s * 1e9))
+      continue;
+    fprintf(stderr,
+            "clgraph: task %d: AllReduce '%s': a task stopped answering inside MPI_Allreduce "
+            "(more than %g s); aborting the job (MPI_Abort), which cannot return an error\n",
+            c->task, atomic_load(&c->watched), c->timeout_s);
+    MPI_Abort(c->comm, 124);
   }
   pthread_mutex_unlock(&c->wmu);
   return NULL;
 }
 
+/* Marks the start (on) or the end of a blocking reduction of `what`. */
 static void arm(clg_cluster *c, const char *what, bool on)
 {
-  pthread_mutex_lock(&c->wmu);
-  if (on && !c->watching)
+  if (on && !c->watching) {
+    pthread_mutex_lock(&c->wmu);
     c->watching = pthread_create(&c->watchdog, NULL, watch, c) == 0;
-  c->armed = on;
-  c->generation++;
-  snprintf(c->watched, sizeof c->watched, "%s", what);
-  pthread_cond_signal(&c->wcv);
-  pthread_mutex_unlock(&c->wmu);
+    pthread_mutex_unlock(&c->wmu);
+  }
+  if (on)
+    atomic_store(&c->watched, what);
+  atomic_store(&c->reducing_since, on ? clg_now_ns() | 1 : 0);
 }
 
 static clg_code reduce_host(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
@@ -528,11 +612,8 @@ static clg_code reduce_host(clg_cluster *c, void *buf, size_t count, clg_dtype d
   char doing[256];
   snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
   /* Every task must be here before the blocking reduction starts. */
-  MPI_Request r;
-  clg_code code = CLG_OK;
-  if (MPI_Ibarrier(c->comm, &r) != MPI_SUCCESS)
-    return fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: %s", doing);
-  if ((code = wait_request(c, &r, -1, doing)) != CLG_OK)
+  clg_code code = arrive(c, doing);
+  if (code != CLG_OK)
     return code;
   arm(c, what, true);
   size_t esize = clg_dtype_size(dtype);
@@ -587,13 +668,8 @@ clg_code clg_cluster_barrier(clg_cluster *c)
     return CLG_OK;
   pthread_mutex_lock(&c->lock);
   clg_code code = check_failed(c);
-  MPI_Request r;
-  if (code == CLG_OK) {
-    if (MPI_Ibarrier(c->comm, &r) != MPI_SUCCESS)
-      code = fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: MPI_Ibarrier failed");
-    else
-      code = wait_request(c, &r, -1, "a barrier");
-  }
+  if (code == CLG_OK)
+    code = arrive(c, "a barrier");
   pthread_mutex_unlock(&c->lock);
   return code;
 }
