@@ -143,6 +143,18 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
                       .first_step = first,
                       .prefetch = 2 * T};
   input_reader *reader = input_reader_start(d, &io);
+  bool have_memory = reader != NULL;
+  for (int i = 0; i < T; i++)
+    have_memory = have_memory && img[i] && lab[i];
+  if (!have_memory) {
+    fprintf(stderr, "clgraph train: out of host memory for %d batches of %d images\n", T, c->batch);
+    input_reader_stop(reader);
+    for (int i = 0; i < T; i++) {
+      clg_tensor_free(img[i]);
+      clg_tensor_free(lab[i]);
+    }
+    return 1;
+  }
   const bool bar = !c->json && !c->quiet && c->chief && isatty(STDERR_FILENO);
   /* The towers' losses, then in a cluster the mean over every task's towers. */
   clg_output loss_at[CIFAR10_MAX_TOWERS + 1];
