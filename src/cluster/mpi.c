@@ -34,7 +34,8 @@
  * size, one on the network while the other is copied to or from the device. */
 #define CHUNK CLG_CLUSTER_CHUNK
 /* Bytes from which a reduction from one buffer into another goes round the ring (below it,
- * a copy and MPI_Allreduce were faster: README "Benchmarks"). */
+ * two tasks exchange their buffers in one round, more copy and call MPI_Allreduce: README
+ * "Benchmarks"). */
 #define RING_MIN ((size_t)8 << 20)
 /* Elements per MPI_Allreduce call (counts are int). */
 #define REDUCE_MAX ((size_t)1 << 28)
@@ -774,10 +775,47 @@ static clg_code ring_reduce(clg_cluster *c, const void *src, void *dst, size_t c
   return code;
 }
 
+/* Two tasks, below RING_MIN: each sends its whole src and receives the other's straight into
+ * dst, in CHUNK messages, adding its own src into each piece as it lands (one round, no
+ * copy; the sum src0 + src1 is the same on both tasks: addition of two numbers commutes). */
+static clg_code exchange_reduce(clg_cluster *c, const void *src, void *dst, size_t count,
+                                clg_dtype dtype, const char *doing)
+{
+  int peer = 1 - c->task;
+  size_t esize = clg_dtype_size(dtype), per = CHUNK / esize;
+  size_t n = (count + per - 1) / per;
+  MPI_Request *r = malloc(sizeof *r * 2 * n);
+  if (!r)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory: %s", doing);
+  clg_code code = CLG_OK;
+  size_t posted = 0;
+  for (; posted < n && code == CLG_OK; posted++) {
+    size_t at = posted * per, len = count - at < per ? count - at : per;
+    if (MPI_Irecv((char *)dst + at * esize, (int)(len * esize), MPI_BYTE, peer, 1, c->arrivals,
+                  &r[2 * posted]) != MPI_SUCCESS ||
+        MPI_Isend((const char *)src + at * esize, (int)(len * esize), MPI_BYTE, peer, 1,
+                  c->arrivals, &r[2 * posted + 1]) != MPI_SUCCESS)
+      code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", peer, doing);
+  }
+  for (size_t i = 0; i < n && code == CLG_OK; i++) {
+    size_t at = i * per, len = count - at < per ? count - at : per;
+    if ((code = wait_request(c, &r[2 * i], peer, doing)) == CLG_OK)
+      add_into((char *)dst + at * esize, (const char *)dst + at * esize,
+               (const char *)src + at * esize, len, dtype);
+  }
+  for (size_t i = 0; i < n && code == CLG_OK; i++)
+    code = wait_request(c, &r[2 * i + 1], peer, doing);
+  free(r);
+  return code;
+}
+
 clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, size_t count,
                                   clg_dtype dtype, clg_reduce_op op, const char *what)
 {
-  if (src == dst || !c || c->tasks == 1 || count * clg_dtype_size(dtype) < RING_MIN) {
+  /* Two tasks exchange their buffers; more go round the ring from RING_MIN on, else copy and
+   * call MPI_Allreduce. */
+  bool small = count * clg_dtype_size(dtype) < RING_MIN;
+  if (src == dst || !c || c->tasks == 1 || (small && c->tasks > 2)) {
     if (src != dst && count)
       memcpy(dst, src, count * clg_dtype_size(dtype));
     return clg_cluster_allreduce(c, dst, count, dtype, op, what);
@@ -792,7 +830,8 @@ clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, si
   if (code == CLG_OK)
     code = arrive(c, doing);
   if (code == CLG_OK)
-    code = ring_reduce(c, src, dst, count, dtype, doing);
+    code = small ? exchange_reduce(c, src, dst, count, dtype, doing)
+                 : ring_reduce(c, src, dst, count, dtype, doing);
   pthread_mutex_unlock(&c->lock);
   if (code == CLG_OK && op == CLG_REDUCE_MEAN)
     divide(dst, count, dtype, c->tasks);
