@@ -197,6 +197,22 @@ static double value_of(int task, size_t i)
   return (double)((int)((i * 7 + (size_t)task * 13) % 11) - 5);
 }
 
+/* Element i of a tensor of one of AllReduce's dtypes, as a double. */
+static double elem(const clg_tensor *t, size_t i)
+{
+  const void *p = clg_tensor_const_data(t);
+  switch (clg_tensor_dtype(t)) {
+  case CLG_FLOAT32:
+    return ((const float *)p)[i];
+  case CLG_FLOAT64:
+    return ((const double *)p)[i];
+  case CLG_INT32:
+    return ((const int32_t *)p)[i];
+  default:
+    return (double)((const int64_t *)p)[i];
+  }
+}
+
 static void allreduce(size_t max_bytes)
 {
   const clg_dtype dtypes[4] = {CLG_FLOAT32, CLG_FLOAT64, CLG_INT32, CLG_INT64};
@@ -219,6 +235,9 @@ static void allreduce(size_t max_bytes)
         clg_node *x = clg_placeholder(g, "x", dtypes[di], 1, dims);
         clg_node *sum = clg_all_reduce(g, "sum", x, "sum");
         clg_node *mean = clg_all_reduce(g, "mean", x, "mean");
+        /* A computed input whose last use is the AllReduce: reduced in place in its buffer. */
+        clg_node *back =
+            clg_identity(g, "back", clg_all_reduce(g, "in_place", clg_identity(g, NULL, x), "sum"));
         clg_graph_pop_device(g);
         clg_session *s = open_session(g, 20, false);
         int task = 0, tasks = 1;
@@ -236,38 +255,27 @@ static void allreduce(size_t max_bytes)
           else
             ((int64_t *)p)[i] = (int64_t)v;
         }
-        clg_node *fetch[2] = {sum, mean};
-        clg_tensor *out[2] = {NULL, NULL};
-        CHECK_OK(clg_session_run(s, 1, &x, &in, 2, fetch, out));
+        clg_node *fetch[3] = {sum, mean, back};
+        clg_tensor *out[3] = {NULL, NULL, NULL};
+        CHECK_OK(clg_session_run(s, 1, &x, &in, 3, fetch, out));
         size_t bad = 0;
         bool integer = dtypes[di] == CLG_INT32 || dtypes[di] == CLG_INT64;
-        for (size_t i = 0; out[0] && out[1] && i < count && bad == 0; i++) {
+        for (size_t i = 0; out[0] && out[1] && out[2] && i < count && bad == 0; i++) {
           double want = 0;
           for (int t = 0; t < tasks; t++)
             want += value_of(t, i);
           double want_mean = integer ? (double)((int64_t)want / tasks) : want / tasks;
-          double got = 0, got_mean = 0;
-          if (dtypes[di] == CLG_FLOAT32) {
-            got = ((const float *)clg_tensor_const_data(out[0]))[i];
-            got_mean = ((const float *)clg_tensor_const_data(out[1]))[i];
-          } else if (dtypes[di] == CLG_FLOAT64) {
-            got = ((const double *)clg_tensor_const_data(out[0]))[i];
-            got_mean = ((const double *)clg_tensor_const_data(out[1]))[i];
-          } else if (dtypes[di] == CLG_INT32) {
-            got = ((const int32_t *)clg_tensor_const_data(out[0]))[i];
-            got_mean = ((const int32_t *)clg_tensor_const_data(out[1]))[i];
-          } else {
-            got = (double)((const int64_t *)clg_tensor_const_data(out[0]))[i];
-            got_mean = (double)((const int64_t *)clg_tensor_const_data(out[1]))[i];
-          }
-          if (got != want || fabs(got_mean - want_mean) > 1e-6 * (1 + fabs(want_mean)))
+          double got = elem(out[0], i), got_mean = elem(out[1], i), got_back = elem(out[2], i);
+          if (got != want || got_back != want ||
+              fabs(got_mean - want_mean) > 1e-6 * (1 + fabs(want_mean)))
             bad = i + 1;
         }
-        CHECK_MSG(out[0] && out[1] && bad == 0,
+        CHECK_MSG(out[0] && out[1] && out[2] && bad == 0,
                   "AllReduce of %zu %s on %s over %d tasks: element %zu differs", count,
                   clg_dtype_name(dtypes[di]), on_gpu ? "GPU:1" : "CPU:0", tasks, bad ? bad - 1 : 0);
         clg_tensor_free(out[0]);
         clg_tensor_free(out[1]);
+        clg_tensor_free(out[2]);
         clg_tensor_free(in);
         clg_session_free(s);
         clg_graph_free(g);
