@@ -33,10 +33,12 @@
 /* Bytes per message on the wire; device values move through two staging buffers of this
  * size, one on the network while the other is copied to or from the device. */
 #define CHUNK CLG_CLUSTER_CHUNK
-/* Bytes from which a reduction from one buffer into another goes round the ring (below it,
- * two tasks exchange their buffers in one round, more copy and call MPI_Allreduce: README
- * "Benchmarks"). */
-#define RING_MIN ((size_t)8 << 20)
+/* Bytes from which a reduction goes round the ring of point-to-point messages (README
+ * "Benchmarks": 2-3x MPI_Allreduce from 64 MiB on, where Open MPI 4.1 fell under 1 GB/s here,
+ * while at 16 MiB it reached 6 GB/s in some runs). Below it, in place: MPI_Allreduce; from
+ * another buffer: two tasks exchange their buffers in one round, more copy and call
+ * MPI_Allreduce. */
+#define RING_MIN ((size_t)32 << 20)
 /* Elements per MPI_Allreduce call (counts are int). */
 #define REDUCE_MAX ((size_t)1 << 28)
 
@@ -653,7 +655,7 @@ clg_code clg_cluster_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtyp
   pthread_mutex_lock(&c->lock);
   clg_code code = check_failed(c);
   if (code == CLG_OK && count * clg_dtype_size(dtype) >= RING_MIN) {
-    /* Round the ring in place: 2-3x MPI_Allreduce from 16 MiB on (README "Benchmarks"),
+    /* Round the ring in place: 2-3x MPI_Allreduce from 64 MiB on (README "Benchmarks"),
      * and every wait has the deadline (no watchdog needed). */
     char doing[256];
     snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
