@@ -5,11 +5,13 @@
  * DEADLINE_EXCEEDED, both naming the task. A collective first meets every task: each task
  * sends a one-byte arrival token to every other on a communicator of its own and polls for
  * theirs against the deadline, so a task that stopped answering is found, and named, before
- * anything blocks. AllReduce then runs the blocking MPI_Allreduce (Open MPI's nonblocking
- * MPI_Iallreduce reached 0.65-0.8x of it here) under a watchdog that aborts the job
- * (MPI_Abort) if it outlives the deadline: a task that stops inside the reduction ends the
- * job instead of hanging it. The watchdog costs no system call per reduction: it wakes on a
- * tick and reads the reduction's start time.
+ * anything blocks. An AllReduce in place below RING_MIN then runs the blocking MPI_Allreduce
+ * (Open MPI's nonblocking MPI_Iallreduce reached 0.65-0.8x of it here) under a watchdog that
+ * aborts the job (MPI_Abort) if it outlives the deadline: a task that stops inside the
+ * reduction ends the job instead of hanging it. The watchdog costs no system call per
+ * reduction: it wakes on a tick and reads the reduction's start time. From RING_MIN on, and
+ * from a buffer into another, reductions are point-to-point messages (a ring, or one exchange
+ * for two tasks) whose every wait has the deadline.
  *
  * Open MPI 4.1 under mpirun (measured, README "Clusters"): when a rank dies, mpirun kills the
  * others within about a second (exit status 137); with `mpirun --enable-recovery` the
