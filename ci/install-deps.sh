@@ -4,10 +4,13 @@
 set -euo pipefail
 # libclang-rt-14-dev: clang's sanitizer and libFuzzer runtimes (ci/fuzz.sh links
 # -fsanitize=fuzzer); clang only recommends it, and --no-install-recommends leaves it out.
-# zlib1g-dev: the clgraph tool reads the digits dataset (digits.csv.gz) with zlib.
+# zlib1g-dev: the clgraph tool reads the digits dataset (digits.csv.gz) with zlib, and
+# tests/test_browser.c decodes the PNG screenshots headless chromium takes of the pictures.
+# libopenmpi-dev, openmpi-bin: tasks of /job:worker as MPI ranks (src/cluster/) and mpirun for
+# their tests.
 packages=(build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev
           pocl-opencl-icd libopenblas-dev clinfo valgrind clang libclang-rt-14-dev
-          libjansson-dev zlib1g-dev)
+          libjansson-dev zlib1g-dev chromium libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

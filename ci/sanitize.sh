@@ -33,7 +33,12 @@ if has_step asan; then
   export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   log="$root/asan/ctest.log"
-  if ! ctest --test-dir "$root/asan" --output-on-failure -j "$jobs" --output-log "$log"; then
+  # The mpi_* tests (clusters under mpirun) are left out here: Open MPI's runtime (libopen-pal,
+  # PMIx, the TCP and shared-memory transports) keeps allocations to exit and opens
+  # connections LeakSanitizer reports by the hundred, none in clgraph's frames. The cluster's
+  # host-side logic (options, AllReduce over one task, the no-MPI answers) runs here in
+  # test_cluster; the mpi_* tests run in the default build (ci/test.sh step 1).
+  if ! ctest --test-dir "$root/asan" --output-on-failure -j "$jobs" --output-log "$log" -E '^mpi_'; then
     # LeakSanitizer's stop-the-world tracer itself crashes now and then at exit ("Tracer
     # caught signal 11 ... LeakSanitizer has encountered a fatal error": no report, an LSan
     # limitation with threads that exit meanwhile). Only then are the failed tests run once

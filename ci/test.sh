@@ -2,7 +2,8 @@
 # The README's test command: installs what is missing, then builds and tests clgraph in
 # every configuration CI cares about, against real PoCL devices:
 #   1. the default build (-Werror): the whole CTest suite, then the embedding checks;
-#   2. built without CLBlast: MatMul falls back to the host (placement and fallbacks);
+#   2. built without CLBlast: MatMul falls back to the host (placement and fallbacks); also
+#      without MPI: a cluster option is UNIMPLEMENTED (test_cluster);
 #   3. built without CBLAS: the portable host GEMM serves CPU:0;
 #   4. sanitizers (ASan+UBSan on the suite, valgrind on a subset, TSan on concurrency);
 #   5. a bounded fuzzing run of each libFuzzer target.
@@ -28,10 +29,10 @@ configure_and_build build/ci
 ctest --test-dir build/ci --output-on-failure -j "$jobs"
 bash ci/consumer.sh  # embedding: install, build tests/consumer with CMake and pkg-config, README example (added by face)
 
-step "2. built without CLBlast: MatMul has no OpenCL kernel"
-configure_and_build build/ci-noclblast -DCLGRAPH_WITH_CLBLAST=OFF
+step "2. built without CLBlast (MatMul has no OpenCL kernel) and without MPI (clusters: UNIMPLEMENTED)"
+configure_and_build build/ci-noclblast -DCLGRAPH_WITH_CLBLAST=OFF -DCLGRAPH_WITH_MPI=OFF
 ctest --test-dir build/ci-noclblast --output-on-failure -j "$jobs" \
-  -R 'test_(placer|scenarios|execution|random_graphs|cl_kernels|host_kernels|fallback|ops|gradients)'
+  -R 'test_(placer|scenarios|execution|random_graphs|cl_kernels|host_kernels|fallback|ops|gradients|cluster)'
 
 step "3. built without CBLAS: the portable host GEMM"
 configure_and_build build/ci-portable -DCLGRAPH_WITH_CBLAS=OFF

@@ -5,6 +5,7 @@
  * node). Ends with the CIFAR-10 model's forward pass on fixed weights. */
 // ctest: default CLGRAPH_LOG_LEVEL=warning
 // ctest: small_chunks CLGRAPH_CONV_CHUNK_BYTES=1000
+// ctest: avx2 CLGRAPH_HOST_GEMM_ISA=avx2
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

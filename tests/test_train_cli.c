@@ -20,6 +20,8 @@
 #include "testutil.h"
 
 static char g_bin[4096], g_dir[256], g_data[300];
+static const char *const *g_launcher; /* e.g. mpirun -np 2 ..., or none */
+static int g_num_launcher;
 
 /* --- the dataset ----------------------------------------------------------------------- */
 
@@ -97,12 +99,16 @@ static pid_t start(const char *out, const char *err, const char *const *env,
         setenv(kv, eq + 1, 1);
       }
     }
-    const char *argv[64] = {g_bin};
-    int n = 1;
-    for (int i = 0; args[i] && n < 63; i++)
+    /* Under g_launcher (mpirun and its options), clgraph is one of its arguments. */
+    const char *argv[96];
+    int n = 0;
+    for (int i = 0; i < g_num_launcher && n < 60; i++)
+      argv[n++] = g_launcher[i];
+    argv[n++] = g_bin;
+    for (int i = 0; args[i] && n < 95; i++)
       argv[n++] = args[i];
     argv[n] = NULL;
-    execv(g_bin, (char *const *)argv);
+    execvp(argv[0], (char *const *)argv);
     _exit(127);
   }
   return pid;
@@ -462,6 +468,34 @@ static void test_towers_match(const char *init)
   CHECK_MSG(compared >= 20 && d < 1e-4, "after 6 steps the weights differ by %g", d);
 }
 
+/* --trace, --profile and --memory-map on train: the last steps' trace holds the towers'
+ * ops, the profile names Conv2D, the map is an SVG. */
+static void test_pictures(void)
+{
+  char trace[400], map[400];
+  snprintf(trace, sizeof trace, "%s/train-trace.json", g_dir);
+  snprintf(map, sizeof map, "%s/train-map.svg", g_dir);
+  const char *args[] = {"train",     "--batch",      "4", "--steps", "4", "--trace", trace,
+                        "--profile", "--memory-map", map, "--quiet", NULL};
+  char *out, *err;
+  CHECK(run(CPU_ONLY, args, &out, &err) == 0);
+  CHECK_CONTAINS(out, "Conv2DBackpropFilter");
+  free(out), free(err);
+  json_error_t e;
+  json_t *t = json_load_file(trace, 0, &e);
+  json_t *events = t ? json_object_get(t, "traceEvents") : NULL;
+  int conv = 0;
+  for (size_t i = 0; json_is_array(events) && i < json_array_size(events); i++) {
+    json_t *name = json_object_get(json_array_get(events, i), "name");
+    conv += json_is_string(name) && strcmp(json_string_value(name), "tower_0/conv1/Conv2D") == 0;
+  }
+  CHECK_MSG(conv == 4, "the trace of 4 steps holds tower_0/conv1/Conv2D %d times", conv);
+  json_decref(t);
+  char *svg = slurp(map);
+  CHECK_CONTAINS(svg, "<svg");
+  free(svg);
+}
+
 static void test_bad_input(void)
 {
   char *out, *err;
@@ -504,13 +538,93 @@ static void test_bad_input(void)
   free(out), free(err);
 }
 
-int main(void)
+/* Under mpirun: 2 tasks of 2 towers (batch 4 each) against one process of 4 towers, on CPU:0,
+ * --no-shuffle --no-distort: the same records per step, so the same mean loss per step and the
+ * same weights after the run. Only task 0 writes the checkpoint. */
+static void test_mpi(int argc, char **argv)
+{
+  char one[400], two[400];
+  snprintf(one, sizeof one, "%s/one-process.safetensors", g_dir);
+  snprintf(two, sizeof two, "%s/two-tasks.safetensors", g_dir);
+  double a[16], b[16];
+  int64_t sa[16], sb[16];
+  const char *single[] = {"train",
+                          "--dataset",
+                          "cifar10",
+                          "--data-dir",
+                          g_data,
+                          "--towers",
+                          "4",
+                          "--batch",
+                          "4",
+                          "--steps",
+                          "6",
+                          "--no-shuffle",
+                          "--no-distort",
+                          "--json",
+                          "--log-every",
+                          "1",
+                          "--checkpoint",
+                          one,
+                          NULL};
+  const char *tasks[] = {"train",
+                         "--dataset",
+                         "cifar10",
+                         "--data-dir",
+                         g_data,
+                         "--towers",
+                         "2",
+                         "--batch",
+                         "4",
+                         "--steps",
+                         "6",
+                         "--no-shuffle",
+                         "--no-distort",
+                         "--json",
+                         "--log-every",
+                         "1",
+                         "--checkpoint",
+                         two,
+                         "--cluster",
+                         "mpi",
+                         NULL};
+  char *out, *err;
+  CHECK(run(CPU_ONLY, single, &out, &err) == 0);
+  int na = json_steps(out, "mean_loss", a, sa, 16);
+  free(out), free(err);
+  g_launcher = (const char *const *)argv;
+  g_num_launcher = argc;
+  CHECK(run(CPU_ONLY, tasks, &out, &err) == 0);
+  int nb = json_steps(out, "mean_loss", b, sb, 16);
+  CHECK_CONTAINS(out, "\"tasks\": 2");
+  free(out), free(err);
+  g_launcher = NULL;
+  g_num_launcher = 0;
+  CHECK_MSG(na == 6 && nb == 6, "logged %d steps alone and %d under mpirun (task 0 only)", na, nb);
+  for (int i = 0; i < na && i < nb; i++)
+    CHECK_MSG(sa[i] == sb[i] && fabs(a[i] - b[i]) <= 1e-5 * fmax(1, fabs(a[i])),
+              "step %d: one process of 4 towers %.7f, 2 tasks of 2 towers %.7f", i, a[i], b[i]);
+  int compared = 0;
+  double d = ck_diff(one, two, &compared);
+  CHECK_MSG(compared >= 20 && d < 1e-5, "after 6 steps the weights differ by %g (%d tensors)", d,
+            compared);
+}
+
+/* test_train_cli [--mpi MPIRUN ARGS...]: with --mpi, only the cluster test. */
+int main(int argc, char **argv)
 {
   const char *bin = getenv("CLG_BINARY_DIR");
   snprintf(g_bin, sizeof g_bin, "%s/clgraph", bin ? bin : ".");
   snprintf(g_dir, sizeof g_dir, "/tmp/clg-train-XXXXXX");
   CHECK(mkdtemp(g_dir) != NULL);
   make_dataset();
+  if (argc > 2 && strcmp(argv[1], "--mpi") == 0) {
+    test_mpi(argc - 2, argv + 2);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    CHECK(system(cmd) == 0);
+    return clg_test_summary("test_train_cli --mpi");
+  }
 
   char ck_cpu[400], ck_two[400];
   snprintf(ck_cpu, sizeof ck_cpu, "%s/cpu.safetensors", g_dir);
@@ -522,6 +636,7 @@ int main(void)
   test_kill_resume();
   test_interrupt();
   test_towers_match(ck_cpu);
+  test_pictures();
   test_bad_input();
 
   char cmd[400];

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "pictures.h"
 #include "tool.h"
 
 static const struct {
@@ -17,15 +18,21 @@ static const struct {
     {"conv", clg_bench_conv, "GFLOP/s of the CIFAR-10 convolutions vs im2col + GEMM by hand"},
     {"train-step", clg_bench_train_step, "one CIFAR-10 training step: ms, images/s, share of GEMM"},
     {"towers", clg_bench_towers, "N towers of batch B/N vs one tower of batch B: step time"},
+    {"allreduce", clg_bench_allreduce,
+     "AllReduce GB/s vs plain MPI_Allreduce, 1-256 MiB (under mpirun -np P)"},
 };
 #define NUM_BENCHES (sizeof benches / sizeof benches[0])
 
 static void usage(FILE *f)
 {
-  fprintf(f, "usage: clgraph bench <benchmark> [--json] [--repeats N]\n\nbenchmarks:\n");
+  fprintf(f, "usage: clgraph bench <benchmark> [--json] [--repeats N] [--trace FILE]\n\n"
+             "benchmarks:\n");
   for (size_t i = 0; i < NUM_BENCHES; i++)
     fprintf(f, "  %-9s %s\n", benches[i].name, benches[i].summary);
-  fprintf(f, "\n'clgraph bench <benchmark> --help' explains a benchmark.\n");
+  fprintf(f,
+          "\n'clgraph bench <benchmark> --help' explains a benchmark.\n"
+          "--trace FILE (every benchmark but alloc, which runs no graph) writes a Chrome trace\n"
+          "of the last 5 runs of the benchmark's last session; 'clgraph trace-html' shows it.\n");
 }
 
 int clg_tool_bench(int argc, char **argv)
@@ -39,8 +46,29 @@ int clg_tool_bench(int argc, char **argv)
     return 0;
   }
   for (size_t i = 0; i < NUM_BENCHES; i++)
-    if (strcmp(argv[1], benches[i].name) == 0)
-      return benches[i].run(argc - 1, argv + 1);
+    if (strcmp(argv[1], benches[i].name) == 0) {
+      /* --trace FILE, on every benchmark: the last runs of its last session. */
+      char command[64];
+      snprintf(command, sizeof command, "bench %s", benches[i].name);
+      if (!clg_tool_pictures_parse(&clg_tool_bench_pictures, argc - 1, argv + 1, command, 5))
+        return 2;
+      if (clg_tool_bench_pictures.trace && benches[i].run == clg_bench_alloc) {
+        fprintf(stderr,
+                "clgraph bench alloc: --trace: this benchmark calls the allocator directly and "
+                "runs no graph: there is nothing to trace\n");
+        return 2;
+      }
+      if (clg_tool_bench_pictures.trace && !clg_tool_wants_help(argc - 1, argv + 1))
+        fprintf(stderr,
+                "clgraph %s: --trace: the timed runs are traced, so their figures "
+                "include the cost of tracing\n",
+                command);
+      int rc = benches[i].run(argc - 1, argv + 1);
+      if (rc == 0 && !clg_tool_wants_help(argc - 1, argv + 1) &&
+          !clg_tool_pictures_done(&clg_tool_bench_pictures))
+        rc = 1;
+      return rc;
+    }
   fprintf(stderr, "clgraph bench: unknown %s '%s'\n\n", argv[1][0] == '-' ? "option" : "benchmark",
           argv[1]);
   usage(stderr);

@@ -12,6 +12,7 @@
 #include "core/core.h"
 #include "device/device.h"
 #include "memory/memory.h"
+#include "pictures.h"
 #include "tool.h"
 
 #define MiB (1024.0 * 1024.0)
@@ -215,7 +216,7 @@ static void usage(FILE *f)
 int clg_bench_alloc(int argc, char **argv)
 {
   static const char *const flags[] = {"--json", "--reserve", NULL};
-  static const char *const valued[] = {"--repeats", NULL};
+  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, NULL};
   if (!clg_tool_check_options(argc, argv, "bench alloc", flags, valued, usage))
     return 2;
   if (clg_tool_wants_help(argc, argv)) {

@@ -15,6 +15,7 @@
 
 #include "clgraph.h"
 #include "kernels/kernels.h"
+#include "pictures.h"
 #include "tool.h"
 
 #ifdef CLG_HAVE_CBLAS
@@ -84,7 +85,8 @@ static bool sess_open(sess_side *ss, const char *device, int dev_index, const co
   clg_session_options opt;
   clg_session_options_init(&opt);
   opt.gpu_options.allow_growth = 1;
-  if (clg_graph_status(ss->g) != CLG_OK || clg_session_new(ss->g, &opt, &ss->s) != CLG_OK) {
+  if (clg_graph_status(ss->g) != CLG_OK ||
+      clg_tool_bench_session_new(ss->g, &opt, &ss->s) != CLG_OK) {
     snprintf(note, size, "session: %s", clg_last_error());
     return false;
   }
@@ -116,7 +118,7 @@ static clg_tensor *sess_fetch(sess_side *ss)
 
 static void sess_close(sess_side *ss)
 {
-  clg_session_free(ss->s);
+  clg_tool_bench_session_free(ss->s);
   clg_graph_free(ss->g);
 }
 
@@ -343,7 +345,8 @@ static void json_num(double v)
 int clg_bench_conv(int argc, char **argv)
 {
   static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--repeats", "--batch", "--device", NULL};
+  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, "--batch", "--device",
+                                       NULL};
   if (clg_tool_wants_help(argc, argv)) {
     usage(stdout);
     return 0;
@@ -373,7 +376,7 @@ int clg_bench_conv(int argc, char **argv)
   clg_session_options_init(&kopt);
   kopt.gpu_options.allow_growth = 1;
   clg_const_f32(keep_g, "keep", 0, NULL, (float[]){1});
-  if (clg_session_new(keep_g, &kopt, &keep_s) != CLG_OK)
+  if (clg_tool_bench_session_new(keep_g, &kopt, &keep_s) != CLG_OK)
     fprintf(stderr, "clgraph bench conv: warning: %s\n", clg_last_error());
   if (!json)
     printf("clgraph bench conv: batch %d, GFLOP/s = 2MNK / median of %d runs; ratio = median of "
@@ -429,7 +432,7 @@ int clg_bench_conv(int argc, char **argv)
     if (isnan(res[i].session) || isnan(res[i].hand))
       status = 1;
   free(res);
-  clg_session_free(keep_s);
+  clg_tool_bench_session_free(keep_s);
   clg_graph_free(keep_g);
   clg_devices_free(devs);
   return status;

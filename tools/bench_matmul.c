@@ -17,6 +17,7 @@
 
 #include "clgraph.h"
 #include "kernels/kernels.h"
+#include "pictures.h"
 #include "tool.h"
 
 #ifdef CLG_HAVE_CBLAS
@@ -192,7 +193,7 @@ typedef struct sess_bench {
 
 static void sess_free(sess_bench *sb)
 {
-  clg_session_free(sb->s);
+  clg_tool_bench_session_free(sb->s);
   clg_graph_free(sb->g);
   clg_tensor_free(sb->feeds[0]);
   clg_tensor_free(sb->feeds[1]);
@@ -223,7 +224,7 @@ static bool sess_setup(sess_bench *sb, const char *device, clg_dtype dt, size_t 
   clg_session_options opt;
   clg_session_options_init(&opt);
   opt.gpu_options.allow_growth = 1; /* reserve-all would touch every device's whole memory */
-  if (clg_session_new(sb->g, &opt, &sb->s) != CLG_OK) {
+  if (clg_tool_bench_session_new(sb->g, &opt, &sb->s) != CLG_OK) {
     snprintf(note, note_size, "session: %s", clg_last_error());
     return false;
   }
@@ -431,7 +432,8 @@ static void print_json_number(double v)
 int clg_bench_matmul(int argc, char **argv)
 {
   static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--repeats", "--sizes", "--f64-sizes", NULL};
+  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, "--sizes", "--f64-sizes",
+                                       NULL};
   if (!clg_tool_check_options(argc, argv, "bench matmul", flags, valued, usage))
     return 2;
   if (clg_tool_wants_help(argc, argv)) {
@@ -486,7 +488,8 @@ int clg_bench_matmul(int argc, char **argv)
     clg_session_options kopt;
     clg_session_options_init(&kopt);
     kopt.gpu_options.allow_growth = 1;
-    if (clg_graph_status(keep_g) != CLG_OK || clg_session_new(keep_g, &kopt, &keep_s) != CLG_OK)
+    if (clg_graph_status(keep_g) != CLG_OK ||
+        clg_tool_bench_session_new(keep_g, &kopt, &keep_s) != CLG_OK)
       fprintf(stderr, "clgraph bench matmul: warning: %s\n", clg_last_error());
   }
   unsigned seed = 12345;
@@ -630,7 +633,7 @@ int clg_bench_matmul(int argc, char **argv)
              "devices such as PoCL's\n");
   }
   free(res);
-  clg_session_free(keep_s);
+  clg_tool_bench_session_free(keep_s);
   clg_graph_free(keep_g);
   clg_devices_free(devs);
   return 0;

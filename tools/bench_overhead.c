@@ -11,6 +11,7 @@
 #include "clgraph.h"
 #include "core/core.h"
 #include "device/device.h"
+#include "pictures.h"
 #include "tool.h"
 
 enum { CHAIN = 1000, ELEMS = 64 };
@@ -49,7 +50,8 @@ static bool engine_open(engine_side *e, const char *device)
   e->g = clg_graph_new();
   e->y = build_chain(e->g, device, CHAIN);
   clg_tensor *out = NULL;
-  bool ok = clg_graph_status(e->g) == CLG_OK && clg_session_new(e->g, NULL, &e->s) == CLG_OK &&
+  bool ok = clg_graph_status(e->g) == CLG_OK &&
+            clg_tool_bench_session_new(e->g, NULL, &e->s) == CLG_OK &&
             clg_session_run(e->s, 0, NULL, NULL, 1, &e->y, &out) == CLG_OK;
   clg_tensor_free(out);
   if (!ok)
@@ -74,7 +76,7 @@ static double engine_run(engine_side *e)
 
 static void engine_close(engine_side *e)
 {
-  clg_session_free(e->s);
+  clg_tool_bench_session_free(e->s);
   clg_graph_free(e->g);
 }
 
@@ -229,10 +231,10 @@ static void graph_times(int nodes, double *build_s, double *prepare_s)
   *build_s = seconds_since(t0);
   clg_session *s = NULL;
   t0 = clg_now_ns();
-  if (clg_session_new(g, NULL, &s) != CLG_OK)
+  if (clg_tool_bench_session_new(g, NULL, &s) != CLG_OK)
     fprintf(stderr, "clgraph bench overhead: session failed: %s\n", clg_last_error());
   *prepare_s = seconds_since(t0);
-  clg_session_free(s);
+  clg_tool_bench_session_free(s);
   clg_graph_free(g);
 }
 
@@ -251,7 +253,7 @@ static void usage(FILE *f)
 int clg_bench_overhead(int argc, char **argv)
 {
   static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--repeats", NULL};
+  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, NULL};
   if (!clg_tool_check_options(argc, argv, "bench overhead", flags, valued, usage))
     return 2;
   if (clg_tool_wants_help(argc, argv)) {
@@ -265,7 +267,7 @@ int clg_bench_overhead(int argc, char **argv)
   /* A session held open keeps the device state (and compiled programs) for all runs. */
   clg_graph *hold_g = clg_graph_new();
   clg_session *hold = NULL;
-  if (clg_session_new(hold_g, NULL, &hold) != CLG_OK) {
+  if (clg_tool_bench_session_new(hold_g, NULL, &hold) != CLG_OK) {
     fprintf(stderr, "clgraph bench overhead: %s\n", clg_last_error());
     clg_graph_free(hold_g);
     return 1;
@@ -320,7 +322,7 @@ int clg_bench_overhead(int argc, char **argv)
       printf("graph of %7d nodes: build %8.2f ms (%.3f us/node), place + prepare %8.2f ms\n",
              sizes[k], build[k] * 1e3, build[k] * 1e6 / sizes[k], prep[k] * 1e3);
   }
-  clg_session_free(hold);
+  clg_tool_bench_session_free(hold);
   clg_graph_free(hold_g);
   return status;
 }

@@ -9,11 +9,13 @@
 
 #include "cifar10_run.h"
 #include "clgraph.h"
+#include "pictures.h"
 #include "tool.h"
 
 static void usage(FILE *f)
 {
-  fprintf(f, "usage: clgraph bench towers [--json] [--towers N] [--batch B] [--repeats R]\n\n"
+  fprintf(f, "usage: clgraph bench towers [--json] [--towers N] [--batch B] [--repeats R]\n"
+             "                            [--trace FILE]\n\n"
              "Training steps of the CIFAR-10 model (24x24x3): N towers (default 4) of batch B/N\n"
              "on /device:GPU:0..N-1 against one tower of batch B (default 128) on GPU:0,\n"
              "alternating, R times (default 5) after two warm-up steps each: the medians and\n"
@@ -50,7 +52,7 @@ static bool side_open(side *x, int towers, int batch)
 {
   memset(x, 0, sizeof *x);
   x->towers = towers;
-  cifar10_train_options o = {towers, batch, 24, 3, 50000, 0.1, 0, 1};
+  cifar10_train_options o = {towers, batch, 24, 3, 50000, 0.1, 0, 1, 1};
   if (!cifar10_train_build(&o, &x->t)) {
     fprintf(stderr, "clgraph bench towers: %s\n", clg_graph_error(x->t.g));
     return false;
@@ -59,7 +61,7 @@ static bool side_open(side *x, int towers, int batch)
   clg_session_options_init(&opt);
   opt.allow_soft_placement = 1;
   opt.gpu_options.allow_growth = 1; /* two sessions share the devices */
-  if (clg_session_new(x->t.g, &opt, &x->s) != CLG_OK ||
+  if (clg_tool_bench_session_new(x->t.g, &opt, &x->s) != CLG_OK ||
       clg_session_run_outputs(x->s, 0, NULL, NULL, 0, NULL, NULL, 1, &x->t.init) != CLG_OK) {
     fprintf(stderr, "clgraph bench towers: %s\n", clg_last_error());
     return false;
@@ -102,14 +104,15 @@ static void side_close(side *x)
 {
   for (int i = 0; i < 2 * x->towers; i++)
     clg_tensor_free(x->feeds[i]);
-  clg_session_free(x->s);
+  clg_tool_bench_session_free(x->s);
   clg_graph_free(x->t.g);
 }
 
 int clg_bench_towers(int argc, char **argv)
 {
   static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--towers", "--batch", "--repeats", NULL};
+  static const char *const valued[] = {"--towers", "--batch", "--repeats", CLG_TOOL_TRACE_OPTION,
+                                       NULL};
   if (clg_tool_wants_help(argc, argv)) {
     usage(stdout);
     return 0;

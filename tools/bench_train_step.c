@@ -9,6 +9,7 @@
 
 #include "cifar10_model.h"
 #include "clgraph.h"
+#include "pictures.h"
 #include "tool.h"
 
 static double now_s(void)
@@ -20,12 +21,13 @@ static double now_s(void)
 
 static void usage(FILE *f)
 {
-  fprintf(f, "usage: clgraph bench train-step [--json] [--repeats N] [--batch B] "
+  fprintf(f, "usage: clgraph bench train-step [--json] [--ops] [--repeats N] [--batch B] "
              "[--device DEV]\n\n"
              "One training step of the CIFAR-10 model (24x24x3 images, forward, gradients,\n"
              "gradient descent) on DEV (default /cpu:0), batch B (default 128), timed N times\n"
              "(default 5) after two warm-up steps: ms per step (median), images/s, and the\n"
-             "share of a traced step spent in Conv2D, its backprops and MatMul.\n");
+             "share of a traced step spent in Conv2D, its backprops and MatMul. --ops also\n"
+             "prints the traced step's time per op type and per node (text output only).\n");
 }
 
 static bool is_gemm(const char *op)
@@ -34,10 +36,57 @@ static bool is_gemm(const char *op)
          strcmp(op, "Conv2DBackpropFilter") == 0 || strcmp(op, "MatMul") == 0;
 }
 
+/* The traced step's time per op type (largest first), then each node over 1% of the step. */
+static void print_ops(clg_session *s, clg_graph *g, double traced)
+{
+  enum { MAX_TYPES = 64 };
+  const char *type[MAX_TYPES];
+  double total[MAX_TYPES];
+  int count[MAX_TYPES], ntypes = 0;
+  for (int i = 0; i < clg_graph_num_nodes(g); i++) {
+    clg_node *n = clg_graph_node(g, i);
+    uint64_t a, b;
+    if (clg_session_node_times(s, n, &a, &b) != CLG_OK)
+      continue;
+    int t = 0;
+    while (t < ntypes && strcmp(type[t], clg_node_op(n)) != 0)
+      t++;
+    if (t == ntypes && ntypes == MAX_TYPES)
+      continue;
+    if (t == ntypes) {
+      type[ntypes] = clg_node_op(n), total[ntypes] = 0, count[ntypes] = 0;
+      ntypes++;
+    }
+    total[t] += (double)(b - a) * 1e-9;
+    count[t]++;
+  }
+  for (int i = 1; i < ntypes; i++) /* insertion sort, largest total first */
+    for (int j = i; j > 0 && total[j] > total[j - 1]; j--) {
+      const char *ts = type[j];
+      double tt = total[j];
+      int tc = count[j];
+      type[j] = type[j - 1], total[j] = total[j - 1], count[j] = count[j - 1];
+      type[j - 1] = ts, total[j - 1] = tt, count[j - 1] = tc;
+    }
+  printf("%-36s %5s %9s %6s\n", "op", "nodes", "ms", "%step");
+  for (int t = 0; t < ntypes; t++)
+    printf("%-36s %5d %9.2f %5.1f%%\n", type[t], count[t], total[t] * 1e3, 100 * total[t] / traced);
+  printf("\n%-52s %-24s %9s\n", "node (> 1% of the step)", "op", "ms");
+  for (int i = 0; i < clg_graph_num_nodes(g); i++) {
+    clg_node *n = clg_graph_node(g, i);
+    uint64_t a, b;
+    double d;
+    if (clg_session_node_times(s, n, &a, &b) == CLG_OK &&
+        (d = (double)(b - a) * 1e-9) > 0.01 * traced)
+      printf("%-52s %-24s %9.2f\n", clg_node_name(n), clg_node_op(n), d * 1e3);
+  }
+}
+
 int clg_bench_train_step(int argc, char **argv)
 {
-  static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--repeats", "--batch", "--device", NULL};
+  static const char *const flags[] = {"--json", "--ops", NULL};
+  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, "--batch", "--device",
+                                       NULL};
   if (clg_tool_wants_help(argc, argv)) {
     usage(stdout);
     return 0;
@@ -77,7 +126,7 @@ int clg_bench_train_step(int argc, char **argv)
   clg_tensor *lab = clg_tensor_new(CLG_INT32, 1, ldims, NULL);
   int rc = 1;
   if (clg_graph_status(g) != CLG_OK || !train || !img || !lab ||
-      clg_session_new(g, NULL, &s) != CLG_OK ||
+      clg_tool_bench_session_new(g, NULL, &s) != CLG_OK ||
       clg_session_run_outputs(s, 0, NULL, NULL, 0, NULL, NULL, 1, &init) != CLG_OK) {
     fprintf(stderr, "clgraph bench train-step: %s\n",
             clg_graph_status(g) != CLG_OK ? clg_graph_error(g) : clg_last_error());
@@ -136,11 +185,13 @@ int clg_bench_train_step(int argc, char **argv)
            "%.1f%%\n",
            device, batch, sec * 1e3, repeats, batch / sec, flops / sec * 1e-9, traced * 1e3,
            100 * gemm / traced, 100 * other / traced);
+  if (!json && clg_tool_has_flag(argc, argv, "--ops"))
+    print_ops(s, g, traced);
   rc = 0;
 done:
   clg_tensor_free(img);
   clg_tensor_free(lab);
-  clg_session_free(s);
+  clg_tool_bench_session_free(s);
   clg_graph_free(g);
   return rc;
 }

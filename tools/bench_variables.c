@@ -17,6 +17,7 @@
 
 #include "clgraph.h"
 #include "core/core.h"
+#include "pictures.h"
 #include "runtime/runtime.h"
 #include "tool.h"
 
@@ -71,7 +72,7 @@ static bool side_open(side *e, bool fed, const float *ones, clg_tensor *value)
   clg_graph_pop_device(e->g);
   clg_node *init = fed ? NULL : clg_global_variables_initializer(e->g, NULL);
   bool ok =
-      clg_graph_status(e->g) == CLG_OK && clg_session_new(e->g, NULL, &e->s) == CLG_OK &&
+      clg_graph_status(e->g) == CLG_OK && clg_tool_bench_session_new(e->g, NULL, &e->s) == CLG_OK &&
       (!init || clg_session_run_outputs(e->s, 0, NULL, NULL, 0, NULL, NULL, 1, &init) == CLG_OK);
   if (!ok)
     fprintf(stderr, "clgraph bench variables: %s\n", clg_last_error());
@@ -99,7 +100,7 @@ static double side_run(side *e, uint64_t *h2d, uint64_t *d2h)
 
 static void side_close(side *e)
 {
-  clg_session_free(e->s);
+  clg_tool_bench_session_free(e->s);
   clg_graph_free(e->g);
 }
 
@@ -172,7 +173,8 @@ static bool measure_io(const char *dir, int repeats, io_result *res)
   snprintf(raw, sizeof raw, "%s/clgraph-bench-%ld.raw", dir, (long)getpid());
   void *buf = malloc(bytes);
   double *t = calloc((size_t)repeats * 6, sizeof *t);
-  bool ok = buf && t && clg_graph_status(g) == CLG_OK && clg_session_new(g, NULL, &s) == CLG_OK &&
+  bool ok = buf && t && clg_graph_status(g) == CLG_OK &&
+            clg_tool_bench_session_new(g, NULL, &s) == CLG_OK &&
             clg_session_run_outputs(s, 0, NULL, NULL, 0, NULL, NULL, 1, &init) == CLG_OK;
   if (ok)
     memset(buf, 0x5a, bytes);
@@ -212,7 +214,7 @@ static bool measure_io(const char *dir, int repeats, io_result *res)
   unlink(raw);
   free(buf);
   free(t);
-  clg_session_free(s);
+  clg_tool_bench_session_free(s);
   clg_graph_free(g);
   return ok;
 }
@@ -220,7 +222,7 @@ static bool measure_io(const char *dir, int repeats, io_result *res)
 int clg_bench_variables(int argc, char **argv)
 {
   static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--repeats", "--dir", NULL};
+  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, "--dir", NULL};
   if (!clg_tool_check_options(argc, argv, "bench variables", flags, valued, usage))
     return 2;
   if (clg_tool_wants_help(argc, argv)) {

@@ -166,7 +166,8 @@ bool cifar10_train_build(const cifar10_train_options *o, cifar10_train_graph *t)
   /* global_step and the learning rate live with the variables. */
   clg_graph_push_device(g, "/cpu:0");
   t->global_step = clg_global_step(g);
-  double batches_per_epoch = (double)o->num_examples / o->batch / o->towers;
+  const int tasks = o->num_tasks > 1 ? o->num_tasks : 1;
+  double batches_per_epoch = (double)o->num_examples / o->batch / o->towers / tasks;
   double epochs = o->epochs_per_decay > 0 ? o->epochs_per_decay : CIFAR10_EPOCHS_PER_DECAY;
   double decay_steps = floor(batches_per_epoch * epochs);
   t->lr =
@@ -209,6 +210,21 @@ bool cifar10_train_build(const cifar10_train_options *o, cifar10_train_graph *t)
   clg_grad_var avg[CIFAR10_NUM_VARS];
   clg_average_gradients(g, o->towers, CIFAR10_NUM_VARS, &grads[0][0], avg);
   free(grads);
+  if (tasks > 1) {
+    /* Data parallelism over tasks: every task applies the mean over all tasks' towers. */
+    for (int i = 0; i < CIFAR10_NUM_VARS && clg_graph_status(g) == CLG_OK; i++) {
+      clg_node *x = avg[i].grad.index == 0 ? avg[i].grad.node
+                                           : clg_op(g, "Identity", NULL, 1, &avg[i].grad, 0, NULL);
+      avg[i].grad = clg_out(clg_all_reduce(g, NULL, x, "mean"), 0);
+    }
+    clg_node *losses[CIFAR10_MAX_TOWERS];
+    for (int i = 0; i < o->towers; i++)
+      losses[i] = t->towers[i].loss;
+    float inv = 1.0f / (float)o->towers;
+    clg_node *local = clg_mul(g, NULL, clg_add_n(g, NULL, o->towers, losses),
+                              clg_const_f32(g, NULL, 0, NULL, &inv));
+    t->mean_loss = clg_all_reduce(g, "mean_loss", local, "mean");
+  }
   clg_optimizer opt = {CLG_OPTIMIZER_GRADIENT_DESCENT, t->lr, 0, 0};
   clg_node *apply =
       clg_apply_gradients(g, &opt, CIFAR10_NUM_VARS, avg, t->global_step, "apply_gradients");

@@ -56,6 +56,7 @@ typedef struct cifar10_train_options {
   double learning_rate;    /* the initial one */
   double epochs_per_decay; /* 0: the tutorial's 350 */
   int64_t seed;            /* the graph's random seed */
+  int num_tasks;           /* MPI tasks of the cluster (0 or 1: no cluster) */
 } cifar10_train_options;
 
 typedef struct cifar10_train_graph {
@@ -63,6 +64,7 @@ typedef struct cifar10_train_graph {
   cifar10_model towers[CIFAR10_MAX_TOWERS];
   clg_node *images[CIFAR10_MAX_TOWERS], *labels[CIFAR10_MAX_TOWERS]; /* placeholders */
   clg_node *global_step, *lr, *train_op, *init;
+  clg_node *mean_loss; /* in a cluster: the mean loss over every task's towers, else NULL */
   clg_node *shadows[CIFAR10_NUM_VARS]; /* the moving averages */
   cifar10_assigner assign;             /* sets the weights (and their averages) from a file */
 } cifar10_train_graph;
@@ -71,8 +73,11 @@ typedef struct cifar10_train_graph {
  * global_step on /cpu:0; tower i on /device:GPU:i under name scope tower_i, sharing the
  * variables; the towers' gradients averaged on /cpu:0 and applied by gradient descent with
  * lr = learning_rate * 0.1^floor(step / decay_steps), decay_steps = num_examples / batch /
- * towers * epochs_per_decay; then the moving averages. False with clg_graph_error(t->g) on failure.
- */
+ * (towers * tasks) * epochs_per_decay; then the moving averages. In a cluster of num_tasks
+ * MPI tasks, each task builds the same graph (no task in its device specs: each runs its own
+ * copy, variables included) and the towers' averaged gradients are averaged once more over
+ * the tasks by AllReduce, so P tasks of T towers train as one process of P*T towers. False
+ * with clg_graph_error(t->g) on failure. */
 bool cifar10_train_build(const cifar10_train_options *o, cifar10_train_graph *t);
 
 /* Python's datetime.now() as the tutorial prints it: "2026-11-30 14:32:07.123456". */

@@ -17,6 +17,7 @@ static const struct {
     {"checkpoint", clg_tool_checkpoint, "ls FILE: the tensors of a safetensors file"},
     {"train", clg_tool_train, "train the CIFAR-10 tutorial's CNN (cifar10, digits, synthetic)"},
     {"eval", clg_tool_eval, "precision @ 1 of a checkpoint of clgraph train on the test split"},
+    {"trace-html", clg_tool_trace_html, "TRACE.json OUT.html: a trace as a page to open offline"},
 };
 
 static void usage(FILE *f)

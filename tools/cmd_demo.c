@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "clgraph.h"
+#include "pictures.h"
 #include "tool.h"
 
 /* --- a growing string ------------------------------------------------------------------ */
@@ -355,6 +356,9 @@ static void check_placed(scenario *sc, clg_session *s, const clg_node *n, const 
 
 /* Creates a session with opt on g and fetches `fetch`; the log goes to out, then the
  * value. Returns the session when keep is not NULL (the caller frees it). */
+/* --trace, --memory-map: the pictures of each scenario's run; the last one's stay. */
+static clg_tool_pictures pictures;
+
 static void run_graph(scenario *sc, dbuf *out_text, clg_graph *g, const clg_session_options *opt,
                       clg_node *fetch, const float *want, const char *want_text, clg_session **keep)
 {
@@ -368,11 +372,21 @@ static void run_graph(scenario *sc, dbuf *out_text, clg_graph *g, const clg_sess
   clg_session *s = NULL;
   clg_tensor *out = NULL;
   clg_code code = clg_session_new(g, opt, &s);
+  if (code == CLG_OK)
+    clg_tool_pictures_setup(&pictures, s);
   if (code != CLG_OK)
     sc_failed(sc, "clg_session_new", code);
   else if ((code = clg_session_run(s, 0, NULL, NULL, 1, &fetch, &out)) != CLG_OK)
     sc_failed(sc, "clg_session_run", code);
   log_take(out_text);
+  if (s && code == CLG_OK && clg_tool_pictures_wanted(&pictures)) {
+    /* The pictures show a second, warm run: the first one compiles the kernels. */
+    clg_tensor *again = NULL;
+    if (clg_session_run(s, 0, NULL, NULL, 1, &fetch, &again) == CLG_OK)
+      clg_tool_pictures_finish(&pictures, s);
+    clg_tensor_free(again);
+    log_take(NULL);
+  }
   if (out)
     check_value(sc, out_text, out, want, want_text);
   clg_tensor_free(out);
@@ -889,13 +903,17 @@ static const char *kind_name(devkind k)
 
 static void usage(FILE *f)
 {
-  fprintf(f, "usage: clgraph demo [--scenario S1..S7] [--json] [--quiet]\n\n"
+  fprintf(f, "usage: clgraph demo [--scenario S1..S7] [--json] [--quiet] [--trace FILE]\n"
+             "                    [--memory-map FILE.svg [--memory-map-device DEV]]\n\n"
              "Walks the \"Using GPUs\" guide's scenarios on this machine's devices: for each, a\n"
              "title, the equivalent C, then what the guide prints (device mapping, placement\n"
              "lines, the result or the error), checked against the guide's values.\n\n"
              "  --scenario S3  run one scenario only\n"
              "  --json         one JSON object with every scenario's output and verdict\n"
-             "  --quiet        print only wrong results and the summary line\n\n"
+             "  --quiet        print only wrong results and the summary line\n");
+  clg_tool_pictures_usage(f, true, false);
+  fprintf(f, "                 (the pictures are of the last scenario that runs a graph: S7's\n"
+             "                 towers with --scenario S7 or without --scenario)\n\n"
              "Without a GPU, four PoCL CPU devices stand in as GPUs (POCL_DEVICES,\n"
              "CLGRAPH_DEVICE_TYPES=all). Exit status: 0 when every result is right, 1 when one\n"
              "is wrong, 2 for a usage error.\n");
@@ -916,9 +934,14 @@ int clg_tool_demo(int argc, char **argv)
       d.quiet = true;
     } else if (strcmp(argv[i], "--scenario") == 0 && i + 1 < argc) {
       only = argv[++i];
+    } else if ((strcmp(argv[i], "--trace") == 0 || strcmp(argv[i], "--memory-map") == 0 ||
+                strcmp(argv[i], "--memory-map-device") == 0) &&
+               i + 1 < argc) {
+      i++;
     } else {
-      if (strcmp(argv[i], "--scenario") == 0)
-        fprintf(stderr, "clgraph demo: --scenario needs a value\n\n");
+      if (strcmp(argv[i], "--scenario") == 0 || strcmp(argv[i], "--trace") == 0 ||
+          strcmp(argv[i], "--memory-map") == 0 || strcmp(argv[i], "--memory-map-device") == 0)
+        fprintf(stderr, "clgraph demo: %s needs a value\n\n", argv[i]);
       else
         fprintf(stderr, "clgraph demo: unknown %s '%s'\n\n",
                 argv[i][0] == '-' ? "option" : "argument", argv[i]);
@@ -926,6 +949,8 @@ int clg_tool_demo(int argc, char **argv)
       return 2;
     }
   }
+  if (!clg_tool_pictures_parse(&pictures, argc, argv, "demo", 1))
+    return 2;
   int pick = -1;
   if (only) {
     for (int i = 0; i < NUM_SCENARIOS; i++) {
@@ -1009,5 +1034,6 @@ int clg_tool_demo(int argc, char **argv)
   dbuf_free(&d.missing);
   dbuf_free(&d.objects);
   dbuf_free(&log_text);
-  return d.wrong ? 1 : 0;
+  bool pictures_ok = clg_tool_pictures_done(&pictures);
+  return d.wrong || !pictures_ok ? 1 : 0;
 }

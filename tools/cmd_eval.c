@@ -109,6 +109,10 @@ int clg_tool_eval(int argc, char **argv)
     fprintf(stderr, "clgraph eval: building the model: %s\n", clg_graph_error(g));
     goto done;
   }
+  if (!img || !lab) {
+    fprintf(stderr, "clgraph eval: out of host memory for a batch of %d images\n", batch);
+    goto done;
+  }
   cifar10_count_soft_placements(!opt.log_device_placement);
   clg_code made = clg_session_new(g, &opt, &s);
   cifar10_count_soft_placements(false);

@@ -17,6 +17,7 @@
 #include "cifar10_model.h"
 #include "cifar10_run.h"
 #include "clgraph.h"
+#include "pictures.h"
 #include "tool.h"
 
 typedef struct train_config {
@@ -25,6 +26,9 @@ typedef struct train_config {
   int towers, batch, steps, log_every, save_every, seed;
   double lr, epochs_per_decay;
   bool distort, shuffle, json, log_placement, quiet;
+  const char *cluster; /* --cluster mpi (or CLGRAPH_CLUSTER) */
+  int task, num_tasks; /* this process's MPI task and their number (0 and 1 alone) */
+  bool chief;          /* task 0: the one that prints */
 } train_config;
 
 static volatile sig_atomic_t g_stop; /* Ctrl-C or SIGTERM: save and leave */
@@ -42,7 +46,8 @@ static void usage(FILE *f)
              "                     [--epochs-per-decay X] [--checkpoint FILE]\n"
              "                     [--init-checkpoint FILE] [--save-every N]\n"
              "                     [--no-distort] [--no-shuffle] [--log-every N]\n"
-             "                     [--log-device-placement] [--json] [--quiet]\n\n"
+             "                     [--log-device-placement] [--json] [--quiet]\n"
+             "                     [--cluster mpi]\n\n"
              "Trains the CIFAR-10 tutorial's model with one tower per /device:GPU:i (soft\n"
              "placement: /cpu:0 when there is no such GPU), variables on /cpu:0.\n"
              "  --dataset         cifar10 (DIR/cifar-10-batches-bin/), digits (DIR/digits.csv.gz,\n"
@@ -59,7 +64,12 @@ static void usage(FILE *f)
              "                    order (tower t of T reads batch s*T+t at step s)\n"
              "  --log-every N     the tutorial's line every N steps (10); --json: one JSON\n"
              "                    object per logged step instead; --quiet: no progress bar\n"
+             "  --cluster mpi     under `mpirun -np P` (or CLGRAPH_CLUSTER=mpi): P tasks of N\n"
+             "                    towers train as one process of P*N towers (AllReduce of the\n"
+             "                    gradients); task K's tower t reads batch s*P*N + K*N + t;\n"
+             "                    task 0 prints and saves\n"
              "Ctrl-C saves the checkpoint and exits with status 130.\n");
+  clg_tool_pictures_usage(f, true, true);
 }
 
 /* --- the loop -------------------------------------------------------------------------- */
@@ -128,13 +138,32 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
                       .shuffle = c->shuffle,
                       .seed = (uint64_t)c->seed,
                       .towers = T,
+                      .batches_per_step = (int64_t)T * c->num_tasks,
+                      .tower_offset = (int64_t)T * c->task,
                       .first_step = first,
                       .prefetch = 2 * T};
   input_reader *reader = input_reader_start(d, &io);
-  const bool bar = !c->json && !c->quiet && isatty(STDERR_FILENO);
-  clg_output loss_at[CIFAR10_MAX_TOWERS];
+  bool have_memory = reader != NULL;
+  for (int i = 0; i < T; i++)
+    have_memory = have_memory && img[i] && lab[i];
+  if (!have_memory) {
+    fprintf(stderr, "clgraph train: out of host memory for %d batches of %d images\n", T, c->batch);
+    input_reader_stop(reader);
+    for (int i = 0; i < T; i++) {
+      clg_tensor_free(img[i]);
+      clg_tensor_free(lab[i]);
+    }
+    return 1;
+  }
+  const bool bar = !c->json && !c->quiet && c->chief && isatty(STDERR_FILENO);
+  /* The towers' losses, then in a cluster the mean over every task's towers. */
+  clg_output loss_at[CIFAR10_MAX_TOWERS + 1];
   for (int i = 0; i < T; i++)
     loss_at[i] = clg_out(t->towers[i].loss, 0);
+  const int num_fetches = t->mean_loss ? T + 1 : T;
+  if (t->mean_loss)
+    loss_at[T] = clg_out(t->mean_loss, 0);
+  const int gpus = T * c->num_tasks; /* the tutorial's num_gpus, over all tasks */
   int rc = 0;
   int64_t step = first;
   double t_start = now_s(), input_wait = 0, last_draw = 0;
@@ -144,9 +173,9 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
     for (int i = 0; i < T; i++)
       wait += input_reader_next(reader, clg_tensor_data(img[i]), clg_tensor_data(lab[i]));
     double t0 = now_s();
-    clg_tensor *loss_v[CIFAR10_MAX_TOWERS] = {0};
-    if (clg_session_run_outputs(s, 2 * T, feeds_at, feeds, T, loss_at, loss_v, 1, &t->train_op) !=
-        CLG_OK) {
+    clg_tensor *loss_v[CIFAR10_MAX_TOWERS + 1] = {0};
+    if (clg_session_run_outputs(s, 2 * T, feeds_at, feeds, num_fetches, loss_at, loss_v, 1,
+                                &t->train_op) != CLG_OK) {
       fprintf(stderr, "clgraph train: step %lld: %s\n", (long long)step, clg_last_error());
       rc = 1;
       break;
@@ -162,6 +191,10 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
       clg_tensor_free(loss_v[i]);
     }
     float loss = tower_loss[T - 1];
+    if (t->mean_loss) {
+      mean_loss = *(const float *)clg_tensor_data(loss_v[T]);
+      clg_tensor_free(loss_v[T]);
+    }
     input_wait += wait;
     since_log++;
     if (!isfinite(loss)) {
@@ -170,8 +203,8 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
       rc = 1;
       break;
     }
-    if (step % c->log_every == 0) {
-      double eps = c->batch * T / duration, spb = duration / T;
+    if (step % c->log_every == 0 && c->chief) {
+      double eps = (double)c->batch * gpus / duration, spb = duration / gpus;
       if (bar)
         fprintf(stderr, "\r\033[K");
       if (c->json) {
@@ -180,8 +213,8 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
         for (int i = 0; i < T; i++)
           printf("%s%.9g", i ? ", " : "", (double)tower_loss[i]);
         printf("], \"examples_per_sec\": %.1f, \"sec_per_batch\": %.5f, \"step_sec\": %.5f, "
-               "\"input_wait_sec\": %.5f, \"towers\": %d, \"batch\": %d}\n",
-               eps, spb, duration, input_wait / since_log, T, c->batch);
+               "\"input_wait_sec\": %.5f, \"towers\": %d, \"tasks\": %d, \"batch\": %d}\n",
+               eps, spb, duration, input_wait / since_log, T, c->num_tasks, c->batch);
       } else {
         char stamp[64];
         cifar10_timestamp(stamp, sizeof stamp);
@@ -218,7 +251,7 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
       fprintf(stderr, "clgraph train: interrupted at step %lld%s%s\n", (long long)done,
               c->checkpoint ? "; checkpoint saved to " : "", c->checkpoint ? c->checkpoint : "");
       rc = 130;
-    } else if (!c->json && c->checkpoint)
+    } else if (!c->json && c->checkpoint && c->chief)
       printf("checkpoint at step %lld saved to %s\n", (long long)done, c->checkpoint);
   }
   return rc;
@@ -237,6 +270,7 @@ static bool parse_config(int argc, char **argv, train_config *c)
   }
   const bool digits = c->dataset == INPUT_DIGITS;
   c->data_dir = clg_tool_option(argc, argv, "--data-dir");
+  c->cluster = clg_tool_option(argc, argv, "--cluster");
   c->checkpoint = clg_tool_option(argc, argv, "--checkpoint");
   c->init_checkpoint = clg_tool_option(argc, argv, "--init-checkpoint");
   c->towers = 1;
@@ -271,24 +305,70 @@ static bool parse_config(int argc, char **argv, train_config *c)
   return true;
 }
 
+/* Under mpirun with a cluster asked for (--cluster mpi or CLGRAPH_CLUSTER=mpi): this task
+ * and the number of tasks, from a session on an empty graph (the graph to build depends on
+ * them). Alone: 0 and 1. False with a message when the cluster cannot be joined. */
+static bool find_tasks(train_config *c)
+{
+  const char *kind = c->cluster ? c->cluster : getenv("CLGRAPH_CLUSTER");
+  c->task = 0;
+  c->num_tasks = 1;
+  if (!kind || !*kind)
+    return true;
+  clg_graph *g = clg_graph_new();
+  clg_session *s = NULL;
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  opt.cluster = c->cluster;
+  bool ok = clg_session_new(g, &opt, &s) == CLG_OK;
+  if (ok)
+    clg_session_task(s, &c->task, &c->num_tasks);
+  else
+    fprintf(stderr, "clgraph train: joining the cluster: %s\n", clg_last_error());
+  clg_session_free(s);
+  clg_graph_free(g);
+  return ok;
+}
+
 int clg_tool_train(int argc, char **argv)
 {
-  static const char *const flags[] = {"--no-distort", "--no-shuffle", "--log-device-placement",
-                                      "--json",       "--quiet",      NULL};
-  static const char *const valued[] = {"--dataset",   "--data-dir",   "--towers",
-                                       "--batch",     "--steps",      "--lr",
-                                       "--seed",      "--checkpoint", "--init-checkpoint",
-                                       "--log-every", "--save-every", "--epochs-per-decay",
+  static const char *const flags[] = {"--no-distort",
+                                      "--no-shuffle",
+                                      "--log-device-placement",
+                                      "--json",
+                                      "--quiet",
+                                      CLG_TOOL_PROFILE_FLAG,
+                                      NULL};
+  static const char *const valued[] = {"--dataset",
+                                       "--data-dir",
+                                       "--towers",
+                                       "--batch",
+                                       "--steps",
+                                       "--lr",
+                                       "--seed",
+                                       "--checkpoint",
+                                       "--init-checkpoint",
+                                       "--log-every",
+                                       "--save-every",
+                                       "--epochs-per-decay",
+                                       "--cluster",
+                                       CLG_TOOL_TRACE_OPTION,
+                                       CLG_TOOL_MEMORY_MAP_OPTIONS,
                                        NULL};
   if (clg_tool_wants_help(argc, argv)) {
     usage(stdout);
     return 0;
   }
   train_config c;
+  clg_tool_pictures pictures;
+  /* The trace and the profile hold the last 10 steps. */
   if (!clg_tool_check_options(argc, argv, "train", flags, valued, usage) ||
-      !parse_config(argc, argv, &c))
+      !parse_config(argc, argv, &c) || !clg_tool_pictures_parse(&pictures, argc, argv, "train", 10))
     return 2;
 
+  if (!find_tasks(&c))
+    return 1;
+  c.chief = c.task == 0;
   char err[512];
   input_dataset *d =
       input_dataset_load(c.dataset, c.data_dir, true, (uint64_t)c.seed, err, sizeof err);
@@ -306,7 +386,8 @@ int clg_tool_train(int argc, char **argv)
                               input_dataset_num_records(d),
                               c.lr,
                               c.epochs_per_decay,
-                              c.seed};
+                              c.seed,
+                              c.num_tasks};
   if (!cifar10_train_build(&to, &t)) {
     fprintf(stderr, "clgraph train: building the model: %s\n", clg_graph_error(t.g));
     goto done;
@@ -315,6 +396,7 @@ int clg_tool_train(int argc, char **argv)
   clg_session_options_init(&opt);
   opt.allow_soft_placement = 1;
   opt.log_device_placement = c.log_placement;
+  opt.cluster = c.cluster;
   cifar10_count_soft_placements(!c.log_placement);
   clg_code made = clg_session_new(t.g, &opt, &s);
   cifar10_count_soft_placements(false);
@@ -322,8 +404,9 @@ int clg_tool_train(int argc, char **argv)
     fprintf(stderr, "clgraph train: %s\n", clg_last_error());
     goto done;
   }
-  if (!c.json)
+  if (!c.json && c.chief)
     cifar10_print_mapping(stdout, s, t.towers, c.towers);
+  clg_tool_pictures_setup(&pictures, s);
 
   /* Start: the initializers, then a checkpoint to resume from or weights to start from. */
   struct stat st;
@@ -360,6 +443,9 @@ int clg_tool_train(int argc, char **argv)
   rc = train_loop(&c, d, &t, s, first);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  if ((rc == 0 || rc == 130) && clg_tool_pictures_wanted(&pictures) &&
+      (!clg_tool_pictures_finish(&pictures, s) || !clg_tool_pictures_done(&pictures)))
+    rc = 1;
 done:
   cifar10_assigner_free(&t.assign);
   clg_session_free(s);

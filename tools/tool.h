@@ -12,6 +12,7 @@ int clg_tool_bench(int argc, char **argv);
 int clg_tool_checkpoint(int argc, char **argv);
 int clg_tool_train(int argc, char **argv);
 int clg_tool_eval(int argc, char **argv);
+int clg_tool_trace_html(int argc, char **argv);
 
 /* Benchmarks, called by clg_tool_bench with argv[0] = "matmul" etc. */
 int clg_bench_matmul(int argc, char **argv);
@@ -21,6 +22,7 @@ int clg_bench_variables(int argc, char **argv);
 int clg_bench_conv(int argc, char **argv);
 int clg_bench_train_step(int argc, char **argv);
 int clg_bench_towers(int argc, char **argv);
+int clg_bench_allreduce(int argc, char **argv);
 
 /* True if argv holds flag (e.g. "--json"). */
 bool clg_tool_has_flag(int argc, char **argv, const char *flag);

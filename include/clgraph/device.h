@@ -85,6 +85,10 @@ typedef struct clg_device_info {
   int physical_index;       /* index in the physical GPU order; -1 for the host */
   int has_fp64, has_fp16;
   int nv_cc_major; /* NVIDIA compute capability major (cl_nv_device_attribute_query), else 0 */
+  /* The task whose device this is: the N of /task:N (0 outside a cluster). In a cluster
+   * (session option cluster = "mpi"), the set also lists the other tasks' devices, after
+   * this process's own, named /job:worker/replica:0/task:N/device:TYPE:ID. */
+  int task;
 } clg_device_info;
 
 typedef struct clg_devices clg_devices;
@@ -105,7 +109,8 @@ int clg_devices_count(const clg_devices *devs);
 /* Device i (0 <= i < count), or NULL. */
 const clg_device_info *clg_devices_get(const clg_devices *devs, int i);
 /* The device whose name matches `name` exactly in any accepted spelling ("/cpu:0",
- * "/device:GPU:1", full or legacy full names), or NULL. */
+ * "/device:GPU:1", full or legacy full names), or NULL. A name without a task names this
+ * process's own device. */
 const clg_device_info *clg_devices_find(const clg_devices *devs, const char *name);
 
 /* TensorFlow's "Device mapping:" block: "Device mapping:\n" then one line per GPU,

@@ -241,6 +241,11 @@ clg_node *clg_avg_pool(clg_graph *g, const char *name, clg_node *x, const int64_
  * x / (bias + alpha * sum over |c' - c| <= depth_radius of x[c']^2)^beta. */
 clg_node *clg_lrn(clg_graph *g, const char *name, clg_node *x, int64_t depth_radius, double bias,
                   double alpha, double beta);
+/* AllReduce: the sum ("sum") or mean ("mean") of x over all tasks of the session's cluster,
+ * on every task (data-parallel gradients); outside a cluster, x itself. reduction NULL:
+ * "sum". float32, float64, int32, int64. Give it no task in its device spec: every task runs
+ * its own copy, and all must run the same AllReduce nodes in the same order. */
+clg_node *clg_all_reduce(clg_graph *g, const char *name, clg_node *x, const char *reduction);
 
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes

@@ -21,6 +21,8 @@
 #ifndef CLGRAPH_SESSION_H
 #define CLGRAPH_SESSION_H
 
+#include <stdio.h>
+
 #include "clgraph/device.h"
 #include "clgraph/graph.h"
 #include "clgraph/memory.h"
@@ -44,6 +46,23 @@ typedef struct clg_session_options {
    * first use per context and dtype: about 10 s on PoCL with a cold kernel cache, ~0.05 s
    * once PoCL's disk cache (POCL_CACHE_DIR) holds it; GPU drivers keep their own caches. */
   int warm_matmul;
+  /* Keep a trace of the last trace_runs runs (0: none), as clg_session_set_trace. */
+  int trace_runs;
+  /* Where a run that runs out of device memory writes the memory map of that device (SVG):
+   * NULL: "$TMPDIR/clgraph-oom-<pid>.svg" (TMPDIR unset: /tmp); "": nowhere. The error's
+   * message then ends with "; memory map of <device>: <path>". The session keeps a copy. */
+  const char *oom_memory_map;
+  /* Cluster (issue 17): "mpi" makes the tasks of `mpirun -np P` one cluster, rank K being
+   * /job:worker/replica:0/task:K; NULL or "" reads CLGRAPH_CLUSTER ("mpi" or "none").
+   * Every task builds the same graph and makes the same runs (same feeds' nodes, fetches and
+   * targets). A node whose device spec names a task runs there; a node naming no task runs
+   * on every task, each its own copy, on its own devices (as a TensorFlow client's nodes go
+   * to its own task); values cross tasks over MPI. Like the device options, the first
+   * session's choice holds for the process. A build without MPI answers UNIMPLEMENTED. */
+  const char *cluster;
+  /* How long a task waits for another before failing with DEADLINE_EXCEEDED naming it, in
+   * seconds; 0: CLGRAPH_CLUSTER_TIMEOUT, else 60. */
+  double cluster_timeout_s;
 } clg_session_options;
 
 typedef struct clg_session clg_session;
@@ -72,6 +91,13 @@ clg_code clg_session_run_outputs(clg_session *s, int num_feeds, const clg_output
                                  const clg_output *fetches, clg_tensor **outputs, int num_targets,
                                  clg_node *const *targets);
 
+/* This process's task and the number of tasks: 0 and 1 outside a cluster. Either pointer
+ * may be NULL. */
+void clg_session_task(const clg_session *s, int *task, int *num_tasks);
+/* Whether this process is the chief (task 0), the one task that writes checkpoints:
+ * clg_session_save on another task of a cluster writes nothing and returns OK. */
+int clg_session_is_chief(const clg_session *s);
+
 /* The device set the session uses. */
 const clg_devices *clg_session_devices(const clg_session *s);
 /* The full name of the device node n was placed on, or NULL. Safe to call while another
@@ -83,13 +109,53 @@ const char *clg_session_node_device(const clg_session *s, const clg_node *n);
 const char *clg_session_node_reason(const clg_session *s, const clg_node *n);
 
 /* Tracing: when on, each run records when every node ran on its device: between markers
- * enqueued around its work on an OpenCL device's queue (device clock, ns), or the host's
- * monotonic clock for CPU:0. Costs two markers per node; off by default. */
+ * enqueued around its work on an OpenCL device's queue, or the host's monotonic clock for
+ * CPU:0. Device times are put on the host's monotonic clock (ns) after each run from
+ * paired host/device clock readings, so times of different devices compare. Costs two
+ * markers per node and a few clock readings per run; off by default. */
 clg_code clg_session_set_tracing(clg_session *s, int on);
-/* The start and end (ns) of node n in the last run. FAILED_PRECONDITION when tracing is
- * off, NOT_FOUND when n did not run. */
+/* The start and end (ns, the host's monotonic clock) of node n in the last run. FAILED_PRECONDITION
+ * when tracing is off, NOT_FOUND when n did not run. */
 clg_code clg_session_node_times(clg_session *s, const clg_node *n, uint64_t *start_ns,
                                 uint64_t *end_ns);
+
+/* --- pictures: a timeline of runs, a per-op profile, memory maps ------------------------ */
+
+/* Keeps a trace of the last `last_n_runs` runs (0 stops and forgets them; tracing as
+ * clg_session_set_tracing is on while this is > 0). INVALID_ARGUMENT when negative. */
+clg_code clg_session_set_trace(clg_session *s, int last_n_runs);
+/* Writes the kept runs as a Chrome trace-event JSON file (Perfetto's UI and `clgraph
+ * trace-html` open it): one track per device named by its full name, one slice per node run
+ * ("cat": "op"; args: op, device, shape, inputs, run), copies between devices as slices on
+ * a "copies to <device>" track ("cat": "copy") joined to their producer and consumer by
+ * flow arrows, counters of each device's allocator bytes in use and of the run's tensors
+ * live, and a "step N" slice and instant per run on the "steps" track (its args give each
+ * device's clock offset and its error). All times are on the
+ * host's monotonic clock. The file is written to a temporary name, then renamed.
+ * FAILED_PRECONDITION when no run was traced. */
+clg_code clg_session_write_trace(clg_session *s, const char *path);
+
+/* One row of the per-op profile (as tfprof or PyTorch's key_averages): one op type on one
+ * device over the kept runs. Copies between devices are op "copy" on their destination. */
+typedef struct clg_op_profile {
+  char op[64];
+  char device[128]; /* full name */
+  int64_t count;
+  double total_ms, mean_ms;
+  /* total / the kept runs' wall time: devices work at once, so shares can add to > 1 */
+  double share;
+} clg_op_profile;
+/* The profile of the kept runs, by total time (largest first): *rows is malloc'd (the
+ * caller frees it). FAILED_PRECONDITION when no run was traced. */
+clg_code clg_session_profile(clg_session *s, clg_op_profile **rows, int *num_rows);
+/* Prints the profile as a table ("op type  device  count  total ms  mean ms  share"). */
+clg_code clg_session_print_profile(clg_session *s, FILE *f);
+
+/* Writes an SVG memory map of a device's allocator now (regions, blocks in use named by
+ * tensor and op, free blocks, the largest free block, fragmentation) with a chart of its
+ * bytes in use during the last traced run. device NULL: the device with the most bytes in
+ * use. Written to a temporary name, then renamed. NOT_FOUND for an unknown device. */
+clg_code clg_session_write_memory_map(clg_session *s, const char *device, const char *path);
 
 /* Memory statistics of a device named in any accepted spelling ("/device:GPU:0").
  * NOT_FOUND for an unknown device. */

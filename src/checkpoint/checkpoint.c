@@ -203,6 +203,8 @@ clg_code clg_session_save(clg_session *s, const char *path, int num_names, const
 {
   if (!s || !path || !path[0])
     return clg_error(CLG_INVALID_ARGUMENT, "clg_session_save: session or path is NULL or empty");
+  if (!clg_session_is_chief(s)) /* cluster: the chief (task 0) alone writes checkpoints */
+    return CLG_OK;
   clg_session_vars sv;
   clg_code code = clg_session_lock_variables(s, &sv);
   if (code != CLG_OK)

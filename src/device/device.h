@@ -5,7 +5,9 @@
 
 #include <stdbool.h>
 
+#ifndef CL_TARGET_OPENCL_VERSION /* device/clock.c asks for 2.1's declarations */
 #define CL_TARGET_OPENCL_VERSION 120
+#endif
 #include <CL/cl.h>
 
 #include "clgraph/device.h"
@@ -33,6 +35,9 @@ typedef struct clg_device {
   cl_context context;     /* shared by the devices of one platform */
   int context_index;      /* equal for devices that share a context */
   cl_command_queue queue; /* in-order, profiling enabled */
+  /* A device of another task (cluster): a description only, no handles; its table moves
+   * nothing (the cluster module transfers values), its blocks are host memory. */
+  bool remote;
 } clg_device;
 
 struct clg_devices {
@@ -45,7 +50,19 @@ struct clg_devices {
   cl_platform_id *platforms; /* in the order the ICD loader returned them */
   int num_physical;          /* OpenCL devices of the chosen types, before the visible list */
   unsigned types;            /* the CLG_DEVTYPE_* mask in effect */
+  /* Cluster: this process's task (-1 outside a cluster) and how many of devs are its own
+   * (the rest are remote devices of other tasks). */
+  int local_task;
+  int num_local;
 };
+
+/* --- tasks (cluster) --------------------------------------------------------------- */
+
+/* Renames the local devices to /job:worker/replica:0/task:<task>/... and records the task. */
+clg_code clg_devices_set_task(clg_devices *devs, int task);
+/* Appends a remote device described by info (strings copied; index set here). opencl: the
+ * owner runs it as an OpenCL device (its kernels are chosen as the owner would). */
+clg_code clg_devices_add_remote(clg_devices *devs, const clg_device_info *info, bool opencl);
 
 /* Device i of the set (0 = host). */
 clg_device *clg_devices_at(clg_devices *devs, int i);
@@ -100,6 +117,9 @@ typedef struct clg_device_ops {
   clg_code (*marker)(clg_device *dev, clg_event **event);
   /* Waits for all work of the device. */
   clg_code (*finish)(clg_device *dev);
+  /* Maps the device's event times to the host clock: device time + *offset = host time,
+   * within +-*error_ns (see clg_device_clock_offset). Taken once per traced run. */
+  clg_code (*clock_offset)(clg_device *dev, int64_t *host_minus_device_ns, uint64_t *error_ns);
 } clg_device_ops;
 
 /* The table of dev. */
@@ -122,10 +142,14 @@ clg_code clg_device_copy(clg_device *dst, cl_mem dst_mem, size_t dst_offset, con
 clg_code clg_device_marker(clg_device *dev, cl_event *event);
 /* Waits for everything enqueued on dev's queue. */
 clg_code clg_device_finish(clg_device *dev);
-/* How far the host's monotonic clock (clg_now_ns) is ahead of dev's profiling clock, from
- * paired readings around a marker (0 for the host): device time + offset = host time, to
- * within the few microseconds a marker takes. */
-clg_code clg_device_clock_offset(clg_device *dev, int64_t *host_minus_device_ns);
+/* How far the host's monotonic clock (clg_now_ns) is ahead of dev's profiling clock: device
+ * time + *host_minus_device_ns = host time, to within +-*error_ns (0 and 0 for the host).
+ * From clGetDeviceAndHostTimer bracketed by two host readings when the device is OpenCL >=
+ * 2.1 and its platform has a host timer; else from markers: a marker's QUEUED time is taken
+ * during the enqueue call and its END before the wait returns, so each marker bounds the
+ * offset from both sides, and the bounds of a few markers are intersected. */
+clg_code clg_device_clock_offset(clg_device *dev, int64_t *host_minus_device_ns,
+                                 uint64_t *error_ns);
 /* Profiling times (ns, device clock) of a completed event. */
 clg_code clg_device_event_times(cl_event event, uint64_t *start_ns, uint64_t *end_ns);
 

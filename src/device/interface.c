@@ -94,8 +94,16 @@ static clg_code host_finish(clg_device *dev)
   return CLG_OK;
 }
 
+static clg_code host_clock_offset(clg_device *dev, int64_t *offset, uint64_t *error_ns)
+{
+  (void)dev;
+  *offset = 0;
+  *error_ns = 0;
+  return CLG_OK;
+}
+
 static const clg_device_ops host_ops = {CLG_KIND_HOST, true,        host_upload, host_download,
-                                        host_copy,     host_marker, host_finish};
+                                        host_copy,     host_marker, host_finish, host_clock_offset};
 
 /* --- OpenCL ------------------------------------------------------------------------------ */
 
@@ -144,10 +152,23 @@ static clg_code cl_marker(clg_device *dev, clg_event **event)
   return code;
 }
 
-static const clg_device_ops cl_ops = {CLG_KIND_OPENCL, false,     cl_upload,        cl_download,
-                                      cl_copy,         cl_marker, clg_device_finish};
+static const clg_device_ops cl_ops = {
+    CLG_KIND_OPENCL, false,     cl_upload,         cl_download,
+    cl_copy,         cl_marker, clg_device_finish, clg_device_clock_offset};
+
+/* --- remote devices (cluster) ----------------------------------------------------------- */
+
+/* An OpenCL device of another task (another task's CPU:0 is the host's table): its blocks are host
+ * memory of this process (values received from its task land there), so copies to and from it are
+ * memcpy; its kind is the owner's, so that kernel predicates answer for it as its task does
+ * (placement must agree everywhere). */
+static const clg_device_ops remote_cl_ops = {
+    CLG_KIND_OPENCL, true,        host_upload, host_download,
+    host_copy,       host_marker, host_finish, host_clock_offset};
 
 const clg_device_ops *clg_device_ops_of(const clg_device *dev)
 {
+  if (dev->remote && !dev->is_host)
+    return &remote_cl_ops;
   return dev->is_host ? &host_ops : &cl_ops;
 }

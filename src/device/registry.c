@@ -670,6 +670,7 @@ clg_code clg_devices_new(const clg_device_config *cfg, clg_devices **out)
   if (!devs)
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating the device set");
   devs->types = types;
+  devs->local_task = -1;
   phys_device *phys = NULL;
   int nphys = 0, *order = NULL, nvis = 0;
   code = enumerate(devs, types, &phys, &nphys);
@@ -726,6 +727,7 @@ clg_code clg_devices_new(const clg_device_config *cfg, clg_devices **out)
     code = create_contexts(devs);
   if (code != CLG_OK)
     goto fail;
+  devs->num_local = devs->count;
   free(phys);
   free(order);
   *out = devs;
@@ -801,4 +803,62 @@ char *clg_devices_mapping_string(const clg_devices *devs)
   if (!r)
     clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory formatting the device mapping");
   return r;
+}
+
+/* --- tasks (cluster) --------------------------------------------------------------- */
+
+static char *task_full_name(int task, const clg_device_info *info)
+{
+  char buf[128];
+  snprintf(buf, sizeof buf, "/job:worker/replica:0/task:%d/device:%s:%d", task, info->type,
+           info->id);
+  return clg_strdup(buf);
+}
+
+clg_code clg_devices_set_task(clg_devices *devs, int task)
+{
+  for (int i = 0; i < devs->num_local; i++) {
+    clg_device_info *info = &devs->devs[i].info;
+    char *name = task_full_name(task, info);
+    if (!name)
+      return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory naming %s", info->name);
+    free((char *)info->full_name);
+    info->full_name = name;
+    info->task = task;
+  }
+  devs->local_task = task;
+  return CLG_OK;
+}
+
+clg_code clg_devices_add_remote(clg_devices *devs, const clg_device_info *info, bool opencl)
+{
+  clg_device *grown = realloc(devs->devs, sizeof *grown * (size_t)(devs->count + 1));
+  if (!grown)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory adding a remote device");
+  devs->devs = grown;
+  clg_device *d = &devs->devs[devs->count];
+  memset(d, 0, sizeof *d);
+  d->remote = true;
+  d->is_host = !opencl;
+  d->context_index = -1;
+  clg_device_info *di = &d->info;
+  *di = *info;
+  di->index = devs->count;
+  di->type = strcmp(info->type, "CPU") == 0 ? "CPU" : "GPU";
+  di->cl_type = opencl ? "remote" : "host";
+  char local[64];
+  snprintf(local, sizeof local, "/device:%s:%d", di->type, di->id);
+  di->name = clg_strdup(local);
+  di->full_name = task_full_name(info->task, di);
+  di->cl_name = clg_strdup(info->cl_name ? info->cl_name : "");
+  di->cl_vendor = clg_strdup(info->cl_vendor ? info->cl_vendor : "");
+  di->driver_version = clg_strdup("");
+  di->cl_version = clg_strdup("");
+  di->platform_name = clg_strdup("");
+  di->pci_bus_id = clg_strdup(info->pci_bus_id ? info->pci_bus_id : "unknown");
+  devs->count++; /* counted now: clg_devices_free releases whatever was copied */
+  if (!di->name || !di->full_name || !di->cl_name || !di->cl_vendor || !di->driver_version ||
+      !di->cl_version || !di->platform_name || !di->pci_bus_id)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory adding a remote device");
+  return CLG_OK;
 }

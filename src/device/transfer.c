@@ -72,34 +72,3 @@ clg_code clg_device_event_times(cl_event event, uint64_t *start_ns, uint64_t *en
   *end_ns = e;
   return CLG_OK;
 }
-
-clg_code clg_device_clock_offset(clg_device *dev, int64_t *host_minus_device_ns)
-{
-  *host_minus_device_ns = 0;
-  if (dev->is_host)
-    return CLG_OK;
-  /* Paired readings: a marker's start on the device clock lies between two host readings
-   * taken around its enqueue and completion; the tightest of a few pairs wins. */
-  uint64_t best_span = UINT64_MAX;
-  for (int i = 0; i < 5; i++) {
-    cl_event ev = NULL;
-    uint64_t h0 = clg_now_ns();
-    cl_int err = clEnqueueMarkerWithWaitList(dev->queue, 0, NULL, &ev);
-    if (err == CL_SUCCESS)
-      err = clWaitForEvents(1, &ev);
-    uint64_t h1 = clg_now_ns();
-    uint64_t s = 0, e = 0;
-    clg_code code = err == CL_SUCCESS ? clg_device_event_times(ev, &s, &e)
-                                      : clg_cl_error(err, "clEnqueueMarkerWithWaitList",
-                                                     " timing the clock of %s", dev->info.name);
-    if (ev)
-      clReleaseEvent(ev);
-    if (code != CLG_OK)
-      return code;
-    if (h1 - h0 < best_span) {
-      best_span = h1 - h0;
-      *host_minus_device_ns = (int64_t)(h0 + (h1 - h0) / 2) - (int64_t)e;
-    }
-  }
-  return CLG_OK;
-}

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "kernels/kernels.h"
 
@@ -110,9 +111,60 @@ void clg_host_matmul_portable(clg_dtype dtype, bool ta, bool tb, size_t m, size_
 static size_t max1(size_t x) { return x ? x : 1; }
 #endif
 
+/* A float GEMM on the AVX-512 kernel, its rows (or, for few rows, its columns) split across
+ * the cores in whole tiles; each element is computed by one task in one order. */
+typedef struct split_gemm {
+  bool ta, tb, by_rows, failed[64];
+  size_t m, n, k, parts;
+  const float *a, *b;
+  float *c;
+} split_gemm;
+
+static void split_gemm_task(void *ctx, int t)
+{
+  split_gemm *j = ctx;
+  size_t unit = j->by_rows ? 6 : 64, total = j->by_rows ? j->m : j->n;
+  size_t tiles = (total + unit - 1) / unit;
+  size_t s0 = tiles * (size_t)t / j->parts * unit, s1 = tiles * (size_t)(t + 1) / j->parts * unit;
+  s1 = s1 < total ? s1 : total;
+  if (s0 >= s1)
+    return;
+  size_t lda = j->ta ? j->m : j->k, ldb = j->tb ? j->k : j->n;
+  bool ok;
+  if (j->by_rows) /* rows s0..s1 of op(A) */
+    ok = clg_host_sgemm512(j->ta, j->tb, s1 - s0, j->n, j->k, j->a + (j->ta ? s0 : s0 * lda), lda,
+                           j->b, ldb, j->c + s0 * j->n, j->n, false, NULL);
+  else /* columns s0..s1 of op(B) */
+    ok = clg_host_sgemm512(j->ta, j->tb, j->m, s1 - s0, j->k, j->a, lda,
+                           j->b + (j->tb ? s0 * ldb : s0), ldb, j->c + s0, j->n, false, NULL);
+  j->failed[t] = !ok;
+}
+
+static bool matmul_split512(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a,
+                            const float *b, float *c)
+{
+  int threads = clg_host_threads();
+  split_gemm j = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c};
+  j.parts = (size_t)(threads < 64 ? threads : 64);
+  if ((double)m * (double)n * (double)k < (double)(1 << 21))
+    j.parts = 1; /* a few microseconds of work: not worth starting a thread */
+  /* Rows when each part gets a few tiles of them, else columns. */
+  j.by_rows = m >= 6 * 4 * j.parts || n < 64 * 2 * j.parts;
+  clg_host_parallel((int)j.parts, split_gemm_task, &j);
+  for (size_t t = 0; t < j.parts; t++)
+    if (j.failed[t])
+      return false;
+  return true;
+}
+
 void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k, const void *a,
                      const void *b, void *c)
 {
+  /* Where OpenBLAS runs AVX2 kernels on an AVX-512 CPU, the AVX-512 kernel is twice as fast;
+   * tasks that fail to allocate their packs leave the product to the paths below. */
+  if (dtype == CLG_FLOAT32 && m > 0 && n > 0 && k > 0 && clg_host_sgemm512_usable() &&
+      matmul_split512(ta, tb, m, n, k, a, b, c))
+    return;
 #ifdef CLG_HAVE_CBLAS
   /* CBLAS takes int dimensions; anything larger goes to the portable kernel. k == 0 is
    * handled there too (BLAS would accept it, but an lda of 0 is rejected with a message
@@ -265,4 +317,21 @@ void clg_host_addn(clg_dtype dtype, const void *const *inputs, int n, void *out,
     ADDN_LOOP(float);
   else if (dtype == CLG_FLOAT64)
     ADDN_LOOP(double);
+}
+
+bool clg_host_sgemm512_usable(void)
+{
+  if (gemm_isa() != GEMM_ISA_AVX512)
+    return false;
+#ifdef CLG_HAVE_CBLAS
+  /* An OpenBLAS that picked an AVX-512 core for this CPU is as fast on one core and threads
+   * itself; one that fell back to AVX2 (Zen 4/5 on OpenBLAS < 0.3.22) is half as fast. */
+  const char *core = openblas_get_corename();
+  static const char *const avx512_cores[] = {"skylakex", "cooperlake", "sapphirerapids", "zen4",
+                                             "zen5"};
+  for (size_t i = 0; core && i < sizeof avx512_cores / sizeof *avx512_cores; i++)
+    if (strncasecmp(core, avx512_cores[i], strlen(avx512_cores[i])) == 0)
+      return false;
+#endif
+  return true;
 }

@@ -1,10 +1,40 @@
 /* Host NHWC kernels: pooling, LRN, and Conv2D as im2col + GEMM over chunks of output rows
  * (the chunk's patches stay in cache while the GEMM reads them). */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
+
+/* Loops over channels compiled twice on x86-64 (GCC, clang): for the baseline and for AVX2,
+ * picked at run time, since the baseline's SSE2 has no blend and leaves selects as branches. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PG_INLINE __attribute__((always_inline)) /* into each ISA variant */
+#else
+#define PG_INLINE
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define ISA_VARIANTS(name)                                                                         \
+  static void name##_base(void *ctx, size_t a, size_t b) { name##_body(ctx, a, b); }               \
+  __attribute__((target("avx2,fma"))) static void name##_avx2(void *ctx, size_t a, size_t b)       \
+  {                                                                                                \
+    name##_body(ctx, a, b);                                                                        \
+  }                                                                                                \
+  static void name(void *ctx, size_t a, size_t b)                                                  \
+  {                                                                                                \
+    if (host_avx2())                                                                               \
+      name##_avx2(ctx, a, b);                                                                      \
+    else                                                                                           \
+      name##_base(ctx, a, b);                                                                      \
+  }
+#else
+#define ISA_VARIANTS(name)                                                                         \
+  static void name(void *ctx, size_t a, size_t b) { name##_body(ctx, a, b); }
+#endif
+
+/* The CPU runs AVX2 and FMA (within CLGRAPH_HOST_GEMM_ISA's limit). */
+static bool host_avx2(void) { return strcmp(clg_host_matmul_portable_isa(), "base") != 0; }
 
 /* Scratch per chunk of patch rows: host chunks stay near the last-level cache; OpenCL
  * chunks are large, so a convolution is a few large GEMMs. */
@@ -24,69 +54,164 @@ size_t clg_conv_chunk_rows(bool opencl, size_t kdim, size_t es, size_t rows)
   return chunk < rows ? chunk : rows;
 }
 
+/* Each output pixel's channels at once (the channel is the contiguous axis): the window's
+ * taps in scan order, accumulated in the output row itself. Output rows (n, oh) are split
+ * across the cores. */
+typedef struct pool_job {
+  bool avg;
+  const void *x;
+  void *y;
+  const clg_window *g;
+} pool_job;
+
 #define POOL_LOOP(T)                                                                               \
   do {                                                                                             \
-    const T *xs = x;                                                                               \
-    T *ys = y;                                                                                     \
-    size_t i = 0;                                                                                  \
-    for (int64_t n = 0; n < g->n; n++)                                                             \
-      for (int64_t oh = 0; oh < g->oh; oh++)                                                       \
-        for (int64_t ow = 0; ow < g->ow; ow++)                                                     \
-          for (int64_t c = 0; c < g->c; c++, i++) {                                                \
-            int64_t h0 = oh * g->sh - g->pt, w0 = ow * g->sw - g->pl, valid = 0;                   \
-            T acc = avg ? (T)0 : (T)-INFINITY;                                                     \
-            for (int64_t a = 0; a < g->kh; a++) {                                                  \
-              int64_t ih = h0 + a;                                                                 \
-              if (ih < 0 || ih >= g->h)                                                            \
-                continue;                                                                          \
-              for (int64_t b = 0; b < g->kw; b++) {                                                \
-                int64_t iw = w0 + b;                                                               \
-                if (iw < 0 || iw >= g->w)                                                          \
-                  continue;                                                                        \
-                T v = xs[((n * g->h + ih) * g->w + iw) * g->c + c];                                \
-                if (avg)                                                                           \
-                  acc += v;                                                                        \
-                else                                                                               \
-                  acc = acc < v ? v : acc;                                                         \
-                valid++;                                                                           \
-              }                                                                                    \
-            }                                                                                      \
-            ys[i] = avg ? acc / (T)valid : acc;                                                    \
+    const T *xs = j->x;                                                                            \
+    for (size_t row = r0; row < r1; row++) {                                                       \
+      int64_t n = (int64_t)row / g->oh, oh = (int64_t)row % g->oh;                                 \
+      int64_t h0 = oh * g->sh - g->pt;                                                             \
+      int64_t hs = h0 > 0 ? h0 : 0, he = h0 + g->kh < g->h ? h0 + g->kh : g->h;                    \
+      for (int64_t ow = 0; ow < g->ow; ow++) {                                                     \
+        T *ys = (T *)j->y + (row * (size_t)g->ow + (size_t)ow) * (size_t)g->c;                     \
+        int64_t w0 = ow * g->sw - g->pl;                                                           \
+        int64_t ws = w0 > 0 ? w0 : 0, we = w0 + g->kw < g->w ? w0 + g->kw : g->w;                  \
+        for (int64_t c = 0; c < g->c; c++)                                                         \
+          ys[c] = j->avg ? (T)0 : (T)-INFINITY;                                                    \
+        for (int64_t ih = hs; ih < he; ih++)                                                       \
+          for (int64_t iw = ws; iw < we; iw++) {                                                   \
+            const T *v = xs + (size_t)((n * g->h + ih) * g->w + iw) * (size_t)g->c;                \
+            if (j->avg)                                                                            \
+              for (int64_t c = 0; c < g->c; c++)                                                   \
+                ys[c] += v[c];                                                                     \
+            else                                                                                   \
+              for (int64_t c = 0; c < g->c; c++)                                                   \
+                ys[c] = ys[c] < v[c] ? v[c] : ys[c];                                               \
           }                                                                                        \
+        if (j->avg) {                                                                              \
+          T valid = (T)((he - hs) * (we - ws));                                                    \
+          for (int64_t c = 0; c < g->c; c++)                                                       \
+            ys[c] /= valid;                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
   } while (0)
+
+static void pool_f32(void *ctx, size_t r0, size_t r1)
+{
+  const pool_job *j = ctx;
+  const clg_window *g = j->g;
+  POOL_LOOP(float);
+}
+
+static void pool_f64(void *ctx, size_t r0, size_t r1)
+{
+  const pool_job *j = ctx;
+  const clg_window *g = j->g;
+  POOL_LOOP(double);
+}
+
+/* Rows per task such that a task has some 64 KiB of output at least. */
+static size_t grain_rows(size_t row_bytes)
+{
+  return row_bytes >= ((size_t)64 << 10) ? 1 : ((size_t)64 << 10) / (row_bytes ? row_bytes : 1);
+}
 
 void clg_host_pool(clg_dtype dtype, bool avg, const void *x, void *y, const clg_window *g)
 {
-  if (dtype == CLG_FLOAT64)
-    POOL_LOOP(double);
-  else
-    POOL_LOOP(float);
+  pool_job j = {avg, x, y, g};
+  size_t rows = (size_t)(g->n * g->oh), es = clg_dtype_size(dtype);
+  size_t grain = grain_rows((size_t)(g->ow * g->c) * es);
+  clg_host_parallel_for(rows, grain, dtype == CLG_FLOAT64 ? pool_f64 : pool_f32, &j);
 }
+
+/* LRN per pixel: the squares in a buffer padded with radius zeros on each side, so each
+ * channel's window sum is a fixed-length loop (adding the zeros first changes no sum); beta
+ * 0.75 (the CIFAR-10 model's) as sqrt(v) * sqrt(sqrt(v)) rather than pow. Pixels are split
+ * across the cores. */
+typedef struct lrn_job {
+  const void *x, *dy, *y;
+  void *out;
+  int64_t c, radius;
+  double bias, alpha, beta;
+} lrn_job;
+
+#define POW_BETA(T, POW, v) (beta == (T)0.75 ? sqrt_##T(v) * sqrt_##T(sqrt_##T(v)) : POW(v, beta))
+static inline float sqrt_float(float v) { return sqrtf(v); }
+static inline double sqrt_double(double v) { return sqrt(v); }
+
+#define LRN_FAST(T, POW)                                                                           \
+  do {                                                                                             \
+    const T *xs = j->x;                                                                            \
+    T *ys = j->out, *sq = buf, *sum = buf + j->c + 2 * j->radius, bias = (T)j->bias;               \
+    T alpha = (T)j->alpha, beta = (T)j->beta;                                                      \
+    int64_t c = j->c, r = j->radius, w = 2 * r + 1;                                                \
+    for (int64_t i = 0; i < r; i++)                                                                \
+      sq[i] = sq[c + r + i] = 0;                                                                   \
+    for (size_t px = p0; px < p1; px++) {                                                          \
+      const T *xp = xs + px * (size_t)c;                                                           \
+      T *yp = ys + px * (size_t)c;                                                                 \
+      for (int64_t ch = 0; ch < c; ch++)                                                           \
+        sq[r + ch] = xp[ch] * xp[ch], sum[ch] = 0;                                                 \
+      for (int64_t k = 0; k < w; k++) /* per channel the same order, k ascending */                \
+        for (int64_t ch = 0; ch < c; ch++)                                                         \
+          sum[ch] += sq[ch + k];                                                                   \
+      for (int64_t ch = 0; ch < c; ch++) {                                                         \
+        T v = bias + alpha * sum[ch];                                                              \
+        yp[ch] = xp[ch] / POW_BETA(T, POW, v);                                                     \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
 
 #define LRN_LOOP(T, POW)                                                                           \
   do {                                                                                             \
-    const T *xs = x;                                                                               \
-    T *ys = y;                                                                                     \
-    for (size_t base = 0; base < count; base += (size_t)c)                                         \
+    const T *xs = j->x;                                                                            \
+    T *ys = j->out;                                                                                \
+    int64_t c = j->c, radius = j->radius;                                                          \
+    for (size_t base = p0 * (size_t)c; base < p1 * (size_t)c; base += (size_t)c)                   \
       for (int64_t ch = 0; ch < c; ch++) {                                                         \
         int64_t lo = ch - radius < 0 ? 0 : ch - radius;                                            \
         int64_t hi = ch + radius >= c ? c - 1 : ch + radius;                                       \
         T sq = 0;                                                                                  \
         for (int64_t k = lo; k <= hi; k++)                                                         \
           sq += xs[base + (size_t)k] * xs[base + (size_t)k];                                       \
-        ys[base + (size_t)ch] = xs[base + (size_t)ch] / POW((T)bias + (T)alpha * sq, (T)beta);     \
+        ys[base + (size_t)ch] =                                                                    \
+            xs[base + (size_t)ch] / POW((T)j->bias + (T)j->alpha * sq, (T)j->beta);                \
       }                                                                                            \
   } while (0)
+
+static inline PG_INLINE void lrn_f32_body(void *ctx, size_t p0, size_t p1)
+{
+  const lrn_job *j = ctx;
+  float *buf = malloc((size_t)(2 * j->c + 2 * j->radius) * sizeof(float));
+  if (buf)
+    LRN_FAST(float, powf);
+  else
+    LRN_LOOP(float, powf);
+  free(buf);
+}
+ISA_VARIANTS(lrn_f32)
+
+static void lrn_f64(void *ctx, size_t p0, size_t p1)
+{
+  const lrn_job *j = ctx;
+  double *buf = malloc((size_t)(2 * j->c + 2 * j->radius) * sizeof(double));
+  if (buf)
+    LRN_FAST(double, pow);
+  else
+    LRN_LOOP(double, pow);
+  free(buf);
+}
 
 void clg_host_lrn(clg_dtype dtype, const void *x, void *y, size_t count, int64_t c, int64_t radius,
                   double bias, double alpha, double beta)
 {
   if (c <= 0)
     return;
-  if (dtype == CLG_FLOAT64)
-    LRN_LOOP(double, pow);
-  else
-    LRN_LOOP(float, powf);
+  /* A radius beyond the channels sums them all: clamp it so the padded buffer stays small. */
+  lrn_job j = {x, NULL, NULL, y, c, radius < c ? radius : c, bias, alpha, beta};
+  size_t pixels = count / (size_t)c;
+  clg_host_parallel_for(pixels, grain_rows((size_t)c * clg_dtype_size(dtype)),
+                        dtype == CLG_FLOAT64 ? lrn_f64 : lrn_f32, &j);
 }
 
 void clg_host_im2col(clg_dtype dtype, const void *x, void *p, size_t row0, size_t rows,
@@ -125,8 +250,183 @@ bool clg_conv_is_direct(const clg_window *g)
          g->oh == g->h && g->ow == g->w;
 }
 
+/* The scratch of a host gradient kernel: the plan's block, else alloc's, else malloc. */
+typedef struct host_scratch {
+  void *p;
+  clg_block blk;
+  bool planned, from_alloc;
+} host_scratch;
+
+static clg_code scratch_get(clg_allocator *alloc, const clg_block *scratch, size_t bytes,
+                            host_scratch *s, const char *what)
+{
+  memset(s, 0, sizeof *s);
+  if (bytes == 0)
+    return CLG_OK;
+  if (scratch && scratch->host && scratch->size >= bytes) {
+    s->p = scratch->host;
+    s->planned = true;
+  } else if (alloc) {
+    if (clg_allocator_alloc(alloc, bytes, &s->blk) != CLG_OK)
+      return clg_error_prefix("%s scratch: ", what);
+    s->p = s->blk.host;
+    s->from_alloc = true;
+  } else if (!(s->p = malloc(bytes))) {
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for %s scratch (%zu bytes)", what,
+                     bytes);
+  }
+  return CLG_OK;
+}
+
+static void scratch_put(clg_allocator *alloc, host_scratch *s)
+{
+  if (s->from_alloc)
+    clg_allocator_free(alloc, &s->blk, NULL);
+  else if (!s->planned)
+    free(s->p);
+}
+
+/* --- the AVX-512 path: the rows split across cores ---------------------------------------- *
+ * Where clg_host_sgemm512_usable(), float convolutions and their gradients give each of T =
+ * clg_host_threads() tasks a contiguous share of the patch rows (whole images for the input's
+ * gradient, whose col2im scatters within an image); each task runs its own chunks (im2col,
+ * then the single-threaded AVX-512 GEMM) in its own part of the scratch. The filter's
+ * gradient sums per-task partials in task order: the same result in every run. */
+#define FAST_ALIGN 64
+
+typedef struct fast_layout {
+  int tasks;
+  size_t chunk;                   /* patch rows per chunk */
+  size_t patch, work, part, each; /* bytes per task: patches, GEMM packs, partial df */
+} fast_layout;
+
+static bool conv_fast(clg_dtype dtype, const clg_window *g)
+{
+  return dtype == CLG_FLOAT32 && !clg_conv_is_direct(g) && g->cout > 0 && g->kdim > 0 &&
+         g->n * g->oh * g->ow > 0 && clg_host_sgemm512_usable();
+}
+
+static size_t round_up(size_t v) { return (v + FAST_ALIGN - 1) / FAST_ALIGN * FAST_ALIGN; }
+
+static fast_layout fast_plan(const clg_window *g, bool filter)
+{
+  fast_layout l;
+  size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim;
+  l.tasks = clg_host_threads();
+  size_t share = (rows + (size_t)l.tasks - 1) / (size_t)l.tasks;
+  l.chunk = clg_conv_chunk_rows(false, k, sizeof(float), share);
+  l.patch = round_up(l.chunk * k * sizeof(float));
+  l.work = round_up(clg_host_sgemm512_work() * sizeof(float));
+  l.part = filter ? round_up(k * (size_t)g->cout * sizeof(float)) : 0;
+  l.each = l.patch + l.work + l.part;
+  return l;
+}
+
+static size_t fast_scratch(const clg_window *g, bool filter)
+{
+  fast_layout l = fast_plan(g, filter);
+  return (size_t)l.tasks * l.each + FAST_ALIGN;
+}
+
+typedef struct fast_job {
+  const clg_window *g;
+  fast_layout l;
+  char *base; /* aligned scratch */
+  const float *x, *f, *dy;
+  float *y; /* forward: y; input gradient: dx; filter gradient: df */
+} fast_job;
+
+/* Task t's rows [r0, r1): a fair share of rows, or of whole images (by_image). */
+static void task_rows(const fast_job *j, int t, bool by_image, size_t *r0, size_t *r1)
+{
+  size_t per = (size_t)(j->g->oh * j->g->ow), T = (size_t)j->l.tasks;
+  size_t units = by_image ? (size_t)j->g->n : (size_t)j->g->n * per, step = by_image ? per : 1;
+  *r0 = units * (size_t)t / T * step;
+  *r1 = units * (size_t)(t + 1) / T * step;
+}
+
+static void fast_forward_task(void *ctx, int t)
+{
+  fast_job *j = ctx;
+  size_t r0, r1, k = (size_t)j->g->kdim, cout = (size_t)j->g->cout;
+  task_rows(j, t, false, &r0, &r1);
+  float *p = (float *)(j->base + (size_t)t * j->l.each), *w = p + j->l.patch / sizeof(float);
+  for (size_t r = r0; r < r1; r += j->l.chunk) {
+    size_t nr = r1 - r < j->l.chunk ? r1 - r : j->l.chunk;
+    clg_host_im2col(CLG_FLOAT32, j->x, p, r, nr, j->g);
+    clg_host_sgemm512(false, false, nr, cout, k, p, k, j->f, cout, j->y + r * cout, cout, false, w);
+  }
+}
+
+static void fast_input_task(void *ctx, int t)
+{
+  fast_job *j = ctx;
+  const clg_window *g = j->g;
+  size_t r0, r1, k = (size_t)g->kdim, cout = (size_t)g->cout;
+  task_rows(j, t, true, &r0, &r1);
+  size_t img = (size_t)(g->h * g->w * g->c), per = (size_t)(g->oh * g->ow);
+  memset(j->y + r0 / per * img, 0, (r1 - r0) / per * img * sizeof(float));
+  float *p = (float *)(j->base + (size_t)t * j->l.each), *w = p + j->l.patch / sizeof(float);
+  for (size_t r = r0; r < r1; r += j->l.chunk) {
+    size_t nr = r1 - r < j->l.chunk ? r1 - r : j->l.chunk;
+    /* The chunk's patch gradients dy x f^T, then each added back where its patch came from. */
+    clg_host_sgemm512(false, true, nr, k, cout, j->dy + r * cout, cout, j->f, cout, p, k, false, w);
+    clg_host_col2im(CLG_FLOAT32, p, j->y, r, nr, g);
+  }
+}
+
+static void fast_filter_task(void *ctx, int t)
+{
+  fast_job *j = ctx;
+  size_t r0, r1, k = (size_t)j->g->kdim, cout = (size_t)j->g->cout;
+  task_rows(j, t, false, &r0, &r1);
+  float *p = (float *)(j->base + (size_t)t * j->l.each), *w = p + j->l.patch / sizeof(float);
+  float *part = t == 0 ? j->y : w + j->l.work / sizeof(float);
+  if (r0 == r1)
+    memset(part, 0, k * cout * sizeof(float));
+  for (size_t r = r0; r < r1; r += j->l.chunk) {
+    size_t nr = r1 - r < j->l.chunk ? r1 - r : j->l.chunk;
+    clg_host_im2col(CLG_FLOAT32, j->x, p, r, nr, j->g);
+    /* part (+)= patches^T x dy over the chunk */
+    clg_host_sgemm512(true, false, k, cout, nr, p, k, j->dy + r * cout, cout, part, cout, r > r0,
+                      w);
+  }
+}
+
+/* The filter gradient's partials after task 0's (which is df itself) added in task order,
+ * element ranges split across the tasks. */
+static void fast_filter_sum(void *ctx, int t)
+{
+  fast_job *j = ctx;
+  size_t count = (size_t)j->g->kdim * (size_t)j->g->cout, T = (size_t)j->l.tasks;
+  size_t e0 = count * (size_t)t / T, e1 = count * (size_t)(t + 1) / T;
+  for (int s = 1; s < j->l.tasks; s++) {
+    const float *part = (const float *)(j->base + (size_t)s * j->l.each + j->l.patch + j->l.work);
+    for (size_t e = e0; e < e1; e++)
+      j->y[e] += part[e];
+  }
+}
+
+static clg_code fast_run(clg_allocator *alloc, const clg_block *scratch, fast_job *j, bool filter,
+                         void (*task)(void *, int), const char *what)
+{
+  j->l = fast_plan(j->g, filter);
+  host_scratch s;
+  clg_code code = scratch_get(alloc, scratch, fast_scratch(j->g, filter), &s, what);
+  if (code != CLG_OK)
+    return code;
+  j->base = (char *)(((uintptr_t)s.p + FAST_ALIGN - 1) & ~(uintptr_t)(FAST_ALIGN - 1));
+  clg_host_parallel(j->l.tasks, task, j);
+  if (filter && j->l.tasks > 1)
+    clg_host_parallel(j->l.tasks, fast_filter_sum, j);
+  scratch_put(alloc, &s);
+  return CLG_OK;
+}
+
 size_t clg_host_conv2d_scratch(clg_dtype dtype, const clg_window *g)
 {
+  if (conv_fast(dtype, g))
+    return fast_scratch(g, false);
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, es = clg_dtype_size(dtype);
   if (rows == 0 || g->cout == 0 || k == 0 || clg_conv_is_direct(g))
     return 0;
@@ -143,6 +443,10 @@ clg_code clg_host_conv2d(clg_allocator *alloc, const clg_block *scratch, clg_dty
   if (clg_conv_is_direct(g) || k == 0) {
     clg_host_matmul(dtype, false, false, rows, cout, k, x, f, y);
     return CLG_OK;
+  }
+  if (conv_fast(dtype, g)) {
+    fast_job j = {.g = g, .x = x, .f = f, .y = y};
+    return fast_run(alloc, scratch, &j, false, fast_forward_task, "Conv2D");
   }
   size_t chunk = clg_conv_chunk_rows(false, k, es, rows);
   clg_block blk = {0};
@@ -216,44 +520,10 @@ size_t clg_host_conv2d_grad_scratch(clg_dtype dtype, const clg_window *g, bool f
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, es = clg_dtype_size(dtype);
   if (rows == 0 || g->cout == 0 || k == 0 || clg_conv_is_direct(g))
     return 0;
+  if (conv_fast(dtype, g))
+    return fast_scratch(g, filter);
   size_t chunk = clg_conv_chunk_rows(false, k, es, rows);
   return chunk * k * es + (filter && chunk < rows ? k * (size_t)g->cout * es : 0);
-}
-
-/* The scratch of a host gradient kernel: the plan's block, else alloc's, else malloc. */
-typedef struct host_scratch {
-  void *p;
-  clg_block blk;
-  bool planned, from_alloc;
-} host_scratch;
-
-static clg_code scratch_get(clg_allocator *alloc, const clg_block *scratch, size_t bytes,
-                            host_scratch *s, const char *what)
-{
-  memset(s, 0, sizeof *s);
-  if (bytes == 0)
-    return CLG_OK;
-  if (scratch && scratch->host && scratch->size >= bytes) {
-    s->p = scratch->host;
-    s->planned = true;
-  } else if (alloc) {
-    if (clg_allocator_alloc(alloc, bytes, &s->blk) != CLG_OK)
-      return clg_error_prefix("%s scratch: ", what);
-    s->p = s->blk.host;
-    s->from_alloc = true;
-  } else if (!(s->p = malloc(bytes))) {
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for %s scratch (%zu bytes)", what,
-                     bytes);
-  }
-  return CLG_OK;
-}
-
-static void scratch_put(clg_allocator *alloc, host_scratch *s)
-{
-  if (s->from_alloc)
-    clg_allocator_free(alloc, &s->blk, NULL);
-  else if (!s->planned)
-    free(s->p);
 }
 
 clg_code clg_host_conv2d_backprop_input(clg_allocator *alloc, const clg_block *scratch,
@@ -262,6 +532,10 @@ clg_code clg_host_conv2d_backprop_input(clg_allocator *alloc, const clg_block *s
 {
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, cout = (size_t)g->cout;
   size_t es = clg_dtype_size(dtype);
+  if (rows > 0 && k > 0 && conv_fast(dtype, g)) { /* each task clears its images */
+    fast_job j = {.g = g, .f = f, .dy = dy, .y = dx};
+    return fast_run(alloc, scratch, &j, false, fast_input_task, "Conv2DBackpropInput");
+  }
   memset(dx, 0, (size_t)(g->n * g->h * g->w * g->c) * es);
   if (rows == 0 || k == 0)
     return CLG_OK;
@@ -300,6 +574,10 @@ clg_code clg_host_conv2d_backprop_filter(clg_allocator *alloc, const clg_block *
     clg_host_matmul(dtype, true, false, k, cout, rows, x, dy, df);
     return CLG_OK;
   }
+  if (conv_fast(dtype, g)) {
+    fast_job j = {.g = g, .x = x, .dy = dy, .y = df};
+    return fast_run(alloc, scratch, &j, true, fast_filter_task, "Conv2DBackpropFilter");
+  }
   size_t chunk = clg_conv_chunk_rows(false, k, es, rows);
   size_t pbytes = chunk * k * es, tbytes = chunk < rows ? k * cout * es : 0;
   host_scratch s;
@@ -321,57 +599,128 @@ clg_code clg_host_conv2d_backprop_filter(clg_allocator *alloc, const clg_block *
 }
 
 /* The host walks the output windows once and adds each window's gradient where it goes (a
- * scatter: the OpenCL kernel's gather would rescan every window per input element). */
+ * scatter: the OpenCL kernel's gather would rescan every window per input element), all
+ * channels of a window at once; images are split across the cores (a window adds only into
+ * its own image). */
+typedef struct pool_grad_job {
+  bool avg;
+  const void *x, *dy;
+  void *dx;
+  const clg_window *g;
+} pool_grad_job;
+
+/* One tap's channels against the running maximum: a strictly greater value takes the lead
+ * and its tap number (restrict: the loop vectorises as selects). */
+#define PG_MAX(T)                                                                                  \
+  static inline PG_INLINE void pg_max_##T(int64_t ce, const T *restrict v, T *restrict best,       \
+                                          int32_t *restrict at, int32_t tap)                       \
+  {                                                                                                \
+    for (int64_t c = 0; c < ce; c++) {                                                             \
+      T vc = v[c], bc = best[c];                                                                   \
+      bool gt = bc < vc;                                                                           \
+      best[c] = gt ? vc : bc;                                                                      \
+      at[c] = gt ? tap : at[c];                                                                    \
+    }                                                                                              \
+  }
+PG_MAX(float)
+PG_MAX(double)
+
 #define POOL_GRAD_LOOP(T)                                                                          \
   do {                                                                                             \
-    const T *xs = x, *gs = dy;                                                                     \
-    T *out = dx;                                                                                   \
-    memset(out, 0, (size_t)(g->n * g->h * g->w * g->c) * sizeof(T));                               \
-    size_t i = 0;                                                                                  \
-    for (int64_t n = 0; n < g->n; n++)                                                             \
+    const T *xs = j->x, *gs = j->dy;                                                               \
+    T *out = j->dx, best[PG_BLOCK];                                                                \
+    int32_t at[PG_BLOCK];                                                                          \
+    size_t img = (size_t)(g->h * g->w * g->c);                                                     \
+    memset(out + n0 * img, 0, (n1 - n0) * img * sizeof(T));                                        \
+    for (int64_t n = (int64_t)n0; n < (int64_t)n1; n++)                                            \
       for (int64_t oh = 0; oh < g->oh; oh++)                                                       \
-        for (int64_t ow = 0; ow < g->ow; ow++)                                                     \
-          for (int64_t c = 0; c < g->c; c++, i++) {                                                \
-            int64_t h0 = oh * g->sh - g->pt, w0 = ow * g->sw - g->pl;                              \
-            int64_t hs = h0 > 0 ? h0 : 0, he = h0 + g->kh < g->h ? h0 + g->kh : g->h;              \
-            int64_t ws = w0 > 0 ? w0 : 0, we = w0 + g->kw < g->w ? w0 + g->kw : g->w;              \
-            size_t base = (size_t)(n * g->h * g->w) * (size_t)g->c + (size_t)c;                    \
-            if (avg) {                                                                             \
-              T share = gs[i] / (T)((he - hs) * (we - ws));                                        \
-              for (int64_t h2 = hs; h2 < he; h2++)                                                 \
-                for (int64_t w2 = ws; w2 < we; w2++)                                               \
-                  out[base + (size_t)(h2 * g->w + w2) * (size_t)g->c] += share;                    \
-              continue;                                                                            \
-            }                                                                                      \
-            T best = (T)-INFINITY;                                                                 \
-            int64_t at = -1;                                                                       \
+        for (int64_t ow = 0; ow < g->ow; ow++) {                                                   \
+          const T *gp = gs + (size_t)((n * g->oh + oh) * g->ow + ow) * (size_t)g->c;               \
+          int64_t h0 = oh * g->sh - g->pt, w0 = ow * g->sw - g->pl;                                \
+          int64_t hs = h0 > 0 ? h0 : 0, he = h0 + g->kh < g->h ? h0 + g->kh : g->h;                \
+          int64_t ws = w0 > 0 ? w0 : 0, we = w0 + g->kw < g->w ? w0 + g->kw : g->w;                \
+          T *base = out + (size_t)n * img;                                                         \
+          if (j->avg) {                                                                            \
+            T cnt = (T)((he - hs) * (we - ws));                                                    \
             for (int64_t h2 = hs; h2 < he; h2++)                                                   \
               for (int64_t w2 = ws; w2 < we; w2++) {                                               \
-                T v = xs[base + (size_t)(h2 * g->w + w2) * (size_t)g->c];                          \
-                if (best < v) { /* strict: the first maximum in scan order wins */                 \
-                  best = v;                                                                        \
-                  at = h2 * g->w + w2;                                                             \
-                }                                                                                  \
+                T *d = base + (size_t)(h2 * g->w + w2) * (size_t)g->c;                             \
+                for (int64_t c = 0; c < g->c; c++)                                                 \
+                  d[c] += gp[c] / cnt;                                                             \
               }                                                                                    \
-            if (at >= 0)                                                                           \
-              out[base + (size_t)at * (size_t)g->c] += gs[i];                                      \
+            continue;                                                                              \
           }                                                                                        \
+          /* Per channel the first maximum in scan order (strict <: NaN never leads, an all        \
+           * -inf window gives nothing), then the gradient added at that tap. */                   \
+          const T *xb = xs + (size_t)n * img;                                                      \
+          int64_t wcols = we - ws;                                                                 \
+          for (int64_t c0 = 0; c0 < g->c; c0 += PG_BLOCK) {                                        \
+            int64_t ce = g->c - c0 < PG_BLOCK ? g->c - c0 : PG_BLOCK;                              \
+            for (int64_t c = 0; c < ce; c++)                                                       \
+              best[c] = (T)-INFINITY, at[c] = -1;                                                  \
+            for (int64_t h2 = hs; h2 < he; h2++)                                                   \
+              for (int64_t w2 = ws; w2 < we; w2++)                                                 \
+                pg_max_##T(ce, xb + (h2 * g->w + w2) * g->c + c0, best, at,                        \
+                           (int32_t)((h2 - hs) * wcols + (w2 - ws)));                              \
+            for (int64_t c = 0; c < ce; c++)                                                       \
+              if (at[c] >= 0) {                                                                    \
+                int64_t h2 = hs + at[c] / wcols, w2 = ws + at[c] % wcols;                          \
+                base[(h2 * g->w + w2) * g->c + c0 + c] += gp[c0 + c];                              \
+              }                                                                                    \
+          }                                                                                        \
+        }                                                                                          \
   } while (0)
+
+#define PG_BLOCK 256 /* channels per pass over a window */
+
+/* Compiled twice on x86-64: for the baseline, and for AVX2, where the window scans become
+ * vector selects (the baseline's SSE2 has no blend, so they stay branches). */
+#define POOL_GRAD_TASK(name, attr)                                                                 \
+  attr static void name(void *ctx, size_t n0, size_t n1, bool f64)                                 \
+  {                                                                                                \
+    const pool_grad_job *j = ctx;                                                                  \
+    const clg_window *g = j->g;                                                                    \
+    if (f64)                                                                                       \
+      POOL_GRAD_LOOP(double);                                                                      \
+    else                                                                                           \
+      POOL_GRAD_LOOP(float);                                                                       \
+  }
+
+POOL_GRAD_TASK(pool_grad_base, )
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+POOL_GRAD_TASK(pool_grad_avx2, __attribute__((target("avx2,fma"))))
+#else
+#define pool_grad_avx2 pool_grad_base
+#endif
+
+static void pool_grad_task(void *ctx, size_t n0, size_t n1, bool f64)
+{
+  /* "avx2" or wider: the CPU runs AVX2 and FMA (within CLGRAPH_HOST_GEMM_ISA's limit). */
+  if (host_avx2())
+    pool_grad_avx2(ctx, n0, n1, f64);
+  else
+    pool_grad_base(ctx, n0, n1, f64);
+}
+
+static void pool_grad_f32(void *ctx, size_t n0, size_t n1) { pool_grad_task(ctx, n0, n1, false); }
+static void pool_grad_f64(void *ctx, size_t n0, size_t n1) { pool_grad_task(ctx, n0, n1, true); }
 
 void clg_host_pool_grad(clg_dtype dtype, bool avg, const void *x, const void *dy, void *dx,
                         const clg_window *g)
 {
-  if (dtype == CLG_FLOAT64)
-    POOL_GRAD_LOOP(double);
-  else
-    POOL_GRAD_LOOP(float);
+  pool_grad_job j = {avg, x, dy, dx, g};
+  size_t img = (size_t)(g->h * g->w * g->c) * clg_dtype_size(dtype);
+  clg_host_parallel_for((size_t)g->n, grain_rows(img),
+                        dtype == CLG_FLOAT64 ? pool_grad_f64 : pool_grad_f32, &j);
 }
 
 #define LRN_GRAD_LOOP(T, POW)                                                                      \
   do {                                                                                             \
-    const T *gs = dy, *xs = x, *ys = y;                                                            \
-    T *out = dx;                                                                                   \
-    for (size_t base = 0; base < count; base += (size_t)c)                                         \
+    const T *gs = j->dy, *xs = j->x, *ys = j->y;                                                   \
+    T *out = j->out;                                                                               \
+    int64_t c = j->c, radius = j->radius;                                                          \
+    T alpha = (T)j->alpha, beta = (T)j->beta;                                                      \
+    for (size_t base = p0 * (size_t)c; base < p1 * (size_t)c; base += (size_t)c)                   \
       for (int64_t ch = 0; ch < c; ch++) {                                                         \
         int64_t lo = ch - radius < 0 ? 0 : ch - radius;                                            \
         int64_t hi = ch + radius >= c ? c - 1 : ch + radius;                                       \
@@ -380,44 +729,72 @@ void clg_host_pool_grad(clg_dtype dtype, bool avg, const void *x, const void *dy
           int64_t lo2 = k - radius < 0 ? 0 : k - radius;                                           \
           int64_t hi2 = k + radius >= c ? c - 1 : k + radius;                                      \
           T sq = 0;                                                                                \
-          for (int64_t j = lo2; j <= hi2; j++)                                                     \
-            sq += xs[base + (size_t)j] * xs[base + (size_t)j];                                     \
-          T norm = (T)bias + (T)alpha * sq;                                                        \
+          for (int64_t jj = lo2; jj <= hi2; jj++)                                                  \
+            sq += xs[base + (size_t)jj] * xs[base + (size_t)jj];                                   \
+          T norm = (T)j->bias + alpha * sq;                                                        \
           if (k == ch)                                                                             \
-            own = POW(norm, -(T)beta);                                                             \
+            own = POW(norm, -beta);                                                                \
           cross += gs[base + (size_t)k] * ys[base + (size_t)k] / norm;                             \
         }                                                                                          \
         size_t i = base + (size_t)ch;                                                              \
-        out[i] = gs[i] * own - (T)2 * (T)alpha * (T)beta * xs[i] * cross;                          \
+        out[i] = gs[i] * own - (T)2 * alpha * beta * xs[i] * cross;                                \
       }                                                                                            \
   } while (0)
 
-/* The same with each channel's norm and dy*y/norm computed once per pixel into buf (2c values):
- * O(radius) per element instead of O(radius^2). */
+/* The same with each channel's norm and dy*y/norm computed once per pixel, in buffers padded
+ * with radius zeros on each side: O(radius) per element, fixed-length window loops. */
 #define LRN_GRAD_FAST(T, POW)                                                                      \
   do {                                                                                             \
-    const T *gs = dy, *xs = x, *ys = y;                                                            \
-    T *out = dx, *norm = buf, *t = norm + c;                                                       \
-    for (size_t base = 0; base < count; base += (size_t)c) {                                       \
+    const T *gs = j->dy, *xs = j->x, *ys = j->y;                                                   \
+    T *out = j->out, bias = (T)j->bias, alpha = (T)j->alpha, beta = (T)j->beta;                    \
+    int64_t c = j->c, r = j->radius, w = 2 * r + 1;                                                \
+    T *sq = buf, *t = sq + c + 2 * r, *norm = t + c + 2 * r, *cross = norm + c;                    \
+    for (int64_t i = 0; i < r; i++)                                                                \
+      sq[i] = sq[c + r + i] = t[i] = t[c + r + i] = 0;                                             \
+    for (size_t px = p0; px < p1; px++) {                                                          \
+      size_t base = px * (size_t)c;                                                                \
+      for (int64_t k = 0; k < c; k++)                                                              \
+        sq[r + k] = xs[base + (size_t)k] * xs[base + (size_t)k], norm[k] = 0, cross[k] = 0;        \
+      for (int64_t q = 0; q < w; q++) /* per channel the same order, q ascending */                \
+        for (int64_t k = 0; k < c; k++)                                                            \
+          norm[k] += sq[k + q];                                                                    \
       for (int64_t k = 0; k < c; k++) {                                                            \
-        int64_t lo = k - radius < 0 ? 0 : k - radius, hi = k + radius >= c ? c - 1 : k + radius;   \
-        T sq = 0;                                                                                  \
-        for (int64_t j = lo; j <= hi; j++)                                                         \
-          sq += xs[base + (size_t)j] * xs[base + (size_t)j];                                       \
-        norm[k] = (T)bias + (T)alpha * sq;                                                         \
-        t[k] = gs[base + (size_t)k] * ys[base + (size_t)k] / norm[k];                              \
+        norm[k] = bias + alpha * norm[k];                                                          \
+        t[r + k] = gs[base + (size_t)k] * ys[base + (size_t)k] / norm[k];                          \
       }                                                                                            \
+      for (int64_t q = 0; q < w; q++)                                                              \
+        for (int64_t k = 0; k < c; k++)                                                            \
+          cross[k] += t[k + q];                                                                    \
       for (int64_t ch = 0; ch < c; ch++) {                                                         \
-        int64_t lo = ch - radius < 0 ? 0 : ch - radius;                                            \
-        int64_t hi = ch + radius >= c ? c - 1 : ch + radius;                                       \
-        T cross = 0;                                                                               \
-        for (int64_t k = lo; k <= hi; k++)                                                         \
-          cross += t[k];                                                                           \
         size_t i = base + (size_t)ch;                                                              \
-        out[i] = gs[i] * POW(norm[ch], -(T)beta) - (T)2 * (T)alpha * (T)beta * xs[i] * cross;      \
+        T own = (T)1 / POW_BETA(T, POW, norm[ch]);                                                 \
+        out[i] = gs[i] * own - (T)2 * alpha * beta * xs[i] * cross[ch];                            \
       }                                                                                            \
     }                                                                                              \
   } while (0)
+
+static inline PG_INLINE void lrn_grad_f32_body(void *ctx, size_t p0, size_t p1)
+{
+  const lrn_job *j = ctx;
+  float *buf = malloc((size_t)(4 * j->c + 4 * j->radius) * sizeof(float));
+  if (buf)
+    LRN_GRAD_FAST(float, powf);
+  else
+    LRN_GRAD_LOOP(float, powf);
+  free(buf);
+}
+ISA_VARIANTS(lrn_grad_f32)
+
+static void lrn_grad_f64(void *ctx, size_t p0, size_t p1)
+{
+  const lrn_job *j = ctx;
+  double *buf = malloc((size_t)(4 * j->c + 4 * j->radius) * sizeof(double));
+  if (buf)
+    LRN_GRAD_FAST(double, pow);
+  else
+    LRN_GRAD_LOOP(double, pow);
+  free(buf);
+}
 
 void clg_host_lrn_grad(clg_dtype dtype, const void *dy, const void *x, const void *y, void *dx,
                        size_t count, int64_t c, int64_t radius, double bias, double alpha,
@@ -425,15 +802,8 @@ void clg_host_lrn_grad(clg_dtype dtype, const void *dy, const void *x, const voi
 {
   if (c <= 0)
     return;
-  /* Without memory for the per-pixel values, the direct loop gives the same result. */
-  void *buf = malloc(2 * (size_t)c * clg_dtype_size(dtype));
-  if (buf && dtype == CLG_FLOAT64)
-    LRN_GRAD_FAST(double, pow);
-  else if (buf)
-    LRN_GRAD_FAST(float, powf);
-  else if (dtype == CLG_FLOAT64)
-    LRN_GRAD_LOOP(double, pow);
-  else
-    LRN_GRAD_LOOP(float, powf);
-  free(buf);
+  lrn_job j = {x, dy, y, dx, c, radius < c ? radius : c, bias, alpha, beta};
+  size_t pixels = count / (size_t)c;
+  clg_host_parallel_for(pixels, grain_rows((size_t)c * clg_dtype_size(dtype)),
+                        dtype == CLG_FLOAT64 ? lrn_grad_f64 : lrn_grad_f32, &j);
 }

@@ -87,6 +87,31 @@ const char *clg_host_matmul_backend(void);
  * can lower the choice, e.g. to test every variant on one machine). */
 const char *clg_host_matmul_portable_isa(void);
 
+/* Float GEMM on AVX-512 (host_sgemm512.c), single-threaded: c [m,n] with row stride ldc =
+ * op(a) x op(b), or += when accumulate; lda/ldb are the stored rows' strides. work: NULL
+ * (packing buffers malloc'd per call) or clg_host_sgemm512_work() floats of the caller's.
+ * false (c untouched) when the build lacks it or the buffers cannot be allocated. Use only
+ * where clg_host_sgemm512_usable(). */
+bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate,
+                       float *work);
+size_t clg_host_sgemm512_work(void);
+/* Whether clg_host_sgemm512 runs here (the portable ISA choice is avx512) and is faster than
+ * the CBLAS of this build (which lacks AVX-512 kernels on this CPU, or is absent). */
+bool clg_host_sgemm512_usable(void);
+
+/* Runs fn(ctx, t) for every t < ntasks on up to clg_host_threads() threads (the caller is
+ * one of them) and returns when all are done. Tasks must write disjoint outputs; which thread
+ * runs a task is unspecified, so results must depend on t only. A call from inside a task
+ * runs its tasks serially in that thread (no nesting of thread teams). */
+void clg_host_parallel(int ntasks, void (*fn)(void *ctx, int task), void *ctx);
+/* Threads a parallel call uses: the cores online (CLGRAPH_HOST_THREADS=N lowers it, 1..). */
+int clg_host_threads(void);
+/* fn over [0, count) cut into contiguous ranges, one per thread, each of at least grain
+ * items (fewer threads, or one call in the caller, when count is small). */
+void clg_host_parallel_for(size_t count, size_t grain,
+                           void (*fn)(void *ctx, size_t begin, size_t end), void *ctx);
+
 /* out[i] = a[i % na] op b[i % nb] for i < count, where na and nb are count or 1. */
 void clg_host_binary(clg_binop op, clg_dtype dtype, const void *a, size_t na, const void *b,
                      size_t nb, void *out, size_t count);

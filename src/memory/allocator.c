@@ -50,6 +50,15 @@ typedef struct host_hdr {
 
 _Static_assert(sizeof(host_hdr) <= HOST_ALIGN, "the host header fits in one alignment unit");
 
+/* A block's label (clg_allocator_label): OpenCL blocks by (region, offset), host ones by
+ * address. */
+typedef struct label {
+  uint32_t region;
+  uint64_t offset;
+  void *host;
+  char *text;
+} label;
+
 /* Messages to log once the lock is dropped. */
 typedef struct logq {
   int n;
@@ -84,6 +93,10 @@ struct clg_allocator {
 
   /* the host */
   host_hdr *host_blocks;
+
+  /* labels of blocks in use, for memory maps; few (arenas, Consts, variables) */
+  label *labels;
+  size_t num_labels, cap_labels;
 
   /* statistics */
   uint64_t in_use, peak_in_use, num_allocs, live, largest_alloc;
@@ -493,6 +506,9 @@ void clg_allocator_destroy(clg_allocator *a)
   for (size_t i = 0; i < a->num_pend; i++)
     clReleaseEvent(a->pend[i].event);
   free(a->pend);
+  for (size_t i = 0; i < a->num_labels; i++)
+    free(a->labels[i].text);
+  free(a->labels);
   if (a->live && clg_log_enabled(CLG_LOG_DEBUG))
     clg_log(CLG_LOG_DEBUG, "%s: destroyed with %llu blocks (%llu bytes) in use", a->name,
             (unsigned long long)a->live, (unsigned long long)a->in_use);
@@ -969,8 +985,27 @@ clg_code clg_allocator_alloc(clg_allocator *a, size_t bytes, clg_block *out)
   return code;
 }
 
+static int label_find(const clg_allocator *a, const clg_block *b)
+{
+  for (size_t i = 0; i < a->num_labels; i++)
+    if (a->is_host ? a->labels[i].host == b->host
+                   : a->labels[i].region == b->region && a->labels[i].offset == b->offset)
+      return (int)i;
+  return -1;
+}
+
+static void label_forget(clg_allocator *a, const clg_block *b)
+{
+  int i = a->num_labels ? label_find(a, b) : -1;
+  if (i < 0)
+    return;
+  free(a->labels[i].text);
+  a->labels[i] = a->labels[--a->num_labels];
+}
+
 static void release_now(clg_allocator *a, const clg_block *b)
 {
+  label_forget(a, b);
   if (a->is_host) {
     host_hdr *h = host_header(b);
     if (h->prev)
@@ -1015,6 +1050,7 @@ void clg_allocator_free(clg_allocator *a, const clg_block *b, cl_event pending_e
     /* The common case: checked and freed with one lookup. */
     if (b->region < a->num_slots && a->regions[b->region].mem == b->mem &&
         clg_suballoc_release_sized(a->sa, b->region, b->offset, b->size)) {
+      label_forget(a, b);
       a->in_use -= b->size;
       a->live--;
       pthread_mutex_unlock(&a->mu);
@@ -1458,3 +1494,135 @@ void clg_allocator_options(const clg_allocator *a, clg_memory_options *out)
   }
   *out = a->opt;
 }
+
+/* --- labels and snapshots (memory maps) ---------------------------------------------- */
+
+bool clg_allocator_label(clg_allocator *a, const clg_block *b, const char *text)
+{
+  if (!a || !b || b->size == 0)
+    return false;
+  bool ok = false;
+  pthread_mutex_lock(&a->mu);
+  if (!block_is_live(a, b))
+    goto done;
+  int i = label_find(a, b);
+  if (!text) {
+    if (i >= 0)
+      label_forget(a, b);
+    ok = true;
+    goto done;
+  }
+  char *copy = clg_strdup(text);
+  if (!copy)
+    goto done;
+  if (i >= 0) {
+    free(a->labels[i].text);
+    a->labels[i].text = copy;
+    ok = true;
+    goto done;
+  }
+  if (a->num_labels == a->cap_labels) {
+    size_t cap = a->cap_labels ? 2 * a->cap_labels : 16;
+    label *v = realloc(a->labels, sizeof *v * cap);
+    if (!v) {
+      free(copy);
+      goto done;
+    }
+    a->labels = v;
+    a->cap_labels = cap;
+  }
+  a->labels[a->num_labels++] = (label){b->region, b->offset, b->host, copy};
+  ok = true;
+done:
+  pthread_mutex_unlock(&a->mu);
+  return ok;
+}
+
+typedef struct snap_ctx {
+  clg_allocator *a;
+  clg_alloc_block *v;
+  size_t n, cap;
+  bool failed;
+} snap_ctx;
+
+static clg_alloc_block *snap_push(snap_ctx *c)
+{
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? 2 * c->cap : 64;
+    clg_alloc_block *v = realloc(c->v, sizeof *v * cap);
+    if (!v) {
+      c->failed = true;
+      return NULL;
+    }
+    c->v = v;
+    c->cap = cap;
+  }
+  clg_alloc_block *b = &c->v[c->n++];
+  memset(b, 0, sizeof *b);
+  return b;
+}
+
+static void snap_label(const clg_allocator *a, clg_alloc_block *out, const clg_block *b)
+{
+  int i = label_find(a, b);
+  if (i >= 0)
+    snprintf(out->label, sizeof out->label, "%s", a->labels[i].text);
+}
+
+static void snap_visit(void *user, uint32_t region, uint64_t region_size, uint64_t offset,
+                       uint64_t size, bool in_use)
+{
+  snap_ctx *c = user;
+  clg_alloc_block *b = c->failed ? NULL : snap_push(c);
+  if (!b)
+    return;
+  b->region = region;
+  b->region_size = region_size;
+  b->offset = offset;
+  b->size = size;
+  b->state = !in_use                            ? CLG_BLOCK_FREE
+             : is_pending(c->a, region, offset) ? CLG_BLOCK_PENDING
+                                                : CLG_BLOCK_IN_USE;
+  if (in_use)
+    snap_label(c->a, b, &(clg_block){.region = region, .offset = offset});
+}
+
+clg_code clg_allocator_snapshot(clg_allocator *a, clg_memory_stats *stats, clg_alloc_block **blocks,
+                                size_t *n)
+{
+  if (!a || !stats || !blocks || !n)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_allocator_snapshot: a NULL argument");
+  snap_ctx c = {.a = a};
+  pthread_mutex_lock(&a->mu);
+  stats_locked(a, stats);
+  if (a->is_host) {
+    uint64_t at = 0, total = a->in_use + a->bytes_pending;
+    for (host_hdr *h = a->host_blocks; h && !c.failed; h = h->next) {
+      clg_alloc_block *b = snap_push(&c);
+      if (!b)
+        break;
+      void *p = (char *)h + HOST_ALIGN;
+      bool pend = false;
+      for (size_t i = 0; i < a->num_pend && !pend; i++)
+        pend = a->pend[i].block.host == p;
+      b->region_size = total;
+      b->offset = at;
+      b->size = h->size;
+      b->state = pend ? CLG_BLOCK_PENDING : CLG_BLOCK_IN_USE;
+      snap_label(a, b, &(clg_block){.host = p});
+      at += h->size;
+    }
+  } else {
+    clg_suballoc_walk(a->sa, snap_visit, &c);
+  }
+  pthread_mutex_unlock(&a->mu);
+  if (c.failed) {
+    free(c.v);
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory taking a snapshot of %s", a->name);
+  }
+  *blocks = c.v;
+  *n = c.n;
+  return CLG_OK;
+}
+
+const clg_device *clg_allocator_device(const clg_allocator *a) { return a ? a->dev : NULL; }

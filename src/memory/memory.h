@@ -115,6 +115,41 @@ char *clg_allocator_dump(clg_allocator *a, bool json);
 /* Checks the suballocator's invariants and that the statistics match the blocks;
  * INTERNAL naming the first mismatch. For tests. */
 clg_code clg_allocator_validate(clg_allocator *a);
+/* Names what block b holds ("Const 'a'", "arena of a run: 12 tensors"), for memory maps.
+ * The label goes when the block is freed; NULL removes it. Returns false when b is not a
+ * live block or memory runs out (the block then stays as it was). */
+bool clg_allocator_label(clg_allocator *a, const clg_block *b, const char *label);
+
+/* One block of a snapshot: for an OpenCL device, every block of every region in address
+ * order; for the host, every block in use (region 0, offset: the sum of the sizes before
+ * it, as if they were laid end to end). */
+typedef enum { CLG_BLOCK_FREE, CLG_BLOCK_IN_USE, CLG_BLOCK_PENDING } clg_block_state;
+typedef struct clg_alloc_block {
+  uint32_t region;
+  uint64_t region_size, offset, size;
+  clg_block_state state;
+  char label[128]; /* "" when none */
+} clg_alloc_block;
+/* The allocator's blocks and statistics, taken under one lock (so they agree). *blocks is
+ * malloc'd (NULL when *n is 0). */
+clg_code clg_allocator_snapshot(clg_allocator *a, clg_memory_stats *stats, clg_alloc_block **blocks,
+                                size_t *n);
+/* The allocator's device. */
+const clg_device *clg_allocator_device(const clg_allocator *a);
+
+/* A memory map in SVG (memory/memmap.c): every region as a bar of its blocks to scale (one
+ * <rect class="block in-use|free|pending"> each, with data-offset, data-size and data-label;
+ * the largest free block outlined), the statistics (also on the root element: data-bytes-
+ * in-use, data-largest-free-block, data-fragmentation, ...), the blocks in use side by side,
+ * and a chart of the bytes in use over time from pts (none: a note instead). `when` is a
+ * line saying which moment this is. *stats_out (may be NULL) gets the statistics drawn.
+ * malloc'd; NULL when memory runs out. */
+typedef struct clg_memmap_point {
+  uint64_t ts_ns, in_use, live;
+} clg_memmap_point;
+char *clg_allocator_svg(clg_allocator *a, const char *when, const clg_memmap_point *pts, int npts,
+                        clg_memory_stats *stats_out);
+
 /* "GPU_0_bfc", "cpu". */
 const char *clg_allocator_name(const clg_allocator *a);
 /* The alignment of every block's offset and size. */

@@ -8,9 +8,11 @@
 #include "ops/ops.h"
 
 /* Variables, their updates and initializers (variable.c, assign.c, random.c). */
-extern const clg_op_def clg_op_Floor, clg_op_VariableV2, clg_op_NoOp, clg_op_Assign, clg_op_AssignAdd,
-    clg_op_AssignSub, clg_op_ApplyGradientDescent, clg_op_ApplyMomentum, clg_op_RandomUniform,
-    clg_op_RandomStandardNormal, clg_op_TruncatedNormal, clg_op_ConstFill;
+extern const clg_op_def clg_op_Floor, clg_op_VariableV2, clg_op_NoOp, clg_op_Assign,
+    clg_op_AssignAdd, clg_op_AssignSub, clg_op_ApplyGradientDescent, clg_op_ApplyMomentum,
+    clg_op_RandomUniform, clg_op_RandomStandardNormal, clg_op_TruncatedNormal, clg_op_ConstFill;
+/* Collectives over the tasks of a cluster (all_reduce.c). */
+extern const clg_op_def clg_op_AllReduce;
 
 static const clg_op_def *const registry[] = {
     &clg_op_Const,
@@ -72,6 +74,8 @@ static const clg_op_def *const registry[] = {
     &clg_op_AvgPoolGrad,
     &clg_op_LRNGrad,
     &clg_op_BiasAddGrad,
+    /* clusters */
+    &clg_op_AllReduce,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))

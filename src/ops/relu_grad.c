@@ -26,17 +26,25 @@ static clg_code infer(clg_node *n)
   do {                                                                                             \
     const T *g = c->in[0].host, *f = c->in[1].host;                                                \
     T *y = c->out[0].host;                                                                         \
-    for (size_t i = 0; i < count; i++)                                                             \
-      y[i] = f[i] > 0 ? g[i] : 0;                                                                  \
+    for (size_t i = begin; i < end; i++) { /* both loaded: a select, not a branch */               \
+      T gv = g[i], fv = f[i];                                                                      \
+      y[i] = fv > 0 ? gv : 0;                                                                      \
+    }                                                                                              \
   } while (0)
 
-static clg_code host_run(const clg_kernel_ctx *c)
+static void host_range(void *ctx, size_t begin, size_t end)
 {
-  size_t count = clg_out_count(&c->node->outs[0]);
+  const clg_kernel_ctx *c = ctx;
   if (c->node->outs[0].dtype == CLG_FLOAT64)
     LOOP(double);
   else
     LOOP(float);
+}
+
+static clg_code host_run(const clg_kernel_ctx *c)
+{
+  /* Element ranges across the cores (each element written once, by one thread). */
+  clg_host_parallel_for(clg_out_count(&c->node->outs[0]), 1 << 15, host_range, (void *)c);
   return CLG_OK;
 }
 

@@ -15,9 +15,11 @@
  * (a wait list, never a host wait), staged through host memory otherwise. A value copied
  * to another device keeps its buffer to the end of the run, and the run waits for its
  * copies before returning, so that no queue overwrites what another still reads. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/cluster.h"
 #include "runtime/runtime.h"
 
 /* PV_VAR: a variable's buffer in the session's store (update ops' outputs are it too). */
@@ -35,6 +37,11 @@ typedef struct pval {
   bool fetched_host;
   int alias;     /* in place: the pval whose buffer this one reuses, else -1 */
   size_t offset; /* in the device's arena */
+  /* --- cluster hook: a value of another task read here on one device only (not host
+   * memory) is received straight into its copy there (recv_to), unless recv_host: something
+   * reads it in host memory or on a second device. */
+  int recv_to;
+  bool recv_host;
 } pval;
 
 typedef struct step {
@@ -45,6 +52,11 @@ typedef struct step {
   int *out;    /* pval per output */
   int ncopies;
   int *copies; /* copies to make before the node runs */
+  /* Cluster: a node of another task (no kernel here): whether this task receives its
+   * outputs; for a node of this task that others read: the tasks it is sent to. */
+  bool remote, recv;
+  int nsend;
+  int *send_to;
 } step;
 
 typedef struct plan {
@@ -92,6 +104,17 @@ struct clg_executor {
   clg_tensor **outs;  /* per pval: a fetched host result, computed in place */
   trace *traces;      /* per node; NULL unless tracing */
   uint64_t h2d, d2h;  /* bytes moved between host and devices in the last run */
+  /* Tracing, per run (see "traces of runs" below): copies per pval, the allocator's bytes
+   * in use after each step, and the record of the last run until the session takes it. */
+  trace *ctraces;
+  int cap_ctraces;
+  uint64_t *step_inuse;
+  int cap_steps;
+  uint64_t *start_inuse; /* per device, when the run's arenas are held */
+  uint64_t run_start_ns;
+  clg_run_trace *last;
+  clg_cluster *cluster; /* cluster: the tasks; task_of[node] from the placement */
+  int *task_of;
 };
 
 static clg_device *device(clg_executor *x, int d) { return clg_devices_at(x->devs, d); }
@@ -111,6 +134,7 @@ static void plan_free(plan *p)
     free(p->steps[i].in);
     free(p->steps[i].out);
     free(p->steps[i].copies);
+    free(p->steps[i].send_to);
   }
   free(p->steps);
   free(p->pv);
@@ -181,6 +205,7 @@ static int pv_add(builder *b, enum pkind kind, int dev, int node, int out, size_
   v->feed = -1;
   v->bytes = bytes;
   v->alias = -1;
+  v->recv_to = -1;
   b->copy_head[i] = -1;
   b->copy_next[i] = -1;
   return i;
@@ -420,6 +445,120 @@ static clg_code placeholder_error(const clg_node *n)
                    clg_node_shape_string(n, shape, sizeof shape));
 }
 
+/* --- cluster hooks (issue 17) ------------------------------------------------------------ *
+ * Every task plans the same steps in the same order (the same graph, placement and run
+ * signature). A node pinned to another task is a remote step here: at its turn this task
+ * receives its outputs when a step of its own reads them or they are fetched. Its own task
+ * sends them, right after computing them, to every task that reads them. Each task waits only
+ * on values of earlier steps, so the tasks cannot deadlock. */
+
+/* A local step reads value src (input j of n, as pval `used` there; j < 0: a fetch): a
+ * remote producer's outputs are received. When the only reader is a copy on one device that
+ * is not host memory, the value is received into that copy (pipelined through the staging
+ * buffers) and the copy is not made: its block lives from the receiving step on. */
+static clg_code cluster_input(clg_executor *x, plan *p, const int *step_of, int src, int used,
+                              const clg_node *n, int j)
+{
+  while (p->pv[src].kind == PV_COPY)
+    src = p->pv[src].src;
+  pval *v = &p->pv[src];
+  if (!device(x, v->dev)->remote)
+    return CLG_OK;
+  if (v->kind == PV_VAR)
+    return clg_error(CLG_UNIMPLEMENTED,
+                     "node '%s' (%s) on task %d reads variable '%s' of task %d directly; read it "
+                     "through an Identity placed on task %d (variables are not sent between tasks)",
+                     n->name, n->op, clg_cluster_task(x->cluster), node_at(x, v->node)->name,
+                     device(x, v->dev)->info.task, device(x, v->dev)->info.task);
+  if (v->kind != PV_NODE)
+    return CLG_OK;
+  p->steps[step_of[v->node]].recv = true;
+  if (j >= 0 && used >= 0 && p->pv[used].kind == PV_COPY && p->pv[used].src == src &&
+      !ops(x, p->pv[used].dev)->host_memory && (v->recv_to < 0 || v->recv_to == used)) {
+    v->recv_to = used;
+    p->pv[used].start = v->start;
+  } else {
+    v->recv_host = true;
+  }
+  return CLG_OK;
+}
+
+/* Whether copy c was received in place of being made (see cluster_input). */
+static bool cluster_received(const plan *p, int c)
+{
+  const pval *v = &p->pv[c];
+  return v->kind == PV_COPY && p->pv[v->src].recv_to == c && !p->pv[v->src].recv_host;
+}
+
+/* For each step of this task pinned here, the tasks that read its outputs. */
+static clg_code cluster_sends(clg_executor *x, plan *p, const int *step_of)
+{
+  int me = clg_cluster_task(x->cluster), tasks = clg_cluster_num_tasks(x->cluster);
+  bool *to = calloc((size_t)tasks, sizeof *to);
+  if (!to)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
+  bool *fetched = calloc((size_t)x->nn + 1, sizeof *fetched);
+  for (int i = 0; fetched && i < p->nfetches; i++)
+    fetched[p->pv[p->fetch_pv[i]].node] = true;
+  clg_code code = fetched ? CLG_OK : clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
+  for (int i = 0; i < p->nsteps && code == CLG_OK; i++) {
+    step *st = &p->steps[i];
+    if (st->remote || x->task_of[st->node] != me)
+      continue; /* remote, or every task computes its own copy */
+    memset(to, 0, sizeof *to * (size_t)tasks);
+    bool any = fetched[st->node];
+    for (int t = 0; t < tasks && any; t++)
+      to[t] = true;
+    for (int c = i + 1; c < p->nsteps && !any; c++) {
+      const clg_node *cn = node_at(x, p->steps[c].node);
+      for (int j = 0; j < cn->num_inputs; j++) {
+        if (cn->inputs[j].node->index != st->node)
+          continue;
+        int t = x->task_of[cn->index];
+        for (int u = 0; u < tasks; u++)
+          to[u] = to[u] || t < 0 || t == u;
+      }
+    }
+    to[me] = false;
+    for (int t = 0; t < tasks; t++)
+      if (to[t]) {
+        int *grown = realloc(st->send_to, sizeof(int) * (size_t)(st->nsend + 1));
+        if (!grown) {
+          code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
+          break;
+        }
+        st->send_to = grown;
+        st->send_to[st->nsend++] = t;
+      }
+  }
+  free(to);
+  free(fetched);
+  (void)step_of;
+  return code;
+}
+
+/* Runs a remote step (receives what this task reads) or sends a local step's outputs. */
+static clg_code cluster_step(clg_executor *x, const plan *p, const step *st, bool after_kernel)
+{
+  const clg_node *n = node_at(x, st->node);
+  clg_code code = CLG_OK;
+  for (int o = 0; o < n->num_outputs && code == CLG_OK; o++) {
+    int v = st->out[o];
+    int tag = x->base[st->node] + o;
+    int to = p->pv[v].recv_to;
+    if (!after_kernel && st->recv && to >= 0 && !p->pv[v].recv_host) /* into a device */
+      code = clg_cluster_recv(x->cluster, device(x, st->dev)->info.task, tag,
+                              device(x, p->pv[to].dev), &x->blk[to], p->pv[v].bytes, n->name);
+    else if (!after_kernel && st->recv) /* x->blk[v] is in the remote device's (host) arena */
+      code = clg_cluster_recv(x->cluster, device(x, st->dev)->info.task, tag, device(x, st->dev),
+                              &x->blk[v], p->pv[v].bytes, n->name);
+    for (int k = 0; after_kernel && k < st->nsend && code == CLG_OK; k++)
+      code = clg_cluster_send(x->cluster, st->send_to[k], tag, device(x, st->dev), &x->blk[v],
+                              p->pv[v].bytes, n->name);
+  }
+  return code;
+}
+
 static clg_code plan_build(clg_executor *x, plan *p)
 {
   int nn = x->nn;
@@ -526,6 +665,23 @@ static clg_code plan_build(clg_executor *x, plan *p)
     st->out = malloc(sizeof(int) * (size_t)n->num_outputs);
     if (!st->in || !st->out)
       goto oom;
+    /* --- cluster hook: another task computes this node; its outputs may come here */
+    st->remote = device(x, st->dev)->remote;
+    for (int j = 0; st->remote && j < n->num_inputs; j++)
+      st->in[j] = -1;
+    if (st->remote) {
+      for (int o = 0; o < n->num_outputs; o++) {
+        int v = pv_add(&b, PV_NODE, st->dev, i, o, clg_node_out_bytes(n, o));
+        if (v < 0)
+          goto oom;
+        p->pv[v].start = p->pv[v].end = s;
+        p->pv[v].in_arena = true;
+        b.val_pv[x->base[i] + o] = st->out[o] = v;
+      }
+      st->scratch = -1;
+      k++;
+      continue;
+    }
     if (!st->kernel || !st->kernel->run) {
       code = clg_error(CLG_INTERNAL, "node '%s' (%s) has no kernel on %s", n->name, n->op,
                        device(x, st->dev)->info.full_name);
@@ -553,6 +709,8 @@ static clg_code plan_build(clg_executor *x, plan *p)
       }
       if (src < 0 || (st->in[j] = use_on(&b, src, st->dev, s, st)) < 0)
         goto oom;
+      if (x->cluster && (code = cluster_input(x, p, step_of, src, st->in[j], n, j)) != CLG_OK)
+        goto done; /* --- cluster hook */
     }
     /* Scratch the kernel asks for lives in the arena for this step only. */
     size_t scratch = 0;
@@ -596,6 +754,11 @@ static clg_code plan_build(clg_executor *x, plan *p)
     }
     p->fetch_pv[i] = v;
     p->pv[v].end = p->nsteps + 1;
+    if (x->cluster && device(x, p->pv[v].dev)->remote) { /* --- cluster hook */
+      if ((code = cluster_input(x, p, step_of, v, -1, node_at(x, p->pv[v].node), -1)) != CLG_OK)
+        goto done;
+      continue;
+    }
     if (p->pv[v].kind == PV_NODE && ops(x, p->pv[v].dev)->host_memory) {
       p->pv[v].in_arena = false;
       p->pv[v].fetched_host = true;
@@ -608,7 +771,7 @@ static clg_code plan_build(clg_executor *x, plan *p)
     step *st = &p->steps[i];
     const clg_node *n = node_at(x, st->node);
     int which = n->def->inplace;
-    if (which < 0 || which >= n->num_inputs)
+    if (which < 0 || which >= n->num_inputs || st->remote)
       continue;
     pval *out = &p->pv[st->out[0]], *in = &p->pv[st->in[which]];
     if (out->in_arena && in->in_arena && in->end == i + 1 && in->dev == out->dev &&
@@ -617,6 +780,8 @@ static clg_code plan_build(clg_executor *x, plan *p)
       p->stats.num_inplace++;
     }
   }
+  if (x->cluster && (code = cluster_sends(x, p, step_of)) != CLG_OK)
+    goto done; /* --- cluster hook */
   /* Device feeds are uploaded at the start. */
   p->upload = malloc(sizeof(int) * (size_t)(p->nfeeds ? p->nfeeds : 1));
   if (!p->upload)
@@ -674,6 +839,15 @@ clg_code clg_executor_new(clg_process *p, const clg_graph *g, const clg_placemen
   }
   x->base[nn] = nv;
   x->nv = nv;
+  /* --- cluster hook */
+  if ((x->cluster = clg_process_cluster(p)) != NULL) {
+    if (!(x->task_of = malloc(sizeof *x->task_of * n1))) {
+      clg_executor_free(x);
+      return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating an executor");
+    }
+    for (int i = 0; i < nn; i++)
+      x->task_of[i] = placement[i].task;
+  }
   for (int d = 0; d < nd; d++) {
     clg_code code = clg_process_allocator(p, d, &x->alloc[d]);
     if (code != CLG_OK) {
@@ -698,6 +872,12 @@ static void arenas_release(clg_executor *x)
 
 static void traces_reset(clg_executor *x)
 {
+  clg_run_trace_free(x->last);
+  x->last = NULL;
+  for (int i = 0; x->ctraces && i < x->cap_ctraces; i++) {
+    clg_event_release(x->ctraces[i].after);
+    memset(&x->ctraces[i], 0, sizeof x->ctraces[i]);
+  }
   if (!x->traces)
     return;
   for (int i = 0; i < x->nn; i++) {
@@ -705,21 +885,222 @@ static void traces_reset(clg_executor *x)
     clg_event_release(x->traces[i].after);
   }
   memset(x->traces, 0, sizeof *x->traces * (size_t)x->nn);
+  x->run_start_ns = clg_now_ns();
 }
 
-/* Turns the markers of the last run into times on the device clock. */
-static void traces_resolve(clg_executor *x)
+/* --- traces of runs ------------------------------------------------------------------------ */
+
+void clg_run_trace_free(clg_run_trace *t)
 {
-  for (int i = 0; x->traces && i < x->nn; i++) {
-    trace *t = &x->traces[i];
-    uint64_t s0, e0, s1, e1;
-    if (t->before && t->after && clg_event_wait(1, &t->after) == CLG_OK &&
-        clg_event_times(t->before, &s0, &e0) == CLG_OK &&
-        clg_event_times(t->after, &s1, &e1) == CLG_OK) {
-      t->start_ns = e0;
-      t->end_ns = e1;
+  if (!t)
+    return;
+  free(t->slices);
+  free(t->samples);
+  free(t->offset);
+  free(t->offset_error);
+  free(t);
+}
+
+/* Room for the copies and steps of plan p when tracing. */
+static clg_code traces_begin(clg_executor *x, const plan *p)
+{
+  if (!x->traces)
+    return CLG_OK;
+  if (p->npv > x->cap_ctraces) {
+    trace *v = realloc(x->ctraces, sizeof *v * (size_t)p->npv);
+    if (!v)
+      return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for tracing");
+    memset(v + x->cap_ctraces, 0, sizeof *v * (size_t)(p->npv - x->cap_ctraces));
+    x->ctraces = v;
+    x->cap_ctraces = p->npv;
+  }
+  if (p->nsteps > x->cap_steps) {
+    uint64_t *v = realloc(x->step_inuse, sizeof *v * (size_t)p->nsteps);
+    if (!v)
+      return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for tracing");
+    x->step_inuse = v;
+    x->cap_steps = p->nsteps;
+  }
+  memset(x->step_inuse, 0, sizeof *x->step_inuse * (size_t)(p->nsteps ? p->nsteps : 0));
+  if (!x->start_inuse && !(x->start_inuse = calloc((size_t)x->devs->count, sizeof *x->start_inuse)))
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for tracing");
+  for (int d = 0; d < x->devs->count; d++) {
+    clg_memory_stats ms;
+    clg_allocator_stats(x->alloc[d], &ms);
+    x->start_inuse[d] = ms.bytes_in_use;
+  }
+  return CLG_OK;
+}
+
+/* Each device's clock on the host's: device + offset = host, +- error. Devices whose
+ * estimates agree within their errors read one clock (PoCL's devices do): they all take the
+ * tightest estimate, so that their times compare exactly with one another. */
+static void traces_clocks(clg_executor *x, const bool *used, int64_t *off, uint64_t *err)
+{
+  int nd = x->devs->count;
+  int *order = malloc(sizeof(int) * (size_t)nd);
+  int n = 0;
+  for (int d = 0; d < nd; d++) {
+    off[d] = 0;
+    err[d] = 0;
+    if (used[d] && ops(x, d)->clock_offset(device(x, d), &off[d], &err[d]) == CLG_OK && order)
+      order[n++] = d;
+  }
+  for (int i = 1; i < n; i++) /* by error, tightest first (insertion sort: few devices) */
+    for (int j = i; j > 0 && err[order[j]] < err[order[j - 1]]; j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  for (int i = 1; i < n; i++) {
+    int d = order[i];
+    for (int j = 0; j < i; j++) {
+      int e = order[j];
+      int64_t gap = off[d] > off[e] ? off[d] - off[e] : off[e] - off[d];
+      if (err[e] > 0 && (uint64_t)gap <= err[d] + err[e]) {
+        off[d] = off[e];
+        err[d] = err[e];
+        break;
+      }
     }
   }
+  free(order);
+}
+
+/* A traced event's times on the host's clock: the end of the marker before (or the copy's
+ * start) to the end of the marker after; host times where there is no event. */
+static void trace_times(const trace *t, int64_t off, bool copy, uint64_t *start, uint64_t *end)
+{
+  uint64_t s0, e0, s1, e1;
+  *start = t->start_ns;
+  *end = t->end_ns;
+  if (copy && t->after && clg_event_wait(1, &t->after) == CLG_OK &&
+      clg_event_times(t->after, &s1, &e1) == CLG_OK) {
+    *start = (uint64_t)((int64_t)s1 + off);
+    *end = (uint64_t)((int64_t)e1 + off);
+  } else if (!copy && t->before && t->after && clg_event_wait(1, &t->after) == CLG_OK &&
+             clg_event_times(t->before, &s0, &e0) == CLG_OK &&
+             clg_event_times(t->after, &s1, &e1) == CLG_OK) {
+    *start = (uint64_t)((int64_t)e0 + off);
+    *end = (uint64_t)((int64_t)e1 + off);
+  }
+}
+
+/* Bytes of the run's arena tensors live at each step on each device: live[s * nd + d]. */
+static uint64_t *traces_live(clg_executor *x, const plan *p)
+{
+  int nd = x->devs->count;
+  size_t cells = ((size_t)p->nsteps + 3) * (size_t)nd;
+  int64_t *delta = calloc(cells, sizeof *delta);
+  uint64_t *live = calloc(cells, sizeof *live);
+  if (!delta || !live) {
+    free(delta);
+    free(live);
+    return NULL;
+  }
+  for (int i = 0; i < p->npv; i++) {
+    const pval *v = &p->pv[i];
+    if (!v->in_arena || v->alias >= 0)
+      continue;
+    size_t a = clg_allocator_alignment(x->alloc[v->dev]);
+    int64_t b = (int64_t)round_up(v->bytes ? v->bytes : 1, a);
+    delta[(size_t)v->start * (size_t)nd + (size_t)v->dev] += b;
+    delta[((size_t)v->end + 1) * (size_t)nd + (size_t)v->dev] -= b;
+  }
+  int64_t *run = calloc((size_t)nd, sizeof *run);
+  for (int s = 0; run && s < p->nsteps + 2; s++)
+    for (int d = 0; d < nd; d++) {
+      run[d] += delta[(size_t)s * (size_t)nd + (size_t)d];
+      live[(size_t)s * (size_t)nd + (size_t)d] = run[d] > 0 ? (uint64_t)run[d] : 0;
+    }
+  free(run);
+  free(delta);
+  return live;
+}
+
+/* Puts the last run's times on the host's clock and keeps its record for the session. */
+static void traces_resolve(clg_executor *x, const plan *p, bool ok)
+{
+  if (!x->traces)
+    return;
+  int nd = x->devs->count;
+  bool *used = calloc((size_t)nd, sizeof *used);
+  clg_run_trace *r = calloc(1, sizeof *r);
+  uint64_t *live = traces_live(x, p);
+  if (r) {
+    r->ndevs = nd;
+    r->offset = calloc((size_t)nd, sizeof *r->offset);
+    r->offset_error = calloc((size_t)nd, sizeof *r->offset_error);
+    r->slices = malloc(sizeof *r->slices * (size_t)(p->nsteps + p->npv + 1));
+    r->samples = malloc(sizeof *r->samples * (size_t)(p->nsteps + 2 * nd + 1));
+  }
+  if (!used || !r || !live || !r->offset || !r->offset_error || !r->slices || !r->samples) {
+    free(used);
+    free(live);
+    clg_run_trace_free(r);
+    return;
+  }
+  for (int k = 0; k < p->nsteps; k++) {
+    used[p->steps[k].dev] = true;
+    for (int c = 0; c < p->steps[k].ncopies; c++)
+      used[p->pv[p->steps[k].copies[c]].dev] = true;
+  }
+  traces_clocks(x, used, r->offset, r->offset_error);
+  r->ok = ok;
+  r->start_ns = x->run_start_ns;
+  r->end_ns = clg_now_ns();
+  uint64_t *node_end = calloc((size_t)(x->nn ? x->nn : 1), sizeof *node_end);
+  for (int k = 0; k < p->nsteps; k++) {
+    const step *st = &p->steps[k];
+    trace *t = &x->traces[st->node];
+    for (int c = 0; c < st->ncopies; c++) {
+      int v = st->copies[c];
+      trace *ct = &x->ctraces[v];
+      if (!ct->ran)
+        continue;
+      const pval *pv = &p->pv[v];
+      clg_run_slice *sl = &r->slices[r->nslices++];
+      *sl = (clg_run_slice){pv->node, pv->out, pv->dev, p->pv[pv->src].dev, pv->bytes, 0, 0};
+      trace_times(ct, r->offset[pv->dev], true, &sl->start_ns, &sl->end_ns);
+      /* A copy staged through the host was called before its source was ready (the call
+       * waited): it starts when the source's producer ends. */
+      if (!ct->after && node_end && node_end[pv->node] > sl->start_ns)
+        sl->start_ns = node_end[pv->node] < sl->end_ns ? node_end[pv->node] : sl->end_ns;
+    }
+    if (!t->ran)
+      continue;
+    uint64_t s0, s1;
+    trace_times(t, r->offset[st->dev], false, &s0, &s1);
+    t->start_ns = s0; /* clg_session_node_times: on the host's clock */
+    t->end_ns = s1;
+    if (node_end)
+      node_end[st->node] = s1;
+    r->slices[r->nslices++] = (clg_run_slice){st->node, 0, st->dev, -1, 0, s0, s1};
+    r->samples[r->nsamples++] = (clg_run_sample){
+        st->dev, s0, x->step_inuse[k], live[(size_t)(k + 1) * (size_t)nd + (size_t)st->dev]};
+  }
+  /* The start and end of the run on every device it used. */
+  for (int d = 0; d < nd; d++) {
+    if (!used[d])
+      continue;
+    clg_memory_stats ms;
+    clg_allocator_stats(x->alloc[d], &ms);
+    r->samples[r->nsamples++] = (clg_run_sample){d, r->start_ns, x->start_inuse[d], live[d]};
+    r->samples[r->nsamples++] = (clg_run_sample){
+        d, r->end_ns, ms.bytes_in_use, live[(size_t)(p->nsteps + 1) * (size_t)nd + (size_t)d]};
+  }
+  free(node_end);
+  free(used);
+  free(live);
+  x->last = r;
+}
+
+clg_run_trace *clg_executor_take_trace(clg_executor *x)
+{
+  clg_run_trace *r = x ? x->last : NULL;
+  if (x)
+    x->last = NULL;
+  return r;
 }
 
 clg_code clg_executor_set_tracing(clg_executor *x, bool on)
@@ -727,7 +1108,12 @@ clg_code clg_executor_set_tracing(clg_executor *x, bool on)
   traces_reset(x);
   if (!on) {
     free(x->traces);
-    x->traces = NULL;
+    free(x->ctraces);
+    free(x->step_inuse);
+    free(x->start_inuse);
+    x->traces = x->ctraces = NULL;
+    x->step_inuse = x->start_inuse = NULL;
+    x->cap_ctraces = x->cap_steps = 0;
     return CLG_OK;
   }
   if (!x->traces && !(x->traces = calloc((size_t)(x->nn > 0 ? x->nn : 1), sizeof *x->traces)))
@@ -778,6 +1164,7 @@ void clg_executor_free(clg_executor *x)
     x->plans = next;
   }
   free(x->base);
+  free(x->task_of);
   free(x->dev_of);
   free(x->alloc);
   free(x->arenas);
@@ -902,6 +1289,20 @@ static const pval *largest_on(const plan *p, int d)
   return best;
 }
 
+/* Names the arena of device d for memory maps: how many tensors share it, and the largest. */
+static void arena_label(clg_executor *x, const plan *p, int d)
+{
+  int count = 0;
+  for (int i = 0; i < p->npv; i++)
+    count += p->pv[i].in_arena && p->pv[i].dev == d && p->pv[i].alias < 0;
+  const pval *v = largest_on(p, d);
+  const clg_node *n = node_at(x, v->node);
+  char shape[96], what[200];
+  snprintf(what, sizeof what, "arena of a run: %d tensors, largest %s (%s) %s", count, n->name,
+           n->op, clg_out_shape_string(&n->outs[v->out], shape, sizeof shape));
+  clg_allocator_label(x->alloc[d], &x->arenas[d], what);
+}
+
 /* Makes p the plan whose arenas are held, allocating them (the only allocator calls of a
  * run, made when the signature changes). */
 static clg_code plan_activate(clg_executor *x, plan *p)
@@ -934,6 +1335,7 @@ static clg_code plan_activate(clg_executor *x, plan *p)
       arenas_release(x);
       return code;
     }
+    arena_label(x, p, d);
   }
   free(x->blk);
   free(x->ready);
@@ -969,9 +1371,14 @@ static clg_code const_block(clg_executor *x, const clg_node *n, int d)
     return CLG_OK;
   size_t bytes = clg_node_out_bytes(n, 0);
   clg_code code = clg_allocator_alloc(x->alloc[d], bytes ? bytes : 1, &x->consts[n->index]);
-  if (code == CLG_OK)
+  if (code == CLG_OK) {
+    char shape[96], what[200];
+    snprintf(what, sizeof what, "%s (%s) %s", n->name, n->op,
+             clg_node_shape_string(n, shape, sizeof shape));
+    clg_allocator_label(x->alloc[d], &x->consts[n->index], what); /* for memory maps */
     code = ops(x, d)->upload(device(x, d), &x->consts[n->index],
                              clg_tensor_const_data(clg_node_value(n)), bytes);
+  }
   if (code != CLG_OK) {
     if (x->consts[n->index].size)
       clg_allocator_free(x->alloc[d], &x->consts[n->index], NULL);
@@ -983,7 +1390,27 @@ static clg_code const_block(clg_executor *x, const clg_node *n, int d)
 }
 
 /* Makes copy c of its source value on its device. */
+static clg_code make_copy_now(clg_executor *x, const plan *p, int c);
+
+/* Makes copy c, timed when tracing: the copy's own event where it has one (a direct copy),
+ * else the host's clock around the blocking calls. */
 static clg_code make_copy(clg_executor *x, const plan *p, int c)
+{
+  if (x->cluster && cluster_received(p, c)) /* --- cluster hook */
+    return CLG_OK;
+  trace *t = x->ctraces ? &x->ctraces[c] : NULL;
+  if (t)
+    t->start_ns = clg_now_ns();
+  clg_code code = make_copy_now(x, p, c);
+  if (t && code == CLG_OK) {
+    t->ran = true;
+    t->end_ns = clg_now_ns();
+    t->after = clg_event_retain(x->copied[c]);
+  }
+  return code;
+}
+
+static clg_code make_copy_now(clg_executor *x, const plan *p, int c)
 {
   const pval *v = &p->pv[c], *s = &p->pv[v->src];
   const clg_device_ops *src = ops(x, s->dev), *dst = ops(x, v->dev);
@@ -1064,6 +1491,8 @@ static clg_code check_variables(clg_executor *x, const plan *p, const step *st, 
 static clg_code run_step(clg_executor *x, const plan *p, const step *st)
 {
   const clg_node *n = node_at(x, st->node);
+  if (st->remote) /* --- cluster hook */
+    return cluster_step(x, p, st, false);
   clg_code code = check_variables(x, p, st, n);
   for (int c = 0; c < st->ncopies && code == CLG_OK; c++)
     code = make_copy(x, p, st->copies[c]);
@@ -1120,9 +1549,16 @@ static clg_code run_step(clg_executor *x, const plan *p, const step *st)
       t->end_ns = clg_now_ns();
       code = ops(x, st->dev)->marker(device(x, st->dev), &t->after);
     }
+    if (t && x->step_inuse) {
+      clg_memory_stats ms;
+      clg_allocator_stats(x->alloc[st->dev], &ms);
+      x->step_inuse[st - p->steps] = ms.bytes_in_use;
+    }
     if (code != CLG_OK)
       clg_error_prefix("node '%s' (%s) on %s: ", n->name, n->op,
                        device(x, st->dev)->info.full_name);
+    else if (st->nsend) /* --- cluster hook */
+      code = cluster_step(x, p, st, true);
   }
   if (in != in_stack)
     free(in);
@@ -1204,6 +1640,8 @@ clg_code clg_executor_run(clg_executor *x, int num_feeds, const clg_output *feed
     code = plan_get(x, num_feeds, feeds_at, num_fetches, fetches, num_targets, targets, &p);
   if (code == CLG_OK)
     code = plan_activate(x, p);
+  if (code == CLG_OK)
+    code = traces_begin(x, p);
   if (code != CLG_OK)
     return code;
 
@@ -1271,6 +1709,6 @@ clg_code clg_executor_run(clg_executor *x, int num_feeds, const clg_output *feed
     clg_tensor_free(x->outs[i]); /* not handed out: the run failed */
     x->outs[i] = NULL;
   }
-  traces_resolve(x);
+  traces_resolve(x, p, code == CLG_OK);
   return code;
 }

@@ -24,6 +24,7 @@ typedef struct placer {
   int *order;         /* device indices by priority: GPUs by id, then CPU:0 */
   bool soft;
   clg_placement *out;
+  int task; /* cluster: a spec naming no task means this task's devices; -1 outside one */
 } placer;
 
 static bool node_is_generator(const clg_node *n)
@@ -38,6 +39,13 @@ static bool supported(const placer *p, const clg_node *n, int dev)
   return clg_op_kernel(n, &p->devs->devs[dev]) != NULL;
 }
 
+/* Cluster: a node whose spec names no task runs on every task, each its own copy, so it
+ * may only go to this task's devices. Always true outside a cluster. */
+static bool own_task(const placer *p, const clg_devname *spec, int dev)
+{
+  return p->task < 0 || (spec && spec->has_task) || p->names[dev].task == p->task;
+}
+
 /* The first device by priority that matches spec (NULL: any) and has a kernel. With
  * any_match, reports whether some device matched the spec regardless of kernels. */
 static int first_candidate(const placer *p, const clg_node *n, const clg_devname *spec,
@@ -49,6 +57,8 @@ static int first_candidate(const placer *p, const clg_node *n, const clg_devname
     int d = p->order[k];
     if (spec && !clg_devname_matches(spec, &p->names[d]))
       continue;
+    if (!own_task(p, spec, d)) /* --- cluster hook */
+      continue;
     if (any_match)
       *any_match = true;
     if (supported(p, n, d))
@@ -59,7 +69,7 @@ static int first_candidate(const placer *p, const clg_node *n, const clg_devname
 
 static bool is_candidate(const placer *p, const clg_node *n, int dev)
 {
-  if (!supported(p, n, dev))
+  if (!supported(p, n, dev) || !own_task(p, &n->requested, dev)) /* --- cluster hook */
     return false;
   return clg_devname_is_empty(&n->requested) || clg_devname_matches(&n->requested, &p->names[dev]);
 }
@@ -332,11 +342,11 @@ static clg_code check_explicit(placer *p, int nn)
   return code;
 }
 
-clg_code clg_place(const clg_graph *g, const clg_devices *devs, bool allow_soft_placement,
-                   clg_placement *out)
+static clg_code place_view(const clg_graph *g, const clg_devices *devs, bool allow_soft_placement,
+                           int task, clg_placement *out)
 {
   int nn = clg_graph_num_nodes(g);
-  placer p = {g, devs, NULL, NULL, allow_soft_placement, out};
+  placer p = {g, devs, NULL, NULL, allow_soft_placement, out, task};
   clg_code code = CLG_OK;
   p.names = calloc((size_t)devs->count, sizeof *p.names);
   p.order = calloc((size_t)devs->count, sizeof *p.order);
@@ -349,10 +359,14 @@ clg_code clg_place(const clg_graph *g, const clg_devices *devs, bool allow_soft_
     code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory placing %d nodes", nn);
     goto done;
   }
+  /* GPUs by index, then the CPUs (one, outside a cluster; one per task in one). */
   int k = 0;
-  for (int d = 1; d < devs->count; d++)
-    p.order[k++] = d;
-  p.order[k] = 0;
+  for (int d = 0; d < devs->count; d++)
+    if (strcmp(devs->devs[d].info.type, "CPU") != 0)
+      p.order[k++] = d;
+  for (int d = 0; d < devs->count; d++)
+    if (strcmp(devs->devs[d].info.type, "CPU") == 0)
+      p.order[k++] = d;
   for (int d = 0; d < devs->count; d++)
     if ((code = clg_devname_parse(devs->devs[d].info.full_name, &p.names[d])) != CLG_OK)
       goto done;
@@ -422,5 +436,33 @@ done:
   free(p.order);
   free(cs.start);
   free(cs.users);
+  return code;
+}
+
+/* Placement, with the task of every node in a cluster: a node lands on the same task in the
+ * views of two different tasks exactly when it is pinned there (its spec, or what it follows,
+ * names the task); otherwise each task runs its own copy (task -1). */
+clg_code clg_place(const clg_graph *g, const clg_devices *devs, bool allow_soft_placement,
+                   clg_placement *out)
+{
+  int nn = clg_graph_num_nodes(g);
+  clg_code code = place_view(g, devs, allow_soft_placement, devs->local_task, out);
+  int tasks = 1;
+  for (int d = 0; d < devs->count; d++)
+    if (devs->devs[d].info.task >= tasks)
+      tasks = devs->devs[d].info.task + 1;
+  for (int i = 0; i < nn && code == CLG_OK; i++)
+    out[i].task = devs->devs[out[i].device].info.task;
+  if (code != CLG_OK || devs->local_task < 0 || tasks < 2)
+    return code;
+  /* --- cluster: the view of another task */
+  clg_placement *other = malloc(sizeof *other * (size_t)(nn > 0 ? nn : 1));
+  if (!other)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory placing %d nodes", nn);
+  code = place_view(g, devs, allow_soft_placement, (devs->local_task + 1) % tasks, other);
+  for (int i = 0; i < nn && code == CLG_OK; i++)
+    if (devs->devs[other[i].device].info.task != out[i].task)
+      out[i].task = -1;
+  free(other);
   return code;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/cluster.h"
 #include "device/device.h"
 #include "kernels/kernels.h"
 #include "runtime/runtime.h"
@@ -22,7 +23,8 @@ struct clg_process {
   pthread_mutex_t lock;      /* guards allocs and warned */
   char **warned;             /* "<device>|<reason>" keys already warned about */
   int num_warned;
-  clg_pinned *pinned; /* host memory for large tensors, from GPU:0's context */
+  clg_pinned *pinned;   /* host memory for large tensors, from GPU:0's context */
+  clg_cluster *cluster; /* cluster (issue 17): the tasks' devices are in devs */
 };
 
 static pthread_mutex_t process_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -79,6 +81,7 @@ static void process_destroy(clg_process *p)
         clg_allocator_destroy(p->allocs[i]);
       }
   clg_cl_release_all();
+  clg_cluster_close(p->cluster); /* --- cluster hook */
   clg_devices_free(p->devs);
   for (int i = 0; i < p->num_warned; i++)
     free(p->warned[i]);
@@ -154,6 +157,13 @@ static clg_code process_create(const clg_session_options *opt, clg_process **out
   cfg.num_virtual = opt->num_virtual;
   cfg.virtual_devices = opt->virtual_devices;
   clg_code code = clg_devices_new(&cfg, &p->devs);
+  /* --- cluster hook: join the tasks, whose devices join the set */
+  bool cluster = false;
+  double timeout_s = 0;
+  if (code == CLG_OK)
+    code = clg_cluster_resolve(opt->cluster, opt->cluster_timeout_s, &cluster, &timeout_s);
+  if (code == CLG_OK && cluster)
+    code = clg_cluster_open(p->devs, timeout_s, &p->cluster);
   if (code != CLG_OK) {
     process_destroy(p);
     return code;
@@ -221,9 +231,14 @@ void clg_process_release(clg_process *p)
 
 clg_devices *clg_process_devices(clg_process *p) { return p->devs; }
 
+clg_cluster *clg_process_cluster(clg_process *p) { return p ? p->cluster : NULL; }
+
 clg_code clg_process_allocator(clg_process *p, int device, clg_allocator **out)
 {
   clg_code code = CLG_OK;
+  /* --- cluster hook: a remote device's blocks are host memory (what its task sends) */
+  if (clg_devices_at(p->devs, device)->remote)
+    device = 0;
   pthread_mutex_lock(&p->lock);
   if (!p->allocs[device])
     code = clg_allocator_new(clg_devices_at(p->devs, device), &p->first.gpu_options,

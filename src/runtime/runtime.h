@@ -19,6 +19,8 @@ typedef struct clg_process clg_process;
 clg_code clg_process_acquire(const clg_session_options *opt, clg_process **out);
 void clg_process_release(clg_process *p);
 clg_devices *clg_process_devices(clg_process *p);
+/* The cluster the process joined (session option cluster), or NULL. */
+struct clg_cluster *clg_process_cluster(clg_process *p);
 /* The allocator of device i, created on first use with the first session's options. */
 clg_code clg_process_allocator(clg_process *p, int device, clg_allocator **out);
 /* Logs `message` at WARNING once per (device, reason) for the life of the process state. */
@@ -49,6 +51,9 @@ clg_code clg_var_uninitialized(const clg_node *var, const clg_node *reader);
 typedef struct clg_placement {
   int device;
   char reason[160];
+  /* Cluster: the task that computes the node for every task, or -1 when every task runs its
+   * own copy (its spec names no task). Outside a cluster: 0. */
+  int task;
 } clg_placement;
 
 /* Places nodes [0, num_nodes) of g on devs. out has num_nodes entries. Errors:
@@ -83,6 +88,50 @@ clg_code clg_executor_run(clg_executor *x, int num_feeds, const clg_output *feed
 clg_code clg_executor_set_tracing(clg_executor *x, bool on);
 clg_code clg_executor_node_times(const clg_executor *x, const clg_node *n, uint64_t *start_ns,
                                  uint64_t *end_ns);
+
+/* --- traces of runs (executor.c records them, tracing.c draws them) ------------------- */
+
+/* A slice of a traced run, on the host's clock: a node's work on its device, or a copy of a
+ * value (node's output `out`) from src_dev to dev. */
+typedef struct clg_run_slice {
+  int node, out;
+  int dev, src_dev; /* src_dev: -1 for a node */
+  uint64_t bytes;   /* a copy's bytes */
+  uint64_t start_ns, end_ns;
+} clg_run_slice;
+
+/* Memory of device dev at ts: the allocator's bytes in use, and the bytes of the run's
+ * tensors live in its arena (from the plan's lifetimes). */
+typedef struct clg_run_sample {
+  int dev;
+  uint64_t ts_ns, in_use, live;
+} clg_run_sample;
+
+typedef struct clg_run_trace {
+  uint64_t run; /* the session's run number, from 1 */
+  uint64_t start_ns, end_ns;
+  bool ok; /* the run succeeded */
+  int nslices, nsamples, ndevs;
+  clg_run_slice *slices;   /* nodes in the order they were enqueued, copies before users */
+  clg_run_sample *samples; /* by time per device */
+  int64_t *offset;         /* per device: host time - device time */
+  uint64_t *offset_error;  /* per device: +- ns */
+} clg_run_trace;
+
+void clg_run_trace_free(clg_run_trace *t);
+
+/* tracing.c: the pictures of kept runs (see clgraph/session.h). */
+clg_code clg_runs_write_trace(const clg_graph *g, const clg_devices *devs,
+                              clg_run_trace *const *runs, int n, const char *path);
+clg_code clg_runs_profile(const clg_graph *g, const clg_devices *devs, clg_run_trace *const *runs,
+                          int n, clg_op_profile **rows, int *num_rows);
+void clg_runs_print_profile(FILE *f, const clg_op_profile *rows, int n, int runs, uint64_t wall_ns);
+/* The memory map of device dev, with a chart from the samples of `last` (may be NULL). */
+clg_code clg_runs_write_memory_map(clg_process *p, int dev, const clg_run_trace *last,
+                                   const char *when, const char *path);
+/* The trace of the executor's last run (the caller frees it), or NULL when tracing is off,
+ * nothing ran or memory ran out. */
+clg_run_trace *clg_executor_take_trace(clg_executor *x);
 
 /* What the last run's plan holds (for tests and benchmarks). */
 typedef struct clg_plan_stats {

@@ -1,8 +1,11 @@
 /* Sessions: options, placement, the placement log, runs and memory statistics. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cluster/cluster.h"
 #include "runtime/runtime.h"
 
 /* Placements of earlier graph versions are kept until the session is freed, so that a
@@ -25,6 +28,12 @@ struct clg_session {
   old_placement *old;
   clg_executor *exec;
   clg_var_store *vars; /* outlives executors: the graph may grow between runs */
+  /* Pictures (drawn by tracing.c): the traces of the last trace_keep runs, oldest first,
+   * and where an OOM writes its memory map (NULL: the default path; "": nowhere). */
+  int trace_keep, nruns;
+  clg_run_trace **runs;
+  uint64_t run_count;
+  char *oom_map;
 };
 
 void clg_session_options_init(clg_session_options *opt)
@@ -83,7 +92,7 @@ static clg_code session_place(clg_session *s)
     free(pl);
     return code;
   }
-  if (s->tracing && (code = clg_executor_set_tracing(x, true)) != CLG_OK) {
+  if ((s->tracing || s->trace_keep > 0) && (code = clg_executor_set_tracing(x, true)) != CLG_OK) {
     clg_executor_free(x);
     free(pl);
     return code;
@@ -145,9 +154,16 @@ clg_code clg_session_new(clg_graph *g, const clg_session_options *opt, clg_sessi
   /* The session keeps no pointers into the caller's options. */
   s->opt.visible_device_list = NULL;
   s->opt.virtual_devices = NULL;
+  s->opt.cluster = NULL;
+  s->opt.oom_memory_map = NULL;
+  s->trace_keep = opt && opt->trace_runs > 0 ? opt->trace_runs : 0;
   pthread_mutex_init(&s->lock, NULL);
   pthread_mutex_init(&s->place_lock, NULL);
-  clg_code code = clg_process_acquire(opt ? opt : &defaults, &s->proc);
+  clg_code code = CLG_OK;
+  if (opt && opt->oom_memory_map && !(s->oom_map = clg_strdup(opt->oom_memory_map)))
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating a session");
+  if (code == CLG_OK)
+    code = clg_process_acquire(opt ? opt : &defaults, &s->proc);
   if (code == CLG_OK)
     code = clg_var_store_new(s->proc, &s->vars);
   if (code == CLG_OK)
@@ -175,10 +191,189 @@ void clg_session_free(clg_session *s)
     free(s->old);
     s->old = next;
   }
-  clg_process_release(s->proc);
+  for (int i = 0; i < s->nruns; i++)
+    clg_run_trace_free(s->runs[i]);
+  free(s->runs);
+  free(s->oom_map);
+  if (s->proc)
+    clg_process_release(s->proc);
   pthread_mutex_destroy(&s->lock);
   pthread_mutex_destroy(&s->place_lock);
   free(s);
+}
+
+/* --- pictures (the drawing is in tracing.c) ------------------------------------------------ */
+
+/* Keeps the trace of the run that just ended, dropping the oldest beyond trace_keep. */
+static void session_keep_trace(clg_session *s)
+{
+  clg_run_trace *r = clg_executor_take_trace(s->exec);
+  if (!r)
+    return;
+  r->run = ++s->run_count;
+  if (s->trace_keep <= 0) {
+    clg_run_trace_free(r);
+    return;
+  }
+  if (!s->runs && !(s->runs = calloc((size_t)s->trace_keep, sizeof *s->runs))) {
+    clg_run_trace_free(r);
+    return;
+  }
+  if (s->nruns == s->trace_keep) {
+    clg_run_trace_free(s->runs[0]);
+    memmove(s->runs, s->runs + 1, sizeof *s->runs * (size_t)(s->nruns - 1));
+    s->nruns--;
+  }
+  s->runs[s->nruns++] = r;
+}
+
+/* After an out-of-memory error: the memory map of the device named in the message, written
+ * where the options say; the message then names the file. */
+static void session_oom_map(clg_session *s)
+{
+  if (s->oom_map && !s->oom_map[0])
+    return;
+  const clg_devices *devs = clg_process_devices(s->proc);
+  char *msg = clg_strdup(clg_last_error());
+  int dev = -1;
+  for (int d = 0; msg && d < devs->count && dev < 0; d++) {
+    char needle[256];
+    snprintf(needle, sizeof needle, "%s by allocator", devs->devs[d].info.full_name);
+    if (strstr(msg, needle))
+      dev = d;
+  }
+  if (dev < 0) {
+    free(msg);
+    return;
+  }
+  char path[4096];
+  if (s->oom_map) {
+    snprintf(path, sizeof path, "%s", s->oom_map);
+  } else {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/clgraph-oom-%ld.svg", tmp && tmp[0] ? tmp : "/tmp",
+             (long)getpid());
+  }
+  const clg_run_trace *last = s->nruns ? s->runs[s->nruns - 1] : NULL;
+  char when[400];
+  snprintf(when, sizeof when, "After a run ran out of memory: %.340s", msg);
+  clg_code wrote = clg_runs_write_memory_map(s->proc, dev, last, when, path);
+  if (wrote == CLG_OK)
+    clg_error(CLG_RESOURCE_EXHAUSTED, "%s; memory map of %s: %s", msg,
+              devs->devs[dev].info.full_name, path);
+  else
+    clg_error(CLG_RESOURCE_EXHAUSTED, "%s", msg); /* the map's own error is not the run's */
+  free(msg);
+}
+
+clg_code clg_session_set_trace(clg_session *s, int last_n_runs)
+{
+  if (!s)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_session_set_trace: session is NULL");
+  if (last_n_runs < 0)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_session_set_trace: last_n_runs is %d, want >= 0",
+                     last_n_runs);
+  pthread_mutex_lock(&s->lock);
+  clg_code code = clg_executor_set_tracing(s->exec, s->tracing || last_n_runs > 0);
+  if (code == CLG_OK) {
+    for (int i = 0; i < s->nruns; i++)
+      clg_run_trace_free(s->runs[i]);
+    free(s->runs);
+    s->runs = NULL;
+    s->nruns = 0;
+    s->trace_keep = last_n_runs;
+  }
+  pthread_mutex_unlock(&s->lock);
+  return code;
+}
+
+clg_code clg_session_write_trace(clg_session *s, const char *path)
+{
+  if (!s || !path)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_session_write_trace: a NULL argument");
+  pthread_mutex_lock(&s->lock);
+  clg_code code =
+      s->nruns
+          ? clg_runs_write_trace(s->graph, clg_process_devices(s->proc), s->runs, s->nruns, path)
+          : clg_error(CLG_FAILED_PRECONDITION,
+                      "no traced run to write to '%s': call clg_session_set_trace before "
+                      "running",
+                      path);
+  pthread_mutex_unlock(&s->lock);
+  return code;
+}
+
+clg_code clg_session_profile(clg_session *s, clg_op_profile **rows, int *num_rows)
+{
+  if (!s || !rows || !num_rows)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_session_profile: a NULL argument");
+  *rows = NULL;
+  *num_rows = 0;
+  pthread_mutex_lock(&s->lock);
+  clg_code code =
+      s->nruns ? clg_runs_profile(s->graph, clg_process_devices(s->proc), s->runs, s->nruns, rows,
+                                  num_rows)
+               : clg_error(CLG_FAILED_PRECONDITION,
+                           "no traced run to profile: call clg_session_set_trace before running");
+  pthread_mutex_unlock(&s->lock);
+  return code;
+}
+
+clg_code clg_session_print_profile(clg_session *s, FILE *f)
+{
+  if (!f)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_session_print_profile: f is NULL");
+  clg_op_profile *rows;
+  int n;
+  clg_code code = clg_session_profile(s, &rows, &n);
+  if (code != CLG_OK)
+    return code;
+  pthread_mutex_lock(&s->lock);
+  uint64_t wall = 0;
+  for (int i = 0; i < s->nruns; i++)
+    wall += s->runs[i]->end_ns - s->runs[i]->start_ns;
+  int runs = s->nruns;
+  pthread_mutex_unlock(&s->lock);
+  clg_runs_print_profile(f, rows, n, runs, wall);
+  free(rows);
+  return CLG_OK;
+}
+
+clg_code clg_session_write_memory_map(clg_session *s, const char *device, const char *path)
+{
+  if (!s || !path)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_session_write_memory_map: a NULL argument");
+  const clg_devices *devs = clg_process_devices(s->proc);
+  int dev = -1;
+  if (device) {
+    const clg_device_info *d = clg_devices_find((clg_devices *)devs, device);
+    if (!d)
+      return clg_error(CLG_NOT_FOUND, "memory map: no device '%s' in this session", device);
+    dev = d->index;
+  }
+  pthread_mutex_lock(&s->lock);
+  clg_code code = CLG_OK;
+  if (dev < 0) { /* the device with the most bytes in use */
+    uint64_t most = 0;
+    for (int d = 0; d < devs->count && code == CLG_OK; d++) {
+      clg_allocator *a;
+      clg_memory_stats st;
+      if ((code = clg_process_allocator(s->proc, d, &a)) != CLG_OK)
+        break;
+      clg_allocator_stats(a, &st);
+      if (dev < 0 || st.bytes_in_use > most) {
+        dev = d;
+        most = st.bytes_in_use;
+      }
+    }
+  }
+  char when[64];
+  snprintf(when, sizeof when, "after run %llu of the session", (unsigned long long)s->run_count);
+  if (code == CLG_OK)
+    code = clg_runs_write_memory_map(s->proc, dev, s->nruns ? s->runs[s->nruns - 1] : NULL,
+                                     s->run_count ? when : "before the first run", path);
+  pthread_mutex_unlock(&s->lock);
+  return code;
 }
 
 clg_code clg_session_run_outputs(clg_session *s, int num_feeds, const clg_output *feeds_at,
@@ -194,9 +389,13 @@ clg_code clg_session_run_outputs(clg_session *s, int num_feeds, const clg_output
     code = clg_error(code, "the graph has a builder error: %s", clg_graph_error(s->graph));
   if (code == CLG_OK)
     code = session_place(s);
-  if (code == CLG_OK)
+  if (code == CLG_OK) {
     code = clg_executor_run(s->exec, num_feeds, feeds_at, feeds, num_fetches, fetches, outputs,
                             num_targets, targets);
+    session_keep_trace(s);
+    if (code == CLG_RESOURCE_EXHAUSTED)
+      session_oom_map(s);
+  }
   pthread_mutex_unlock(&s->lock);
   return code;
 }
@@ -290,6 +489,23 @@ clg_code clg_session_lock_variables(clg_session *s, clg_session_vars *out)
 }
 
 void clg_session_unlock_variables(clg_session *s) { pthread_mutex_unlock(&s->lock); }
+
+/* --- cluster (issue 17) */
+void clg_session_task(const clg_session *s, int *task, int *num_tasks)
+{
+  clg_cluster *c = s ? clg_process_cluster(s->proc) : NULL;
+  if (task)
+    *task = clg_cluster_task(c);
+  if (num_tasks)
+    *num_tasks = clg_cluster_num_tasks(c);
+}
+
+int clg_session_is_chief(const clg_session *s)
+{
+  int task;
+  clg_session_task(s, &task, NULL);
+  return task == 0;
+}
 
 const clg_devices *clg_session_devices(const clg_session *s)
 {

@@ -2,6 +2,7 @@
  * node is placed on, from that device's allocator (so limits and statistics count it). The
  * store belongs to the session, not to an executor: a session rebuilds its executor when
  * the graph grows, and the values must survive that. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,10 @@ clg_code clg_var_store_block(clg_var_store *s, const clg_node *n, int dev, clg_b
     v->allocated = true;
     v->initialized = false;
     v->dev = dev;
+    char shape[96], what[200];
+    snprintf(what, sizeof what, "%s (%s) %s", n->name, n->op,
+             clg_node_shape_string(n, shape, sizeof shape));
+    clg_allocator_label(a, &v->blk, what); /* for memory maps; a failure only loses the name */
   }
   *out = v->blk;
   out->size = clg_node_out_bytes(n, 0);

@@ -273,7 +273,8 @@ clg_code clg_file_write_atomic(const char *path, const void *data, size_t size)
     p += n;
     left -= (size_t)n;
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
+  int synced = fsync(fd), closed = close(fd); /* close even when fsync fails */
+  if (synced != 0 || closed != 0) {
     clg_code code = clg_error(CLG_UNKNOWN, "flushing '%s': %s", tmp, strerror(errno));
     unlink(tmp);
     free(tmp);

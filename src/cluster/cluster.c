@@ -1,0 +1,167 @@
+/* What the cluster module does with or without MPI: resolving the session's request, and
+ * the stand-ins of a build without MPI (UNIMPLEMENTED, or the one-task answer). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/cluster.h"
+#include "device/device.h"
+
+clg_code clg_cluster_resolve(const char *kind, double timeout_option, bool *want, double *timeout_s)
+{
+  const char *from = "the session option cluster";
+  if (!kind || !*kind) {
+    kind = getenv("CLGRAPH_CLUSTER");
+    from = "CLGRAPH_CLUSTER";
+  }
+  *want = false;
+  if (kind && *kind && strcmp(kind, "none") != 0) {
+    if (strcmp(kind, "mpi") != 0)
+      return clg_error(CLG_INVALID_ARGUMENT, "%s is \"%s\"; expected \"mpi\" or \"none\"", from,
+                       kind);
+    *want = true;
+  }
+  if (isnan(timeout_option) || timeout_option < 0)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "cluster_timeout_s must be > 0 seconds (0: CLGRAPH_CLUSTER_TIMEOUT or %g)",
+                     CLG_CLUSTER_DEFAULT_TIMEOUT_S);
+  *timeout_s = timeout_option;
+  if (*timeout_s == 0) {
+    const char *env = getenv("CLGRAPH_CLUSTER_TIMEOUT");
+    *timeout_s = CLG_CLUSTER_DEFAULT_TIMEOUT_S;
+    if (env && *env) {
+      char *end;
+      double v = strtod(env, &end);
+      if (*end || !(v > 0) || isinf(v))
+        return clg_error(CLG_INVALID_ARGUMENT,
+                         "CLGRAPH_CLUSTER_TIMEOUT is \"%s\"; expected a number of seconds > 0",
+                         env);
+      *timeout_s = v;
+    }
+  }
+  return CLG_OK;
+}
+
+bool clg_cluster_reduce_dtype_ok(clg_dtype dtype)
+{
+  return dtype == CLG_FLOAT32 || dtype == CLG_FLOAT64 || dtype == CLG_INT32 || dtype == CLG_INT64;
+}
+
+clg_code clg_cluster_allreduce_block(clg_cluster *c, struct clg_device *dev,
+                                     const struct clg_block *src, const struct clg_block *dst,
+                                     size_t count, clg_dtype dtype, clg_reduce_op op,
+                                     const char *what)
+{
+  const clg_device_ops *ops = clg_device_ops_of(dev);
+  size_t esize = clg_dtype_size(dtype);
+  if (!clg_cluster_reduce_dtype_ok(dtype))
+    return clg_cluster_allreduce(c, NULL, count, dtype, op, what);
+  if (ops->host_memory) /* a fed input may not be written: reduced into dst, not copied */
+    return clg_cluster_allreduce_to(c, src->host, dst->host, count, dtype, op, what);
+  /* Chunk by chunk through a host buffer (pinned from 1 MiB on: the process's pool serves
+   * host tensors): download, reduce across tasks, upload. */
+  size_t per = CLG_CLUSTER_CHUNK / esize, first = count < per ? count : per;
+  int64_t dims[1] = {(int64_t)(first * esize / 4 + 1)};
+  clg_tensor *stage = clg_tensor_new_uninit(CLG_FLOAT32, 1, dims);
+  if (!stage)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "%s: out of host memory for a staging buffer", what);
+  void *buf = clg_tensor_data(stage);
+  clg_code code = CLG_OK;
+  for (size_t off = 0; off < count && code == CLG_OK; off += per) {
+    size_t n = count - off < per ? count - off : per;
+    clg_block s = *src, d = *dst;
+    s.offset += off * esize;
+    d.offset += off * esize;
+    s.size = d.size = n * esize;
+    if ((code = ops->download(dev, &s, buf, n * esize)) == CLG_OK &&
+        (code = clg_cluster_allreduce(c, buf, n, dtype, op, what)) == CLG_OK)
+      code = ops->upload(dev, &d, buf, n * esize);
+  }
+  clg_tensor_free(stage);
+  return code;
+}
+
+#ifndef CLG_HAVE_MPI
+
+clg_code clg_cluster_open(struct clg_devices *devs, double timeout_s, clg_cluster **out)
+{
+  (void)devs, (void)timeout_s;
+  *out = NULL;
+  return clg_error(CLG_UNIMPLEMENTED,
+                   "cluster \"mpi\" asked for, but this clgraph was built without MPI (configure "
+                   "with -DCLGRAPH_WITH_MPI=ON and Open MPI's libopenmpi-dev installed)");
+}
+
+void clg_cluster_close(clg_cluster *c) { (void)c; }
+
+clg_cluster *clg_cluster_current(void) { return NULL; }
+
+int clg_cluster_task(const clg_cluster *c)
+{
+  (void)c;
+  return 0;
+}
+
+int clg_cluster_num_tasks(const clg_cluster *c)
+{
+  (void)c;
+  return 1;
+}
+
+double clg_cluster_timeout(const clg_cluster *c)
+{
+  (void)c;
+  return CLG_CLUSTER_DEFAULT_TIMEOUT_S;
+}
+
+static clg_code no_cluster(const char *what)
+{
+  return clg_error(CLG_UNIMPLEMENTED, "%s: no cluster (clgraph built without MPI)", what);
+}
+
+clg_code clg_cluster_send(clg_cluster *c, int to, int tag, struct clg_device *dev,
+                          const struct clg_block *blk, size_t bytes, const char *what)
+{
+  (void)c, (void)to, (void)tag, (void)dev, (void)blk, (void)bytes;
+  return no_cluster(what);
+}
+
+clg_code clg_cluster_recv(clg_cluster *c, int from, int tag, struct clg_device *dev,
+                          const struct clg_block *blk, size_t bytes, const char *what)
+{
+  (void)c, (void)from, (void)tag, (void)dev, (void)blk, (void)bytes;
+  return no_cluster(what);
+}
+
+clg_code clg_cluster_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
+                               clg_reduce_op op, const char *what)
+{
+  (void)c, (void)buf, (void)count, (void)op, (void)what;
+  /* One task: the sum and the mean of one value are the value. */
+  return clg_cluster_reduce_dtype_ok(dtype)
+             ? CLG_OK
+             : clg_error(CLG_INVALID_ARGUMENT, "%s: AllReduce does not reduce %s", what,
+                         clg_dtype_name(dtype));
+}
+
+clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, size_t count,
+                                  clg_dtype dtype, clg_reduce_op op, const char *what)
+{
+  if (src != dst && count && clg_cluster_reduce_dtype_ok(dtype))
+    memcpy(dst, src, count * clg_dtype_size(dtype));
+  return clg_cluster_allreduce(c, dst, count, dtype, op, what);
+}
+
+clg_code clg_cluster_reference_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype)
+{
+  (void)c, (void)buf, (void)count, (void)dtype;
+  return no_cluster("MPI_Allreduce");
+}
+
+clg_code clg_cluster_barrier(clg_cluster *c)
+{
+  (void)c;
+  return CLG_OK;
+}
+
+#endif

@@ -1,0 +1,463 @@
+/* Clusters over MPI (issue 17), run by CTest under `mpirun -np P` (tests/CMakeLists.txt):
+ *   mpi_cluster s7          the guide's S7 with its two towers on tasks 0 and 1
+ *   mpi_cluster random      random graphs whose nodes name tasks 0..P-1, against a reference
+ *                           computed here on the host
+ *   mpi_cluster allreduce [MiB]  AllReduce sum and mean, 1 element to 64 MiB, every dtype, on
+ *                           CPU:0 and a GPU, against sums computed here
+ *   mpi_cluster fault-stop  task 1 stops (SIGSTOP) before a run; task 0 must fail with
+ *                           DEADLINE_EXCEEDED naming task 1 within the 2 s timeout
+ *   mpi_cluster fault-kill  task 1 is killed (SIGKILL) before a run; the same for task 0
+ *                           (under mpirun --enable-recovery; plain mpirun kills task 0)
+ *   mpi_cluster fault-collective  the last task stops before an AllReduce; every other task
+ *                           must fail with DEADLINE_EXCEEDED naming it (and only it)
+ *   mpi_cluster gpu-transfer  a >4 MiB tensor from task 0's CPU to task 1's GPU and back
+ * Every task builds the same graphs and makes the same runs; each checks its own results. */
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "testutil.h"
+
+static clg_session *open_session(clg_graph *g, double timeout_s, bool log)
+{
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  opt.cluster = "mpi";
+  opt.cluster_timeout_s = timeout_s;
+  opt.log_device_placement = log;
+  /* Several tasks share this machine's memory: no up-front reservations. */
+  opt.gpu_options.allow_growth = 1;
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, &opt, &s));
+  return s;
+}
+
+/* --- S7 ------------------------------------------------------------------------------------ */
+
+static void s7(void)
+{
+  clg_graph *g = clg_graph_new();
+  const char *towers[2] = {"/job:worker/task:0/device:GPU:2", "/job:worker/task:1/device:GPU:3"};
+  const float av[6] = {1, 2, 3, 4, 5, 6};
+  int64_t ad[2] = {2, 3}, bd[2] = {3, 2};
+  clg_node *c[2];
+  for (int i = 0; i < 2; i++) {
+    clg_graph_push_device(g, towers[i]);
+    clg_node *a = clg_const_f32(g, NULL, 2, ad, av);
+    clg_node *b = clg_const_f32(g, NULL, 2, bd, av);
+    c[i] = clg_matmul(g, NULL, a, b, false, false);
+    clg_graph_pop_device(g);
+  }
+  clg_graph_push_device(g, "/cpu:0");
+  clg_node *sum = clg_add_n(g, NULL, 2, c);
+  clg_graph_pop_device(g);
+  clg_test_log_capture_start(CLG_LOG_INFO);
+  clg_session *s = open_session(g, 20, true);
+  const char *log = clg_test_log_capture_stop();
+  int task = -1, tasks = 0;
+  clg_session_task(s, &task, &tasks);
+  CHECK(tasks == 2 && (task == 0 || task == 1));
+  CHECK(clg_session_is_chief(s) == (task == 0));
+  /* The mapping lists both tasks' GPUs; every task places the towers alike. */
+  CHECK_CONTAINS(log, "Device mapping:\n/job:worker/replica:0/task:");
+  CHECK_CONTAINS(log, "/job:worker/replica:0/task:0/device:GPU:3 -> device: 3");
+  CHECK_CONTAINS(log, "/job:worker/replica:0/task:1/device:GPU:3 -> device: 3");
+  CHECK_CONTAINS(log, "MatMul: /job:worker/replica:0/task:0/device:GPU:2");
+  CHECK_CONTAINS(log, "MatMul_1: /job:worker/replica:0/task:1/device:GPU:3");
+  char want[96];
+  snprintf(want, sizeof want, "AddN: /job:worker/replica:0/task:%d/device:CPU:0", task);
+  CHECK_CONTAINS(log, want);
+  CHECK_STR(clg_session_node_device(s, c[1]), "/job:worker/replica:0/task:1/device:GPU:3");
+  const clg_devices *devs = clg_session_devices(s);
+  CHECK(clg_devices_find(devs, "/job:worker/task:1/device:GPU:3") != NULL);
+  CHECK(clg_devices_find(devs, "/device:GPU:0")->task == task);
+  for (int rep = 0; rep < 3; rep++) {
+    clg_tensor *out = NULL;
+    CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &sum, &out));
+    const float *v = out ? clg_tensor_const_data(out) : NULL;
+    CHECK_MSG(v && v[0] == 44 && v[1] == 56 && v[2] == 98 && v[3] == 128,
+              "S7 on task %d: got [%g %g %g %g]", task, v ? v[0] : -1, v ? v[1] : -1, v ? v[2] : -1,
+              v ? v[3] : -1);
+    clg_tensor_free(out);
+  }
+  /* A tower's value fetched by every task comes from its task. */
+  clg_tensor *t1 = NULL;
+  CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &c[1], &t1));
+  CHECK(t1 && ((const float *)clg_tensor_const_data(t1))[3] == 64);
+  clg_tensor_free(t1);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+/* --- random graphs ------------------------------------------------------------------------------
+ */
+
+#define RN 4 /* values are RN x RN float32 matrices */
+
+typedef struct ref {
+  double v[RN * RN];
+} ref;
+
+static void random_graphs(int rounds)
+{
+  int tasks = 0;
+  for (int round = 0; round < rounds; round++) {
+    clg_test_seed(1000 + (unsigned long long)round);
+    clg_graph *g = clg_graph_new();
+    int n = 12 + (int)(clg_test_rand() % 12);
+    clg_node **nodes = calloc((size_t)n, sizeof *nodes);
+    ref *r = calloc((size_t)n, sizeof *r);
+    int64_t dims[2] = {RN, RN};
+    /* mpirun tells each rank the number of tasks; the graph must be the same on all. */
+    const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+    int ntasks = size && atoi(size) > 0 ? atoi(size) : 1;
+    for (int i = 0; i < n; i++) {
+      char spec[96] = "";
+      unsigned pick = (unsigned)(clg_test_rand() % 5);
+      int t = (int)(clg_test_rand() % (unsigned)ntasks), k = (int)(clg_test_rand() % 4);
+      if (pick == 1)
+        snprintf(spec, sizeof spec, "/job:worker/task:%d/device:GPU:%d", t, k);
+      else if (pick == 2)
+        snprintf(spec, sizeof spec, "/job:worker/task:%d/device:CPU:0", t);
+      else if (pick == 3)
+        snprintf(spec, sizeof spec, "/device:GPU:%d", k);
+      else if (pick == 4)
+        snprintf(spec, sizeof spec, "/job:worker/task:%d", t);
+      if (spec[0])
+        clg_graph_push_device(g, spec);
+      int op = i < 3 ? 0 : (int)(clg_test_rand() % 5);
+      int a = i ? (int)(clg_test_rand() % (unsigned)i) : 0,
+          b = i ? (int)(clg_test_rand() % (unsigned)i) : 0;
+      if (op == 0) {
+        float v[RN * RN];
+        for (int e = 0; e < RN * RN; e++) {
+          v[e] = (float)((int)(clg_test_rand() % 7) - 3) / 2.0f;
+          r[i].v[e] = v[e];
+        }
+        nodes[i] = clg_const_f32(g, NULL, 2, dims, v);
+      } else if (op == 1) {
+        nodes[i] = clg_add(g, NULL, nodes[a], nodes[b]);
+        for (int e = 0; e < RN * RN; e++)
+          r[i].v[e] = r[a].v[e] + r[b].v[e];
+      } else if (op == 2) {
+        nodes[i] = clg_matmul(g, NULL, nodes[a], nodes[b], false, false);
+        for (int x = 0; x < RN; x++)
+          for (int y = 0; y < RN; y++) {
+            double acc = 0;
+            for (int z = 0; z < RN; z++)
+              acc += r[a].v[x * RN + z] * r[b].v[z * RN + y];
+            r[i].v[x * RN + y] = acc;
+          }
+      } else if (op == 3) {
+        nodes[i] = clg_relu(g, NULL, nodes[a]);
+        for (int e = 0; e < RN * RN; e++)
+          r[i].v[e] = r[a].v[e] > 0 ? r[a].v[e] : 0;
+      } else {
+        clg_node *in[3] = {nodes[a], nodes[b], nodes[a]};
+        nodes[i] = clg_add_n(g, NULL, 3, in);
+        for (int e = 0; e < RN * RN; e++)
+          r[i].v[e] = 2 * r[a].v[e] + r[b].v[e];
+      }
+      if (spec[0])
+        clg_graph_pop_device(g);
+    }
+    CHECK_OK(clg_graph_status(g));
+    clg_session *s = open_session(g, 20, false);
+    clg_session_task(s, NULL, &tasks);
+    CHECK(tasks == ntasks);
+    if (s) {
+      /* Fetch the last three nodes. */
+      clg_node *fetch[3] = {nodes[n - 1], nodes[n - 2], nodes[n - 3]};
+      clg_tensor *out[3] = {NULL, NULL, NULL};
+      CHECK_OK(clg_session_run(s, 0, NULL, NULL, 3, fetch, out));
+      for (int f = 0; f < 3; f++) {
+        const float *v = out[f] ? clg_tensor_const_data(out[f]) : NULL;
+        int idx = n - 1 - f;
+        bool same = v != NULL;
+        for (int e = 0; same && e < RN * RN; e++)
+          same = fabs(v[e] - r[idx].v[e]) <= 1e-3 * (1 + fabs(r[idx].v[e]));
+        CHECK_MSG(same, "round %d: node %d ('%s') differs from the host reference", round, idx,
+                  clg_node_name(nodes[idx]));
+        clg_tensor_free(out[f]);
+      }
+    }
+    clg_session_free(s);
+    free(nodes);
+    free(r);
+    clg_graph_free(g);
+  }
+}
+
+/* --- AllReduce ------------------------------------------------------------------------------- */
+
+static double value_of(int task, size_t i)
+{
+  return (double)((int)((i * 7 + (size_t)task * 13) % 11) - 5);
+}
+
+/* Element i of a tensor of one of AllReduce's dtypes, as a double. */
+static double elem(const clg_tensor *t, size_t i)
+{
+  const void *p = clg_tensor_const_data(t);
+  switch (clg_tensor_dtype(t)) {
+  case CLG_FLOAT32:
+    return ((const float *)p)[i];
+  case CLG_FLOAT64:
+    return ((const double *)p)[i];
+  case CLG_INT32:
+    return ((const int32_t *)p)[i];
+  default:
+    return (double)((const int64_t *)p)[i];
+  }
+}
+
+static void allreduce(size_t max_bytes)
+{
+  const clg_dtype dtypes[4] = {CLG_FLOAT32, CLG_FLOAT64, CLG_INT32, CLG_INT64};
+  /* Elements: 1, odd sizes around a 4 MiB chunk, and 64 MiB of float32 (16 Mi elements). */
+  const size_t sizes[] = {1, 3, 1000, (size_t)1 << 20, ((size_t)1 << 20) + 17, (size_t)16 << 20};
+  const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
+  for (int di = 0; di < 4; di++)
+    for (int si = 0; si < nsizes; si++) {
+      size_t count = sizes[si];
+      size_t esize = clg_dtype_size(dtypes[di]);
+      if (count * esize > max_bytes)
+        count = max_bytes / esize; /* up to 64 MiB whatever the dtype */
+      /* Large sizes on CPU:0 only (PoCL's stand-in GPUs have little memory). */
+      for (int on_gpu = 0; on_gpu < 2; on_gpu++) {
+        if (on_gpu && count * esize > ((size_t)8 << 20))
+          continue;
+        clg_graph *g = clg_graph_new();
+        clg_graph_push_device(g, on_gpu ? "/device:GPU:1" : "/cpu:0");
+        int64_t dims[1] = {(int64_t)count};
+        clg_node *x = clg_placeholder(g, "x", dtypes[di], 1, dims);
+        clg_node *sum = clg_all_reduce(g, "sum", x, "sum");
+        clg_node *mean = clg_all_reduce(g, "mean", x, "mean");
+        /* A computed input whose last use is the AllReduce: reduced in place in its buffer. */
+        clg_node *back =
+            clg_identity(g, "back", clg_all_reduce(g, "in_place", clg_identity(g, NULL, x), "sum"));
+        clg_graph_pop_device(g);
+        clg_session *s = open_session(g, 20, false);
+        int task = 0, tasks = 1;
+        clg_session_task(s, &task, &tasks);
+        clg_tensor *in = clg_tensor_new(dtypes[di], 1, dims, NULL);
+        void *p = clg_tensor_data(in);
+        for (size_t i = 0; i < count; i++) {
+          double v = value_of(task, i);
+          if (dtypes[di] == CLG_FLOAT32)
+            ((float *)p)[i] = (float)v;
+          else if (dtypes[di] == CLG_FLOAT64)
+            ((double *)p)[i] = v;
+          else if (dtypes[di] == CLG_INT32)
+            ((int32_t *)p)[i] = (int32_t)v;
+          else
+            ((int64_t *)p)[i] = (int64_t)v;
+        }
+        clg_node *fetch[3] = {sum, mean, back};
+        clg_tensor *out[3] = {NULL, NULL, NULL};
+        CHECK_OK(clg_session_run(s, 1, &x, &in, 3, fetch, out));
+        size_t bad = 0;
+        bool integer = dtypes[di] == CLG_INT32 || dtypes[di] == CLG_INT64;
+        for (size_t i = 0; out[0] && out[1] && out[2] && i < count && bad == 0; i++) {
+          double want = 0;
+          for (int t = 0; t < tasks; t++)
+            want += value_of(t, i);
+          double want_mean = integer ? (double)((int64_t)want / tasks) : want / tasks;
+          double got = elem(out[0], i), got_mean = elem(out[1], i), got_back = elem(out[2], i);
+          if (got != want || got_back != want ||
+              fabs(got_mean - want_mean) > 1e-6 * (1 + fabs(want_mean)))
+            bad = i + 1;
+        }
+        CHECK_MSG(out[0] && out[1] && out[2] && bad == 0,
+                  "AllReduce of %zu %s on %s over %d tasks: element %zu differs", count,
+                  clg_dtype_name(dtypes[di]), on_gpu ? "GPU:1" : "CPU:0", tasks, bad ? bad - 1 : 0);
+        clg_tensor_free(out[0]);
+        clg_tensor_free(out[1]);
+        clg_tensor_free(out[2]);
+        clg_tensor_free(in);
+        clg_session_free(s);
+        clg_graph_free(g);
+      }
+    }
+}
+
+/* --- a large value to a GPU of another task and back ----------------------------------------- */
+
+/* x (task 0's CPU) -> Neg on task 0's CPU -> Square on task 1's GPU:1 -> Neg on task 0's CPU:
+ * task 1 receives more than 4 MiB for its GPU (in chunks, each uploaded while the next
+ * arrives), task 0 receives the GPU's result. Every task fetches -(x^2). */
+static void gpu_transfer(void)
+{
+  const size_t count = ((size_t)9 << 20) / 4 + 3; /* three chunks, the last a short one */
+  int64_t dims[1] = {(int64_t)count};
+  float *xv = malloc(count * sizeof *xv);
+  CHECK(xv != NULL);
+  if (!xv)
+    return;
+  for (size_t i = 0; i < count; i++)
+    xv[i] = (float)((int)(i % 2003) - 1001) / 64.0f;
+  clg_graph *g = clg_graph_new();
+  clg_graph_push_device(g, "/job:worker/task:0/device:CPU:0");
+  clg_node *x = clg_const_f32(g, "x", 1, dims, xv);
+  clg_node *y = clg_neg(g, "y", x);
+  clg_graph_pop_device(g);
+  clg_graph_push_device(g, "/job:worker/task:1/device:GPU:1");
+  clg_node *sq = clg_square(g, "sq", y);
+  clg_graph_pop_device(g);
+  clg_graph_push_device(g, "/job:worker/task:0/device:CPU:0");
+  clg_node *z = clg_neg(g, "z", sq);
+  clg_graph_pop_device(g);
+  clg_session *s = open_session(g, 20, false);
+  for (int round = 0; round < 2; round++) { /* a second run reuses the plan */
+    clg_tensor *out = NULL;
+    CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &z, &out));
+    size_t bad = 0;
+    const float *zv = out ? clg_tensor_const_data(out) : NULL;
+    for (size_t i = 0; zv && i < count && !bad; i++) {
+      float want = -(xv[i] * xv[i]); /* exact: x has 11 significant bits at most */
+      if (zv[i] != want)
+        bad = i + 1;
+    }
+    CHECK_MSG(zv && clg_tensor_count(out) == count && bad == 0,
+              "round %d: element %zu of -(x^2) differs after task 1's GPU", round,
+              bad ? bad - 1 : 0);
+    clg_tensor_free(out);
+  }
+  clg_session_free(s);
+  clg_graph_free(g);
+  free(xv);
+}
+
+/* --- faults -------------------------------------------------------------------------------- */
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Task 1 computes what task 0 fetches; before the second run task 1 stops or dies. */
+static int fault(bool kill_it)
+{
+  clg_graph *g = clg_graph_new();
+  int64_t dims[1] = {4};
+  const float v[4] = {1, 2, 3, 4};
+  clg_graph_push_device(g, "/job:worker/task:1/device:CPU:0");
+  clg_node *c = clg_const_f32(g, "c", 1, dims, v);
+  clg_node *y = clg_neg(g, "y", c);
+  clg_graph_pop_device(g);
+  clg_node *z = clg_square(g, "z", y);
+  clg_session *s = open_session(g, 2.0, false);
+  int task = 0;
+  clg_session_task(s, &task, NULL);
+  clg_tensor *out = NULL;
+  CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &z, &out));
+  CHECK(out && ((const float *)clg_tensor_const_data(out))[3] == 16);
+  clg_tensor_free(out);
+  out = NULL;
+  if (task == 1) {
+    fflush(stdout);
+    raise(kill_it ? SIGKILL : SIGSTOP);
+  }
+  double t0 = now_s();
+  clg_code code = clg_session_run(s, 0, NULL, NULL, 1, &z, &out);
+  double took = now_s() - t0;
+  if (task == 0) {
+    CHECK_CODE(code, CLG_DEADLINE_EXCEEDED);
+    CHECK_CONTAINS(clg_last_error(), "task 1 of /job:worker did not answer within 2 s");
+    CHECK_MSG(took >= 1.9 && took < 10, "the failure took %.2f s; the timeout is 2 s", took);
+    /* The cluster stays failed: the next run fails at once with the same error. */
+    t0 = now_s();
+    CHECK_CODE(clg_session_run(s, 0, NULL, NULL, 1, &z, &out), CLG_DEADLINE_EXCEEDED);
+    CHECK(now_s() - t0 < 1);
+    printf("task 0: %s after %.2f s: %s\n", clg_code_name(code), took, clg_last_error());
+  }
+  clg_session_free(s);
+  clg_graph_free(g);
+  int rc = clg_test_summary(kill_it ? "mpi_cluster fault-kill" : "mpi_cluster fault-stop");
+  if (rc == 0)
+    printf("FAULT-OK\n");
+  fflush(stdout);
+  return rc;
+}
+
+/* The last task stops before the second run of an AllReduce: the others' runs fail at the
+ * collective's meeting, naming the silent task and no other. */
+static int fault_collective(void)
+{
+  clg_graph *g = clg_graph_new();
+  int64_t dims[1] = {4};
+  const float v[4] = {1, 2, 3, 4};
+  clg_node *x = clg_const_f32(g, "x", 1, dims, v);
+  clg_node *y = clg_all_reduce(g, "y", x, "sum");
+  clg_session *s = open_session(g, 2.0, false);
+  int task = 0, tasks = 1;
+  clg_session_task(s, &task, &tasks);
+  clg_tensor *out = NULL;
+  CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &y, &out));
+  CHECK(out && ((const float *)clg_tensor_const_data(out))[3] == 4.0f * (float)tasks);
+  clg_tensor_free(out);
+  out = NULL;
+  if (task == tasks - 1) {
+    fflush(stdout);
+    raise(SIGSTOP);
+  }
+  double t0 = now_s();
+  clg_code code = clg_session_run(s, 0, NULL, NULL, 1, &y, &out);
+  double took = now_s() - t0;
+  char want[96];
+  snprintf(want, sizeof want, "task %d of /job:worker did not answer within 2 s (AllReduce 'y'",
+           tasks - 1);
+  CHECK_CODE(code, CLG_DEADLINE_EXCEEDED);
+  CHECK_CONTAINS(clg_last_error(), want);
+  /* One task is named (not "tasks 1, 2"), the silent one. */
+  CHECK_MSG(!strstr(clg_last_error(), "tasks "), "more than one task is named: %s",
+            clg_last_error());
+  CHECK_MSG(took >= 1.9 && took < 10, "the failure took %.2f s; the timeout is 2 s", took);
+  printf("task %d: %s after %.2f s: %s\n", task, clg_code_name(code), took, clg_last_error());
+  clg_session_free(s);
+  clg_graph_free(g);
+  int rc = clg_test_summary("mpi_cluster fault-collective");
+  if (rc == 0 && task == 0)
+    printf("FAULT-OK\n");
+  fflush(stdout);
+  return rc;
+}
+
+int main(int argc, char **argv)
+{
+  const char *what = argc > 1 ? argv[1] : "";
+  char name[64];
+  snprintf(name, sizeof name, "mpi_cluster %s", what);
+  /* A session held throughout keeps the process's devices and cluster between the tests'
+   * sessions (the last session's end releases them). */
+  clg_graph *keep_g = clg_graph_new();
+  clg_session *keep = strncmp(what, "fault", 5) != 0 ? open_session(keep_g, 20, false) : NULL;
+  if (strcmp(what, "s7") == 0)
+    s7();
+  else if (strcmp(what, "random") == 0)
+    random_graphs(argc > 2 ? atoi(argv[2]) : 8);
+  else if (strcmp(what, "gpu-transfer") == 0)
+    gpu_transfer();
+  else if (strcmp(what, "allreduce") == 0)
+    allreduce(argc > 2 ? (size_t)atoi(argv[2]) << 20 : (size_t)64 << 20);
+  else if (strcmp(what, "fault-collective") == 0) {
+    clg_graph_free(keep_g);
+    return fault_collective();
+  } else if (strncmp(what, "fault-", 6) == 0) {
+    clg_graph_free(keep_g);
+    return fault(strcmp(what, "fault-kill") == 0);
+  } else {
+    fprintf(
+        stderr,
+        "usage: mpi_cluster s7|random [rounds]|allreduce [MiB]|gpu-transfer|fault-stop|fault-kill|"
+        "fault-collective\n");
+    return 2;
+  }
+  clg_session_free(keep);
+  clg_graph_free(keep_g);
+  return clg_test_summary(name);
+}

@@ -1,0 +1,146 @@
+/* clgraph bench allreduce: clgraph's AllReduce against a plain MPI_Allreduce, under mpirun.
+ *
+ *   mpirun -np 2 clgraph bench allreduce [--json] [--repeats N] [--max-mib M]
+ *
+ * For float32 buffers of 1, 4, 16, 64 and 256 MiB (up to M), each repeat times, in
+ * alternating order:
+ *   session  a run of a session whose graph is Placeholder -> AllReduce(sum) on /cpu:0,
+ *            fed and fetched (what a training step pays);
+ *   op       clgraph's reduction of a host buffer in place (a meeting of the tasks, then
+ *            MPI_Allreduce under the watchdog, or the ring from 32 MiB on), the same buffer
+ *            as the reference;
+ *   mpi      a plain MPI_Allreduce(MPI_IN_PLACE, ..., MPI_SUM) of that buffer.
+ * Bandwidth is the buffer's bytes over the time (algorithm bandwidth); ratios are medians of
+ * the per-repeat ratios. Task 0 prints. Outside mpirun it runs on one task (no traffic). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clgraph.h"
+#include "cluster/cluster.h"
+#include "core/core.h"
+#include "tool.h"
+
+static void usage(FILE *f)
+{
+  fprintf(f, "usage: mpirun -np P clgraph bench allreduce [--json] [--repeats N] [--max-mib M]\n\n"
+             "clgraph's AllReduce (sum of float32 on /cpu:0) against a plain MPI_Allreduce of\n"
+             "the same host buffer, 1-256 MiB (up to M, default 256), N repeats (default 5)\n"
+             "alternating the sides: a session run (fed, fetched), the op's reduction alone,\n"
+             "and MPI_Allreduce. GB/s of the buffer's bytes; ratios are medians of pairs.\n");
+}
+
+static double since(uint64_t t0) { return (double)(clg_now_ns() - t0) * 1e-9; }
+
+int clg_bench_allreduce(int argc, char **argv)
+{
+  static const char *const flags[] = {"--json", NULL};
+  static const char *const valued[] = {"--repeats", "--max-mib", NULL};
+  if (clg_tool_wants_help(argc, argv)) {
+    usage(stdout);
+    return 0;
+  }
+  if (!clg_tool_check_options(argc, argv, "bench allreduce", flags, valued, usage))
+    return 2;
+  int repeats = 5, max_mib = 256;
+  if (!clg_tool_int_option(argc, argv, "bench allreduce", "--repeats", 1, 1000, &repeats) ||
+      !clg_tool_int_option(argc, argv, "bench allreduce", "--max-mib", 1, 4096, &max_mib))
+    return 2;
+  bool json = clg_tool_has_flag(argc, argv, "--json");
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  opt.cluster = getenv("OMPI_COMM_WORLD_SIZE") ? "mpi" : NULL;
+  opt.gpu_options.allow_growth = 1;
+  const int sizes[] = {1, 4, 16, 64, 256};
+  int task = 0, tasks = 1, status = 0;
+  clg_strbuf out;
+  clg_strbuf_init(&out);
+  if (json)
+    clg_strbuf_printf(&out, "{\"bench\": \"allreduce\", \"dtype\": \"float32\", \"sizes\": [");
+  int printed = 0;
+  for (int si = 0; si < 5 && sizes[si] <= max_mib && status == 0; si++) {
+    size_t bytes = (size_t)sizes[si] << 20, count = bytes / 4;
+    clg_graph *g = clg_graph_new();
+    int64_t dims[1] = {(int64_t)count};
+    clg_graph_push_device(g, "/cpu:0");
+    clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 1, dims);
+    clg_node *y = clg_all_reduce(g, "y", x, "sum");
+    clg_graph_pop_device(g);
+    clg_session *s = NULL;
+    clg_tensor *feed = clg_tensor_new(CLG_FLOAT32, 1, dims, NULL);
+    float *buf = malloc(bytes);
+    if (clg_session_new(g, &opt, &s) != CLG_OK || !feed || !buf) {
+      fprintf(stderr, "clgraph bench allreduce: %s\n", clg_last_error());
+      status = 1;
+    }
+    if (s)
+      clg_session_task(s, &task, &tasks);
+    clg_cluster *c = clg_cluster_current();
+    double *t_sess = calloc((size_t)repeats, sizeof(double));
+    double *t_op = calloc((size_t)repeats, sizeof(double));
+    double *t_mpi = calloc((size_t)repeats, sizeof(double));
+    double *r_sess = calloc((size_t)repeats, sizeof(double));
+    double *r_op = calloc((size_t)repeats, sizeof(double));
+    for (size_t i = 0; feed && buf && i < count; i++)
+      ((float *)clg_tensor_data(feed))[i] = buf[i] = (float)(i % 7);
+    /* One untimed round of each side: first-touch of pages, plans, connections. */
+    for (int r = -1; r < repeats && status == 0; r++) {
+      for (int k = 0; k < 3 && status == 0; k++) {
+        int side = (k + (r < 0 ? 0 : r)) % 3; /* alternate which side goes first */
+        clg_cluster_barrier(c);
+        uint64_t t0 = clg_now_ns();
+        clg_code code = CLG_OK;
+        if (side == 0) {
+          clg_tensor *o = NULL;
+          code = clg_session_run(s, 1, &x, &feed, 1, &y, &o);
+          clg_tensor_free(o);
+        } else if (side == 1) {
+          code = clg_cluster_allreduce(c, buf, count, CLG_FLOAT32, CLG_REDUCE_SUM, "bench");
+        } else if (c) {
+          code = clg_cluster_reference_allreduce(c, buf, count, CLG_FLOAT32);
+        }
+        double t = since(t0);
+        if (code != CLG_OK) {
+          fprintf(stderr, "clgraph bench allreduce: %s\n", clg_last_error());
+          status = 1;
+        }
+        if (r >= 0)
+          (side == 0 ? t_sess : side == 1 ? t_op : t_mpi)[r] = t;
+      }
+      if (r >= 0 && status == 0) {
+        r_sess[r] = t_mpi[r] / t_sess[r];
+        r_op[r] = t_mpi[r] / t_op[r];
+      }
+    }
+    if (status == 0 && task == 0) {
+      double ms = clg_tool_median(t_sess, repeats), mo = clg_tool_median(t_op, repeats),
+             mm = clg_tool_median(t_mpi, repeats);
+      double rs = clg_tool_median(r_sess, repeats), ro = clg_tool_median(r_op, repeats);
+      double gb = (double)bytes / 1e9;
+      if (json)
+        clg_strbuf_printf(&out,
+                          "%s\n  {\"mib\": %d, \"session_gbps\": %.3f, \"op_gbps\": %.3f, "
+                          "\"mpi_gbps\": %.3f, \"session_vs_mpi\": %.3f, \"op_vs_mpi\": %.3f}",
+                          printed++ ? "," : "", sizes[si], gb / ms, gb / mo, gb / mm, rs, ro);
+      else
+        printf("%4d MiB on %d tasks: session %7.3f GB/s (%.2fx), op %7.3f GB/s (%.2fx), "
+               "MPI_Allreduce %7.3f GB/s\n",
+               sizes[si], tasks, gb / ms, rs, gb / mo, ro, gb / mm);
+    }
+    free(t_sess);
+    free(t_op);
+    free(t_mpi);
+    free(r_sess);
+    free(r_op);
+    free(buf);
+    clg_tensor_free(feed);
+    clg_session_free(s);
+    clg_graph_free(g);
+  }
+  if (json && task == 0 && status == 0) {
+    clg_strbuf_printf(&out, "\n], \"tasks\": %d, \"repeats\": %d}\n", tasks, repeats);
+    fputs(out.buf ? out.buf : "", stdout);
+  }
+  clg_strbuf_free(&out);
+  return status;
+}
