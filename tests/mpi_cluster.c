@@ -8,6 +8,9 @@
  *                           DEADLINE_EXCEEDED naming task 1 within the 2 s timeout
  *   mpi_cluster fault-kill  task 1 is killed (SIGKILL) before a run; the same for task 0
  *                           (under mpirun --enable-recovery; plain mpirun kills task 0)
+ *   mpi_cluster fault-collective  the last task stops before an AllReduce; every other task
+ *                           must fail with DEADLINE_EXCEEDED naming it (and only it)
+ *   mpi_cluster gpu-transfer  a >4 MiB tensor from task 0's CPU to task 1's GPU and back
  * Every task builds the same graphs and makes the same runs; each checks its own results. */
 #include <math.h>
 #include <signal.h>
@@ -194,6 +197,22 @@ static double value_of(int task, size_t i)
   return (double)((int)((i * 7 + (size_t)task * 13) % 11) - 5);
 }
 
+/* Element i of a tensor of one of AllReduce's dtypes, as a double. */
+static double elem(const clg_tensor *t, size_t i)
+{
+  const void *p = clg_tensor_const_data(t);
+  switch (clg_tensor_dtype(t)) {
+  case CLG_FLOAT32:
+    return ((const float *)p)[i];
+  case CLG_FLOAT64:
+    return ((const double *)p)[i];
+  case CLG_INT32:
+    return ((const int32_t *)p)[i];
+  default:
+    return (double)((const int64_t *)p)[i];
+  }
+}
+
 static void allreduce(size_t max_bytes)
 {
   const clg_dtype dtypes[4] = {CLG_FLOAT32, CLG_FLOAT64, CLG_INT32, CLG_INT64};
@@ -216,6 +235,9 @@ static void allreduce(size_t max_bytes)
         clg_node *x = clg_placeholder(g, "x", dtypes[di], 1, dims);
         clg_node *sum = clg_all_reduce(g, "sum", x, "sum");
         clg_node *mean = clg_all_reduce(g, "mean", x, "mean");
+        /* A computed input whose last use is the AllReduce: reduced in place in its buffer. */
+        clg_node *back =
+            clg_identity(g, "back", clg_all_reduce(g, "in_place", clg_identity(g, NULL, x), "sum"));
         clg_graph_pop_device(g);
         clg_session *s = open_session(g, 20, false);
         int task = 0, tasks = 1;
@@ -233,43 +255,79 @@ static void allreduce(size_t max_bytes)
           else
             ((int64_t *)p)[i] = (int64_t)v;
         }
-        clg_node *fetch[2] = {sum, mean};
-        clg_tensor *out[2] = {NULL, NULL};
-        CHECK_OK(clg_session_run(s, 1, &x, &in, 2, fetch, out));
+        clg_node *fetch[3] = {sum, mean, back};
+        clg_tensor *out[3] = {NULL, NULL, NULL};
+        CHECK_OK(clg_session_run(s, 1, &x, &in, 3, fetch, out));
         size_t bad = 0;
         bool integer = dtypes[di] == CLG_INT32 || dtypes[di] == CLG_INT64;
-        for (size_t i = 0; out[0] && out[1] && i < count && bad == 0; i++) {
+        for (size_t i = 0; out[0] && out[1] && out[2] && i < count && bad == 0; i++) {
           double want = 0;
           for (int t = 0; t < tasks; t++)
             want += value_of(t, i);
           double want_mean = integer ? (double)((int64_t)want / tasks) : want / tasks;
-          double got = 0, got_mean = 0;
-          if (dtypes[di] == CLG_FLOAT32) {
-            got = ((const float *)clg_tensor_const_data(out[0]))[i];
-            got_mean = ((const float *)clg_tensor_const_data(out[1]))[i];
-          } else if (dtypes[di] == CLG_FLOAT64) {
-            got = ((const double *)clg_tensor_const_data(out[0]))[i];
-            got_mean = ((const double *)clg_tensor_const_data(out[1]))[i];
-          } else if (dtypes[di] == CLG_INT32) {
-            got = ((const int32_t *)clg_tensor_const_data(out[0]))[i];
-            got_mean = ((const int32_t *)clg_tensor_const_data(out[1]))[i];
-          } else {
-            got = (double)((const int64_t *)clg_tensor_const_data(out[0]))[i];
-            got_mean = (double)((const int64_t *)clg_tensor_const_data(out[1]))[i];
-          }
-          if (got != want || fabs(got_mean - want_mean) > 1e-6 * (1 + fabs(want_mean)))
+          double got = elem(out[0], i), got_mean = elem(out[1], i), got_back = elem(out[2], i);
+          if (got != want || got_back != want ||
+              fabs(got_mean - want_mean) > 1e-6 * (1 + fabs(want_mean)))
             bad = i + 1;
         }
-        CHECK_MSG(out[0] && out[1] && bad == 0,
+        CHECK_MSG(out[0] && out[1] && out[2] && bad == 0,
                   "AllReduce of %zu %s on %s over %d tasks: element %zu differs", count,
                   clg_dtype_name(dtypes[di]), on_gpu ? "GPU:1" : "CPU:0", tasks, bad ? bad - 1 : 0);
         clg_tensor_free(out[0]);
         clg_tensor_free(out[1]);
+        clg_tensor_free(out[2]);
         clg_tensor_free(in);
         clg_session_free(s);
         clg_graph_free(g);
       }
     }
+}
+
+/* --- a large value to a GPU of another task and back ----------------------------------------- */
+
+/* x (task 0's CPU) -> Neg on task 0's CPU -> Square on task 1's GPU:1 -> Neg on task 0's CPU:
+ * task 1 receives more than 4 MiB for its GPU (in chunks, each uploaded while the next
+ * arrives), task 0 receives the GPU's result. Every task fetches -(x^2). */
+static void gpu_transfer(void)
+{
+  const size_t count = ((size_t)9 << 20) / 4 + 3; /* three chunks, the last a short one */
+  int64_t dims[1] = {(int64_t)count};
+  float *xv = malloc(count * sizeof *xv);
+  CHECK(xv != NULL);
+  if (!xv)
+    return;
+  for (size_t i = 0; i < count; i++)
+    xv[i] = (float)((int)(i % 2003) - 1001) / 64.0f;
+  clg_graph *g = clg_graph_new();
+  clg_graph_push_device(g, "/job:worker/task:0/device:CPU:0");
+  clg_node *x = clg_const_f32(g, "x", 1, dims, xv);
+  clg_node *y = clg_neg(g, "y", x);
+  clg_graph_pop_device(g);
+  clg_graph_push_device(g, "/job:worker/task:1/device:GPU:1");
+  clg_node *sq = clg_square(g, "sq", y);
+  clg_graph_pop_device(g);
+  clg_graph_push_device(g, "/job:worker/task:0/device:CPU:0");
+  clg_node *z = clg_neg(g, "z", sq);
+  clg_graph_pop_device(g);
+  clg_session *s = open_session(g, 20, false);
+  for (int round = 0; round < 2; round++) { /* a second run reuses the plan */
+    clg_tensor *out = NULL;
+    CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &z, &out));
+    size_t bad = 0;
+    const float *zv = out ? clg_tensor_const_data(out) : NULL;
+    for (size_t i = 0; zv && i < count && !bad; i++) {
+      float want = -(xv[i] * xv[i]); /* exact: x has 11 significant bits at most */
+      if (zv[i] != want)
+        bad = i + 1;
+    }
+    CHECK_MSG(zv && clg_tensor_count(out) == count && bad == 0,
+              "round %d: element %zu of -(x^2) differs after task 1's GPU", round,
+              bad ? bad - 1 : 0);
+    clg_tensor_free(out);
+  }
+  clg_session_free(s);
+  clg_graph_free(g);
+  free(xv);
 }
 
 /* --- faults -------------------------------------------------------------------------------- */
@@ -326,6 +384,49 @@ static int fault(bool kill_it)
   return rc;
 }
 
+/* The last task stops before the second run of an AllReduce: the others' runs fail at the
+ * collective's meeting, naming the silent task and no other. */
+static int fault_collective(void)
+{
+  clg_graph *g = clg_graph_new();
+  int64_t dims[1] = {4};
+  const float v[4] = {1, 2, 3, 4};
+  clg_node *x = clg_const_f32(g, "x", 1, dims, v);
+  clg_node *y = clg_all_reduce(g, "y", x, "sum");
+  clg_session *s = open_session(g, 2.0, false);
+  int task = 0, tasks = 1;
+  clg_session_task(s, &task, &tasks);
+  clg_tensor *out = NULL;
+  CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &y, &out));
+  CHECK(out && ((const float *)clg_tensor_const_data(out))[3] == 4.0f * (float)tasks);
+  clg_tensor_free(out);
+  out = NULL;
+  if (task == tasks - 1) {
+    fflush(stdout);
+    raise(SIGSTOP);
+  }
+  double t0 = now_s();
+  clg_code code = clg_session_run(s, 0, NULL, NULL, 1, &y, &out);
+  double took = now_s() - t0;
+  char want[96];
+  snprintf(want, sizeof want, "task %d of /job:worker did not answer within 2 s (AllReduce 'y'",
+           tasks - 1);
+  CHECK_CODE(code, CLG_DEADLINE_EXCEEDED);
+  CHECK_CONTAINS(clg_last_error(), want);
+  /* One task is named (not "tasks 1, 2"), the silent one. */
+  CHECK_MSG(!strstr(clg_last_error(), "tasks "), "more than one task is named: %s",
+            clg_last_error());
+  CHECK_MSG(took >= 1.9 && took < 10, "the failure took %.2f s; the timeout is 2 s", took);
+  printf("task %d: %s after %.2f s: %s\n", task, clg_code_name(code), took, clg_last_error());
+  clg_session_free(s);
+  clg_graph_free(g);
+  int rc = clg_test_summary("mpi_cluster fault-collective");
+  if (rc == 0 && task == 0)
+    printf("FAULT-OK\n");
+  fflush(stdout);
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
   const char *what = argc > 1 ? argv[1] : "";
@@ -339,14 +440,21 @@ int main(int argc, char **argv)
     s7();
   else if (strcmp(what, "random") == 0)
     random_graphs(argc > 2 ? atoi(argv[2]) : 8);
+  else if (strcmp(what, "gpu-transfer") == 0)
+    gpu_transfer();
   else if (strcmp(what, "allreduce") == 0)
     allreduce(argc > 2 ? (size_t)atoi(argv[2]) << 20 : (size_t)64 << 20);
-  else if (strncmp(what, "fault-", 6) == 0) {
+  else if (strcmp(what, "fault-collective") == 0) {
+    clg_graph_free(keep_g);
+    return fault_collective();
+  } else if (strncmp(what, "fault-", 6) == 0) {
     clg_graph_free(keep_g);
     return fault(strcmp(what, "fault-kill") == 0);
   } else {
-    fprintf(stderr,
-            "usage: mpi_cluster s7|random [rounds]|allreduce [MiB]|fault-stop|fault-kill\n");
+    fprintf(
+        stderr,
+        "usage: mpi_cluster s7|random [rounds]|allreduce [MiB]|gpu-transfer|fault-stop|fault-kill|"
+        "fault-collective\n");
     return 2;
   }
   clg_session_free(keep);

@@ -6,8 +6,9 @@
  * alternating order:
  *   session  a run of a session whose graph is Placeholder -> AllReduce(sum) on /cpu:0,
  *            fed and fetched (what a training step pays);
- *   op       the AllReduce kernel's reduction of a host buffer (clgraph's fence, watchdog
- *            and MPI_Allreduce), the same buffer as the reference;
+ *   op       clgraph's reduction of a host buffer in place (a meeting of the tasks, then
+ *            MPI_Allreduce under the watchdog, or the ring from 32 MiB on), the same buffer
+ *            as the reference;
  *   mpi      a plain MPI_Allreduce(MPI_IN_PLACE, ..., MPI_SUM) of that buffer.
  * Bandwidth is the buffer's bytes over the time (algorithm bandwidth); ratios are medians of
  * the per-repeat ratios. Task 0 prints. Outside mpirun it runs on one task (no traffic). */

@@ -56,11 +56,8 @@ clg_code clg_cluster_allreduce_block(clg_cluster *c, struct clg_device *dev,
   size_t esize = clg_dtype_size(dtype);
   if (!clg_cluster_reduce_dtype_ok(dtype))
     return clg_cluster_allreduce(c, NULL, count, dtype, op, what);
-  if (ops->host_memory) {
-    if (dst->host != src->host && count)
-      memcpy(dst->host, src->host, count * esize);
-    return clg_cluster_allreduce(c, dst->host, count, dtype, op, what);
-  }
+  if (ops->host_memory) /* a fed input may not be written: reduced into dst, not copied */
+    return clg_cluster_allreduce_to(c, src->host, dst->host, count, dtype, op, what);
   /* Chunk by chunk through a host buffer (pinned from 1 MiB on: the process's pool serves
    * host tensors): download, reduce across tasks, upload. */
   size_t per = CLG_CLUSTER_CHUNK / esize, first = count < per ? count : per;
@@ -145,6 +142,14 @@ clg_code clg_cluster_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtyp
              ? CLG_OK
              : clg_error(CLG_INVALID_ARGUMENT, "%s: AllReduce does not reduce %s", what,
                          clg_dtype_name(dtype));
+}
+
+clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, size_t count,
+                                  clg_dtype dtype, clg_reduce_op op, const char *what)
+{
+  if (src != dst && count && clg_cluster_reduce_dtype_ok(dtype))
+    memcpy(dst, src, count * clg_dtype_size(dtype));
+  return clg_cluster_allreduce(c, dst, count, dtype, op, what);
 }
 
 clg_code clg_cluster_reference_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype)

@@ -74,9 +74,13 @@ bool clg_cluster_reduce_dtype_ok(clg_dtype dtype);
  * Without a cluster (c NULL) the sum of one task is buf itself. */
 clg_code clg_cluster_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
                                clg_reduce_op op, const char *what);
+/* The same from src into dst (count elements of host memory each, not overlapping unless
+ * the same): src is read, never written, and not copied first. */
+clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, size_t count,
+                                  clg_dtype dtype, clg_reduce_op op, const char *what);
 /* The same from a block of a device into another (or the same) block of it: host blocks
- * in place; other devices chunk by chunk through a pinned staging buffer (download, reduce,
- * upload). */
+ * by clg_cluster_allreduce_to; other devices chunk by chunk through a pinned staging buffer
+ * (download, reduce, upload). */
 clg_code clg_cluster_allreduce_block(clg_cluster *c, struct clg_device *dev,
                                      const struct clg_block *src, const struct clg_block *dst,
                                      size_t count, clg_dtype dtype, clg_reduce_op op,

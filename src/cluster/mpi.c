@@ -2,12 +2,16 @@
  *
  * Faults: the communicator's error handler returns (MPI_ERRORS_RETURN), and every wait polls
  * a nonblocking request against the deadline, so an error becomes UNAVAILABLE and silence
- * DEADLINE_EXCEEDED, both naming the task. AllReduce is the exception: Open MPI's
- * nonblocking MPI_Iallreduce reached 0.65-0.8x of the blocking MPI_Allreduce here, so each
- * reduction first meets every task at a nonblocking barrier (deadline-checked: a task that
- * stopped answering is found there), then runs the blocking MPI_Allreduce under a watchdog
- * that aborts the job (MPI_Abort) if it outlives the deadline: a task that stops inside the
- * reduction ends the job instead of hanging it.
+ * DEADLINE_EXCEEDED, both naming the task. A collective first meets every task: each task
+ * sends a one-byte arrival token to every other on a communicator of its own and polls for
+ * theirs against the deadline, so a task that stopped answering is found, and named, before
+ * anything blocks. An AllReduce in place below RING_MIN then runs the blocking MPI_Allreduce
+ * (Open MPI's nonblocking MPI_Iallreduce reached 0.65-0.8x of it here) under a watchdog that
+ * aborts the job (MPI_Abort) if it outlives the deadline: a task that stops inside the
+ * reduction ends the job instead of hanging it. The watchdog costs no system call per
+ * reduction: it wakes on a tick and reads the reduction's start time. From RING_MIN on, and
+ * from a buffer into another, reductions are point-to-point messages (a ring, or one exchange
+ * for two tasks) whose every wait has the deadline.
  *
  * Open MPI 4.1 under mpirun (measured, README "Clusters"): when a rank dies, mpirun kills the
  * others within about a second (exit status 137); with `mpirun --enable-recovery` the
@@ -18,6 +22,7 @@
 #include <mpi.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,11 +35,20 @@
 /* Bytes per message on the wire; device values move through two staging buffers of this
  * size, one on the network while the other is copied to or from the device. */
 #define CHUNK CLG_CLUSTER_CHUNK
+/* Bytes from which a reduction goes round the ring of point-to-point messages (README
+ * "Benchmarks": 2-3x MPI_Allreduce from 64 MiB on, where Open MPI 4.1 fell under 1 GB/s here,
+ * while at 16 MiB it reached 6 GB/s in some runs). Below it, in place: MPI_Allreduce; from
+ * another buffer: two tasks exchange their buffers in one round, more copy and call
+ * MPI_Allreduce. */
+#define RING_MIN ((size_t)32 << 20)
 /* Elements per MPI_Allreduce call (counts are int). */
 #define REDUCE_MAX ((size_t)1 << 28)
 
 struct clg_cluster {
   MPI_Comm comm;
+  MPI_Comm arrivals; /* the arrival tokens of collectives, apart from the data */
+  char *token_in;    /* one byte per task */
+  MPI_Request *token_req;
   int task, tasks;
   int tag_ub;
   double timeout_s;
@@ -42,13 +56,14 @@ struct clg_cluster {
   clg_tensor *stage[2]; /* pinned when the process's pinned pool serves host tensors */
   clg_code failed;      /* sticky: the first failure, repeated by every later call */
   char failure[512];
-  /* The reductions' watchdog (started on the first reduction). */
+  /* The reductions' watchdog (started on the first reduction): the reducing thread
+   * publishes when its blocking call began (0: none) and what it reduces. */
   pthread_mutex_t wmu;
   pthread_cond_t wcv;
   pthread_t watchdog;
-  bool watching, armed, wstop;
-  uint64_t generation;
-  char watched[128];
+  bool watching, wstop;
+  _Atomic uint64_t reducing_since;
+  _Atomic(const char *) watched;
 };
 
 static clg_cluster *current;
@@ -91,6 +106,20 @@ static clg_code check_failed(clg_cluster *c)
   return clg_error(c->failed, "the cluster failed earlier: %s", c->failure);
 }
 
+/* Between two polls of a wait: spin at first (a message is often microseconds away), then
+ * yield the core, and sleep only once the wait has lasted 10 ms. A large message moves only
+ * while both sides poll (Open MPI's shared memory copies on the receiver's progress and the
+ * sender completes on its answer), so an early sleep stalled transfers by milliseconds. */
+static void pause_polling(unsigned spins, uint64_t waited_ns)
+{
+  if (waited_ns > 10000000u) {
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
+  } else if (spins > 200) {
+    sched_yield();
+  }
+}
+
 /* Polls r until it completes, an error, or the deadline. peer < 0: a collective. */
 static clg_code wait_request(clg_cluster *c, MPI_Request *r, int peer, const char *doing)
 {
@@ -121,13 +150,7 @@ static clg_code wait_request(clg_cluster *c, MPI_Request *r, int peer, const cha
                   "timeout is the session's cluster_timeout_s or CLGRAPH_CLUSTER_TIMEOUT)",
                   c->timeout_s, doing, c->task, c->tasks);
     }
-    /* Spin briefly (a message is often microseconds away), then yield the core. */
-    if (spins > 2000) {
-      struct timespec ts = {0, 50000};
-      nanosleep(&ts, NULL);
-    } else if (spins > 200) {
-      sched_yield();
-    }
+    pause_polling(spins, now - start);
   }
 }
 
@@ -138,6 +161,64 @@ static clg_code wait_all(clg_cluster *c, int n, MPI_Request *r, int peer, const 
     if (r[i] != MPI_REQUEST_NULL)
       code = wait_request(c, &r[i], peer, doing);
   return code;
+}
+
+/* Every task meets the others before a collective: a one-byte token to each, and each one's
+ * token polled for against the deadline. On a timeout the tasks whose tokens did not come are
+ * named (cheaper than MPI_Ibarrier here, and a barrier cannot say who is missing). */
+static clg_code arrive(clg_cluster *c, const char *doing)
+{
+  int n = 0;
+  MPI_Request *r = c->token_req;
+  for (int t = 0; t < c->tasks; t++) {
+    if (t == c->task)
+      continue;
+    if (MPI_Irecv(&c->token_in[t], 1, MPI_BYTE, t, 0, c->arrivals, &r[2 * n]) != MPI_SUCCESS ||
+        MPI_Isend(&c->token_in[c->task], 1, MPI_BYTE, t, 0, c->arrivals, &r[2 * n + 1]) !=
+            MPI_SUCCESS)
+      return fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", t, doing);
+    n++;
+  }
+  uint64_t start = clg_now_ns(), limit = (uint64_t)(c->timeout_s * 1e9);
+  for (unsigned spins = 0;; spins++) {
+    int done = 0;
+    int err = MPI_Testall(2 * n, r, &done, MPI_STATUSES_IGNORE);
+    if (err != MPI_SUCCESS) {
+      char text[MPI_MAX_ERROR_STRING];
+      return fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: %s failed (%s)", doing,
+                  mpi_text(err, text));
+    }
+    if (done)
+      return CLG_OK;
+    uint64_t now = clg_now_ns();
+    if (now - start > limit)
+      break;
+    pause_polling(spins, now - start);
+  }
+  /* Name the silent tasks; their receives are cancelled (the cluster stays failed). */
+  char who[256] = "";
+  size_t len = 0;
+  int missing = 0;
+  for (int k = 0, t = 0; t < c->tasks; t++) {
+    if (t == c->task)
+      continue;
+    int got = 0;
+    MPI_Test(&r[2 * k], &got, MPI_STATUS_IGNORE);
+    if (!got) {
+      MPI_Cancel(&r[2 * k]);
+      MPI_Request_free(&r[2 * k]);
+      if (len < sizeof who)
+        len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", missing ? ", " : "", t);
+      missing++;
+    }
+    if (r[2 * k + 1] != MPI_REQUEST_NULL)
+      MPI_Request_free(&r[2 * k + 1]);
+    k++;
+  }
+  return fail(c, CLG_DEADLINE_EXCEEDED,
+              "task%s %s of /job:worker did not answer within %g s (%s, on task %d of %d; the "
+              "timeout is the session's cluster_timeout_s or CLGRAPH_CLUSTER_TIMEOUT)",
+              missing == 1 ? "" : "s", who, c->timeout_s, doing, c->task, c->tasks);
 }
 
 /* --- joining ----------------------------------------------------------------------------- */
@@ -190,6 +271,8 @@ static clg_code exchange_devices(clg_cluster *c, clg_devices *devs)
   }
   int bytes = mine * (int)sizeof *local;
   MPI_Request r;
+  if ((code = arrive(c, "exchanging device lists")) != CLG_OK)
+    goto done;
   int err = MPI_Iallgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, c->comm, &r);
   if (err != MPI_SUCCESS || (code = wait_request(c, &r, -1, "exchanging device lists")) != CLG_OK) {
     if (err != MPI_SUCCESS)
@@ -282,6 +365,15 @@ clg_code clg_cluster_open(clg_devices *devs, double timeout_s, clg_cluster **out
   MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(c->comm, &c->task);
   MPI_Comm_size(c->comm, &c->tasks);
+  c->arrivals = MPI_COMM_NULL;
+  c->token_in = calloc((size_t)c->tasks, 1);
+  c->token_req = calloc((size_t)c->tasks * 2, sizeof *c->token_req);
+  if (!c->token_in || !c->token_req || MPI_Comm_dup(c->comm, &c->arrivals) != MPI_SUCCESS) {
+    clg_cluster_close(c);
+    return clg_error(CLG_UNAVAILABLE, "joining the cluster (MPI): out of memory or MPI_Comm_dup "
+                                      "failed");
+  }
+  MPI_Comm_set_errhandler(c->arrivals, MPI_ERRORS_RETURN);
   int *ub = NULL, flag = 0;
   MPI_Comm_get_attr(c->comm, MPI_TAG_UB, &ub, &flag);
   c->tag_ub = flag && ub ? *ub : 32767;
@@ -311,8 +403,15 @@ void clg_cluster_close(clg_cluster *c)
   pthread_cond_destroy(&c->wcv);
   int fin = 0;
   MPI_Finalized(&fin);
-  if (!fin && c->failed == CLG_OK && !any_failure)
+  if (!fin && c->failed == CLG_OK && !any_failure) {
     MPI_Comm_free(&c->comm);
+    if (c->arrivals != MPI_COMM_NULL)
+      MPI_Comm_free(&c->arrivals);
+  }
+  /* After a failure a cancelled token receive may still be pending: its byte stays. */
+  if (c->failed == CLG_OK && !any_failure)
+    free(c->token_in);
+  free(c->token_req);
   clg_tensor_free(c->stage[0]);
   clg_tensor_free(c->stage[1]);
   pthread_mutex_destroy(&c->lock);
@@ -474,52 +573,49 @@ static void divide(void *buf, size_t count, clg_dtype dtype, int n)
     }
 }
 
-/* The watchdog of blocking reductions: one thread per cluster, armed around each
- * MPI_Allreduce, aborts the job (MPI_Abort) if one outlives the deadline. */
+/* The watchdog of blocking reductions: one thread per cluster wakes on a tick (a tenth of
+ * the timeout, at most 1 s) and aborts the job (MPI_Abort) when a reduction has been inside
+ * MPI_Allreduce longer than the deadline. A reduction only stores its start time: no system
+ * call, no wake-up, on the fast path. */
 static void *watch(void *arg)
 {
   clg_cluster *c = arg;
+  double tick = c->timeout_s / 10 < 1 ? c->timeout_s / 10 : 1;
   pthread_mutex_lock(&c->wmu);
   while (!c->wstop) {
-    if (!c->armed) {
-      pthread_cond_wait(&c->wcv, &c->wmu);
-      continue;
-    }
-    uint64_t gen = c->generation;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    double t = c->timeout_s;
-    until.tv_sec += (time_t)t;
-    until.tv_nsec += (long)((t - (double)(time_t)t) * 1e9);
+    until.tv_sec += (time_t)tick;
+    until.tv_nsec += (long)((tick - (double)(time_t)tick) * 1e9);
     if (until.tv_nsec >= 1000000000L) {
       until.tv_sec++;
       until.tv_nsec -= 1000000000L;
     }
-    int rc = 0;
-    while (!c->wstop && c->armed && c->generation == gen && rc == 0)
-      rc = pthread_cond_timedwait(&c->wcv, &c->wmu, &until);
-    if (rc != 0 && c->armed && c->generation == gen) {
-      fprintf(stderr,
-              "clgraph: task %d: AllReduce '%s': a task stopped answering inside MPI_Allreduce "
-              "(more than %g s); aborting the job (MPI_Abort), which cannot return an error\n",
-              c->task, c->watched, t);
-      MPI_Abort(c->comm, 124);
-    }
+    pthread_cond_timedwait(&c->wcv, &c->wmu, &until);
+    uint64_t since = atomic_load(&c->reducing_since);
+    if (c->wstop || !since || clg_now_ns() - since <= (uint64_t)(c->timeout_s * 1e9))
+      continue;
+    fprintf(stderr,
+            "clgraph: task %d: AllReduce '%s': a task stopped answering inside MPI_Allreduce "
+            "(more than %g s); aborting the job (MPI_Abort), which cannot return an error\n",
+            c->task, atomic_load(&c->watched), c->timeout_s);
+    MPI_Abort(c->comm, 124);
   }
   pthread_mutex_unlock(&c->wmu);
   return NULL;
 }
 
+/* Marks the start (on) or the end of a blocking reduction of `what`. */
 static void arm(clg_cluster *c, const char *what, bool on)
 {
-  pthread_mutex_lock(&c->wmu);
-  if (on && !c->watching)
+  if (on && !c->watching) {
+    pthread_mutex_lock(&c->wmu);
     c->watching = pthread_create(&c->watchdog, NULL, watch, c) == 0;
-  c->armed = on;
-  c->generation++;
-  snprintf(c->watched, sizeof c->watched, "%s", what);
-  pthread_cond_signal(&c->wcv);
-  pthread_mutex_unlock(&c->wmu);
+    pthread_mutex_unlock(&c->wmu);
+  }
+  if (on)
+    atomic_store(&c->watched, what);
+  atomic_store(&c->reducing_since, on ? clg_now_ns() | 1 : 0);
 }
 
 static clg_code reduce_host(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
@@ -528,11 +624,8 @@ static clg_code reduce_host(clg_cluster *c, void *buf, size_t count, clg_dtype d
   char doing[256];
   snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
   /* Every task must be here before the blocking reduction starts. */
-  MPI_Request r;
-  clg_code code = CLG_OK;
-  if (MPI_Ibarrier(c->comm, &r) != MPI_SUCCESS)
-    return fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: %s", doing);
-  if ((code = wait_request(c, &r, -1, doing)) != CLG_OK)
+  clg_code code = arrive(c, doing);
+  if (code != CLG_OK)
     return code;
   arm(c, what, true);
   size_t esize = clg_dtype_size(dtype);
@@ -550,6 +643,9 @@ static clg_code reduce_host(clg_cluster *c, void *buf, size_t count, clg_dtype d
   return code;
 }
 
+static clg_code ring_reduce(clg_cluster *c, const void *src, void *dst, size_t count,
+                            clg_dtype dtype, const char *doing);
+
 clg_code clg_cluster_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
                                clg_reduce_op op, const char *what)
 {
@@ -560,11 +656,201 @@ clg_code clg_cluster_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtyp
     return CLG_OK;
   pthread_mutex_lock(&c->lock);
   clg_code code = check_failed(c);
-  if (code == CLG_OK)
+  if (code == CLG_OK && count * clg_dtype_size(dtype) >= RING_MIN) {
+    /* Round the ring in place: 2-3x MPI_Allreduce from 64 MiB on (README "Benchmarks"),
+     * and every wait has the deadline (no watchdog needed). */
+    char doing[256];
+    snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
+    if ((code = arrive(c, doing)) == CLG_OK)
+      code = ring_reduce(c, buf, buf, count, dtype, doing);
+  } else if (code == CLG_OK) {
     code = reduce_host(c, buf, count, dtype, what);
+  }
   pthread_mutex_unlock(&c->lock);
   if (code == CLG_OK && op == CLG_REDUCE_MEAN)
     divide(buf, count, dtype, c->tasks);
+  return code;
+}
+
+/* dst[i] = a[i] + b[i] over n elements (one loop per type, so that it vectorises; integers
+ * wrap as the hardware does, computed unsigned). dst may be a. */
+static void add_into(void *dst, const void *a, const void *b, size_t n, clg_dtype dtype)
+{
+  if (dtype == CLG_FLOAT32) {
+    float *d = dst;
+    const float *x = a, *y = b;
+    for (size_t i = 0; i < n; i++)
+      d[i] = x[i] + y[i];
+  } else if (dtype == CLG_FLOAT64) {
+    double *d = dst;
+    const double *x = a, *y = b;
+    for (size_t i = 0; i < n; i++)
+      d[i] = x[i] + y[i];
+  } else if (dtype == CLG_INT32) {
+    uint32_t *d = dst;
+    const uint32_t *x = a, *y = b;
+    for (size_t i = 0; i < n; i++)
+      d[i] = x[i] + y[i];
+  } else {
+    uint64_t *d = dst;
+    const uint64_t *x = a, *y = b;
+    for (size_t i = 0; i < n; i++)
+      d[i] = x[i] + y[i];
+  }
+}
+
+/* Segment k of P over count elements: [first, first + n). */
+static void segment(size_t count, int tasks, int k, size_t *first, size_t *n)
+{
+  size_t lo = count * (size_t)k / (size_t)tasks, hi = count * (size_t)(k + 1) / (size_t)tasks;
+  *first = lo;
+  *n = hi - lo;
+}
+
+/* A ring reduction from src into dst (the same memory, or not overlapping). From another
+ * buffer, a value that may not be overwritten (a fed tensor) needs no copy first:
+ * MPI_Allreduce copies its send buffer into the receive buffer before reducing (Open MPI
+ * 4.1). Segment k of the P segments travels the ring (reduce-scatter: each task adds its own
+ * src to what its left neighbour sends, in pieces through the two staging buffers, the
+ * addition of one piece overlapping the arrival of the next), then the reduced segments
+ * travel once more (allgather, straight into dst). In place this is correct too: each
+ * segment is read as src only when it is summed. Every wait has the deadline and names the
+ * peer. The sums are the same on every task (each segment is summed once, then copied). */
+static clg_code ring_reduce(clg_cluster *c, const void *src, void *dst, size_t count,
+                            clg_dtype dtype, const char *doing)
+{
+  int me = c->task, p = c->tasks, right = (me + 1) % p, left = (me + p - 1) % p;
+  size_t esize = clg_dtype_size(dtype), per = CHUNK / esize;
+  clg_code code = staging(c);
+  void *tmp[2] = {NULL, NULL};
+  if (code == CLG_OK) {
+    tmp[0] = clg_tensor_data(c->stage[0]);
+    tmp[1] = clg_tensor_data(c->stage[1]);
+  }
+  size_t npieces_max = (count / (size_t)p + 1) / per + 2;
+  MPI_Request *sends = code == CLG_OK ? malloc(sizeof *sends * npieces_max) : NULL;
+  if (code == CLG_OK && !sends)
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory: %s", doing);
+  for (int step = 0; step < 2 * (p - 1) && code == CLG_OK; step++) {
+    bool gather = step >= p - 1;
+    int s = gather ? step - (p - 1) : step;
+    /* Reduce-scatter sends segment me - s (its own src at first, then the sums it made) and
+     * receives me - s - 1; the allgather sends me + 1 - s and receives me - s. */
+    int out_seg = gather ? (me + 1 - s + p) % p : (me - s + p) % p;
+    int in_seg = gather ? (me - s + p) % p : (me - s - 1 + 2 * p) % p;
+    size_t of, on, inf, inn;
+    segment(count, p, out_seg, &of, &on);
+    segment(count, p, in_seg, &inf, &inn);
+    const char *from = step == 0 ? (const char *)src : (const char *)dst;
+    size_t nout = on ? (on + per - 1) / per : 0, nin = inn ? (inn + per - 1) / per : 0;
+    for (size_t i = 0; i < nout && code == CLG_OK; i++) {
+      size_t n = on - i * per < per ? on - i * per : per;
+      if (MPI_Isend(from + (of + i * per) * esize, (int)(n * esize), MPI_BYTE, right, 1,
+                    c->arrivals, &sends[i]) != MPI_SUCCESS) {
+        nout = i;
+        code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", right, doing);
+      }
+    }
+    if (gather) {
+      MPI_Request *recvs = malloc(sizeof *recvs * (nin ? nin : 1));
+      if (!recvs && code == CLG_OK)
+        code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory: %s", doing);
+      for (size_t i = 0; recvs && i < nin && code == CLG_OK; i++) {
+        size_t n = inn - i * per < per ? inn - i * per : per;
+        if (MPI_Irecv((char *)dst + (inf + i * per) * esize, (int)(n * esize), MPI_BYTE, left, 1,
+                      c->arrivals, &recvs[i]) != MPI_SUCCESS) {
+          nin = i;
+          code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", left, doing);
+        }
+      }
+      if (recvs && code == CLG_OK)
+        code = wait_all(c, (int)nin, recvs, left, doing);
+      free(recvs);
+    } else {
+      MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+      size_t posted = 0;
+      for (size_t i = 0; i < nin && code == CLG_OK; i++) {
+        for (; posted < nin && posted <= i + 1 && code == CLG_OK; posted++) {
+          size_t n = inn - posted * per < per ? inn - posted * per : per;
+          if (MPI_Irecv(tmp[posted % 2], (int)(n * esize), MPI_BYTE, left, 1, c->arrivals,
+                        &r[posted % 2]) != MPI_SUCCESS)
+            code =
+                fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", left, doing);
+        }
+        if (code == CLG_OK)
+          code = wait_request(c, &r[i % 2], left, doing);
+        size_t n = inn - i * per < per ? inn - i * per : per, at = (inf + i * per) * esize;
+        if (code == CLG_OK)
+          add_into((char *)dst + at, (const char *)src + at, tmp[i % 2], n, dtype);
+      }
+    }
+    if (code == CLG_OK)
+      code = wait_all(c, (int)nout, sends, right, doing);
+  }
+  free(sends);
+  return code;
+}
+
+/* Two tasks, below RING_MIN: each sends its whole src and receives the other's straight into
+ * dst, in CHUNK messages, adding its own src into each piece as it lands (one round, no
+ * copy; the sum src0 + src1 is the same on both tasks: addition of two numbers commutes). */
+static clg_code exchange_reduce(clg_cluster *c, const void *src, void *dst, size_t count,
+                                clg_dtype dtype, const char *doing)
+{
+  int peer = 1 - c->task;
+  size_t esize = clg_dtype_size(dtype), per = CHUNK / esize;
+  size_t n = (count + per - 1) / per;
+  MPI_Request *r = malloc(sizeof *r * 2 * n);
+  if (!r)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory: %s", doing);
+  clg_code code = CLG_OK;
+  size_t posted = 0;
+  for (; posted < n && code == CLG_OK; posted++) {
+    size_t at = posted * per, len = count - at < per ? count - at : per;
+    if (MPI_Irecv((char *)dst + at * esize, (int)(len * esize), MPI_BYTE, peer, 1, c->arrivals,
+                  &r[2 * posted]) != MPI_SUCCESS ||
+        MPI_Isend((const char *)src + at * esize, (int)(len * esize), MPI_BYTE, peer, 1,
+                  c->arrivals, &r[2 * posted + 1]) != MPI_SUCCESS)
+      code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", peer, doing);
+  }
+  for (size_t i = 0; i < n && code == CLG_OK; i++) {
+    size_t at = i * per, len = count - at < per ? count - at : per;
+    if ((code = wait_request(c, &r[2 * i], peer, doing)) == CLG_OK)
+      add_into((char *)dst + at * esize, (const char *)dst + at * esize,
+               (const char *)src + at * esize, len, dtype);
+  }
+  for (size_t i = 0; i < n && code == CLG_OK; i++)
+    code = wait_request(c, &r[2 * i + 1], peer, doing);
+  free(r);
+  return code;
+}
+
+clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, size_t count,
+                                  clg_dtype dtype, clg_reduce_op op, const char *what)
+{
+  /* Two tasks exchange their buffers; more go round the ring from RING_MIN on, else copy and
+   * call MPI_Allreduce. */
+  bool small = count * clg_dtype_size(dtype) < RING_MIN;
+  if (src == dst || !c || c->tasks == 1 || (small && c->tasks > 2)) {
+    if (src != dst && count)
+      memcpy(dst, src, count * clg_dtype_size(dtype));
+    return clg_cluster_allreduce(c, dst, count, dtype, op, what);
+  }
+  if (!clg_cluster_reduce_dtype_ok(dtype))
+    return clg_error(CLG_INVALID_ARGUMENT, "%s: AllReduce does not reduce %s", what,
+                     clg_dtype_name(dtype));
+  char doing[256];
+  snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
+  pthread_mutex_lock(&c->lock);
+  clg_code code = check_failed(c);
+  if (code == CLG_OK)
+    code = arrive(c, doing);
+  if (code == CLG_OK)
+    code = small ? exchange_reduce(c, src, dst, count, dtype, doing)
+                 : ring_reduce(c, src, dst, count, dtype, doing);
+  pthread_mutex_unlock(&c->lock);
+  if (code == CLG_OK && op == CLG_REDUCE_MEAN)
+    divide(dst, count, dtype, c->tasks);
   return code;
 }
 
@@ -587,13 +873,8 @@ clg_code clg_cluster_barrier(clg_cluster *c)
     return CLG_OK;
   pthread_mutex_lock(&c->lock);
   clg_code code = check_failed(c);
-  MPI_Request r;
-  if (code == CLG_OK) {
-    if (MPI_Ibarrier(c->comm, &r) != MPI_SUCCESS)
-      code = fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: MPI_Ibarrier failed");
-    else
-      code = wait_request(c, &r, -1, "a barrier");
-  }
+  if (code == CLG_OK)
+    code = arrive(c, "a barrier");
   pthread_mutex_unlock(&c->lock);
   return code;
 }

@@ -37,6 +37,11 @@ typedef struct pval {
   bool fetched_host;
   int alias;     /* in place: the pval whose buffer this one reuses, else -1 */
   size_t offset; /* in the device's arena */
+  /* --- cluster hook: a value of another task read here on one device only (not host
+   * memory) is received straight into its copy there (recv_to), unless recv_host: something
+   * reads it in host memory or on a second device. */
+  int recv_to;
+  bool recv_host;
 } pval;
 
 typedef struct step {
@@ -200,6 +205,7 @@ static int pv_add(builder *b, enum pkind kind, int dev, int node, int out, size_
   v->feed = -1;
   v->bytes = bytes;
   v->alias = -1;
+  v->recv_to = -1;
   b->copy_head[i] = -1;
   b->copy_next[i] = -1;
   return i;
@@ -446,13 +452,16 @@ static clg_code placeholder_error(const clg_node *n)
  * sends them, right after computing them, to every task that reads them. Each task waits only
  * on values of earlier steps, so the tasks cannot deadlock. */
 
-/* A local step reads value src (input j of n): a remote producer's outputs are received. */
-static clg_code cluster_input(clg_executor *x, plan *p, const int *step_of, int src,
+/* A local step reads value src (input j of n, as pval `used` there; j < 0: a fetch): a
+ * remote producer's outputs are received. When the only reader is a copy on one device that
+ * is not host memory, the value is received into that copy (pipelined through the staging
+ * buffers) and the copy is not made: its block lives from the receiving step on. */
+static clg_code cluster_input(clg_executor *x, plan *p, const int *step_of, int src, int used,
                               const clg_node *n, int j)
 {
   while (p->pv[src].kind == PV_COPY)
     src = p->pv[src].src;
-  const pval *v = &p->pv[src];
+  pval *v = &p->pv[src];
   if (!device(x, v->dev)->remote)
     return CLG_OK;
   if (v->kind == PV_VAR)
@@ -461,10 +470,24 @@ static clg_code cluster_input(clg_executor *x, plan *p, const int *step_of, int 
                      "through an Identity placed on task %d (variables are not sent between tasks)",
                      n->name, n->op, clg_cluster_task(x->cluster), node_at(x, v->node)->name,
                      device(x, v->dev)->info.task, device(x, v->dev)->info.task);
-  if (v->kind == PV_NODE)
-    p->steps[step_of[v->node]].recv = true;
-  (void)j;
+  if (v->kind != PV_NODE)
+    return CLG_OK;
+  p->steps[step_of[v->node]].recv = true;
+  if (j >= 0 && used >= 0 && p->pv[used].kind == PV_COPY && p->pv[used].src == src &&
+      !ops(x, p->pv[used].dev)->host_memory && (v->recv_to < 0 || v->recv_to == used)) {
+    v->recv_to = used;
+    p->pv[used].start = v->start;
+  } else {
+    v->recv_host = true;
+  }
   return CLG_OK;
+}
+
+/* Whether copy c was received in place of being made (see cluster_input). */
+static bool cluster_received(const plan *p, int c)
+{
+  const pval *v = &p->pv[c];
+  return v->kind == PV_COPY && p->pv[v->src].recv_to == c && !p->pv[v->src].recv_host;
 }
 
 /* For each step of this task pinned here, the tasks that read its outputs. */
@@ -522,7 +545,11 @@ static clg_code cluster_step(clg_executor *x, const plan *p, const step *st, boo
   for (int o = 0; o < n->num_outputs && code == CLG_OK; o++) {
     int v = st->out[o];
     int tag = x->base[st->node] + o;
-    if (!after_kernel && st->recv) /* x->blk[v] is in the remote device's (host) arena */
+    int to = p->pv[v].recv_to;
+    if (!after_kernel && st->recv && to >= 0 && !p->pv[v].recv_host) /* into a device */
+      code = clg_cluster_recv(x->cluster, device(x, st->dev)->info.task, tag,
+                              device(x, p->pv[to].dev), &x->blk[to], p->pv[v].bytes, n->name);
+    else if (!after_kernel && st->recv) /* x->blk[v] is in the remote device's (host) arena */
       code = clg_cluster_recv(x->cluster, device(x, st->dev)->info.task, tag, device(x, st->dev),
                               &x->blk[v], p->pv[v].bytes, n->name);
     for (int k = 0; after_kernel && k < st->nsend && code == CLG_OK; k++)
@@ -682,7 +709,7 @@ static clg_code plan_build(clg_executor *x, plan *p)
       }
       if (src < 0 || (st->in[j] = use_on(&b, src, st->dev, s, st)) < 0)
         goto oom;
-      if (x->cluster && (code = cluster_input(x, p, step_of, src, n, j)) != CLG_OK)
+      if (x->cluster && (code = cluster_input(x, p, step_of, src, st->in[j], n, j)) != CLG_OK)
         goto done; /* --- cluster hook */
     }
     /* Scratch the kernel asks for lives in the arena for this step only. */
@@ -728,7 +755,7 @@ static clg_code plan_build(clg_executor *x, plan *p)
     p->fetch_pv[i] = v;
     p->pv[v].end = p->nsteps + 1;
     if (x->cluster && device(x, p->pv[v].dev)->remote) { /* --- cluster hook */
-      if ((code = cluster_input(x, p, step_of, v, node_at(x, p->pv[v].node), -1)) != CLG_OK)
+      if ((code = cluster_input(x, p, step_of, v, -1, node_at(x, p->pv[v].node), -1)) != CLG_OK)
         goto done;
       continue;
     }
@@ -1369,6 +1396,8 @@ static clg_code make_copy_now(clg_executor *x, const plan *p, int c);
  * else the host's clock around the blocking calls. */
 static clg_code make_copy(clg_executor *x, const plan *p, int c)
 {
+  if (x->cluster && cluster_received(p, c)) /* --- cluster hook */
+    return CLG_OK;
   trace *t = x->ctraces ? &x->ctraces[c] : NULL;
   if (t)
     t->start_ns = clg_now_ns();
