@@ -81,6 +81,9 @@ void clg_strbuf_init(clg_strbuf *s);
 void clg_strbuf_printf(clg_strbuf *s, const char *fmt, ...) CLG_PRINTF(2, 3);
 void clg_strbuf_append(clg_strbuf *s, const char *text);
 /* Returns the malloc'd string (or NULL if anything failed) and resets s. */
+/* Appends text (NULL: "") as a JSON string literal: quotes, backslashes and control
+ * characters escaped. */
+void clg_strbuf_json_string(clg_strbuf *s, const char *text);
 char *clg_strbuf_take(clg_strbuf *s);
 void clg_strbuf_free(clg_strbuf *s);
 

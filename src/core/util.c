@@ -52,6 +52,20 @@ void clg_strbuf_append(clg_strbuf *s, const char *text)
   s->len += n;
 }
 
+void clg_strbuf_json_string(clg_strbuf *s, const char *text)
+{
+  clg_strbuf_append(s, "\"");
+  for (const unsigned char *p = (const unsigned char *)(text ? text : ""); *p; p++) {
+    if (*p == '"' || *p == '\\')
+      clg_strbuf_printf(s, "\\%c", *p);
+    else if (*p < 0x20)
+      clg_strbuf_printf(s, "\\u%04x", (unsigned)*p);
+    else
+      clg_strbuf_printf(s, "%c", *p);
+  }
+  clg_strbuf_append(s, "\"");
+}
+
 char *clg_strbuf_take(clg_strbuf *s)
 {
   char *out = NULL;

@@ -1327,20 +1327,6 @@ static void dump_visit(void *user, uint32_t region, uint64_t region_size, uint64
   d->blocks++;
 }
 
-static void json_string(clg_strbuf *s, const char *text)
-{
-  clg_strbuf_append(s, "\"");
-  for (const char *p = text ? text : ""; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      clg_strbuf_printf(s, "\\%c", *p);
-    else if ((unsigned char)*p < 0x20)
-      clg_strbuf_printf(s, "\\u%04x", (unsigned)(unsigned char)*p);
-    else
-      clg_strbuf_printf(s, "%c", *p);
-  }
-  clg_strbuf_append(s, "\"");
-}
-
 char *clg_allocator_dump(clg_allocator *a, bool json)
 {
   if (!a) {
@@ -1354,9 +1340,9 @@ char *clg_allocator_dump(clg_allocator *a, bool json)
   stats_locked(a, &st);
   if (json) {
     clg_strbuf_append(&s, "{\"allocator\":");
-    json_string(&s, a->name);
+    clg_strbuf_json_string(&s, a->name);
     clg_strbuf_append(&s, ",\"device\":");
-    json_string(&s, a->dev->info.full_name);
+    clg_strbuf_json_string(&s, a->dev->info.full_name);
     clg_strbuf_printf(
         &s,
         ",\"allow_growth\":%s,\"alignment\":%llu,\"max_region\":%llu,"

@@ -22,29 +22,14 @@ static void shapes_json(clg_strbuf *b, const clg_node *n)
   clg_strbuf_append(b, "]");
 }
 
-/* A JSON string literal. */
-static void json_str(clg_strbuf *b, const char *s)
-{
-  clg_strbuf_append(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\')
-      clg_strbuf_printf(b, "\\%c", *p);
-    else if (*p < 0x20)
-      clg_strbuf_printf(b, "\\u%04x", *p);
-    else
-      clg_strbuf_printf(b, "%c", *p);
-  }
-  clg_strbuf_append(b, "\"");
-}
-
 static char *node_args(const clg_node *n, const char *device, uint64_t run)
 {
   clg_strbuf b;
   clg_strbuf_init(&b);
   clg_strbuf_append(&b, "\"op\": ");
-  json_str(&b, n->op);
+  clg_strbuf_json_string(&b, n->op);
   clg_strbuf_append(&b, ", \"device\": ");
-  json_str(&b, device);
+  clg_strbuf_json_string(&b, device);
   clg_strbuf_append(&b, ", \"shape\": ");
   shapes_json(&b, n);
   clg_strbuf_append(&b, ", \"inputs\": [");
@@ -52,7 +37,7 @@ static char *node_args(const clg_node *n, const char *device, uint64_t run)
     const clg_node *in = j < n->num_inputs ? n->inputs[j].node : n->control[j - n->num_inputs];
     if (j)
       clg_strbuf_append(&b, ", ");
-    json_str(&b, in->name);
+    clg_strbuf_json_string(&b, in->name);
   }
   clg_strbuf_printf(&b, "], \"run\": %llu", (unsigned long long)run);
   return clg_strbuf_take(&b);
@@ -94,7 +79,7 @@ clg_code clg_runs_write_trace(const clg_graph *g, const clg_devices *devs,
       if (!used[d])
         continue;
       clg_strbuf_printf(&b, "%s{\"device\": ", k++ ? ", " : "");
-      json_str(&b, clg_devices_get(devs, d)->full_name);
+      clg_strbuf_json_string(&b, clg_devices_get(devs, d)->full_name);
       clg_strbuf_printf(&b, ", \"offset_ns\": %lld, \"error_ns\": %llu}", (long long)run->offset[d],
                         (unsigned long long)run->offset_error[d]);
     }
@@ -122,9 +107,9 @@ clg_code clg_runs_write_trace(const clg_graph *g, const clg_devices *devs,
         clg_strbuf_init(&b);
         clg_strbuf_printf(&b, "\"value\": \"%s:%d\", \"bytes\": %llu, \"from\": ", node->name,
                           s->out, (unsigned long long)s->bytes);
-        json_str(&b, clg_devices_get(devs, s->src_dev)->full_name);
+        clg_strbuf_json_string(&b, clg_devices_get(devs, s->src_dev)->full_name);
         clg_strbuf_append(&b, ", \"to\": ");
-        json_str(&b, dev);
+        clg_strbuf_json_string(&b, dev);
         clg_strbuf_printf(&b, ", \"run\": %llu", (unsigned long long)run->run);
         char *a = clg_strbuf_take(&b);
         char cname[200];

@@ -155,21 +155,6 @@ bool clg_trace_flow(clg_trace *t, const char *name, int from_track, uint64_t fro
 
 int clg_trace_num_slices(const clg_trace *t) { return t ? t->num_slices : 0; }
 
-/* A JSON string literal of s. */
-static void json_string(clg_strbuf *b, const char *s)
-{
-  clg_strbuf_append(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      clg_strbuf_printf(b, "\\%c", *p);
-    else if (*p < 0x20)
-      clg_strbuf_printf(b, "\\u%04x", *p);
-    else
-      clg_strbuf_printf(b, "%c", *p);
-  }
-  clg_strbuf_append(b, "\"");
-}
-
 static void json_us(clg_strbuf *b, uint64_t ns)
 {
   clg_strbuf_printf(b, "%llu.%03llu", (unsigned long long)(ns / 1000),
@@ -189,14 +174,14 @@ char *clg_trace_json(const clg_trace *t)
   clg_strbuf_append(&b, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
   clg_strbuf_append(&b, "{\"ph\": \"M\", \"pid\": 1, \"name\": \"process_name\", \"args\": "
                         "{\"name\": ");
-  json_string(&b, t->process);
+  clg_strbuf_json_string(&b, t->process);
   clg_strbuf_append(&b, "}}");
   for (int i = 0; i < t->num_tracks; i++) {
     clg_strbuf_printf(&b,
                       ",\n{\"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"name\": \"thread_name\", "
                       "\"args\": {\"name\": ",
                       i + 1);
-    json_string(&b, t->tracks[i]);
+    clg_strbuf_json_string(&b, t->tracks[i]);
     clg_strbuf_printf(&b,
                       "}},\n{\"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"name\": "
                       "\"thread_sort_index\", \"args\": {\"sort_index\": %d}}",
@@ -206,10 +191,10 @@ char *clg_trace_json(const clg_trace *t)
     const event *e = &t->ev[i];
     clg_strbuf_printf(&b, ",\n{\"ph\": \"%c\", \"pid\": 1, \"tid\": %d, \"name\": ", e->ph,
                       e->track + 1);
-    json_string(&b, e->name);
+    clg_strbuf_json_string(&b, e->name);
     if (e->cat) {
       clg_strbuf_append(&b, ", \"cat\": ");
-      json_string(&b, e->cat);
+      clg_strbuf_json_string(&b, e->cat);
     }
     clg_strbuf_append(&b, ", \"ts\": ");
     json_us(&b, e->ts - t0);
@@ -223,7 +208,7 @@ char *clg_trace_json(const clg_trace *t)
       break;
     case 'C':
       clg_strbuf_append(&b, ", \"args\": {");
-      json_string(&b, e->name);
+      clg_strbuf_json_string(&b, e->name);
       clg_strbuf_printf(&b, ": %.17g}", e->value);
       break;
     case 's':
