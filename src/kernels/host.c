@@ -160,9 +160,14 @@ static bool matmul_split512(bool ta, bool tb, size_t m, size_t n, size_t k, cons
 void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k, const void *a,
                      const void *b, void *c)
 {
-  /* Where OpenBLAS runs AVX2 kernels on an AVX-512 CPU, the AVX-512 kernel is twice as fast;
-   * tasks that fail to allocate their packs leave the product to the paths below. */
-  if (dtype == CLG_FLOAT32 && m > 0 && n > 0 && k > 0 && clg_host_sgemm512_usable() &&
+  /* Where OpenBLAS runs AVX2 kernels on an AVX-512 CPU, the AVX-512 kernel is up to twice as
+   * fast on thin products (a side of 128 or less: a model's batch, its fully connected layers)
+   * and avoids OpenBLAS's threads spinning beside the host kernels' teams; on larger squares
+   * OpenBLAS's blocking wins (bench matmul: 224-239 against 193-215 GFLOP/s from n = 1024), so
+   * it keeps them. Tasks that fail to allocate their packs leave the product to the paths
+   * below. */
+  const bool thin = m <= 128 || n <= 128 || k <= 128;
+  if (dtype == CLG_FLOAT32 && thin && m > 0 && n > 0 && k > 0 && clg_host_sgemm512_usable() &&
       matmul_split512(ta, tb, m, n, k, a, b, c))
     return;
 #ifdef CLG_HAVE_CBLAS
