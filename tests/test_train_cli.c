@@ -548,46 +548,21 @@ static void test_mpi(int argc, char **argv)
   snprintf(two, sizeof two, "%s/two-tasks.safetensors", g_dir);
   double a[16], b[16];
   int64_t sa[16], sb[16];
-  const char *single[] = {"train",
-                          "--dataset",
-                          "cifar10",
-                          "--data-dir",
-                          g_data,
-                          "--towers",
-                          "4",
-                          "--batch",
-                          "4",
-                          "--steps",
-                          "6",
-                          "--no-shuffle",
-                          "--no-distort",
-                          "--json",
-                          "--log-every",
-                          "1",
-                          "--checkpoint",
-                          one,
-                          NULL};
-  const char *tasks[] = {"train",
-                         "--dataset",
-                         "cifar10",
-                         "--data-dir",
-                         g_data,
-                         "--towers",
-                         "2",
-                         "--batch",
-                         "4",
-                         "--steps",
-                         "6",
-                         "--no-shuffle",
-                         "--no-distort",
-                         "--json",
-                         "--log-every",
-                         "1",
-                         "--checkpoint",
-                         two,
-                         "--cluster",
-                         "mpi",
-                         NULL};
+  /* The same run but for the towers, the checkpoint and, under mpirun, the cluster. */
+  // clang-format off
+  const char *single[] = {"train", "--dataset", "cifar10", "--data-dir", g_data,
+                          "--batch", "4", "--steps", "6", "--no-shuffle", "--no-distort",
+                          "--json", "--log-every", "1",
+                          "--towers", "4",          /* 15 */
+                          "--checkpoint", one,      /* 17 */
+                          NULL, NULL, NULL};        /* 18, 19: --cluster mpi */
+  // clang-format on
+  const char *tasks[21];
+  memcpy(tasks, single, sizeof single);
+  tasks[15] = "2";
+  tasks[17] = two;
+  tasks[18] = "--cluster";
+  tasks[19] = "mpi";
   char *out, *err;
   CHECK(run(CPU_ONLY, single, &out, &err) == 0);
   int na = json_steps(out, "mean_loss", a, sa, 16);
