@@ -26,8 +26,8 @@ static void usage(FILE *f)
              "One training step of the CIFAR-10 model (24x24x3 images, forward, gradients,\n"
              "gradient descent) on DEV (default /cpu:0), batch B (default 128), timed N times\n"
              "(default 5) after two warm-up steps: ms per step (median), images/s, and the\n"
-             "share of a traced step spent in Conv2D, its backprops and MatMul. --ops also\n"
-             "prints the traced step's time per op type and per node (text output only).\n");
+             "share of 5 traced steps spent in Conv2D, its backprops and MatMul. --ops also\n"
+             "prints their mean time per op type and the last one's per node (text only).\n");
 }
 
 static bool is_gemm(const char *op)
@@ -36,42 +36,21 @@ static bool is_gemm(const char *op)
          strcmp(op, "Conv2DBackpropFilter") == 0 || strcmp(op, "MatMul") == 0;
 }
 
-/* The traced step's time per op type (largest first), then each node over 1% of the step. */
-static void print_ops(clg_session *s, clg_graph *g, double traced)
+enum { TRACED_STEPS = 5 };
+
+/* Per op type, the mean time per traced step (largest first, from the session's profile of
+ * the traced steps), then each node over 1% of the step in the last of them. */
+static void print_ops(clg_session *s, clg_graph *g, const clg_op_profile *rows, int num_rows,
+                      double traced)
 {
-  enum { MAX_TYPES = 64 };
-  const char *type[MAX_TYPES];
-  double total[MAX_TYPES];
-  int count[MAX_TYPES], ntypes = 0;
-  for (int i = 0; i < clg_graph_num_nodes(g); i++) {
-    clg_node *n = clg_graph_node(g, i);
-    uint64_t a, b;
-    if (clg_session_node_times(s, n, &a, &b) != CLG_OK)
-      continue;
-    int t = 0;
-    while (t < ntypes && strcmp(type[t], clg_node_op(n)) != 0)
-      t++;
-    if (t == ntypes && ntypes == MAX_TYPES)
-      continue;
-    if (t == ntypes) {
-      type[ntypes] = clg_node_op(n), total[ntypes] = 0, count[ntypes] = 0;
-      ntypes++;
-    }
-    total[t] += (double)(b - a) * 1e-9;
-    count[t]++;
+  printf("%-36s %5s %9s %6s   (mean of %d traced steps)\n", "op", "nodes", "ms", "%step",
+         TRACED_STEPS);
+  for (int r = 0; r < num_rows; r++) {
+    double ms = rows[r].total_ms / TRACED_STEPS;
+    printf("%-36s %5lld %9.2f %5.1f%%\n", rows[r].op, (long long)(rows[r].count / TRACED_STEPS), ms,
+           100 * ms * 1e-3 / traced);
   }
-  for (int i = 1; i < ntypes; i++) /* insertion sort, largest total first */
-    for (int j = i; j > 0 && total[j] > total[j - 1]; j--) {
-      const char *ts = type[j];
-      double tt = total[j];
-      int tc = count[j];
-      type[j] = type[j - 1], total[j] = total[j - 1], count[j] = count[j - 1];
-      type[j - 1] = ts, total[j - 1] = tt, count[j - 1] = tc;
-    }
-  printf("%-36s %5s %9s %6s\n", "op", "nodes", "ms", "%step");
-  for (int t = 0; t < ntypes; t++)
-    printf("%-36s %5d %9.2f %5.1f%%\n", type[t], count[t], total[t] * 1e3, 100 * total[t] / traced);
-  printf("\n%-52s %-24s %9s\n", "node (> 1% of the step)", "op", "ms");
+  printf("\n%-52s %-24s %9s\n", "node (> 1% of the step, last traced step)", "op", "ms");
   for (int i = 0; i < clg_graph_num_nodes(g); i++) {
     clg_node *n = clg_graph_node(g, i);
     uint64_t a, b;
@@ -154,23 +133,22 @@ int clg_bench_train_step(int argc, char **argv)
   }
   double sec = clg_tool_median(t, repeats);
   free(t);
-  /* One traced step: node times, host clock on CPU:0 (device clock on OpenCL devices). */
-  clg_session_set_tracing(s, 1);
-  double t0 = now_s();
-  clg_session_run_outputs(s, 2, fa, fv, 0, NULL, NULL, 1, &train);
-  double traced = now_s() - t0;
-  double gemm = 0, other = 0;
-  for (int i = 0; i < clg_graph_num_nodes(g); i++) {
-    clg_node *n = clg_graph_node(g, i);
-    uint64_t a, b;
-    if (clg_session_node_times(s, n, &a, &b) != CLG_OK)
-      continue;
-    double d = (double)(b - a) * 1e-9;
-    if (is_gemm(clg_node_op(n)))
-      gemm += d;
-    else
-      other += d;
+  /* Traced steps: their median wall time, and the session's profile of them (one step alone
+   * is at the mercy of one pre-empted op on a shared machine). */
+  clg_session_set_trace(s, TRACED_STEPS);
+  double tt[TRACED_STEPS];
+  for (int i = 0; i < TRACED_STEPS; i++) {
+    double t0 = now_s();
+    clg_session_run_outputs(s, 2, fa, fv, 0, NULL, NULL, 1, &train);
+    tt[i] = now_s() - t0;
   }
+  double traced = clg_tool_median(tt, TRACED_STEPS);
+  clg_op_profile *rows = NULL;
+  int num_rows = 0;
+  double gemm = 0, other = 0;
+  if (clg_session_profile(s, &rows, &num_rows) == CLG_OK)
+    for (int r = 0; r < num_rows; r++)
+      *(is_gemm(rows[r].op) ? &gemm : &other) += rows[r].total_ms * 1e-3 / TRACED_STEPS;
   double flops = 3.0 * 2.0 * cifar10_forward_macs(24, 3) * batch;
   if (json)
     printf("{\"device\": \"%s\", \"batch\": %d, \"ms_per_step\": %.3f, \"images_per_sec\": "
@@ -181,12 +159,14 @@ int clg_bench_train_step(int argc, char **argv)
   else
     printf("CIFAR-10 training step on %s, batch %d: %.1f ms per step (median of %d), %.0f "
            "images/s, %.1f GFLOP/s\n"
-           "traced step %.1f ms: GEMM (Conv2D, its backprops, MatMul) %.1f%%, everything else "
+           "traced step %.1f ms (median of 5): GEMM (Conv2D, its backprops, MatMul) %.1f%%, "
+           "everything else "
            "%.1f%%\n",
            device, batch, sec * 1e3, repeats, batch / sec, flops / sec * 1e-9, traced * 1e3,
            100 * gemm / traced, 100 * other / traced);
   if (!json && clg_tool_has_flag(argc, argv, "--ops"))
-    print_ops(s, g, traced);
+    print_ops(s, g, rows, num_rows, traced);
+  free(rows);
   rc = 0;
 done:
   clg_tensor_free(img);
