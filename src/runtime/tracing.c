@@ -220,10 +220,17 @@ void clg_runs_print_profile(FILE *f, const clg_op_profile *rows, int n, int runs
           "Per-op profile of the last %d traced run%s (%.3f ms of wall time; devices work at "
           "once, so shares can add up to more than 100%%)\n",
           runs, runs == 1 ? "" : "s", (double)wall_ns / 1e6);
-  fprintf(f, "%-20s %-46s %7s %11s %10s %7s\n", "op type", "device", "count", "total ms", "mean ms",
-          "share");
+  /* Columns as wide as their longest entry (SparseSoftmaxCrossEntropyWithLogits is 35). */
+  int wop = 20, wdev = 6;
+  for (int i = 0; i < n; i++) {
+    int lo = (int)strlen(rows[i].op), ld = (int)strlen(rows[i].device);
+    wop = lo > wop ? lo : wop;
+    wdev = ld > wdev ? ld : wdev;
+  }
+  fprintf(f, "%-*s %-*s %7s %11s %10s %7s\n", wop, "op type", wdev, "device", "count", "total ms",
+          "mean ms", "share");
   for (int i = 0; i < n; i++)
-    fprintf(f, "%-20s %-46s %7lld %11.3f %10.4f %6.1f%%\n", rows[i].op, rows[i].device,
+    fprintf(f, "%-*s %-*s %7lld %11.3f %10.4f %6.1f%%\n", wop, rows[i].op, wdev, rows[i].device,
             (long long)rows[i].count, rows[i].total_ms, rows[i].mean_ms, 100.0 * rows[i].share);
 }
 
