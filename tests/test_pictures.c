@@ -352,7 +352,7 @@ static void test_trace(void)
               (unsigned long long)e0, (unsigned long long)s1);
   }
   CHECK_OK(clg_session_write_trace(s, path));
-  CHECK_CODE(clg_session_write_trace(s, bad), CLG_UNKNOWN);
+  CHECK_CODE(clg_session_write_trace(s, bad), CLG_NOT_FOUND); /* no such folder */
   CHECK_CONTAINS(clg_last_error(), bad);
   char *text = slurp(path);
   CHECK(text != NULL);

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -57,22 +56,6 @@ static clg_device *device_of(const clg_session_vars *sv, const clg_node *n)
 }
 
 /* --- save -------------------------------------------------------------------------------- */
-
-static clg_code write_all(int fd, const void *buf, size_t len, const char *tmp)
-{
-  const char *p = buf;
-  while (len) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return clg_error(errno == ENOSPC || errno == EDQUOT ? CLG_RESOURCE_EXHAUSTED : CLG_INTERNAL,
-                       "%s: write: %s", tmp, w < 0 ? strerror(errno) : "wrote nothing");
-    p += w;
-    len -= (size_t)w;
-  }
-  return CLG_OK;
-}
 
 /* Largest dtype first, then by name: with the header padded to 8 bytes every tensor then
  * starts at a multiple of its element size, and the file is the same for the same values. */
@@ -132,9 +115,9 @@ static char *make_header(const clg_node **v, int n, size_t *len)
  * between the download and the write. */
 #define STAGE_BYTES ((size_t)4 << 20)
 
-/* The variables' bytes into fd, in order; host variables straight from their buffers. */
-static clg_code write_values(const clg_session_vars *sv, const clg_node **v, int n, int fd,
-                             const char *tmp)
+/* The variables' bytes into f, in order; host variables straight from their buffers. */
+static clg_code write_values(const clg_session_vars *sv, const clg_node **v, int n,
+                             clg_atomic_file *f)
 {
   void *stage = NULL;
   clg_code code = CLG_OK;
@@ -149,7 +132,7 @@ static clg_code write_values(const clg_session_vars *sv, const clg_node **v, int
     if (!bytes)
       continue;
     if (ops->host_memory) {
-      code = write_all(fd, b.host, bytes, tmp);
+      code = clg_atomic_file_write(f, b.host, bytes);
       continue;
     }
     if (!stage && !(stage = malloc(STAGE_BYTES))) {
@@ -165,38 +148,11 @@ static clg_code write_values(const clg_session_vars *sv, const clg_node **v, int
       if ((code = ops->download(dev, &part, stage, len)) != CLG_OK)
         clg_error_prefix("saving variable '%s': ", v[i]->name);
       else
-        code = write_all(fd, stage, len, tmp);
+        code = clg_atomic_file_write(f, stage, len);
     }
   }
   free(stage);
   return code;
-}
-
-/* "dir/.name.tmp.XXXXXX" beside path. */
-static char *temp_name(const char *path)
-{
-  char *a = clg_strdup(path), *b = clg_strdup(path);
-  clg_strbuf s;
-  clg_strbuf_init(&s);
-  if (a && b)
-    clg_strbuf_printf(&s, "%s/.%s.tmp.XXXXXX", dirname(a), basename(b));
-  free(a);
-  free(b);
-  return clg_strbuf_take(&s);
-}
-
-static clg_code sync_dir(const char *path)
-{
-  char *a = clg_strdup(path);
-  if (!a)
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory");
-  int dfd = open(dirname(a), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  free(a);
-  if (dfd < 0)
-    return CLG_OK; /* the rename happened; a folder we cannot open cannot be synced */
-  fsync(dfd);
-  close(dfd);
-  return CLG_OK;
 }
 
 clg_code clg_session_save(clg_session *s, const char *path, int num_names, const char *const *names)
@@ -211,8 +167,7 @@ clg_code clg_session_save(clg_session *s, const char *path, int num_names, const
     return code;
   const clg_node **v = NULL;
   int n = 0;
-  char *header = NULL, *tmp = NULL;
-  int fd = -1;
+  char *header = NULL;
   size_t hlen = 0;
   if ((code = select_vars(&sv, num_names, names, &v, &n)) != CLG_OK)
     goto done;
@@ -229,43 +184,25 @@ clg_code clg_session_save(clg_session *s, const char *path, int num_names, const
     }
   }
   qsort(v, (size_t)n, sizeof *v, save_order);
-  if (!(header = make_header(v, n, &hlen)) || !(tmp = temp_name(path))) {
+  if (!(header = make_header(v, n, &hlen))) {
     code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory writing the header of %s", path);
     goto done;
   }
-  if ((fd = mkstemp(tmp)) < 0) {
-    code = clg_error(errno == EACCES ? CLG_PERMISSION_DENIED : CLG_INTERNAL,
-                     "%s: cannot create a temporary file beside it (%s): %s", path, tmp,
-                     strerror(errno));
+  /* A temporary file beside path, renamed over it once whole and synced. */
+  clg_atomic_file f;
+  if ((code = clg_atomic_file_open(&f, path)) != CLG_OK)
     goto done;
-  }
   uint8_t size8[8];
   for (int i = 0; i < 8; i++)
     size8[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
-  if ((code = write_all(fd, size8, 8, tmp)) == CLG_OK &&
-      (code = write_all(fd, header, hlen, tmp)) == CLG_OK &&
-      (code = write_values(&sv, v, n, fd, tmp)) == CLG_OK) {
-    /* Data on disk before the name points at it. */
-    if (fsync(fd) != 0)
-      code = clg_error(CLG_INTERNAL, "%s: fsync: %s", tmp, strerror(errno));
-    else if (fchmod(fd, 0644) != 0)
-      code = clg_error(CLG_INTERNAL, "%s: chmod: %s", tmp, strerror(errno));
-  }
-  if (close(fd) != 0 && code == CLG_OK)
-    code = clg_error(CLG_INTERNAL, "%s: close: %s", tmp, strerror(errno));
-  fd = -1;
-  if (code == CLG_OK && rename(tmp, path) != 0)
-    code = clg_error(errno == EACCES ? CLG_PERMISSION_DENIED : CLG_INTERNAL,
-                     "%s: renaming %s over it: %s", path, tmp, strerror(errno));
-  if (code == CLG_OK)
-    sync_dir(path);
+  if ((code = clg_atomic_file_write(&f, size8, 8)) == CLG_OK &&
+      (code = clg_atomic_file_write(&f, header, hlen)) == CLG_OK &&
+      (code = write_values(&sv, v, n, &f)) == CLG_OK)
+    code = clg_atomic_file_commit(&f);
   else
-    unlink(tmp);
+    clg_atomic_file_abort(&f);
 done:
-  if (fd >= 0)
-    close(fd);
   clg_session_unlock_variables(s);
-  free(tmp);
   free(header);
   free(v);
   return code;

@@ -81,6 +81,22 @@ void clg_strbuf_init(clg_strbuf *s);
 void clg_strbuf_printf(clg_strbuf *s, const char *fmt, ...) CLG_PRINTF(2, 3);
 void clg_strbuf_append(clg_strbuf *s, const char *text);
 /* Returns the malloc'd string (or NULL if anything failed) and resets s. */
+/* A file written atomically: open makes a temporary file beside path (mkstemp), write
+ * appends, commit syncs it, renames it over path and syncs the folder; on any failure, and on
+ * abort, the temporary file is removed and path is unchanged. Errors name the file and the
+ * call: PERMISSION_DENIED, NOT_FOUND (no such folder), RESOURCE_EXHAUSTED (disk full),
+ * INTERNAL; INVALID_ARGUMENT for an empty path. commit and abort free f's strings. */
+typedef struct clg_atomic_file {
+  int fd;
+  char *tmp, *path;
+} clg_atomic_file;
+clg_code clg_atomic_file_open(clg_atomic_file *f, const char *path);
+clg_code clg_atomic_file_write(clg_atomic_file *f, const void *data, size_t size);
+clg_code clg_atomic_file_commit(clg_atomic_file *f);
+void clg_atomic_file_abort(clg_atomic_file *f);
+/* open, write, commit. */
+clg_code clg_file_write_atomic(const char *path, const void *data, size_t size);
+
 /* Appends text (NULL: "") as a JSON string literal: quotes, backslashes and control
  * characters escaped. */
 void clg_strbuf_json_string(clg_strbuf *s, const char *text);

@@ -3,11 +3,9 @@
  * counters and "s"/"f" flow pairs. Times are microseconds (with fractions) from the
  * earliest event, as the format expects. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "trace/trace.h"
 
@@ -225,54 +223,6 @@ char *clg_trace_json(const clg_trace *t)
   }
   clg_strbuf_append(&b, "\n]}\n");
   return clg_strbuf_take(&b);
-}
-
-clg_code clg_file_write_atomic(const char *path, const void *data, size_t size)
-{
-  if (!path || !path[0])
-    return clg_error(CLG_INVALID_ARGUMENT, "writing a file: the path is NULL or empty");
-  size_t len = strlen(path);
-  char *tmp = malloc(len + 32);
-  if (!tmp)
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory writing '%s'", path);
-  snprintf(tmp, len + 32, "%s.tmp.%ld", path, (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) {
-    clg_code code = clg_error(CLG_UNKNOWN, "cannot create '%s': %s", tmp, strerror(errno));
-    free(tmp);
-    return code;
-  }
-  const char *p = data;
-  size_t left = size;
-  while (left > 0) {
-    ssize_t n = write(fd, p, left);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      clg_code code = clg_error(CLG_UNKNOWN, "writing '%s': %s", tmp, strerror(errno));
-      close(fd);
-      unlink(tmp);
-      free(tmp);
-      return code;
-    }
-    p += n;
-    left -= (size_t)n;
-  }
-  int synced = fsync(fd), closed = close(fd); /* close even when fsync fails */
-  if (synced != 0 || closed != 0) {
-    clg_code code = clg_error(CLG_UNKNOWN, "flushing '%s': %s", tmp, strerror(errno));
-    unlink(tmp);
-    free(tmp);
-    return code;
-  }
-  if (rename(tmp, path) != 0) {
-    clg_code code = clg_error(CLG_UNKNOWN, "renaming '%s' to '%s': %s", tmp, path, strerror(errno));
-    unlink(tmp);
-    free(tmp);
-    return code;
-  }
-  free(tmp);
-  return CLG_OK;
 }
 
 clg_code clg_trace_write(const clg_trace *t, const char *path)

@@ -38,10 +38,7 @@ int clg_trace_num_slices(const clg_trace *t);
 char *clg_trace_json(const clg_trace *t);
 /* Writes the JSON to path atomically: a temporary file in the same folder, fsync'd, then
  * renamed, so a crash never leaves a half-written trace under its name. Errors name the
- * path and the failing call (INVALID_ARGUMENT for a NULL path, UNKNOWN for I/O). */
+ * path and the failing call (clg_file_write_atomic in core). */
 clg_code clg_trace_write(const clg_trace *t, const char *path);
-
-/* Writes bytes to path the same way (a temporary file beside it, fsync, rename). */
-clg_code clg_file_write_atomic(const char *path, const void *data, size_t size);
 
 #endif
