@@ -29,13 +29,7 @@ static clg_code infer(clg_node *n)
   if (!r || (strcmp(r, "sum") != 0 && strcmp(r, "mean") != 0))
     return clg_node_error(n, CLG_INVALID_ARGUMENT,
                           "reduction is \"%s\"; expected \"sum\" or \"mean\"", r ? r : "(null)");
-  clg_attr_value *t = &n->attrs[A_T];
-  if (t->set && t->dtype != x->dtype)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute T is %s but the input is %s",
-                          clg_dtype_name(t->dtype), clg_dtype_name(x->dtype));
-  t->set = true;
-  t->dtype = x->dtype;
-  return clg_node_set_output(n, 0, x->dtype, x->rank, x->dims);
+  return clg_infer_elementwise_unary(n); /* T first: the output is the input's */
 }
 
 static clg_code run(const clg_kernel_ctx *c)

@@ -7,21 +7,7 @@
 #include "graph/graph.h"
 #include "memory/memory.h"
 
-enum { A_T };
-
 static const clg_attr_def attrs[] = {{.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true}};
-
-static clg_code infer(clg_node *n)
-{
-  const clg_out_desc *x = clg_node_in(n, 0);
-  clg_attr_value *t = &n->attrs[A_T];
-  if (t->set && t->dtype != x->dtype)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute T is %s but the input is %s",
-                          clg_dtype_name(t->dtype), clg_dtype_name(x->dtype));
-  t->set = true;
-  t->dtype = x->dtype;
-  return clg_node_set_output(n, 0, x->dtype, x->rank, x->dims);
-}
 
 static clg_code host_run(const clg_kernel_ctx *c)
 {
@@ -56,7 +42,7 @@ const clg_op_def clg_op_Identity = {
     .num_outputs = 1,
     .num_attrs = 1,
     .attrs = attrs,
-    .infer = infer,
+    .infer = clg_infer_elementwise_unary,
     .kernels = kernels,
     .num_kernels = 2,
     .inplace = 0,
