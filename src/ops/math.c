@@ -1,25 +1,29 @@
-/* Exp, Log, Sqrt, Rsqrt: element-wise (tf.exp, tf.log, tf.sqrt, tf.rsqrt), with IEEE results
- * at the edges (log(0) = -inf, log and sqrt of a negative = NaN). Float everywhere, double on
- * the host and on devices with fp64; the output may reuse the input's buffer. */
+/* Exp, Log, Sqrt, Rsqrt, Square, Floor: element-wise (tf.exp, tf.log, tf.sqrt, tf.rsqrt,
+ * tf.square, tf.floor), with IEEE results at the edges (log(0) = -inf, log and sqrt of a
+ * negative = NaN). Float everywhere, double on the host and on devices with fp64; the output
+ * may reuse the input's buffer. Floor's gradient is None, as TensorFlow registers it (0 almost
+ * everywhere). */
 #include <math.h>
 
 #include "graph/graph.h"
 #include "kernels/kernels.h"
 #include "memory/memory.h"
 
-enum { M_EXP, M_LOG, M_SQRT, M_RSQRT };
+enum { M_EXP, M_LOG, M_SQRT, M_RSQRT, M_SQUARE, M_FLOOR };
 
-extern const clg_op_def clg_op_Exp, clg_op_Log, clg_op_Sqrt, clg_op_Rsqrt;
+extern const clg_op_def clg_op_Exp, clg_op_Log, clg_op_Sqrt, clg_op_Rsqrt, clg_op_Floor;
 
 static int which(const clg_node *n)
 {
-  return n->def == &clg_op_Exp    ? M_EXP
-         : n->def == &clg_op_Log  ? M_LOG
-         : n->def == &clg_op_Sqrt ? M_SQRT
-                                  : M_RSQRT;
+  return n->def == &clg_op_Exp      ? M_EXP
+         : n->def == &clg_op_Log    ? M_LOG
+         : n->def == &clg_op_Sqrt   ? M_SQRT
+         : n->def == &clg_op_Square ? M_SQUARE
+         : n->def == &clg_op_Floor  ? M_FLOOR
+                                    : M_RSQRT;
 }
 
-#define LOOP(T, EXP, LOG, SQRT)                                                                    \
+#define LOOP(T, EXP, LOG, SQRT, FLOOR)                                                             \
   do {                                                                                             \
     const T *x = c->in[0].host;                                                                    \
     T *y = c->out[0].host;                                                                         \
@@ -36,6 +40,14 @@ static int which(const clg_node *n)
       for (size_t i = 0; i < count; i++)                                                           \
         y[i] = SQRT(x[i]);                                                                         \
       break;                                                                                       \
+    case M_SQUARE:                                                                                 \
+      for (size_t i = 0; i < count; i++)                                                           \
+        y[i] = x[i] * x[i];                                                                        \
+      break;                                                                                       \
+    case M_FLOOR:                                                                                  \
+      for (size_t i = 0; i < count; i++)                                                           \
+        y[i] = FLOOR(x[i]);                                                                        \
+      break;                                                                                       \
     default:                                                                                       \
       for (size_t i = 0; i < count; i++)                                                           \
         y[i] = (T)1 / SQRT(x[i]);                                                                  \
@@ -47,17 +59,19 @@ static clg_code host_run(const clg_kernel_ctx *c)
 {
   size_t count = clg_out_count(&c->node->outs[0]);
   if (c->node->outs[0].dtype == CLG_FLOAT64)
-    LOOP(double, exp, log, sqrt);
+    LOOP(double, exp, log, sqrt, floor);
   else
-    LOOP(float, expf, logf, sqrtf);
+    LOOP(float, expf, logf, sqrtf, floorf);
   return CLG_OK;
 }
 
-static const clg_cl_text sources[4] = {
+static const clg_cl_text sources[6] = {
     {"Exp", "T clg_op(T x) { return exp(x); }\n" CLG_CL_UNARY_TEMPLATE},
     {"Log", "T clg_op(T x) { return log(x); }\n" CLG_CL_UNARY_TEMPLATE},
     {"Sqrt", "T clg_op(T x) { return sqrt(x); }\n" CLG_CL_UNARY_TEMPLATE},
-    {"Rsqrt", "T clg_op(T x) { return (T)1 / sqrt(x); }\n" CLG_CL_UNARY_TEMPLATE}};
+    {"Rsqrt", "T clg_op(T x) { return (T)1 / sqrt(x); }\n" CLG_CL_UNARY_TEMPLATE},
+    {"Square", "T clg_op(T x) { return x * x; }\n" CLG_CL_UNARY_TEMPLATE},
+    {"Floor", "T clg_op(T x) { return floor(x); }\n" CLG_CL_UNARY_TEMPLATE}};
 
 static clg_code cl_run(const clg_kernel_ctx *c)
 {
@@ -75,7 +89,7 @@ static clg_output mul(clg_graph *g, clg_output a, clg_output b)
 }
 
 /* Exp: dy * y. Log: dy / x. Sqrt: dy * 0.5 / y. Rsqrt: dy * -0.5 * y^3 (from the outputs where
- * TensorFlow uses them). */
+ * TensorFlow uses them). Square: dy * 2x. Floor: None. */
 static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
 {
   clg_output x = n->inputs[0], y = clg_out(n, 0);
@@ -90,6 +104,12 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
   case M_SQRT:
     dx[0] = clg_grad_build(g, &clg_op_RealDiv, 2,
                            (clg_output[]){mul(g, dy[0], clg_grad_scalar(g, t, 0.5)), y}, 0, NULL);
+    break;
+  case M_SQUARE:
+    dx[0] = mul(g, dy[0], mul(g, clg_grad_scalar(g, t, 2.0), x));
+    break;
+  case M_FLOOR:
+    dx[0] = clg_out(NULL, 0);
     break;
   default: {
     clg_output y2 = clg_grad_build(g, &clg_op_Square, 1, &y, 0, NULL);
@@ -117,6 +137,8 @@ UNARY_DEF(Exp)
 UNARY_DEF(Log)
 UNARY_DEF(Sqrt)
 UNARY_DEF(Rsqrt)
+UNARY_DEF(Square)
+UNARY_DEF(Floor)
 
 static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *x)
 {
@@ -142,4 +164,14 @@ clg_node *clg_sqrt(clg_graph *g, const char *name, clg_node *x)
 clg_node *clg_rsqrt(clg_graph *g, const char *name, clg_node *x)
 {
   return build(g, &clg_op_Rsqrt, name, x);
+}
+
+clg_node *clg_square(clg_graph *g, const char *name, clg_node *x)
+{
+  return build(g, &clg_op_Square, name, x);
+}
+
+clg_node *clg_floor(clg_graph *g, const char *name, clg_node *x)
+{
+  return build(g, &clg_op_Floor, name, x);
 }
