@@ -1,7 +1,7 @@
-/* Exp, Log, Sqrt, Rsqrt, Square, Floor: element-wise (tf.exp, tf.log, tf.sqrt, tf.rsqrt,
- * tf.square, tf.floor), with IEEE results at the edges (log(0) = -inf, log and sqrt of a
- * negative = NaN). Float everywhere, double on the host and on devices with fp64; the output
- * may reuse the input's buffer. Floor's gradient is None, as TensorFlow registers it (0 almost
+/* Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg: element-wise (tf.exp, tf.log, tf.sqrt, tf.rsqrt,
+ * tf.square, tf.floor, tf.negative), with IEEE results at the edges (log(0) = -inf, log and sqrt of
+ * a negative = NaN). Float everywhere, double on the host and on devices with fp64; the output may
+ * reuse the input's buffer. Floor's gradient is None, as TensorFlow registers it (0 almost
  * everywhere). */
 #include <math.h>
 
@@ -9,7 +9,7 @@
 #include "kernels/kernels.h"
 #include "memory/memory.h"
 
-enum { M_EXP, M_LOG, M_SQRT, M_RSQRT, M_SQUARE, M_FLOOR };
+enum { M_EXP, M_LOG, M_SQRT, M_RSQRT, M_SQUARE, M_FLOOR, M_NEG };
 
 extern const clg_op_def clg_op_Exp, clg_op_Log, clg_op_Sqrt, clg_op_Rsqrt, clg_op_Floor;
 
@@ -20,6 +20,7 @@ static int which(const clg_node *n)
          : n->def == &clg_op_Sqrt   ? M_SQRT
          : n->def == &clg_op_Square ? M_SQUARE
          : n->def == &clg_op_Floor  ? M_FLOOR
+         : n->def == &clg_op_Neg    ? M_NEG
                                     : M_RSQRT;
 }
 
@@ -48,6 +49,10 @@ static int which(const clg_node *n)
       for (size_t i = 0; i < count; i++)                                                           \
         y[i] = FLOOR(x[i]);                                                                        \
       break;                                                                                       \
+    case M_NEG:                                                                                    \
+      for (size_t i = 0; i < count; i++)                                                           \
+        y[i] = -x[i];                                                                              \
+      break;                                                                                       \
     default:                                                                                       \
       for (size_t i = 0; i < count; i++)                                                           \
         y[i] = (T)1 / SQRT(x[i]);                                                                  \
@@ -65,13 +70,14 @@ static clg_code host_run(const clg_kernel_ctx *c)
   return CLG_OK;
 }
 
-static const clg_cl_text sources[6] = {
+static const clg_cl_text sources[7] = {
     {"Exp", "T clg_op(T x) { return exp(x); }\n" CLG_CL_UNARY_TEMPLATE},
     {"Log", "T clg_op(T x) { return log(x); }\n" CLG_CL_UNARY_TEMPLATE},
     {"Sqrt", "T clg_op(T x) { return sqrt(x); }\n" CLG_CL_UNARY_TEMPLATE},
     {"Rsqrt", "T clg_op(T x) { return (T)1 / sqrt(x); }\n" CLG_CL_UNARY_TEMPLATE},
     {"Square", "T clg_op(T x) { return x * x; }\n" CLG_CL_UNARY_TEMPLATE},
-    {"Floor", "T clg_op(T x) { return floor(x); }\n" CLG_CL_UNARY_TEMPLATE}};
+    {"Floor", "T clg_op(T x) { return floor(x); }\n" CLG_CL_UNARY_TEMPLATE},
+    {"Neg", "T clg_op(T x) { return -x; }\n" CLG_CL_UNARY_TEMPLATE}};
 
 static clg_code cl_run(const clg_kernel_ctx *c)
 {
@@ -89,7 +95,7 @@ static clg_output mul(clg_graph *g, clg_output a, clg_output b)
 }
 
 /* Exp: dy * y. Log: dy / x. Sqrt: dy * 0.5 / y. Rsqrt: dy * -0.5 * y^3 (from the outputs where
- * TensorFlow uses them). Square: dy * 2x. Floor: None. */
+ * TensorFlow uses them). Square: dy * 2x. Floor: None. Neg: -dy. */
 static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
 {
   clg_output x = n->inputs[0], y = clg_out(n, 0);
@@ -110,6 +116,9 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
     break;
   case M_FLOOR:
     dx[0] = clg_out(NULL, 0);
+    break;
+  case M_NEG:
+    dx[0] = clg_grad_build(g, &clg_op_Neg, 1, &dy[0], 0, NULL);
     break;
   default: {
     clg_output y2 = clg_grad_build(g, &clg_op_Square, 1, &y, 0, NULL);
@@ -139,6 +148,7 @@ UNARY_DEF(Sqrt)
 UNARY_DEF(Rsqrt)
 UNARY_DEF(Square)
 UNARY_DEF(Floor)
+UNARY_DEF(Neg)
 
 static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *x)
 {
@@ -174,4 +184,9 @@ clg_node *clg_square(clg_graph *g, const char *name, clg_node *x)
 clg_node *clg_floor(clg_graph *g, const char *name, clg_node *x)
 {
   return build(g, &clg_op_Floor, name, x);
+}
+
+clg_node *clg_neg(clg_graph *g, const char *name, clg_node *x)
+{
+  return build(g, &clg_op_Neg, name, x);
 }
