@@ -197,22 +197,6 @@ static double value_of(int task, size_t i)
   return (double)((int)((i * 7 + (size_t)task * 13) % 11) - 5);
 }
 
-/* Element i of a tensor of one of AllReduce's dtypes, as a double. */
-static double elem(const clg_tensor *t, size_t i)
-{
-  const void *p = clg_tensor_const_data(t);
-  switch (clg_tensor_dtype(t)) {
-  case CLG_FLOAT32:
-    return ((const float *)p)[i];
-  case CLG_FLOAT64:
-    return ((const double *)p)[i];
-  case CLG_INT32:
-    return ((const int32_t *)p)[i];
-  default:
-    return (double)((const int64_t *)p)[i];
-  }
-}
-
 static void allreduce(size_t max_bytes)
 {
   const clg_dtype dtypes[4] = {CLG_FLOAT32, CLG_FLOAT64, CLG_INT32, CLG_INT64};
@@ -265,7 +249,8 @@ static void allreduce(size_t max_bytes)
           for (int t = 0; t < tasks; t++)
             want += value_of(t, i);
           double want_mean = integer ? (double)((int64_t)want / tasks) : want / tasks;
-          double got = elem(out[0], i), got_mean = elem(out[1], i), got_back = elem(out[2], i);
+          double got = clg_test_elem(out[0], i), got_mean = clg_test_elem(out[1], i),
+                 got_back = clg_test_elem(out[2], i);
           if (got != want || got_back != want ||
               fabs(got_mean - want_mean) > 1e-6 * (1 + fabs(want_mean)))
             bad = i + 1;

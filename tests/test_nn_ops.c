@@ -39,25 +39,6 @@ static void keeper_stop(void)
 
 /* --- tensors ---------------------------------------------------------------------------- */
 
-static double get(const clg_tensor *t, size_t i)
-{
-  const void *p = clg_tensor_const_data(t);
-  switch (clg_tensor_dtype(t)) {
-  case CLG_FLOAT32:
-    return ((const float *)p)[i];
-  case CLG_FLOAT64:
-    return ((const double *)p)[i];
-  case CLG_INT32:
-    return ((const int32_t *)p)[i];
-  case CLG_INT64:
-    return (double)((const int64_t *)p)[i];
-  case CLG_BOOL:
-    return ((const uint8_t *)p)[i];
-  default:
-    return NAN;
-  }
-}
-
 static void set(clg_tensor *t, size_t i, double v)
 {
   void *p = clg_tensor_data(t);
@@ -102,7 +83,7 @@ static bool close_to(const clg_tensor *t, const double *ref, size_t n, double to
     return false;
   }
   for (size_t i = 0; i < n; i++) {
-    double v = get(t, i), err = fabs(v - ref[i]);
+    double v = clg_test_elem(t, i), err = fabs(v - ref[i]);
     bool ok = err <= tol * fmax(1.0, fabs(ref[i])) || (isnan(v) && isnan(ref[i])) ||
               (isinf(v) && v == ref[i]);
     if (!ok) {
@@ -173,7 +154,7 @@ static void run_check(const char *what, int nin, clg_tensor *const *inputs, buil
     if (out[0] && clg_tensor_count(out[0]) == n) {
       double *cpu = malloc(sizeof(double) * (n ? n : 1));
       for (size_t i = 0; i < n; i++)
-        cpu[i] = get(out[0], i);
+        cpu[i] = clg_test_elem(out[0], i);
       close_to(out[1], cpu, n, 2 * tol, what, "GPU vs CPU:0");
       free(cpu);
     }
@@ -325,8 +306,8 @@ static void test_binary(void)
       size_t n = count_of(r, dr);
       double *ref = malloc(sizeof(double) * (n ? n : 1));
       for (size_t i = 0; i < n; i++)
-        ref[i] = ref_binary(ops[o], get(in[0], bcast_index(i, r, dr, ra, da)),
-                            get(in[1], bcast_index(i, r, dr, rb, db)));
+        ref[i] = ref_binary(ops[o], clg_test_elem(in[0], bcast_index(i, r, dr, ra, da)),
+                            clg_test_elem(in[1], bcast_index(i, r, dr, rb, db)));
       binary_case c = {ops[o]};
       char what[128];
       snprintf(what, sizeof what, "%s %s rank %d/%d", ops[o], clg_dtype_name(dt), ra, rb);
@@ -367,7 +348,7 @@ static void test_unary(void)
       size_t n = clg_tensor_count(x);
       double *ref = malloc(sizeof(double) * n);
       for (size_t i = 0; i < n; i++) {
-        double v = get(x, i);
+        double v = clg_test_elem(x, i);
         ref[i] = o == 0 ? exp(v) : o == 1 ? log(v) : o == 2 ? sqrt(v) : 1 / sqrt(v);
       }
       opcase c = {ops[o], 1, 0, -1, {0}, 0, {{0}}};
@@ -400,7 +381,7 @@ static void test_cast(void)
     size_t n = clg_tensor_count(x);
     double *ref = malloc(sizeof(double) * n);
     for (size_t i = 0; i < n; i++) {
-      double v = get(x, i);
+      double v = clg_test_elem(x, i);
       ref[i] = dt == CLG_BOOL                       ? (v != 0)
                : dt == CLG_INT32 || dt == CLG_INT64 ? trunc(v)
                : dt == CLG_FLOAT32                  ? (double)(float)v
@@ -427,7 +408,7 @@ static void test_fill(void)
     opcase c = {"Fill", 1, 0, 3, {2, 3, 5}, 0, {{0}}};
     double ref[30];
     for (int i = 0; i < 30; i++)
-      ref[i] = get(v, 0);
+      ref[i] = clg_test_elem(v, 0);
     run_check("Fill", 1, &v, build_op, &c, 0, ref, 30, 0);
     clg_tensor_free(v);
     int64_t dims[2] = {3, irand(1, 6)};
@@ -463,7 +444,7 @@ static void test_reshape_transpose(void)
     double *ref = malloc(sizeof(double) * n);
     /* Reshape to [-1, last]: the same elements. */
     for (size_t i = 0; i < n; i++)
-      ref[i] = get(x, i);
+      ref[i] = clg_test_elem(x, i);
     opcase r = {"Reshape", 1, 1, 2, {-1, dims[rank - 1]}, 0, {{0}}};
     run_check("Reshape", 1, &x, build_op, &r, 0, ref, n, 0);
     /* A random permutation, against the naive index arithmetic. */
@@ -490,7 +471,7 @@ static void test_reshape_transpose(void)
         src += (rem % (size_t)od[k]) * (size_t)stride[perm[k]];
         rem /= (size_t)od[k];
       }
-      ref[i] = get(x, src);
+      ref[i] = clg_test_elem(x, src);
     }
     opcase t = {"Transpose", 1, 1, rank, {0}, 0, {{0}}};
     memcpy(t.cv, perm, sizeof perm);
@@ -576,7 +557,7 @@ static void test_reductions(void)
             ostride *= (size_t)dims[k];
           }
         }
-        double v = get(x, i);
+        double v = clg_test_elem(x, i);
         if (o == 2)
           ref[oi] = cnt[oi] == 0 || v > ref[oi] ? v : ref[oi];
         else
@@ -598,7 +579,7 @@ static void test_reductions(void)
     /* L2Loss over everything. */
     double l2 = 0;
     for (size_t i = 0; i < n; i++)
-      l2 += get(x, i) * get(x, i) / 2;
+      l2 += clg_test_elem(x, i) * clg_test_elem(x, i) / 2;
     opcase c = {"L2Loss", 1, 0, -1, {0}, 0, {{0}}};
     run_check("L2Loss", 1, &x, build_op, &c, 0, &l2, 1, 1e-5);
     /* ArgMax along one axis, with ties (small integers): the first index wins. */
@@ -614,7 +595,8 @@ static void test_reductions(void)
       for (size_t b = 0; b < stride; b++) {
         size_t best = 0;
         for (size_t j = 1; j < along; j++)
-          if (get(x, (a * along + j) * stride + b) > get(x, (a * along + best) * stride + b))
+          if (clg_test_elem(x, (a * along + j) * stride + b) >
+              clg_test_elem(x, (a * along + best) * stride + b))
             best = j;
         ref[a * stride + b] = (double)best;
       }
@@ -644,11 +626,11 @@ static void test_softmax(void)
     for (size_t r = 0; r < rows; r++) {
       double mx = -INFINITY, sum = 0;
       for (size_t j = 0; j < k; j++)
-        mx = fmax(mx, get(x, r * k + j));
+        mx = fmax(mx, clg_test_elem(x, r * k + j));
       for (size_t j = 0; j < k; j++)
-        sum += exp(get(x, r * k + j) - mx);
+        sum += exp(clg_test_elem(x, r * k + j) - mx);
       for (size_t j = 0; j < k; j++) {
-        lsm[r * k + j] = get(x, r * k + j) - mx - log(sum);
+        lsm[r * k + j] = clg_test_elem(x, r * k + j) - mx - log(sum);
         sm[r * k + j] = exp(lsm[r * k + j]);
       }
     }
@@ -703,14 +685,14 @@ static void test_xent(void)
     for (int64_t r = 0; r < b; r++) {
       double mx = -INFINITY, sum = 0;
       for (int64_t j = 0; j < k; j++)
-        mx = fmax(mx, get(in[0], (size_t)(r * k + j)));
+        mx = fmax(mx, clg_test_elem(in[0], (size_t)(r * k + j)));
       for (int64_t j = 0; j < k; j++)
-        sum += exp(get(in[0], (size_t)(r * k + j)) - mx);
+        sum += exp(clg_test_elem(in[0], (size_t)(r * k + j)) - mx);
       double lse = mx + log(sum);
-      int64_t label = (int64_t)get(in[1], (size_t)r);
-      loss[r] = lse - get(in[0], (size_t)(r * k + label));
+      int64_t label = (int64_t)clg_test_elem(in[1], (size_t)r);
+      loss[r] = lse - clg_test_elem(in[0], (size_t)(r * k + label));
       for (int64_t j = 0; j < k; j++)
-        bp[r * k + j] = exp(get(in[0], (size_t)(r * k + j)) - lse) - (j == label);
+        bp[r * k + j] = exp(clg_test_elem(in[0], (size_t)(r * k + j)) - lse) - (j == label);
     }
     opcase c = {"SparseSoftmaxCrossEntropyWithLogits", 2, 0, -1, {0}, 0, {{0}}};
     double tol = dt == CLG_FLOAT64 ? 1e-12 : 2e-5;
@@ -767,12 +749,13 @@ static void test_in_top_k(void)
       set(in[0], 0, INFINITY);
     double *ref = malloc(sizeof(double) * (size_t)b);
     for (int64_t r = 0; r < b; r++) {
-      int64_t t = (int64_t)get(in[1], (size_t)r);
+      int64_t t = (int64_t)clg_test_elem(in[1], (size_t)r);
       bool ok = t >= 0 && t < k;
       int more = 0;
       for (int64_t j = 0; ok && j < k; j++) {
-        ok = isfinite(get(in[0], (size_t)(r * k + j)));
-        more += get(in[0], (size_t)(r * k + j)) > get(in[0], (size_t)(r * k + t));
+        ok = isfinite(clg_test_elem(in[0], (size_t)(r * k + j)));
+        more +=
+            clg_test_elem(in[0], (size_t)(r * k + j)) > clg_test_elem(in[0], (size_t)(r * k + t));
       }
       ref[r] = ok && more < kk;
     }
@@ -865,7 +848,7 @@ static double *to_doubles(const clg_tensor *t)
   size_t n = clg_tensor_count(t);
   double *d = malloc(sizeof(double) * (n ? n : 1));
   for (size_t i = 0; i < n; i++)
-    d[i] = get(t, i);
+    d[i] = clg_test_elem(t, i);
   return d;
 }
 
@@ -1067,7 +1050,7 @@ static void test_pool_lrn_bias(void)
     /* BiasAdd along the channels. */
     clg_tensor *bin[2] = {in, rand_tensor(dt, 1, &g.c, -1, 1)};
     for (size_t j = 0; j < n; j++)
-      y[j] = x[j] + get(bin[1], j % (size_t)g.c);
+      y[j] = x[j] + clg_test_elem(bin[1], j % (size_t)g.c);
     opcase b = {"BiasAdd", 2, 0, -1, {0}, 0, {{0}}};
     run_check("BiasAdd", 2, bin, build_op, &b, 0, y, n, 1e-6);
     clg_tensor_free(bin[1]);

@@ -120,3 +120,22 @@ void clg_test_fill_nan(clg_dtype dtype, void *p, size_t count)
       ((double *)p)[i] = NAN;
   }
 }
+
+double clg_test_elem(const clg_tensor *t, size_t i)
+{
+  const void *p = clg_tensor_const_data(t);
+  switch (clg_tensor_dtype(t)) {
+  case CLG_FLOAT32:
+    return ((const float *)p)[i];
+  case CLG_FLOAT64:
+    return ((const double *)p)[i];
+  case CLG_INT32:
+    return ((const int32_t *)p)[i];
+  case CLG_INT64:
+    return (double)((const int64_t *)p)[i];
+  case CLG_BOOL:
+    return ((const uint8_t *)p)[i];
+  default:
+    return NAN;
+  }
+}

@@ -81,6 +81,10 @@ void clg_test_seed(unsigned long long seed);
 /* Uniform in [lo, hi). */
 double clg_test_uniform(double lo, double hi);
 
+/* Element i of a host tensor of float32, float64, int32, int64 or bool, as a double (NaN for
+ * other dtypes). */
+double clg_test_elem(const clg_tensor *t, size_t i);
+
 /* Fills count float32 or float64 elements with uniform values in [-1, 1), or with NaN
  * (poison: an element a kernel fails to write stays NaN). */
 void clg_test_fill_random(clg_dtype dtype, void *p, size_t count);
