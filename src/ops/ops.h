@@ -79,7 +79,9 @@ typedef struct clg_kernel_ctx {
 
 typedef struct clg_kernel_def {
   clg_device_kind kind;
-  /* Whether this kernel serves node n (its dtypes and attributes) on dev; NULL: always. */
+  /* Whether this kernel serves node n (its dtypes and attributes) on dev; NULL: always. n has
+   * every input, output and attribute its op declares (a variadic op: num_inputs >= 1), on a
+   * built node as on clg_op_supported's stand-in, so a predicate may read any of them. */
   bool (*supports)(const clg_node *n, const struct clg_device *dev);
   clg_code (*run)(const clg_kernel_ctx *ctx);
   /* Optional: bytes of scratch the kernel wants for n on dev; the plan holds them in the
@@ -148,7 +150,9 @@ const clg_op_def *clg_op_at(int i);
 /* The kernel that runs n on dev, or NULL when none does. */
 const clg_kernel_def *clg_op_kernel(const clg_node *n, const struct clg_device *dev);
 /* Whether an op of this name has a kernel for `dtype` on dev, as placement sees it for a
- * node whose inputs and outputs all have that dtype (tests and tools). */
+ * node whose inputs and outputs all have that dtype (tests and tools): a stand-in node with
+ * the op's inputs (two of a variadic op), outputs and attributes (defaults; dtype ones set to
+ * dtype). */
 bool clg_op_supported(const char *name, clg_dtype dtype, const struct clg_device *dev);
 
 /* The VariableV2 node whose buffer input i of n refers to (following update ops, whose

@@ -1,6 +1,7 @@
 /* The op registry: the list of op definitions, lookups, kernel selection, and the helpers
  * every op file uses (errors naming the node, the one checked path for output shapes). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "device/device.h"
@@ -112,27 +113,51 @@ bool clg_op_supported(const char *name, clg_dtype dtype, const clg_device *dev)
   const clg_op_def *def = clg_op_find(name);
   if (!def || !dev || clg_dtype_size(dtype) == 0)
     return false;
-  /* A stand-in node whose every input and output has this dtype. */
+  /* A stand-in node whose every input and output has this dtype, with as many inputs,
+   * outputs and attributes as the op declares (a predicate may read any of them), the
+   * attributes at their defaults and every dtype attribute this dtype. */
+  int num_inputs = def->num_inputs == CLG_OP_VARIADIC ? 2 : def->num_inputs;
+  int num_outputs = def->num_outputs;
   clg_out_desc desc = {dtype, 0, {0}};
-  clg_node fake;
-  memset(&fake, 0, sizeof fake);
   clg_node src;
   memset(&src, 0, sizeof src);
   src.num_outputs = 1;
   src.outs = &desc;
-  clg_output in[2] = {{&src, 0}, {&src, 0}};
-  clg_attr_value attrs[8];
-  memset(attrs, 0, sizeof attrs);
-  fake.def = def;
-  fake.op = def->name;
-  fake.num_inputs = def->num_inputs == CLG_OP_VARIADIC ? 2 : def->num_inputs;
-  fake.inputs = in;
-  fake.num_outputs = 1;
-  fake.outs = &desc;
-  fake.attrs = attrs;
-  for (int i = 0; i < def->num_attrs && i < 8; i++)
-    attrs[i].dtype = dtype;
-  return clg_op_kernel(&fake, dev) != NULL;
+  clg_output *in = calloc((size_t)num_inputs + 1, sizeof *in);
+  clg_out_desc *outs = calloc((size_t)num_outputs + 1, sizeof *outs);
+  clg_attr_value *attrs = calloc((size_t)def->num_attrs + 1, sizeof *attrs);
+  bool found = false;
+  if (in && outs && attrs) {
+    for (int i = 0; i < num_inputs; i++)
+      in[i] = (clg_output){&src, 0};
+    for (int i = 0; i < num_outputs; i++)
+      outs[i] = desc;
+    for (int i = 0; i < def->num_attrs; i++) {
+      const clg_attr_def *d = &def->attrs[i];
+      attrs[i] = (clg_attr_value){.set = d->has_default || d->type == CLG_ATTR_DTYPE,
+                                  .type = d->type,
+                                  .i = d->def_i,
+                                  .f = d->def_f,
+                                  .b = d->def_i != 0,
+                                  .s = (char *)d->def_s,
+                                  .dtype = dtype};
+    }
+    clg_node fake;
+    memset(&fake, 0, sizeof fake);
+    fake.def = def;
+    fake.op = def->name;
+    fake.name = (char *)def->name;
+    fake.num_inputs = num_inputs;
+    fake.inputs = in;
+    fake.num_outputs = num_outputs;
+    fake.outs = outs;
+    fake.attrs = attrs;
+    found = clg_op_kernel(&fake, dev) != NULL;
+  }
+  free(in);
+  free(outs);
+  free(attrs);
+  return found;
 }
 
 /* --- helpers for op files ---------------------------------------------------------------- */
