@@ -1280,6 +1280,59 @@ static void test_more_bad_input(void)
   clg_graph_free(g);
 }
 
+/* --- issue 21: int64 arguments, window and count overflows, given attributes ------------- */
+
+/* Item 3: the typed builders keep int64 dims, axes, perms and k whole (TensorFlow makes such
+ * a Const int64 when a value does not fit in int32); they were cut to 32 bits, so that a
+ * shape of 4294967302 became 6. */
+static void test_int64_arguments(void)
+{
+  const int64_t big = 4294967302; /* 2^32 + 6 */
+  clg_graph *g = clg_graph_new();
+  CHECK(clg_reshape(g, "r", ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 1, &big) == NULL);
+  EXPECT_BUILD_ERROR(g, "Reshape 'r': Input to reshape is a tensor with 6 values, but the "
+                        "requested shape has 4294967302");
+  g = clg_graph_new();
+  CHECK(clg_reshape(g, "r", ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 2,
+                    (int64_t[]){-1, 4294967298}) == NULL);
+  EXPECT_BUILD_ERROR(g, "Reshape 'r': Input to reshape is a tensor with 6 values, but the "
+                        "requested shape requires a multiple of 4294967298");
+  g = clg_graph_new();
+  clg_node *f = clg_fill(g, "f", 2, (int64_t[]){big, 0}, ph(g, CLG_FLOAT32, 0, NULL));
+  CHECK_OK(clg_graph_status(g));
+  CHECK(f && clg_node_rank(f) == 2 && clg_node_dim(f, 0) == big && clg_node_dim(f, 1) == 0);
+  /* Fill's dims Const is int64 then (TensorFlow's index_type follows it). */
+  CHECK(f && clg_node_dtype(clg_node_input(f, 0)) == CLG_INT64);
+  clg_node *small = clg_fill(g, "f2", 1, (int64_t[]){3}, ph(g, CLG_FLOAT32, 0, NULL));
+  CHECK(small && clg_node_dtype(clg_node_input(small, 0)) == CLG_INT32);
+  clg_graph_free(g);
+  g = clg_graph_new();
+  CHECK(clg_transpose(g, "t", ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 2,
+                      (int64_t[]){4294967297, 4294967296}) == NULL);
+  EXPECT_BUILD_ERROR(g, "Transpose 't': perm[0] = 4294967297 is out of range [0, 2)");
+  clg_node *(*reductions[3])(clg_graph *, const char *, clg_node *, int, const int64_t *,
+                             bool) = {clg_sum, clg_mean, clg_max};
+  const char *names[3] = {"Sum", "Mean", "Max"};
+  for (int i = 0; i < 3; i++) {
+    g = clg_graph_new();
+    CHECK(reductions[i](g, "s", ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 1,
+                        (int64_t[]){4294967297}, false) == NULL);
+    char want[128];
+    snprintf(want, sizeof want,
+             "%s 's': Invalid reduction dimension (4294967297 for input with 2 dimension(s)",
+             names[i]);
+    EXPECT_BUILD_ERROR(g, want);
+  }
+  /* k of 2^32 + 1 is larger than any row: every finite target is in the top k (it was 1). */
+  clg_tensor *in[2] = {
+      clg_tensor_new(CLG_FLOAT32, 2, (int64_t[]){2, 3}, (float[]){3, 2, 1, 1, 2, 3}),
+      clg_tensor_new(CLG_INT32, 1, (int64_t[]){2}, (int32_t[]){2, 0})};
+  int64_t k = 4294967297;
+  run_check("InTopKV2 with k = 2^32 + 1", 2, in, build_in_top_k, &k, 0, (double[]){1, 1}, 2, 0);
+  clg_tensor_free(in[0]);
+  clg_tensor_free(in[1]);
+}
+
 int main(void)
 {
   clg_test_seed(13);
@@ -1302,6 +1355,7 @@ int main(void)
   test_more_bad_input();
   test_conv_scratch_planned();
   test_broadcast_gradients();
+  test_int64_arguments();
   keeper_stop();
   return clg_test_summary("test_nn_ops");
 }

@@ -197,8 +197,10 @@ clg_code clg_window_attrs(const clg_node *n, const clg_attr_value *list, const c
                           int64_t *h, int64_t *w);
 clg_code clg_padding_attr(const clg_node *n, const clg_attr_value *p, bool *same);
 clg_code clg_nhwc_attr(const clg_node *n, const clg_attr_value *f);
-/* A Const int32 vector of n values (the typed builders' shapes, axes and perms). */
+/* A Const vector of n values (the typed builders' shapes, axes and perms), and a scalar one
+ * (k): int32, or int64 when a value does not fit in int32, so that no value is cut. */
 clg_node *clg_const_ints(clg_graph *g, int n, const int64_t *v);
+clg_node *clg_const_int(clg_graph *g, int64_t v);
 /* Element i of a host tensor of any dtype, as a double. */
 double clg_tensor_element_double(const clg_tensor *t, size_t i);
 
