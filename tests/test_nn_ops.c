@@ -1333,6 +1333,147 @@ static void test_int64_arguments(void)
   clg_tensor_free(in[1]);
 }
 
+/* Conv2D with strides and dilations [1,d,d,1] on both device kinds. */
+typedef struct conv_case {
+  int64_t sh, sw, dh, dw;
+  const char *padding;
+} conv_case;
+
+static clg_node *build_conv(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  const conv_case *c = ctx;
+  return clg_conv2d(g, NULL, in[0], in[1], (int64_t[]){1, c->sh, c->sw, 1}, c->padding,
+                    (int64_t[]){1, c->dh, c->dw, 1});
+}
+
+/* The gradient of sum(Conv2D) with respect to the filter: Conv2DBackpropFilter over the same
+ * geometry. */
+static clg_node *build_conv_filter_grad(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  clg_node *y = build_conv(g, in, ctx);
+  clg_node *s = clg_sum(g, NULL, y, 4, (int64_t[]){0, 1, 2, 3}, false);
+  clg_output grad[1] = {{NULL, 0}};
+  clg_gradients(g, 1, (clg_output[]){clg_out(s, 0)}, NULL, 1, (clg_output[]){clg_out(in[1], 0)},
+                NULL, grad);
+  return grad[0].node;
+}
+
+static clg_node *build_max_pool_big_stride(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  return clg_max_pool(g, NULL, in[0], (int64_t[]){1, 2, 2, 1},
+                      (int64_t[]){1, INT64_MAX, INT64_MAX, 1}, (const char *)ctx);
+}
+
+/* The gradient of sum(y) with respect to input 0 for y built by build_conv or
+ * build_max_pool_big_stride (ctx then the padding). */
+static clg_node *build_input_grad(clg_graph *g, clg_node *const *in, void *ctx, bool pool)
+{
+  clg_node *y = pool ? build_max_pool_big_stride(g, in, ctx) : build_conv(g, in, ctx);
+  clg_node *s = clg_sum(g, NULL, y, 4, (int64_t[]){0, 1, 2, 3}, false);
+  clg_output grad[1] = {{NULL, 0}};
+  clg_gradients(g, 1, (clg_output[]){clg_out(s, 0)}, NULL, 1, (clg_output[]){clg_out(in[0], 0)},
+                NULL, grad);
+  return grad[0].node;
+}
+
+static clg_node *build_conv_input_grad(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  return build_input_grad(g, in, ctx, false);
+}
+
+static clg_node *build_max_pool_grad(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  return build_input_grad(g, in, ctx, true);
+}
+
+/* Item 4: window geometry and element counts in checked arithmetic. */
+static void test_window_overflow(void)
+{
+  /* SAME with a dilation so large that (k - 1) * d + 1 passes INT64_MAX: only the centre tap
+   * of an odd filter can reach the input (the others are a dilation away), so y = x * f[1];
+   * with an even filter no tap does, y = 0. The overflow used to put tap 0 on the input. */
+  clg_tensor *in[2] = {
+      clg_tensor_new(CLG_FLOAT32, 4, (int64_t[]){1, 5, 1, 1}, (float[]){1, 2, 3, 4, 5}),
+      clg_tensor_new(CLG_FLOAT32, 4, (int64_t[]){3, 1, 1, 1}, (float[]){100, 2, 10000})};
+  conv_case rows = {1, 1, (int64_t)1 << 62, 1, "SAME"};
+  run_check("Conv2D SAME, dilation 2^62, 3 taps", 2, in, build_conv, &rows, 0,
+            (double[]){2, 4, 6, 8, 10}, 5, 0);
+  /* Its filter's gradient: the centre tap sees every input element, the others none. */
+  run_check("Conv2DBackpropFilter SAME, dilation 2^62", 2, in, build_conv_filter_grad, &rows, 0,
+            (double[]){0, 15, 0}, 3, 0);
+  run_check("Conv2DBackpropInput SAME, dilation 2^62", 2, in, build_conv_input_grad, &rows, 0,
+            (double[]){2, 2, 2, 2, 2}, 5, 0);
+  clg_tensor_free(in[0]);
+  clg_tensor_free(in[1]);
+  in[0] = clg_tensor_new(CLG_FLOAT32, 4, (int64_t[]){1, 1, 4, 1}, (float[]){1, 2, 3, 4});
+  in[1] = clg_tensor_new(CLG_FLOAT32, 4, (int64_t[]){1, 2, 1, 1}, (float[]){7, 9});
+  conv_case cols = {1, 2, 1, INT64_MAX, "SAME"};
+  run_check("Conv2D SAME, dilation INT64_MAX, 2 taps", 2, in, build_conv, &cols, 0,
+            (double[]){0, 0}, 2, 0);
+  clg_tensor_free(in[0]);
+  clg_tensor_free(in[1]);
+  /* VALID: the error says what was subtracted (it showed a wrapped, negative size). */
+  clg_graph *g = clg_graph_new();
+  CHECK(clg_conv2d(g, "c", ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 5, 5, 1}),
+                   ph(g, CLG_FLOAT32, 4, (int64_t[]){3, 1, 1, 1}), (int64_t[]){1, 1, 1, 1}, "VALID",
+                   (int64_t[]){1, (int64_t)1 << 62, 1, 1}) == NULL);
+  EXPECT_BUILD_ERROR(g, "Conv2D 'c': Negative dimension size caused by subtracting (3 - 1) * "
+                        "4611686018427387904 + 1 from 5 for 'c' (op: 'Conv2D') with input shapes: "
+                        "[1,5,5,1], [3,1,1,1]");
+  /* The same geometry reaches the gradient ops through the one helper. */
+  g = clg_graph_new();
+  clg_tensor *xs = clg_tensor_new(CLG_INT32, 1, (int64_t[]){4}, (int32_t[]){1, 5, 5, 1});
+  clg_output bi[3] = {clg_out(clg_const(g, NULL, xs), 0),
+                      clg_out(ph(g, CLG_FLOAT32, 4, (int64_t[]){3, 1, 1, 1}), 0),
+                      clg_out(ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 3, 5, 1}), 0)};
+  clg_tensor_free(xs);
+  clg_attr ba[3] = {clg_attr_int_list("strides", 4, (int64_t[]){1, 1, 1, 1}),
+                    clg_attr_string("padding", "VALID"),
+                    clg_attr_int_list("dilations", 4, (int64_t[]){1, INT64_MAX, 1, 1})};
+  CHECK(clg_op(g, "Conv2DBackpropInput", "bi", 3, bi, 3, ba) == NULL);
+  EXPECT_BUILD_ERROR(g, "Conv2DBackpropInput 'bi': Negative dimension size caused by subtracting "
+                        "(3 - 1) * 9223372036854775807 + 1 from 5");
+  /* A filter window whose taps cannot be counted (zero elements through cout = 0). */
+  g = clg_graph_new();
+  CHECK(clg_conv2d(g, "c", ph(g, CLG_FLOAT32, 4, (int64_t[]){0, 4, 4, (int64_t)1 << 22}),
+                   ph(g, CLG_FLOAT32, 4,
+                      (int64_t[]){(int64_t)1 << 21, (int64_t)1 << 21, (int64_t)1 << 22, 0}),
+                   (int64_t[]){1, 1, 1, 1}, "SAME", NULL) == NULL);
+  EXPECT_BUILD_ERROR(g, "Conv2D 'c': the filter [2097152,2097152,4194304,0] has more than "
+                        "9223372036854775807 taps per output");
+  /* Pooling with a stride of INT64_MAX: one window per dim, the first (it gave 0 rows under
+   * SAME, a negative size under VALID). */
+  clg_tensor *x =
+      clg_tensor_new(CLG_FLOAT32, 4, (int64_t[]){1, 3, 3, 1}, (float[]){1, 5, 2, 4, 3, 9, 8, 7, 6});
+  run_check("MaxPool SAME, stride INT64_MAX", 1, &x, build_max_pool_big_stride, "SAME", 0,
+            (double[]){5}, 1, 0);
+  run_check("MaxPool VALID, stride INT64_MAX", 1, &x, build_max_pool_big_stride, "VALID", 0,
+            (double[]){5}, 1, 0);
+  run_check("MaxPoolGrad SAME, stride INT64_MAX", 1, &x, build_max_pool_grad, "SAME", 0,
+            (double[]){0, 1, 0, 0, 0, 0, 0, 0, 0}, 9, 0);
+  clg_tensor_free(x);
+  /* Reshape's product: [-1, 2^32, 2^32] wrapped to 0 and a 6-element input was called "an
+   * empty tensor"; an empty input does take that shape. */
+  g = clg_graph_new();
+  CHECK(clg_reshape(g, "r", ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 3,
+                    (int64_t[]){-1, 4294967296, 4294967296}) == NULL);
+  EXPECT_BUILD_ERROR(g, "Reshape 'r': Input to reshape is a tensor with 6 values, but the "
+                        "requested shape [-1,4294967296,4294967296] requires a multiple of more "
+                        "than 9223372036854775807");
+  g = clg_graph_new();
+  CHECK(clg_reshape(g, "r", ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 2,
+                    (int64_t[]){4294967296, 4294967296}) == NULL);
+  EXPECT_BUILD_ERROR(g, "Reshape 'r': Input to reshape is a tensor with 6 values, but the "
+                        "requested shape [4294967296,4294967296] has more than "
+                        "9223372036854775807");
+  g = clg_graph_new();
+  clg_node *r = clg_reshape(g, "r", ph(g, CLG_FLOAT32, 2, (int64_t[]){0, 3}), 3,
+                            (int64_t[]){-1, 4294967296, 4294967296});
+  CHECK_OK(clg_graph_status(g));
+  CHECK(r && clg_node_dim(r, 0) == 0 && clg_node_dim(r, 1) == 4294967296);
+  clg_graph_free(g);
+}
+
 int main(void)
 {
   clg_test_seed(13);
@@ -1356,6 +1497,7 @@ int main(void)
   test_conv_scratch_planned();
   test_broadcast_gradients();
   test_int64_arguments();
+  test_window_overflow();
   keeper_stop();
   return clg_test_summary("test_nn_ops");
 }

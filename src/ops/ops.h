@@ -173,6 +173,10 @@ const clg_out_desc *clg_node_out(const clg_node *n, int i);
 /* Attribute i (in the def's order). */
 const clg_attr_value *clg_node_attr(const clg_node *n, int i);
 clg_attr_value *clg_node_attr_mut(clg_node *n, int i);
+/* Checked shape arithmetic (operands >= 0): false when the result passes INT64_MAX. The
+ * product of n dims is 0 when one of them is, whatever the others. */
+bool clg_checked_mul(int64_t a, int64_t b, int64_t *r);
+bool clg_dims_product(int n, const int64_t *dims, int64_t *count);
 /* Elements of a descriptor (1 for a scalar). */
 size_t clg_out_count(const clg_out_desc *d);
 /* "[2,3]" into buf. */
@@ -187,12 +191,19 @@ bool clg_kernel_float_or_double(const clg_node *n, const struct clg_device *dev)
  * `what` otherwise (shapes are static here, so these inputs must be constants). */
 clg_code clg_node_const_ints(const clg_node *n, int i, const char *what, int max, int64_t *vals,
                              int *count);
-/* Window ops (Conv2D, pooling): the output size and padding before of one spatial dim with
- * TensorFlow's SAME/VALID arithmetic ("Negative dimension size caused by subtracting 3 from 2
- * ..." for a VALID window larger than the input); a [1,h,w,1] list attribute; padding "SAME" or
- * "VALID"; data_format "NHWC". Errors name the node. */
-clg_code clg_window_dim(const clg_node *n, int64_t in, int64_t k, int64_t dilation, int64_t stride,
-                        bool same, int64_t *out, int64_t *pad_before);
+/* Window ops (Conv2D, pooling, their gradients): the one checked path for their geometry.
+ * From g's input (h, w), window (kh, kw), strides and dilations (all checked: dims >= 0,
+ * strides and dilations >= 1), sets the output size (oh, ow) and padding before (pt, pl)
+ * with TensorFlow's SAME/VALID arithmetic on the effective window (k - 1) * d + 1, computed
+ * exactly: VALID with a window larger than the input is TensorFlow's "Negative dimension
+ * size caused by subtracting 3 from 2 ..."; under SAME a dilation whose window passes
+ * INT64_MAX becomes a smaller one reaching the same input elements (only an odd filter's
+ * centre tap can), so that every index a kernel computes fits in int64. Then kdim, the taps
+ * per output kh * kw * c (Conv2D), checked the same way. Errors name the node. */
+struct clg_window;
+clg_code clg_window_geometry(const clg_node *n, bool same, struct clg_window *g);
+clg_code clg_window_taps(const clg_node *n, struct clg_window *g);
+/* A [1,h,w,1] list attribute; padding "SAME" or "VALID"; data_format "NHWC". */
 clg_code clg_window_attrs(const clg_node *n, const clg_attr_value *list, const char *what,
                           int64_t *h, int64_t *w);
 clg_code clg_padding_attr(const clg_node *n, const clg_attr_value *p, bool *same);

@@ -191,18 +191,14 @@ clg_code clg_node_set_output(clg_node *n, int i, clg_dtype dtype, int rank, cons
   if (rank > 0 && !dims)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "dims is NULL for rank %d", rank);
   clg_out_desc d = {dtype, rank, {0}};
-  int64_t count = 1;
   for (int k = 0; k < rank; k++) {
     if (dims[k] < 0)
       return clg_node_error(n, CLG_INVALID_ARGUMENT, "dims[%d] is %lld; dimensions must be >= 0", k,
                             (long long)dims[k]);
     d.dims[k] = dims[k];
-    if (dims[k] > 0 && count > MAX_ELEMENTS / dims[k])
-      count = MAX_ELEMENTS + 1; /* keep going: a later 0 makes it empty */
-    else
-      count *= dims[k];
   }
-  if (count > MAX_ELEMENTS) {
+  int64_t count;
+  if (!clg_dims_product(rank, d.dims, &count) || count > MAX_ELEMENTS) {
     char s[192];
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "shape %s has too many elements",
                           clg_out_shape_string(&d, s, sizeof s));
@@ -221,6 +217,29 @@ const clg_out_desc *clg_node_out(const clg_node *n, int i) { return &n->outs[i];
 const clg_attr_value *clg_node_attr(const clg_node *n, int i) { return &n->attrs[i]; }
 
 clg_attr_value *clg_node_attr_mut(clg_node *n, int i) { return &n->attrs[i]; }
+
+bool clg_checked_mul(int64_t a, int64_t b, int64_t *r)
+{
+  if (a != 0 && b > INT64_MAX / a)
+    return false;
+  *r = a * b;
+  return true;
+}
+
+bool clg_dims_product(int n, const int64_t *dims, int64_t *count)
+{
+  bool fits = true;
+  int64_t c = 1;
+  for (int k = 0; k < n; k++) {
+    if (dims[k] == 0) {
+      *count = 0;
+      return true;
+    }
+    fits = fits && clg_checked_mul(c, dims[k], &c);
+  }
+  *count = fits ? c : INT64_MAX;
+  return fits;
+}
 
 size_t clg_out_count(const clg_out_desc *d)
 {
