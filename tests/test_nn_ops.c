@@ -1474,6 +1474,119 @@ static void test_window_overflow(void)
   clg_graph_free(g);
 }
 
+/* Item 20: a given attribute must agree with what the inputs make it (graph.h), for every
+ * op: the builder compares each given attribute the op infers with the inferred value. */
+static void test_given_attrs_agree(void)
+{
+  clg_attr t_int = clg_attr_dtype("T", CLG_INT32), t_float = clg_attr_dtype("T", CLG_FLOAT32);
+  for (int good = 0; good < 2; good++) {
+    clg_attr t = good ? t_float : t_int;
+    struct {
+      const char *op;
+      int nin;
+      clg_attr attrs[4];
+      int nattrs;
+    } cases[5] = {
+        {"Conv2D",
+         2,
+         {clg_attr_int_list("strides", 4, (int64_t[]){1, 1, 1, 1}),
+          clg_attr_string("padding", "SAME"), t},
+         3},
+        {"MaxPool",
+         1,
+         {clg_attr_int_list("ksize", 4, (int64_t[]){1, 2, 2, 1}),
+          clg_attr_int_list("strides", 4, (int64_t[]){1, 2, 2, 1}),
+          clg_attr_string("padding", "VALID"), t},
+         4},
+        {"Reshape", 2, {t}, 1},
+        {"Sum", 2, {t}, 1},
+        {"BiasAdd", 2, {t}, 1},
+    };
+    for (int i = 0; i < 5; i++) {
+      clg_graph *g = clg_graph_new();
+      clg_node *x = ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 4, 4, 2});
+      clg_node *f = ph(g, CLG_FLOAT32, 4, (int64_t[]){3, 3, 2, 2});
+      clg_node *b = ph(g, CLG_FLOAT32, 1, (int64_t[]){2});
+      clg_node *second = !strcmp(cases[i].op, "Conv2D")    ? f
+                         : !strcmp(cases[i].op, "BiasAdd") ? b
+                         : !strcmp(cases[i].op, "Sum")     ? const_ints(g, 1, (int64_t[]){3})
+                                                           : const_ints(g, 1, (int64_t[]){32});
+      clg_output io[2] = {clg_out(x, 0), clg_out(second, 0)};
+      clg_node *n = clg_op(g, cases[i].op, "n", cases[i].nin, io, cases[i].nattrs, cases[i].attrs);
+      if (good) {
+        CHECK_MSG(n != NULL, "%s with T=float: %s", cases[i].op, clg_graph_error(g));
+        clg_graph_free(g);
+      } else {
+        CHECK(n == NULL);
+        char want[128];
+        snprintf(want, sizeof want, "%s 'n': attribute T is int32 but the inputs make it float",
+                 cases[i].op);
+        EXPECT_BUILD_ERROR(g, want);
+      }
+    }
+  }
+  /* The generic case: index dtypes (Tshape, Tidx, Tperm, index_type, Tlabels), N, and an op
+   * that takes the given value as is (ArgMax's output_type). */
+  struct {
+    const char *op, *want;
+    clg_attr attr;
+  } generic[] = {
+      {"Reshape", "attribute Tshape is int64 but the inputs make it int32",
+       clg_attr_dtype("Tshape", CLG_INT64)},
+      {"Transpose", "attribute Tperm is int64 but the inputs make it int32",
+       clg_attr_dtype("Tperm", CLG_INT64)},
+      {"Mean", "attribute Tidx is int64 but the inputs make it int32",
+       clg_attr_dtype("Tidx", CLG_INT64)},
+      {"Fill", "attribute index_type is int64 but the inputs make it int32",
+       clg_attr_dtype("index_type", CLG_INT64)},
+      {"SparseSoftmaxCrossEntropyWithLogits",
+       "attribute Tlabels is int64 but the inputs make it int32",
+       clg_attr_dtype("Tlabels", CLG_INT64)},
+      {"L2Loss", "attribute T is double but the inputs make it float",
+       clg_attr_dtype("T", CLG_FLOAT64)},
+      {"BiasAddGrad", "attribute T is bool but the inputs make it float",
+       clg_attr_dtype("T", CLG_BOOL)},
+  };
+  for (size_t i = 0; i < sizeof generic / sizeof generic[0]; i++) {
+    clg_graph *g = clg_graph_new();
+    clg_output io[2];
+    int nin = 2;
+    if (!strcmp(generic[i].op, "Fill")) {
+      io[0] = clg_out(const_ints(g, 2, (int64_t[]){2, 2}), 0);
+      io[1] = clg_out(ph(g, CLG_FLOAT32, 0, NULL), 0);
+    } else if (!strcmp(generic[i].op, "SparseSoftmaxCrossEntropyWithLogits")) {
+      io[0] = clg_out(ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 0);
+      io[1] = clg_out(ph(g, CLG_INT32, 1, (int64_t[]){2}), 0);
+    } else {
+      io[0] = clg_out(ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 0);
+      io[1] = clg_out(const_ints(g, 2,
+                                 !strcmp(generic[i].op, "Reshape") ? (int64_t[]){3, 2}
+                                 : !strcmp(generic[i].op, "Mean")  ? (int64_t[]){0, 1}
+                                                                   : (int64_t[]){1, 0}),
+                      0);
+      nin = strcmp(generic[i].op, "L2Loss") && strcmp(generic[i].op, "BiasAddGrad") ? 2 : 1;
+    }
+    char want[160];
+    snprintf(want, sizeof want, "%s 'n': %s", generic[i].op, generic[i].want);
+    CHECK(clg_op(g, generic[i].op, "n", nin, io, 1, &generic[i].attr) == NULL);
+    EXPECT_BUILD_ERROR(g, want);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *three = ph(g, CLG_FLOAT32, 1, (int64_t[]){3});
+  clg_output three3[3] = {clg_out(three, 0), clg_out(three, 0), clg_out(three, 0)};
+  CHECK(clg_op(g, "AddN", "n", 3, three3, 1, (clg_attr[]){clg_attr_int("N", 2)}) == NULL);
+  EXPECT_BUILD_ERROR(g, "AddN 'n': attributes N and T must match the 3 inputs of dtype float");
+  g = clg_graph_new();
+  clg_output am[2] = {clg_out(ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 0),
+                      clg_out(const_ints(g, 1, (int64_t[]){1}), 0)};
+  clg_node *a = clg_op(
+      g, "ArgMax", "a", 2, am, 2,
+      (clg_attr[]){clg_attr_dtype("output_type", CLG_INT32), clg_attr_dtype("Tidx", CLG_INT32)});
+  CHECK_OK(clg_graph_status(g));
+  CHECK(a && clg_node_dtype(a) == CLG_INT32);
+  clg_graph_free(g);
+}
+
 int main(void)
 {
   clg_test_seed(13);
@@ -1498,6 +1611,7 @@ int main(void)
   test_broadcast_gradients();
   test_int64_arguments();
   test_window_overflow();
+  test_given_attrs_agree();
   keeper_stop();
   return clg_test_summary("test_nn_ops");
 }

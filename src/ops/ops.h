@@ -244,6 +244,11 @@ clg_code clg_grad_pool(clg_graph *g, clg_node *n, const clg_output *dy, clg_outp
 clg_code clg_grad_lrn(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 clg_code clg_grad_bias_add(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 
+/* Whether attribute i of n, as its op's inference left it, is the value the caller gave:
+ * INVALID_ARGUMENT "attribute T is int32 but the inputs make it float" naming the node
+ * otherwise. The builder asks it of every given attribute the op infers (graph.h: given
+ * ones must agree). */
+clg_code clg_node_attr_agrees(const clg_node *n, int i, const clg_attr *given);
 /* TensorFlow's node summary for errors: "b = Const[dtype=DT_FLOAT, value=Tensor<type: float
  * shape: [3,2] values: 1 2 3...>, _device=\"/device:GPU:2\"]()", attributes in the op's
  * order. malloc'd; NULL when memory runs out. */

@@ -408,6 +408,76 @@ static void print_attr(clg_strbuf *s, const clg_attr_value *a)
   }
 }
 
+/* Whether a's value is the one the caller gave (the types agree: checked when it was set). */
+static bool attr_same(const clg_attr_value *a, const clg_attr *given)
+{
+  switch (a->type) {
+  case CLG_ATTR_INT:
+    return a->i == given->v.i;
+  case CLG_ATTR_FLOAT:
+    return a->f == given->v.f;
+  case CLG_ATTR_BOOL:
+    return a->b == (given->v.b != 0);
+  case CLG_ATTR_STRING:
+    return a->s && given->v.s && strcmp(a->s, given->v.s) == 0;
+  case CLG_ATTR_DTYPE:
+    return a->dtype == given->v.dtype;
+  case CLG_ATTR_INT_LIST:
+  case CLG_ATTR_SHAPE:
+    return a->n == given->v.list.n &&
+           (a->n <= 0 || memcmp(a->v, given->v.list.v, sizeof *a->v * (size_t)a->n) == 0);
+  case CLG_ATTR_TENSOR:
+    return a->tensor == given->v.tensor; /* no op infers a tensor */
+  }
+  return false;
+}
+
+clg_code clg_node_attr_agrees(const clg_node *n, int i, const clg_attr *given)
+{
+  const clg_attr_value *a = &n->attrs[i];
+  if (attr_same(a, given))
+    return CLG_OK;
+  clg_strbuf want, got;
+  clg_strbuf_init(&want);
+  clg_strbuf_init(&got);
+  if (a->type == CLG_ATTR_DTYPE) {
+    clg_strbuf_append(&want, clg_dtype_name(given->v.dtype));
+    clg_strbuf_append(&got, clg_dtype_name(a->dtype));
+  } else {
+    clg_attr_value g = {.set = true, .type = given->type};
+    switch (given->type) {
+    case CLG_ATTR_INT:
+      g.i = given->v.i;
+      break;
+    case CLG_ATTR_FLOAT:
+      g.f = given->v.f;
+      break;
+    case CLG_ATTR_BOOL:
+      g.b = given->v.b != 0;
+      break;
+    case CLG_ATTR_STRING:
+      g.s = (char *)given->v.s;
+      break;
+    case CLG_ATTR_INT_LIST:
+    case CLG_ATTR_SHAPE:
+      g.n = given->v.list.n;
+      g.v = (int64_t *)given->v.list.v;
+      break;
+    default:
+      break;
+    }
+    print_attr(&want, &g);
+    print_attr(&got, a);
+  }
+  char *w = clg_strbuf_take(&want), *o = clg_strbuf_take(&got);
+  clg_code code =
+      clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute %s is %s but the inputs make it %s",
+                     n->def->attrs[i].name, w ? w : "?", o ? o : "?");
+  free(w);
+  free(o);
+  return code;
+}
+
 char *clg_node_def_string(const clg_node *n)
 {
   clg_strbuf s;
