@@ -1280,6 +1280,313 @@ static void test_more_bad_input(void)
   clg_graph_free(g);
 }
 
+/* --- issue 21: int64 arguments, window and count overflows, given attributes ------------- */
+
+/* Item 3: the typed builders keep int64 dims, axes, perms and k whole (TensorFlow makes such
+ * a Const int64 when a value does not fit in int32); they were cut to 32 bits, so that a
+ * shape of 4294967302 became 6. */
+static void test_int64_arguments(void)
+{
+  const int64_t big = 4294967302; /* 2^32 + 6 */
+  clg_graph *g = clg_graph_new();
+  CHECK(clg_reshape(g, "r", ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 1, &big) == NULL);
+  EXPECT_BUILD_ERROR(g, "Reshape 'r': Input to reshape is a tensor with 6 values, but the "
+                        "requested shape has 4294967302");
+  g = clg_graph_new();
+  CHECK(clg_reshape(g, "r", ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 2,
+                    (int64_t[]){-1, 4294967298}) == NULL);
+  EXPECT_BUILD_ERROR(g, "Reshape 'r': Input to reshape is a tensor with 6 values, but the "
+                        "requested shape requires a multiple of 4294967298");
+  g = clg_graph_new();
+  clg_node *f = clg_fill(g, "f", 2, (int64_t[]){big, 0}, ph(g, CLG_FLOAT32, 0, NULL));
+  CHECK_OK(clg_graph_status(g));
+  CHECK(f && clg_node_rank(f) == 2 && clg_node_dim(f, 0) == big && clg_node_dim(f, 1) == 0);
+  /* Fill's dims Const is int64 then (TensorFlow's index_type follows it). */
+  CHECK(f && clg_node_dtype(clg_node_input(f, 0)) == CLG_INT64);
+  clg_node *small = clg_fill(g, "f2", 1, (int64_t[]){3}, ph(g, CLG_FLOAT32, 0, NULL));
+  CHECK(small && clg_node_dtype(clg_node_input(small, 0)) == CLG_INT32);
+  clg_graph_free(g);
+  g = clg_graph_new();
+  CHECK(clg_transpose(g, "t", ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 2,
+                      (int64_t[]){4294967297, 4294967296}) == NULL);
+  EXPECT_BUILD_ERROR(g, "Transpose 't': perm[0] = 4294967297 is out of range [0, 2)");
+  clg_node *(*reductions[3])(clg_graph *, const char *, clg_node *, int, const int64_t *,
+                             bool) = {clg_sum, clg_mean, clg_max};
+  const char *names[3] = {"Sum", "Mean", "Max"};
+  for (int i = 0; i < 3; i++) {
+    g = clg_graph_new();
+    CHECK(reductions[i](g, "s", ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 1,
+                        (int64_t[]){4294967297}, false) == NULL);
+    char want[128];
+    snprintf(want, sizeof want,
+             "%s 's': Invalid reduction dimension (4294967297 for input with 2 dimension(s)",
+             names[i]);
+    EXPECT_BUILD_ERROR(g, want);
+  }
+  /* k of 2^32 + 1 is larger than any row: every finite target is in the top k (it was 1). */
+  clg_tensor *in[2] = {
+      clg_tensor_new(CLG_FLOAT32, 2, (int64_t[]){2, 3}, (float[]){3, 2, 1, 1, 2, 3}),
+      clg_tensor_new(CLG_INT32, 1, (int64_t[]){2}, (int32_t[]){2, 0})};
+  int64_t k = 4294967297;
+  run_check("InTopKV2 with k = 2^32 + 1", 2, in, build_in_top_k, &k, 0, (double[]){1, 1}, 2, 0);
+  clg_tensor_free(in[0]);
+  clg_tensor_free(in[1]);
+}
+
+/* Conv2D with strides and dilations [1,d,d,1] on both device kinds. */
+typedef struct conv_case {
+  int64_t sh, sw, dh, dw;
+  const char *padding;
+} conv_case;
+
+static clg_node *build_conv(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  const conv_case *c = ctx;
+  return clg_conv2d(g, NULL, in[0], in[1], (int64_t[]){1, c->sh, c->sw, 1}, c->padding,
+                    (int64_t[]){1, c->dh, c->dw, 1});
+}
+
+/* The gradient of sum(Conv2D) with respect to the filter: Conv2DBackpropFilter over the same
+ * geometry. */
+static clg_node *build_conv_filter_grad(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  clg_node *y = build_conv(g, in, ctx);
+  clg_node *s = clg_sum(g, NULL, y, 4, (int64_t[]){0, 1, 2, 3}, false);
+  clg_output grad[1] = {{NULL, 0}};
+  clg_gradients(g, 1, (clg_output[]){clg_out(s, 0)}, NULL, 1, (clg_output[]){clg_out(in[1], 0)},
+                NULL, grad);
+  return grad[0].node;
+}
+
+static clg_node *build_max_pool_big_stride(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  return clg_max_pool(g, NULL, in[0], (int64_t[]){1, 2, 2, 1},
+                      (int64_t[]){1, INT64_MAX, INT64_MAX, 1}, (const char *)ctx);
+}
+
+/* The gradient of sum(y) with respect to input 0 for y built by build_conv or
+ * build_max_pool_big_stride (ctx then the padding). */
+static clg_node *build_input_grad(clg_graph *g, clg_node *const *in, void *ctx, bool pool)
+{
+  clg_node *y = pool ? build_max_pool_big_stride(g, in, ctx) : build_conv(g, in, ctx);
+  clg_node *s = clg_sum(g, NULL, y, 4, (int64_t[]){0, 1, 2, 3}, false);
+  clg_output grad[1] = {{NULL, 0}};
+  clg_gradients(g, 1, (clg_output[]){clg_out(s, 0)}, NULL, 1, (clg_output[]){clg_out(in[0], 0)},
+                NULL, grad);
+  return grad[0].node;
+}
+
+static clg_node *build_conv_input_grad(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  return build_input_grad(g, in, ctx, false);
+}
+
+static clg_node *build_max_pool_grad(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  return build_input_grad(g, in, ctx, true);
+}
+
+/* Item 4: window geometry and element counts in checked arithmetic. */
+static void test_window_overflow(void)
+{
+  /* SAME with a dilation so large that (k - 1) * d + 1 passes INT64_MAX: only the centre tap
+   * of an odd filter can reach the input (the others are a dilation away), so y = x * f[1];
+   * with an even filter no tap does, y = 0. The overflow used to put tap 0 on the input. */
+  clg_tensor *in[2] = {
+      clg_tensor_new(CLG_FLOAT32, 4, (int64_t[]){1, 5, 1, 1}, (float[]){1, 2, 3, 4, 5}),
+      clg_tensor_new(CLG_FLOAT32, 4, (int64_t[]){3, 1, 1, 1}, (float[]){100, 2, 10000})};
+  conv_case rows = {1, 1, (int64_t)1 << 62, 1, "SAME"};
+  run_check("Conv2D SAME, dilation 2^62, 3 taps", 2, in, build_conv, &rows, 0,
+            (double[]){2, 4, 6, 8, 10}, 5, 0);
+  /* Its filter's gradient: the centre tap sees every input element, the others none. */
+  run_check("Conv2DBackpropFilter SAME, dilation 2^62", 2, in, build_conv_filter_grad, &rows, 0,
+            (double[]){0, 15, 0}, 3, 0);
+  run_check("Conv2DBackpropInput SAME, dilation 2^62", 2, in, build_conv_input_grad, &rows, 0,
+            (double[]){2, 2, 2, 2, 2}, 5, 0);
+  clg_tensor_free(in[0]);
+  clg_tensor_free(in[1]);
+  in[0] = clg_tensor_new(CLG_FLOAT32, 4, (int64_t[]){1, 1, 4, 1}, (float[]){1, 2, 3, 4});
+  in[1] = clg_tensor_new(CLG_FLOAT32, 4, (int64_t[]){1, 2, 1, 1}, (float[]){7, 9});
+  conv_case cols = {1, 2, 1, INT64_MAX, "SAME"};
+  run_check("Conv2D SAME, dilation INT64_MAX, 2 taps", 2, in, build_conv, &cols, 0,
+            (double[]){0, 0}, 2, 0);
+  clg_tensor_free(in[0]);
+  clg_tensor_free(in[1]);
+  /* VALID: the error says what was subtracted (it showed a wrapped, negative size). */
+  clg_graph *g = clg_graph_new();
+  CHECK(clg_conv2d(g, "c", ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 5, 5, 1}),
+                   ph(g, CLG_FLOAT32, 4, (int64_t[]){3, 1, 1, 1}), (int64_t[]){1, 1, 1, 1}, "VALID",
+                   (int64_t[]){1, (int64_t)1 << 62, 1, 1}) == NULL);
+  EXPECT_BUILD_ERROR(g, "Conv2D 'c': Negative dimension size caused by subtracting (3 - 1) * "
+                        "4611686018427387904 + 1 from 5 for 'c' (op: 'Conv2D') with input shapes: "
+                        "[1,5,5,1], [3,1,1,1]");
+  /* The same geometry reaches the gradient ops through the one helper. */
+  g = clg_graph_new();
+  clg_tensor *xs = clg_tensor_new(CLG_INT32, 1, (int64_t[]){4}, (int32_t[]){1, 5, 5, 1});
+  clg_output bi[3] = {clg_out(clg_const(g, NULL, xs), 0),
+                      clg_out(ph(g, CLG_FLOAT32, 4, (int64_t[]){3, 1, 1, 1}), 0),
+                      clg_out(ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 3, 5, 1}), 0)};
+  clg_tensor_free(xs);
+  clg_attr ba[3] = {clg_attr_int_list("strides", 4, (int64_t[]){1, 1, 1, 1}),
+                    clg_attr_string("padding", "VALID"),
+                    clg_attr_int_list("dilations", 4, (int64_t[]){1, INT64_MAX, 1, 1})};
+  CHECK(clg_op(g, "Conv2DBackpropInput", "bi", 3, bi, 3, ba) == NULL);
+  EXPECT_BUILD_ERROR(g, "Conv2DBackpropInput 'bi': Negative dimension size caused by subtracting "
+                        "(3 - 1) * 9223372036854775807 + 1 from 5");
+  /* A filter window whose taps cannot be counted (zero elements through cout = 0). */
+  g = clg_graph_new();
+  CHECK(clg_conv2d(g, "c", ph(g, CLG_FLOAT32, 4, (int64_t[]){0, 4, 4, (int64_t)1 << 22}),
+                   ph(g, CLG_FLOAT32, 4,
+                      (int64_t[]){(int64_t)1 << 21, (int64_t)1 << 21, (int64_t)1 << 22, 0}),
+                   (int64_t[]){1, 1, 1, 1}, "SAME", NULL) == NULL);
+  EXPECT_BUILD_ERROR(g, "Conv2D 'c': the filter [2097152,2097152,4194304,0] has more than "
+                        "9223372036854775807 taps per output");
+  /* Pooling with a stride of INT64_MAX: one window per dim, the first (it gave 0 rows under
+   * SAME, a negative size under VALID). */
+  clg_tensor *x =
+      clg_tensor_new(CLG_FLOAT32, 4, (int64_t[]){1, 3, 3, 1}, (float[]){1, 5, 2, 4, 3, 9, 8, 7, 6});
+  run_check("MaxPool SAME, stride INT64_MAX", 1, &x, build_max_pool_big_stride, "SAME", 0,
+            (double[]){5}, 1, 0);
+  run_check("MaxPool VALID, stride INT64_MAX", 1, &x, build_max_pool_big_stride, "VALID", 0,
+            (double[]){5}, 1, 0);
+  run_check("MaxPoolGrad SAME, stride INT64_MAX", 1, &x, build_max_pool_grad, "SAME", 0,
+            (double[]){0, 1, 0, 0, 0, 0, 0, 0, 0}, 9, 0);
+  clg_tensor_free(x);
+  /* Reshape's product: [-1, 2^32, 2^32] wrapped to 0 and a 6-element input was called "an
+   * empty tensor"; an empty input does take that shape. */
+  g = clg_graph_new();
+  CHECK(clg_reshape(g, "r", ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 3,
+                    (int64_t[]){-1, 4294967296, 4294967296}) == NULL);
+  EXPECT_BUILD_ERROR(g, "Reshape 'r': Input to reshape is a tensor with 6 values, but the "
+                        "requested shape [-1,4294967296,4294967296] requires a multiple of more "
+                        "than 9223372036854775807");
+  g = clg_graph_new();
+  CHECK(clg_reshape(g, "r", ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 2,
+                    (int64_t[]){4294967296, 4294967296}) == NULL);
+  EXPECT_BUILD_ERROR(g, "Reshape 'r': Input to reshape is a tensor with 6 values, but the "
+                        "requested shape [4294967296,4294967296] has more than "
+                        "9223372036854775807");
+  g = clg_graph_new();
+  clg_node *r = clg_reshape(g, "r", ph(g, CLG_FLOAT32, 2, (int64_t[]){0, 3}), 3,
+                            (int64_t[]){-1, 4294967296, 4294967296});
+  CHECK_OK(clg_graph_status(g));
+  CHECK(r && clg_node_dim(r, 0) == 0 && clg_node_dim(r, 1) == 4294967296);
+  clg_graph_free(g);
+}
+
+/* Item 20: a given attribute must agree with what the inputs make it (graph.h), for every
+ * op: the builder compares each given attribute the op infers with the inferred value. */
+static void test_given_attrs_agree(void)
+{
+  clg_attr t_int = clg_attr_dtype("T", CLG_INT32), t_float = clg_attr_dtype("T", CLG_FLOAT32);
+  for (int good = 0; good < 2; good++) {
+    clg_attr t = good ? t_float : t_int;
+    struct {
+      const char *op;
+      int nin;
+      clg_attr attrs[4];
+      int nattrs;
+    } cases[5] = {
+        {"Conv2D",
+         2,
+         {clg_attr_int_list("strides", 4, (int64_t[]){1, 1, 1, 1}),
+          clg_attr_string("padding", "SAME"), t},
+         3},
+        {"MaxPool",
+         1,
+         {clg_attr_int_list("ksize", 4, (int64_t[]){1, 2, 2, 1}),
+          clg_attr_int_list("strides", 4, (int64_t[]){1, 2, 2, 1}),
+          clg_attr_string("padding", "VALID"), t},
+         4},
+        {"Reshape", 2, {t}, 1},
+        {"Sum", 2, {t}, 1},
+        {"BiasAdd", 2, {t}, 1},
+    };
+    for (int i = 0; i < 5; i++) {
+      clg_graph *g = clg_graph_new();
+      clg_node *x = ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 4, 4, 2});
+      clg_node *f = ph(g, CLG_FLOAT32, 4, (int64_t[]){3, 3, 2, 2});
+      clg_node *b = ph(g, CLG_FLOAT32, 1, (int64_t[]){2});
+      clg_node *second = !strcmp(cases[i].op, "Conv2D")    ? f
+                         : !strcmp(cases[i].op, "BiasAdd") ? b
+                         : !strcmp(cases[i].op, "Sum")     ? const_ints(g, 1, (int64_t[]){3})
+                                                           : const_ints(g, 1, (int64_t[]){32});
+      clg_output io[2] = {clg_out(x, 0), clg_out(second, 0)};
+      clg_node *n = clg_op(g, cases[i].op, "n", cases[i].nin, io, cases[i].nattrs, cases[i].attrs);
+      if (good) {
+        CHECK_MSG(n != NULL, "%s with T=float: %s", cases[i].op, clg_graph_error(g));
+        clg_graph_free(g);
+      } else {
+        CHECK(n == NULL);
+        char want[128];
+        snprintf(want, sizeof want, "%s 'n': attribute T is int32 but the inputs make it float",
+                 cases[i].op);
+        EXPECT_BUILD_ERROR(g, want);
+      }
+    }
+  }
+  /* The generic case: index dtypes (Tshape, Tidx, Tperm, index_type, Tlabels), N, and an op
+   * that takes the given value as is (ArgMax's output_type). */
+  struct {
+    const char *op, *want;
+    clg_attr attr;
+  } generic[] = {
+      {"Reshape", "attribute Tshape is int64 but the inputs make it int32",
+       clg_attr_dtype("Tshape", CLG_INT64)},
+      {"Transpose", "attribute Tperm is int64 but the inputs make it int32",
+       clg_attr_dtype("Tperm", CLG_INT64)},
+      {"Mean", "attribute Tidx is int64 but the inputs make it int32",
+       clg_attr_dtype("Tidx", CLG_INT64)},
+      {"Fill", "attribute index_type is int64 but the inputs make it int32",
+       clg_attr_dtype("index_type", CLG_INT64)},
+      {"SparseSoftmaxCrossEntropyWithLogits",
+       "attribute Tlabels is int64 but the inputs make it int32",
+       clg_attr_dtype("Tlabels", CLG_INT64)},
+      {"L2Loss", "attribute T is double but the inputs make it float",
+       clg_attr_dtype("T", CLG_FLOAT64)},
+      {"BiasAddGrad", "attribute T is bool but the inputs make it float",
+       clg_attr_dtype("T", CLG_BOOL)},
+  };
+  for (size_t i = 0; i < sizeof generic / sizeof generic[0]; i++) {
+    clg_graph *g = clg_graph_new();
+    clg_output io[2];
+    int nin = 2;
+    if (!strcmp(generic[i].op, "Fill")) {
+      io[0] = clg_out(const_ints(g, 2, (int64_t[]){2, 2}), 0);
+      io[1] = clg_out(ph(g, CLG_FLOAT32, 0, NULL), 0);
+    } else if (!strcmp(generic[i].op, "SparseSoftmaxCrossEntropyWithLogits")) {
+      io[0] = clg_out(ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 0);
+      io[1] = clg_out(ph(g, CLG_INT32, 1, (int64_t[]){2}), 0);
+    } else {
+      io[0] = clg_out(ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 0);
+      io[1] = clg_out(const_ints(g, 2,
+                                 !strcmp(generic[i].op, "Reshape") ? (int64_t[]){3, 2}
+                                 : !strcmp(generic[i].op, "Mean")  ? (int64_t[]){0, 1}
+                                                                   : (int64_t[]){1, 0}),
+                      0);
+      nin = strcmp(generic[i].op, "L2Loss") && strcmp(generic[i].op, "BiasAddGrad") ? 2 : 1;
+    }
+    char want[160];
+    snprintf(want, sizeof want, "%s 'n': %s", generic[i].op, generic[i].want);
+    CHECK(clg_op(g, generic[i].op, "n", nin, io, 1, &generic[i].attr) == NULL);
+    EXPECT_BUILD_ERROR(g, want);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *three = ph(g, CLG_FLOAT32, 1, (int64_t[]){3});
+  clg_output three3[3] = {clg_out(three, 0), clg_out(three, 0), clg_out(three, 0)};
+  CHECK(clg_op(g, "AddN", "n", 3, three3, 1, (clg_attr[]){clg_attr_int("N", 2)}) == NULL);
+  EXPECT_BUILD_ERROR(g, "AddN 'n': attributes N and T must match the 3 inputs of dtype float");
+  g = clg_graph_new();
+  clg_output am[2] = {clg_out(ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3}), 0),
+                      clg_out(const_ints(g, 1, (int64_t[]){1}), 0)};
+  clg_node *a = clg_op(
+      g, "ArgMax", "a", 2, am, 2,
+      (clg_attr[]){clg_attr_dtype("output_type", CLG_INT32), clg_attr_dtype("Tidx", CLG_INT32)});
+  CHECK_OK(clg_graph_status(g));
+  CHECK(a && clg_node_dtype(a) == CLG_INT32);
+  clg_graph_free(g);
+}
+
 int main(void)
 {
   clg_test_seed(13);
@@ -1302,6 +1609,9 @@ int main(void)
   test_more_bad_input();
   test_conv_scratch_planned();
   test_broadcast_gradients();
+  test_int64_arguments();
+  test_window_overflow();
+  test_given_attrs_agree();
   keeper_stop();
   return clg_test_summary("test_nn_ops");
 }

@@ -146,7 +146,9 @@ clg_code clg_graph_push_name_scope(clg_graph *g, const char *scope);
 /* Closes the innermost name scope; FAILED_PRECONDITION if none is open. */
 clg_code clg_graph_pop_name_scope(clg_graph *g);
 
-/* Builders. name NULL gives the default name. Inputs must be nodes of the same graph. */
+/* Builders. name NULL gives the default name. Inputs must be nodes of the same graph. The
+ * int64 dims, axes, perms and k the typed builders take become a Const input: int32, or
+ * int64 when a value does not fit in int32 (as TensorFlow converts Python ints). */
 clg_node *clg_const(clg_graph *g, const char *name, const clg_tensor *value);
 clg_node *clg_const_f32(clg_graph *g, const char *name, int rank, const int64_t *dims,
                         const float *values);

@@ -505,8 +505,9 @@ static const char *attr_type_name(clg_attr_type t)
   return (int)t >= 1 && (int)t <= CLG_ATTR_TENSOR ? names[t] : "?";
 }
 
-/* Defaults, then the caller's attributes, then the check that every required one is set. */
-static clg_code attrs_fill(clg_node *n, int num_attrs, const clg_attr *attrs)
+/* Defaults, then the caller's attributes (given[i]: the index in attrs of attribute i's
+ * value, or -1). */
+static clg_code attrs_fill(clg_node *n, int num_attrs, const clg_attr *attrs, int *given)
 {
   const clg_op_def *def = n->def;
   for (int i = 0; i < def->num_attrs; i++) {
@@ -524,7 +525,8 @@ static clg_code attrs_fill(clg_node *n, int num_attrs, const clg_attr *attrs)
   }
   if (num_attrs < 0 || (num_attrs > 0 && !attrs))
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "num_attrs is %d but attrs is NULL", num_attrs);
-  bool given[64] = {false};
+  for (int i = 0; i < def->num_attrs; i++)
+    given[i] = -1;
   for (int k = 0; k < num_attrs; k++) {
     const clg_attr *a = &attrs[k];
     int i = 0;
@@ -533,9 +535,9 @@ static clg_code attrs_fill(clg_node *n, int num_attrs, const clg_attr *attrs)
     if (i == def->num_attrs)
       return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s has no attribute '%s'", def->name,
                             a->name ? a->name : "(NULL)");
-    if (given[i])
+    if (given[i] >= 0)
       return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute '%s' is given twice", a->name);
-    given[i] = true;
+    given[i] = k;
     if (a->type != def->attrs[i].type)
       return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute '%s' must be a %s, got a %s",
                             a->name, attr_type_name(def->attrs[i].type), attr_type_name(a->type));
@@ -636,7 +638,8 @@ clg_node *clg_graph_build_ex(clg_graph *g, const clg_op_def *def, const char *na
   n->num_inputs = num_inputs;
   if ((size_t)def->num_attrs > 64)
     return clg_graph_node_fail(n, CLG_INTERNAL, "%s has too many attributes", op);
-  if (attrs_fill(n, num_attrs, attrs) != CLG_OK || (prepare && prepare(n, ctx) != CLG_OK) ||
+  int given[64];
+  if (attrs_fill(n, num_attrs, attrs, given) != CLG_OK || (prepare && prepare(n, ctx) != CLG_OK) ||
       attrs_check_required(n) != CLG_OK)
     return clg_graph_node_abandon(n);
   const device_scope *top = g->num_scopes > 0 ? &g->scopes[g->num_scopes - 1] : NULL;
@@ -646,6 +649,12 @@ clg_node *clg_graph_build_ex(clg_graph *g, const clg_op_def *def, const char *na
   n->requested_text = top ? top->text : empty;
   if (def->infer(n) != CLG_OK)
     return clg_graph_node_abandon(n);
+  /* A given attribute the op infers must be what its inputs make it (T=int32 on a float
+   * input is refused, not overwritten). */
+  for (int i = 0; i < def->num_attrs; i++)
+    if (def->attrs[i].inferred && given[i] >= 0 &&
+        clg_node_attr_agrees(n, i, &attrs[given[i]]) != CLG_OK)
+      return clg_graph_node_abandon(n);
   return clg_graph_node_add(n);
 }
 

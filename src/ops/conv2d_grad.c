@@ -73,11 +73,9 @@ static clg_code geometry(const clg_node *n, clg_window *g)
                           (long long)x[3], (long long)f[2]);
   g->n = x[0], g->h = x[1], g->w = x[2], g->c = x[3];
   g->kh = f[0], g->kw = f[1], g->cout = f[3];
-  g->kdim = g->kh * g->kw * g->c;
-  if ((code = clg_window_dim(n, g->h, g->kh, g->dh, g->sh, same, &g->oh, &g->pt)) != CLG_OK ||
-      (code = clg_window_dim(n, g->w, g->kw, g->dw, g->sw, same, &g->ow, &g->pl)) != CLG_OK)
+  if ((code = clg_window_taps(n, g)) != CLG_OK)
     return code;
-  return CLG_OK;
+  return clg_window_geometry(n, same, g);
 }
 
 static clg_code infer(clg_node *n)

@@ -156,23 +156,36 @@ LIKE_DEF(OnesLike)
 
 /* --- builders ------------------------------------------------------------------------------ */
 
-/* A Const int32 vector (shapes, axes, perms) for the typed builders; NULL on error (sticky). */
-clg_node *clg_const_ints(clg_graph *g, int n, const int64_t *v)
+/* A Const of the n values v (shapes, axes, perms, k) for the typed builders: int32, as
+ * TensorFlow converts Python ints, or int64 when a value does not fit in int32 (cutting it
+ * would turn a dim of 2^32 + 6 into 6). A vector, or a scalar when scalar (n is 1). NULL on
+ * error (sticky). */
+static clg_node *const_ints(clg_graph *g, bool scalar, int n, const int64_t *v)
 {
   int64_t dims[1] = {n};
   if (n < 0 || (n > 0 && !v)) /* the Const reports the bad length or the NULL values */
     return clg_const_f32(g, NULL, 1, dims, NULL);
-  int32_t *w = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-  if (!w)
-    return clg_const(g, NULL, NULL);
+  bool wide = false;
   for (int i = 0; i < n; i++)
-    w[i] = (int32_t)v[i];
-  clg_tensor *t = clg_tensor_new(CLG_INT32, 1, dims, w);
-  free(w);
+    wide = wide || v[i] < INT32_MIN || v[i] > INT32_MAX;
+  clg_tensor *t = clg_tensor_new(wide ? CLG_INT64 : CLG_INT32, scalar ? 0 : 1, dims, NULL);
+  for (int i = 0; t && i < n; i++) {
+    if (wide)
+      ((int64_t *)clg_tensor_data(t))[i] = v[i];
+    else
+      ((int32_t *)clg_tensor_data(t))[i] = (int32_t)v[i];
+  }
   clg_node *c = clg_const(g, NULL, t);
   clg_tensor_free(t);
   return c;
 }
+
+clg_node *clg_const_ints(clg_graph *g, int n, const int64_t *v)
+{
+  return const_ints(g, false, n, v);
+}
+
+clg_node *clg_const_int(clg_graph *g, int64_t v) { return const_ints(g, true, 1, &v); }
 
 clg_node *clg_fill(clg_graph *g, const char *name, int rank, const int64_t *dims, clg_node *value)
 {

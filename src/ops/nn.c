@@ -141,10 +141,7 @@ static clg_code pool_geometry(const clg_node *n, clg_window *g)
     return code;
   g->n = x->dims[0], g->h = x->dims[1], g->w = x->dims[2], g->c = x->dims[3];
   g->dh = g->dw = 1;
-  if ((code = clg_window_dim(n, g->h, g->kh, 1, g->sh, same, &g->oh, &g->pt)) != CLG_OK ||
-      (code = clg_window_dim(n, g->w, g->kw, 1, g->sw, same, &g->ow, &g->pl)) != CLG_OK)
-    return code;
-  return CLG_OK;
+  return clg_window_geometry(n, same, g);
 }
 
 static clg_code pool_infer(clg_node *n)

@@ -79,7 +79,9 @@ typedef struct clg_kernel_ctx {
 
 typedef struct clg_kernel_def {
   clg_device_kind kind;
-  /* Whether this kernel serves node n (its dtypes and attributes) on dev; NULL: always. */
+  /* Whether this kernel serves node n (its dtypes and attributes) on dev; NULL: always. n has
+   * every input, output and attribute its op declares (a variadic op: num_inputs >= 1), on a
+   * built node as on clg_op_supported's stand-in, so a predicate may read any of them. */
   bool (*supports)(const clg_node *n, const struct clg_device *dev);
   clg_code (*run)(const clg_kernel_ctx *ctx);
   /* Optional: bytes of scratch the kernel wants for n on dev; the plan holds them in the
@@ -148,7 +150,9 @@ const clg_op_def *clg_op_at(int i);
 /* The kernel that runs n on dev, or NULL when none does. */
 const clg_kernel_def *clg_op_kernel(const clg_node *n, const struct clg_device *dev);
 /* Whether an op of this name has a kernel for `dtype` on dev, as placement sees it for a
- * node whose inputs and outputs all have that dtype (tests and tools). */
+ * node whose inputs and outputs all have that dtype (tests and tools): a stand-in node with
+ * the op's inputs (two of a variadic op), outputs and attributes (defaults; dtype ones set to
+ * dtype). */
 bool clg_op_supported(const char *name, clg_dtype dtype, const struct clg_device *dev);
 
 /* The VariableV2 node whose buffer input i of n refers to (following update ops, whose
@@ -169,6 +173,10 @@ const clg_out_desc *clg_node_out(const clg_node *n, int i);
 /* Attribute i (in the def's order). */
 const clg_attr_value *clg_node_attr(const clg_node *n, int i);
 clg_attr_value *clg_node_attr_mut(clg_node *n, int i);
+/* Checked shape arithmetic (operands >= 0): false when the result passes INT64_MAX. The
+ * product of n dims is 0 when one of them is, whatever the others. */
+bool clg_checked_mul(int64_t a, int64_t b, int64_t *r);
+bool clg_dims_product(int n, const int64_t *dims, int64_t *count);
 /* Elements of a descriptor (1 for a scalar). */
 size_t clg_out_count(const clg_out_desc *d);
 /* "[2,3]" into buf. */
@@ -183,18 +191,27 @@ bool clg_kernel_float_or_double(const clg_node *n, const struct clg_device *dev)
  * `what` otherwise (shapes are static here, so these inputs must be constants). */
 clg_code clg_node_const_ints(const clg_node *n, int i, const char *what, int max, int64_t *vals,
                              int *count);
-/* Window ops (Conv2D, pooling): the output size and padding before of one spatial dim with
- * TensorFlow's SAME/VALID arithmetic ("Negative dimension size caused by subtracting 3 from 2
- * ..." for a VALID window larger than the input); a [1,h,w,1] list attribute; padding "SAME" or
- * "VALID"; data_format "NHWC". Errors name the node. */
-clg_code clg_window_dim(const clg_node *n, int64_t in, int64_t k, int64_t dilation, int64_t stride,
-                        bool same, int64_t *out, int64_t *pad_before);
+/* Window ops (Conv2D, pooling, their gradients): the one checked path for their geometry.
+ * From g's input (h, w), window (kh, kw), strides and dilations (all checked: dims >= 0,
+ * strides and dilations >= 1), sets the output size (oh, ow) and padding before (pt, pl)
+ * with TensorFlow's SAME/VALID arithmetic on the effective window (k - 1) * d + 1, computed
+ * exactly: VALID with a window larger than the input is TensorFlow's "Negative dimension
+ * size caused by subtracting 3 from 2 ..."; under SAME a dilation whose window passes
+ * INT64_MAX becomes a smaller one reaching the same input elements (only an odd filter's
+ * centre tap can), so that every index a kernel computes fits in int64. Then kdim, the taps
+ * per output kh * kw * c (Conv2D), checked the same way. Errors name the node. */
+struct clg_window;
+clg_code clg_window_geometry(const clg_node *n, bool same, struct clg_window *g);
+clg_code clg_window_taps(const clg_node *n, struct clg_window *g);
+/* A [1,h,w,1] list attribute; padding "SAME" or "VALID"; data_format "NHWC". */
 clg_code clg_window_attrs(const clg_node *n, const clg_attr_value *list, const char *what,
                           int64_t *h, int64_t *w);
 clg_code clg_padding_attr(const clg_node *n, const clg_attr_value *p, bool *same);
 clg_code clg_nhwc_attr(const clg_node *n, const clg_attr_value *f);
-/* A Const int32 vector of n values (the typed builders' shapes, axes and perms). */
+/* A Const vector of n values (the typed builders' shapes, axes and perms), and a scalar one
+ * (k): int32, or int64 when a value does not fit in int32, so that no value is cut. */
 clg_node *clg_const_ints(clg_graph *g, int n, const int64_t *v);
+clg_node *clg_const_int(clg_graph *g, int64_t v);
 /* Element i of a host tensor of any dtype, as a double. */
 double clg_tensor_element_double(const clg_tensor *t, size_t i);
 
@@ -227,6 +244,11 @@ clg_code clg_grad_pool(clg_graph *g, clg_node *n, const clg_output *dy, clg_outp
 clg_code clg_grad_lrn(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 clg_code clg_grad_bias_add(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 
+/* Whether attribute i of n, as its op's inference left it, is the value the caller gave:
+ * INVALID_ARGUMENT "attribute T is int32 but the inputs make it float" naming the node
+ * otherwise. The builder asks it of every given attribute the op infers (graph.h: given
+ * ones must agree). */
+clg_code clg_node_attr_agrees(const clg_node *n, int i, const clg_attr *given);
 /* TensorFlow's node summary for errors: "b = Const[dtype=DT_FLOAT, value=Tensor<type: float
  * shape: [3,2] values: 1 2 3...>, _device=\"/device:GPU:2\"]()", attributes in the op's
  * order. malloc'd; NULL when memory runs out. */

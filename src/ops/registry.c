@@ -1,6 +1,7 @@
 /* The op registry: the list of op definitions, lookups, kernel selection, and the helpers
  * every op file uses (errors naming the node, the one checked path for output shapes). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "device/device.h"
@@ -112,27 +113,51 @@ bool clg_op_supported(const char *name, clg_dtype dtype, const clg_device *dev)
   const clg_op_def *def = clg_op_find(name);
   if (!def || !dev || clg_dtype_size(dtype) == 0)
     return false;
-  /* A stand-in node whose every input and output has this dtype. */
+  /* A stand-in node whose every input and output has this dtype, with as many inputs,
+   * outputs and attributes as the op declares (a predicate may read any of them), the
+   * attributes at their defaults and every dtype attribute this dtype. */
+  int num_inputs = def->num_inputs == CLG_OP_VARIADIC ? 2 : def->num_inputs;
+  int num_outputs = def->num_outputs;
   clg_out_desc desc = {dtype, 0, {0}};
-  clg_node fake;
-  memset(&fake, 0, sizeof fake);
   clg_node src;
   memset(&src, 0, sizeof src);
   src.num_outputs = 1;
   src.outs = &desc;
-  clg_output in[2] = {{&src, 0}, {&src, 0}};
-  clg_attr_value attrs[8];
-  memset(attrs, 0, sizeof attrs);
-  fake.def = def;
-  fake.op = def->name;
-  fake.num_inputs = def->num_inputs == CLG_OP_VARIADIC ? 2 : def->num_inputs;
-  fake.inputs = in;
-  fake.num_outputs = 1;
-  fake.outs = &desc;
-  fake.attrs = attrs;
-  for (int i = 0; i < def->num_attrs && i < 8; i++)
-    attrs[i].dtype = dtype;
-  return clg_op_kernel(&fake, dev) != NULL;
+  clg_output *in = calloc((size_t)num_inputs + 1, sizeof *in);
+  clg_out_desc *outs = calloc((size_t)num_outputs + 1, sizeof *outs);
+  clg_attr_value *attrs = calloc((size_t)def->num_attrs + 1, sizeof *attrs);
+  bool found = false;
+  if (in && outs && attrs) {
+    for (int i = 0; i < num_inputs; i++)
+      in[i] = (clg_output){&src, 0};
+    for (int i = 0; i < num_outputs; i++)
+      outs[i] = desc;
+    for (int i = 0; i < def->num_attrs; i++) {
+      const clg_attr_def *d = &def->attrs[i];
+      attrs[i] = (clg_attr_value){.set = d->has_default || d->type == CLG_ATTR_DTYPE,
+                                  .type = d->type,
+                                  .i = d->def_i,
+                                  .f = d->def_f,
+                                  .b = d->def_i != 0,
+                                  .s = (char *)d->def_s,
+                                  .dtype = dtype};
+    }
+    clg_node fake;
+    memset(&fake, 0, sizeof fake);
+    fake.def = def;
+    fake.op = def->name;
+    fake.name = (char *)def->name;
+    fake.num_inputs = num_inputs;
+    fake.inputs = in;
+    fake.num_outputs = num_outputs;
+    fake.outs = outs;
+    fake.attrs = attrs;
+    found = clg_op_kernel(&fake, dev) != NULL;
+  }
+  free(in);
+  free(outs);
+  free(attrs);
+  return found;
 }
 
 /* --- helpers for op files ---------------------------------------------------------------- */
@@ -166,18 +191,14 @@ clg_code clg_node_set_output(clg_node *n, int i, clg_dtype dtype, int rank, cons
   if (rank > 0 && !dims)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "dims is NULL for rank %d", rank);
   clg_out_desc d = {dtype, rank, {0}};
-  int64_t count = 1;
   for (int k = 0; k < rank; k++) {
     if (dims[k] < 0)
       return clg_node_error(n, CLG_INVALID_ARGUMENT, "dims[%d] is %lld; dimensions must be >= 0", k,
                             (long long)dims[k]);
     d.dims[k] = dims[k];
-    if (dims[k] > 0 && count > MAX_ELEMENTS / dims[k])
-      count = MAX_ELEMENTS + 1; /* keep going: a later 0 makes it empty */
-    else
-      count *= dims[k];
   }
-  if (count > MAX_ELEMENTS) {
+  int64_t count;
+  if (!clg_dims_product(rank, d.dims, &count) || count > MAX_ELEMENTS) {
     char s[192];
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "shape %s has too many elements",
                           clg_out_shape_string(&d, s, sizeof s));
@@ -196,6 +217,29 @@ const clg_out_desc *clg_node_out(const clg_node *n, int i) { return &n->outs[i];
 const clg_attr_value *clg_node_attr(const clg_node *n, int i) { return &n->attrs[i]; }
 
 clg_attr_value *clg_node_attr_mut(clg_node *n, int i) { return &n->attrs[i]; }
+
+bool clg_checked_mul(int64_t a, int64_t b, int64_t *r)
+{
+  if (a != 0 && b > INT64_MAX / a)
+    return false;
+  *r = a * b;
+  return true;
+}
+
+bool clg_dims_product(int n, const int64_t *dims, int64_t *count)
+{
+  bool fits = true;
+  int64_t c = 1;
+  for (int k = 0; k < n; k++) {
+    if (dims[k] == 0) {
+      *count = 0;
+      return true;
+    }
+    fits = fits && clg_checked_mul(c, dims[k], &c);
+  }
+  *count = fits ? c : INT64_MAX;
+  return fits;
+}
 
 size_t clg_out_count(const clg_out_desc *d)
 {
@@ -362,6 +406,76 @@ static void print_attr(clg_strbuf *s, const clg_attr_value *a)
       summarize_value(s, a->tensor);
     break;
   }
+}
+
+/* Whether a's value is the one the caller gave (the types agree: checked when it was set). */
+static bool attr_same(const clg_attr_value *a, const clg_attr *given)
+{
+  switch (a->type) {
+  case CLG_ATTR_INT:
+    return a->i == given->v.i;
+  case CLG_ATTR_FLOAT:
+    return a->f == given->v.f;
+  case CLG_ATTR_BOOL:
+    return a->b == (given->v.b != 0);
+  case CLG_ATTR_STRING:
+    return a->s && given->v.s && strcmp(a->s, given->v.s) == 0;
+  case CLG_ATTR_DTYPE:
+    return a->dtype == given->v.dtype;
+  case CLG_ATTR_INT_LIST:
+  case CLG_ATTR_SHAPE:
+    return a->n == given->v.list.n &&
+           (a->n <= 0 || memcmp(a->v, given->v.list.v, sizeof *a->v * (size_t)a->n) == 0);
+  case CLG_ATTR_TENSOR:
+    return a->tensor == given->v.tensor; /* no op infers a tensor */
+  }
+  return false;
+}
+
+clg_code clg_node_attr_agrees(const clg_node *n, int i, const clg_attr *given)
+{
+  const clg_attr_value *a = &n->attrs[i];
+  if (attr_same(a, given))
+    return CLG_OK;
+  clg_strbuf want, got;
+  clg_strbuf_init(&want);
+  clg_strbuf_init(&got);
+  if (a->type == CLG_ATTR_DTYPE) {
+    clg_strbuf_append(&want, clg_dtype_name(given->v.dtype));
+    clg_strbuf_append(&got, clg_dtype_name(a->dtype));
+  } else {
+    clg_attr_value g = {.set = true, .type = given->type};
+    switch (given->type) {
+    case CLG_ATTR_INT:
+      g.i = given->v.i;
+      break;
+    case CLG_ATTR_FLOAT:
+      g.f = given->v.f;
+      break;
+    case CLG_ATTR_BOOL:
+      g.b = given->v.b != 0;
+      break;
+    case CLG_ATTR_STRING:
+      g.s = (char *)given->v.s;
+      break;
+    case CLG_ATTR_INT_LIST:
+    case CLG_ATTR_SHAPE:
+      g.n = given->v.list.n;
+      g.v = (int64_t *)given->v.list.v;
+      break;
+    default:
+      break;
+    }
+    print_attr(&want, &g);
+    print_attr(&got, a);
+  }
+  char *w = clg_strbuf_take(&want), *o = clg_strbuf_take(&got);
+  clg_code code =
+      clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute %s is %s but the inputs make it %s",
+                     n->def->attrs[i].name, w ? w : "?", o ? o : "?");
+  free(w);
+  free(o);
+  return code;
 }
 
 char *clg_node_def_string(const clg_node *n)

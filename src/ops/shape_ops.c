@@ -38,7 +38,7 @@ static clg_code reshape_infer(clg_node *n)
     return code;
   size_t have = clg_out_count(clg_node_in(n, 0));
   int unknown = -1;
-  int64_t product = 1;
+  int64_t known[CLG_MAX_RANK]; /* dims with the -1 as 1 */
   for (int k = 0; k < rank; k++) {
     if (dims[k] == -1) {
       if (unknown >= 0)
@@ -48,11 +48,25 @@ static clg_code reshape_infer(clg_node *n)
     } else if (dims[k] < 0) {
       return clg_node_error(n, CLG_INVALID_ARGUMENT, "Size %d must be non-negative, not %lld", k,
                             (long long)dims[k]);
-    } else {
-      product *= dims[k];
     }
+    known[k] = dims[k] == -1 ? 1 : dims[k];
   }
-  if (unknown >= 0) {
+  int64_t product;
+  bool fits = clg_dims_product(rank, known, &product);
+  if (!fits && !(unknown >= 0 && have == 0)) {
+    /* Beyond INT64_MAX: more values than any input has, and so are its multiples but 0. */
+    char s[192];
+    clg_out_desc d = {CLG_FLOAT32, rank, {0}};
+    memcpy(d.dims, dims, sizeof(int64_t) * (size_t)rank);
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "Input to reshape is a tensor with %zu values, but the requested shape "
+                          "%s %s more than %lld",
+                          have, clg_out_shape_string(&d, s, sizeof s),
+                          unknown >= 0 ? "requires a multiple of" : "has", (long long)INT64_MAX);
+  }
+  if (!fits) {
+    dims[unknown] = 0; /* an empty input: 0 is a multiple of any product */
+  } else if (unknown >= 0) {
     if (product == 0)
       return clg_node_error(n, CLG_INVALID_ARGUMENT,
                             "Reshape cannot infer the missing input size for an empty tensor "

@@ -446,9 +446,6 @@ clg_node *clg_sparse_softmax_cross_entropy_with_logits(clg_graph *g, const char 
 clg_node *clg_in_top_k(clg_graph *g, const char *name, clg_node *predictions, clg_node *targets,
                        int64_t k)
 {
-  clg_tensor *t = clg_tensor_new(CLG_INT32, 0, NULL, (int32_t[]){(int32_t)k});
-  clg_node *kn = clg_const(g, NULL, t);
-  clg_tensor_free(t);
-  clg_output in[3] = {{predictions, 0}, {targets, 0}, {kn, 0}};
+  clg_output in[3] = {{predictions, 0}, {targets, 0}, {clg_const_int(g, k), 0}};
   return clg_graph_build(g, &clg_op_InTopKV2, name, 3, in, 0, NULL);
 }
