@@ -766,15 +766,20 @@ static clg_code plan_build(clg_executor *x, plan *p)
   }
   plan_reference(x, p);
   /* In place: an output takes the buffer of the input the op names when that input's last
-   * use is this step, on this device, and the sizes match. */
+   * use is this step (no later node reads it and it is not fetched), no other input of the
+   * node is that same value (a kernel may still read it after writing some of its output,
+   * as AddN's later passes do), on this device, and the sizes match. */
   for (int i = 0; i < p->nsteps; i++) {
     step *st = &p->steps[i];
     const clg_node *n = node_at(x, st->node);
     int which = n->def->inplace;
     if (which < 0 || which >= n->num_inputs || st->remote)
       continue;
+    bool again = false;
+    for (int j = 0; j < n->num_inputs && !again; j++)
+      again = j != which && st->in[j] == st->in[which];
     pval *out = &p->pv[st->out[0]], *in = &p->pv[st->in[which]];
-    if (out->in_arena && in->in_arena && in->end == i + 1 && in->dev == out->dev &&
+    if (!again && out->in_arena && in->in_arena && in->end == i + 1 && in->dev == out->dev &&
         in->bytes == out->bytes && in->bytes > 0) {
       out->alias = st->in[which];
       p->stats.num_inplace++;
