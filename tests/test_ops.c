@@ -1,8 +1,9 @@
 /* The op registry and what it enables: the generic builder, attributes, control inputs,
  * Relu/Neg/Square on every device kind, placement refusals named by the registry, the
  * memory plan (no allocator call in a steady-state run, in-place reuse, arenas no larger
- * than the old free-after-last-use order, nothing in place over a value read again), and
- * placements read while runs re-place. */
+ * than the old free-after-last-use order, nothing in place over a value read again, linear
+ * in the length of an in-place chain), and placements read while runs re-place (the reasons
+ * kept, not every placement). */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -673,8 +674,8 @@ static void test_update_reads_its_variable(void)
 
 /* A million Relus in a chain on CPU:0, each in place over the one before. Walking the alias
  * chain from every member made the first run quadratic (20k nodes 0.9 s, 80k 14.6 s: about
- * 40 minutes here); linear, it takes about a second (several under sanitizers). The bound is
- * a minute: quadratic planning misses it by a factor of 40. */
+ * 40 minutes for a million); linear, it takes about a second (a few under sanitizers). The
+ * bound is a minute: quadratic planning misses it by a factor of 40. */
 static void test_inplace_chain_linear(void)
 {
   enum { N = 1000000 };
@@ -775,7 +776,7 @@ static int count_of(const char *hay, const char *needle)
 }
 
 /* Issue 21, item 14: a 5,000-node graph growing by one node per run, 300 runs, holds about
- * one placement, not 300 (250 MiB of them before); a reason read before the growth is still
+ * one placement, not 300 (240 MiB of them before); a reason read before the growth is still
  * the same string after, also for a node whose reason changed. */
 static void test_placements_not_kept_forever(void)
 {
