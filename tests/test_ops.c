@@ -1,12 +1,15 @@
 /* The op registry and what it enables: the generic builder, attributes, control inputs,
  * Relu/Neg/Square on every device kind, placement refusals named by the registry, the
  * memory plan (no allocator call in a steady-state run, in-place reuse, arenas no larger
- * than the old free-after-last-use order), and placements read while runs re-place. */
+ * than the old free-after-last-use order, nothing in place over a value read again, linear
+ * in the length of an in-place chain), and placements read while runs re-place (the reasons
+ * kept, not every placement). */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/core.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
 #include "testutil.h"
@@ -503,6 +506,210 @@ static void test_plan_peak(void)
   }
 }
 
+/* --- issue 21, item 1: in place when the input is read again ------------------------------- */
+
+/* What an in-place case reads: X, the value the output may reuse (one per case, so that its
+ * last use is the case's op), Y another fresh value, or ONE, a Const. */
+enum { SX, SY, SONE };
+static const float FEED4[4] = {1, 2, 3, 4};
+
+/* x = Neg(feed), y = Square(feed) and ones, elementwise on 4 elements. */
+static float slot_ref(int kind, int i)
+{
+  return kind == SX ? -FEED4[i] : kind == SY ? FEED4[i] * FEED4[i] : 1.0f;
+}
+
+typedef struct inplace_case {
+  clg_node *fetch;
+  float want[4];
+  char what[96];
+} inplace_case;
+
+/* AddN over `kinds` (fresh X and Y per case), summed in input order as the reference; with
+ * `later`, the sum is also added to X by a later node, so X must outlive the AddN. */
+static void addn_case(clg_graph *g, clg_node *p, clg_node *one, int n, const int *kinds, bool later,
+                      inplace_case *c)
+{
+  clg_node *x = clg_neg(g, NULL, p), *y = clg_square(g, NULL, p), *in[16];
+  for (int j = 0; j < n; j++)
+    in[j] = kinds[j] == SX ? x : kinds[j] == SY ? y : one;
+  clg_node *sum = clg_add_n(g, NULL, n, in);
+  for (int i = 0; i < 4; i++) {
+    float s = slot_ref(kinds[0], i);
+    for (int j = 1; j < n; j++)
+      s += slot_ref(kinds[j], i);
+    c->want[i] = later ? s + slot_ref(SX, i) : s;
+  }
+  /* Through Identity: the sum itself is not fetched, so it stays in the arena on CPU:0 too. */
+  c->fetch = clg_identity(g, NULL, later ? clg_add(g, NULL, sum, x) : sum);
+  int len = snprintf(c->what, sizeof c->what, "AddN(");
+  for (int j = 0; j < n && len < (int)sizeof c->what - 8; j++)
+    len += snprintf(c->what + len, sizeof c->what - (size_t)len, "%s%s", j ? "," : "",
+                    kinds[j] == SX   ? "x"
+                    : kinds[j] == SY ? "y"
+                                     : "1");
+  snprintf(c->what + len, sizeof c->what - (size_t)len, ")%s", later ? " + x" : "");
+}
+
+static void test_inplace_repeated_inputs(void)
+{
+  int64_t d4[1] = {4};
+  static const float ones[4] = {1, 1, 1, 1};
+  for (int d = 0; d < 5; d++) {
+    clg_graph *g = clg_graph_new();
+    CHECK_OK(clg_graph_push_device(g, DEVICES[d]));
+    clg_node *p = clg_placeholder(g, "p", CLG_FLOAT32, 1, d4);
+    clg_node *one = clg_const_f32(g, "one", 1, d4, ones);
+    inplace_case cases[128];
+    int nc = 0;
+    for (int n = 2; n <= 16; n++) {
+      int k[16];
+      /* The issue's AddN(x, 1, ..., 1, x), x in every slot, x first and again in the middle
+       * with y around it, and x read again by a later node. */
+      for (int j = 0; j < n; j++)
+        k[j] = j == 0 || j == n - 1 ? SX : SONE;
+      addn_case(g, p, one, n, k, false, &cases[nc++]);
+      for (int j = 0; j < n; j++)
+        k[j] = SX;
+      addn_case(g, p, one, n, k, false, &cases[nc++]);
+      for (int j = 0; j < n; j++)
+        k[j] = j == 0 || j == n / 2 ? SX : SY;
+      addn_case(g, p, one, n, k, false, &cases[nc++]);
+      for (int j = 0; j < n; j++)
+        k[j] = j == 0 ? SX : SONE;
+      addn_case(g, p, one, n, k, true, &cases[nc++]);
+      /* x once and nowhere else: the sum may take its buffer, over every pass. */
+      for (int j = 0; j < n; j++)
+        k[j] = j == 0 ? SX : j % 2 ? SY : SONE;
+      addn_case(g, p, one, n, k, false, &cases[nc++]);
+    }
+    /* The binary and gradient ops that may work in place, on (x, x). */
+    const char *bin[] = {"Add", "Sub", "Mul", "RealDiv", "Maximum", "ReluGrad"};
+    for (int b = 0; b < 6; b++) {
+      clg_node *x = b == 5 ? clg_square(g, NULL, p) : clg_neg(g, NULL, p);
+      clg_output in[2] = {{x, 0}, {x, 0}};
+      inplace_case *c = &cases[nc++];
+      c->fetch = clg_identity(g, NULL, clg_op(g, bin[b], NULL, 2, in, 0, NULL));
+      snprintf(c->what, sizeof c->what, "%s(x, x)", bin[b]);
+      for (int i = 0; i < 4; i++) {
+        float v = b == 5 ? FEED4[i] * FEED4[i] : -FEED4[i];
+        float want[6] = {v + v, v - v, v * v, v / v, v, v}; /* ReluGrad: v where v > 0 */
+        c->want[i] = want[b];
+      }
+    }
+    CHECK_OK(clg_graph_pop_device(g));
+    CHECK_OK(clg_graph_status(g));
+    clg_node *fetch[128];
+    clg_tensor *res[128] = {NULL};
+    for (int c = 0; c < nc; c++)
+      fetch[c] = cases[c].fetch;
+    clg_session *s = NULL;
+    CHECK_OK(clg_session_new(g, NULL, &s));
+    clg_tensor *feed = clg_tensor_new(CLG_FLOAT32, 1, d4, FEED4);
+    if (s)
+      CHECK_OK(clg_session_run(s, 1, &p, &feed, nc, fetch, res));
+    for (int c = 0; c < nc && res[0]; c++) {
+      bool same = true;
+      for (int i = 0; i < 4; i++)
+        same = same && clg_test_elem(res[c], (size_t)i) == cases[c].want[i];
+      CHECK_MSG(same, "%s on %s: [%g %g %g %g], want [%g %g %g %g]", cases[c].what, DEVICES[d],
+                clg_test_elem(res[c], 0), clg_test_elem(res[c], 1), clg_test_elem(res[c], 2),
+                clg_test_elem(res[c], 3), (double)cases[c].want[0], (double)cases[c].want[1],
+                (double)cases[c].want[2], (double)cases[c].want[3]);
+    }
+    clg_plan_stats ps;
+    /* In place still happens where it may: at least the 15 sums of x read once and the 15
+     * `sum + x`, which reuse the sum's buffer. */
+    if (s && clg_session_plan_stats(s, &ps) == CLG_OK)
+      CHECK_MSG(ps.num_inplace >= 30, "%s: %d outputs in place", DEVICES[d], ps.num_inplace);
+    for (int c = 0; c < nc; c++)
+      clg_tensor_free(res[c]);
+    clg_tensor_free(feed);
+    clg_session_free(s);
+    clg_graph_free(g);
+  }
+}
+
+/* Updates whose value is the variable itself (v op= v) read and write one buffer. */
+static void test_update_reads_its_variable(void)
+{
+  int64_t d4[1] = {4};
+  static const float v0[4] = {1, 2, 3, 4}, half = 0.5f;
+  for (int d = 0; d < 5; d++) {
+    clg_graph *g = clg_graph_new();
+    CHECK_OK(clg_graph_push_device(g, DEVICES[d]));
+    clg_node *v = clg_variable(g, "v", CLG_FLOAT32, 1, d4, clg_const_f32(g, NULL, 1, d4, v0));
+    clg_node *alpha = clg_const_f32(g, "alpha", 0, NULL, &half);
+    clg_node *upd[4] = {clg_assign(g, "set", v, v), clg_assign_add(g, "add", v, v),
+                        clg_apply_gradient_descent(g, "gd", v, alpha, v),
+                        clg_assign_sub(g, "sub", v, v)};
+    CHECK_OK(clg_graph_pop_device(g));
+    clg_node *init = clg_global_variables_initializer(g, NULL);
+    CHECK_OK(clg_graph_status(g));
+    clg_session *s = NULL;
+    CHECK_OK(clg_session_new(g, NULL, &s));
+    if (s)
+      CHECK_OK(clg_session_run_outputs(s, 0, NULL, NULL, 0, NULL, NULL, 1, &init));
+    /* v = v, v += v, v -= 0.5 v, v -= v, each run after the last. */
+    const float scale[4] = {1, 2, 0.5f, 0};
+    float want = 1;
+    for (int u = 0; u < 4 && s; u++) {
+      want *= scale[u];
+      clg_tensor *out = NULL;
+      CHECK_OK(clg_session_run_outputs(s, 0, NULL, NULL, 0, NULL, NULL, 1, &upd[u]));
+      CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &v, &out));
+      bool same = out != NULL;
+      for (int i = 0; i < 4 && out; i++)
+        same = same && clg_test_elem(out, (size_t)i) == want * v0[i];
+      CHECK_MSG(same, "%s on %s: v[3] = %g, want %g", clg_node_op(upd[u]), DEVICES[d],
+                out ? clg_test_elem(out, 3) : -1.0, (double)(want * v0[3]));
+      clg_tensor_free(out);
+    }
+    clg_session_free(s);
+    clg_graph_free(g);
+  }
+}
+
+/* --- issue 21, item 13: a long in-place chain is planned in linear time --------------------- */
+
+/* A million Relus in a chain on CPU:0, each in place over the one before. Walking the alias
+ * chain from every member made the first run quadratic (20k nodes 0.9 s, 80k 14.6 s: about
+ * 40 minutes for a million); linear, it takes about a second (a few under sanitizers). The
+ * bound is a minute: quadratic planning misses it by a factor of 40. */
+static void test_inplace_chain_linear(void)
+{
+  enum { N = 1000000 };
+  int64_t d4[1] = {4};
+  clg_graph *g = clg_graph_new();
+  CHECK_OK(clg_graph_push_device(g, "/cpu:0"));
+  clg_node *p = clg_placeholder(g, "p", CLG_FLOAT32, 1, d4);
+  clg_node *h = clg_neg(g, NULL, p);
+  for (int i = 0; i < N; i++)
+    h = clg_relu(g, NULL, h);
+  CHECK_OK(clg_graph_pop_device(g));
+  CHECK_OK(clg_graph_status(g));
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, NULL, &s));
+  static const float v[4] = {-1, 2, -3, 4};
+  clg_tensor *feed = clg_tensor_new(CLG_FLOAT32, 1, d4, v), *out = NULL;
+  uint64_t t0 = clg_now_ns();
+  if (s)
+    CHECK_OK(clg_session_run(s, 1, &p, &feed, 1, &h, &out));
+  double secs = (double)(clg_now_ns() - t0) * 1e-9;
+  CHECK_MSG(secs < 60, "the first run of a chain of %d in-place ops took %.1f s", N, secs);
+  if (out)
+    CHECK(clg_test_elem(out, 0) == 1 && clg_test_elem(out, 1) == 0 && clg_test_elem(out, 2) == 3 &&
+          clg_test_elem(out, 3) == 0);
+  clg_plan_stats ps;
+  /* Every Relu in place but the last, which is computed straight into the fetched tensor. */
+  if (s && clg_session_plan_stats(s, &ps) == CLG_OK)
+    CHECK_MSG(ps.num_inplace == N - 1, "%d outputs in place, want %d", ps.num_inplace, N - 1);
+  clg_tensor_free(out);
+  clg_tensor_free(feed);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
 /* --- defect 1: placements read while runs re-place a growing graph ------------------------- */
 
 typedef struct reader {
@@ -568,6 +775,51 @@ static int count_of(const char *hay, const char *needle)
   return n;
 }
 
+/* Issue 21, item 14: a 5,000-node graph growing by one node per run, 300 runs, holds about
+ * one placement, not 300 (240 MiB of them before); a reason read before the growth is still
+ * the same string after, also for a node whose reason changed. */
+static void test_placements_not_kept_forever(void)
+{
+  int64_t d2[1] = {2};
+  float v[2] = {1, -2};
+  clg_graph *g = clg_graph_new();
+  clg_node *c = clg_const_f32(g, "c", 1, d2, v); /* placed by default, then by its consumer */
+  CHECK_OK(clg_graph_push_device(g, "/cpu:0"));
+  clg_session *s = NULL;
+  CHECK_OK(clg_session_new(g, NULL, &s));
+  clg_tensor *out = NULL;
+  if (s)
+    CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &c, &out));
+  clg_tensor_free(out);
+  const char *first = s ? clg_session_node_reason(s, c) : NULL;
+  char copy[200];
+  snprintf(copy, sizeof copy, "%s", first ? first : "");
+  CHECK_CONTAINS(first, "default:");
+  clg_node *last = c;
+  for (int i = 0; i < 5000; i++)
+    last = i % 2 ? clg_relu(g, NULL, last) : clg_neg(g, NULL, last);
+  out = NULL;
+  if (s)
+    CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &last, &out));
+  clg_tensor_free(out);
+  CHECK_STR(clg_session_node_reason(s, c), "follows its consumer 'Neg'");
+  size_t held0 = s ? clg_session_placement_bytes(s) : 0;
+  for (int i = 0; i < 300 && s; i++) {
+    last = clg_relu(g, NULL, last); /* the graph grows: the next run re-places it */
+    out = NULL;
+    CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &last, &out));
+    clg_tensor_free(out);
+  }
+  CHECK_OK(clg_graph_pop_device(g));
+  size_t held = s ? clg_session_placement_bytes(s) : 0;
+  /* 300 new nodes add 6% to the graph; 300 kept placements added 300 times its size. */
+  CHECK_MSG(held0 > 0 && held < held0 + held0 / 4,
+            "placements hold %zu bytes after 300 runs of a growing graph, %zu before", held, held0);
+  CHECK_STR(first, copy);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
 static void test_oom_names_node_once(void)
 {
   int64_t dims[1] = {1 << 20}; /* 4 MiB of float */
@@ -625,8 +877,12 @@ int main(void)
   test_control_inputs();
   test_plan_steady_state();
   test_plan_peak();
+  test_inplace_repeated_inputs();
+  test_update_reads_its_variable();
+  test_inplace_chain_linear();
   test_matmul_scratch_planned();
   test_placement_reads_during_runs();
+  test_placements_not_kept_forever();
   test_oom_names_node_once();
   return clg_test_summary("test_ops");
 }

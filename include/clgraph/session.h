@@ -103,9 +103,11 @@ const clg_devices *clg_session_devices(const clg_session *s);
 /* The full name of the device node n was placed on, or NULL. Safe to call while another
  * thread runs the session; the string lives as long as the session. */
 const char *clg_session_node_device(const clg_session *s, const clg_node *n);
-/* Why node n is on its device; the string lives until the session is freed, even when a
- * later run re-places a grown graph ("explicit device specification '/cpu:0'", "default: lowest-id
- * GPU with a kernel for MatMul", ...), or NULL. */
+/* Why node n is on its device ("explicit device specification '/cpu:0'", "default: lowest-id
+ * GPU with a kernel for MatMul", ...), or NULL. Safe to call while another thread runs the
+ * session. The string lives until the session is freed, even when a later run re-places a
+ * grown graph and gives n another reason: the session keeps each distinct reason a node has
+ * been given (usually one), not every placement it made. */
 const char *clg_session_node_reason(const clg_session *s, const clg_node *n);
 
 /* Tracing: when on, each run records when every node ran on its device: between markers

@@ -208,7 +208,8 @@ static const clg_cl_text source = {
 static clg_code cl_assign(const clg_kernel_ctx *c)
 {
   size_t bytes = clg_node_out_bytes(c->node, 0);
-  if (!bytes)
+  /* v = v: one block (OpenCL refuses a copy onto itself: CL_MEM_COPY_OVERLAP). */
+  if (!bytes || (c->in[0].mem == c->in[1].mem && c->in[0].offset == c->in[1].offset))
     return CLG_OK;
   clg_event *done = NULL;
   clg_code code = clg_device_ops_of(c->dev)->copy_from_peer(c->dev, &c->in[0], c->dev, &c->in[1],

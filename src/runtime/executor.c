@@ -317,12 +317,25 @@ static bool sim_free(arena_sim *s, size_t offset, size_t size)
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-/* Lifetime of a buffer: a pval and the pvals that alias it in place. */
-static int root_of(const plan *p, int i)
+/* Lifetime of a buffer: a pval and the pvals that alias it in place. root[i] gets the pval
+ * whose buffer pval i uses, each alias link followed once: walking the chain from every
+ * member took n^2 / 2 steps for a chain of n in-place ops. */
+static void plan_roots(const plan *p, int *root)
 {
-  while (p->pv[i].alias >= 0)
-    i = p->pv[i].alias;
-  return i;
+  for (int i = 0; i < p->npv; i++)
+    root[i] = -1;
+  for (int i = 0; i < p->npv; i++) {
+    int r = i;
+    while (root[r] < 0 && p->pv[r].alias >= 0)
+      r = p->pv[r].alias;
+    if (root[r] >= 0)
+      r = root[r];
+    for (int j = i; root[j] < 0; j = p->pv[j].alias) {
+      root[j] = r;
+      if (p->pv[j].alias < 0)
+        break;
+    }
+  }
 }
 
 static clg_code plan_layout(clg_executor *x, plan *p)
@@ -332,16 +345,18 @@ static clg_code plan_layout(clg_executor *x, plan *p)
   int *by_start = malloc(sizeof(int) * (size_t)(p->npv ? p->npv : 1));
   int *by_end = malloc(sizeof(int) * (size_t)(p->npv ? p->npv : 1));
   int *bucket = calloc((size_t)p->nsteps + 3, sizeof(int));
+  int *root = malloc(sizeof(int) * (size_t)(p->npv ? p->npv : 1));
   clg_code code = CLG_OK;
-  if (!sim || !by_start || !by_end || !bucket) {
+  if (!sim || !by_start || !by_end || !bucket || !root) {
     code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
     goto done;
   }
+  plan_roots(p, root);
   /* A buffer's end is the latest end of the pvals sharing it. */
   for (int i = 0; i < p->npv; i++) {
     pval *v = &p->pv[i];
     if (v->alias >= 0) {
-      pval *r = &p->pv[root_of(p, i)];
+      pval *r = &p->pv[root[i]];
       if (v->end > r->end)
         r->end = v->end;
       if (v->bytes > r->bytes)
@@ -384,7 +399,7 @@ static clg_code plan_layout(clg_executor *x, plan *p)
   }
   for (int i = 0; i < p->npv; i++)
     if (p->pv[i].in_arena && p->pv[i].alias >= 0)
-      p->pv[i].offset = p->pv[root_of(p, i)].offset;
+      p->pv[i].offset = p->pv[root[i]].offset;
   p->arena = calloc((size_t)nd, sizeof *p->arena);
   if (!p->arena) {
     code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory planning a run");
@@ -401,6 +416,7 @@ done:
   free(by_start);
   free(by_end);
   free(bucket);
+  free(root);
   return code;
 }
 
@@ -766,15 +782,20 @@ static clg_code plan_build(clg_executor *x, plan *p)
   }
   plan_reference(x, p);
   /* In place: an output takes the buffer of the input the op names when that input's last
-   * use is this step, on this device, and the sizes match. */
+   * use is this step (no later node reads it and it is not fetched), no other input of the
+   * node is that same value (a kernel may still read it after writing some of its output,
+   * as AddN's later passes do), on this device, and the sizes match. */
   for (int i = 0; i < p->nsteps; i++) {
     step *st = &p->steps[i];
     const clg_node *n = node_at(x, st->node);
     int which = n->def->inplace;
     if (which < 0 || which >= n->num_inputs || st->remote)
       continue;
+    bool again = false;
+    for (int j = 0; j < n->num_inputs && !again; j++)
+      again = j != which && st->in[j] == st->in[which];
     pval *out = &p->pv[st->out[0]], *in = &p->pv[st->in[which]];
-    if (out->in_arena && in->in_arena && in->end == i + 1 && in->dev == out->dev &&
+    if (!again && out->in_arena && in->in_arena && in->end == i + 1 && in->dev == out->dev &&
         in->bytes == out->bytes && in->bytes > 0) {
       out->alias = st->in[which];
       p->stats.num_inplace++;

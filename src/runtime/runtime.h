@@ -160,5 +160,8 @@ void clg_session_unlock_variables(clg_session *s);
 
 /* The session's (for tests and benchmarks): its last run's plan. */
 clg_code clg_session_plan_stats(clg_session *s, clg_plan_stats *out);
+/* Host bytes the session holds for placements: the current one and every reason string it
+ * keeps for readers (clg_session_node_reason). */
+size_t clg_session_placement_bytes(clg_session *s);
 
 #endif

@@ -8,12 +8,14 @@
 #include "cluster/cluster.h"
 #include "runtime/runtime.h"
 
-/* Placements of earlier graph versions are kept until the session is freed, so that a
- * string returned by clg_session_node_reason stays valid that long. */
-typedef struct old_placement {
-  clg_placement *placement;
-  struct old_placement *next;
-} old_placement;
+/* Every distinct reason a node has been given, kept until the session is freed: a string
+ * returned by clg_session_node_reason stays valid that long, though a later run re-places a
+ * grown graph. A node keeps its reason when others are added, so this holds about one
+ * string per node rather than every placement ever made. */
+typedef struct reason {
+  struct reason *next;
+  char text[];
+} reason;
 
 struct clg_session {
   clg_graph *graph;
@@ -25,7 +27,9 @@ struct clg_session {
   uint64_t version;           /* the graph version placed */
   bool tracing;
   clg_placement *placement;
-  old_placement *old;
+  reason **reasons;    /* per node: the reasons it has had, its current one first */
+  int nreasons;        /* nodes in reasons (placed or more) */
+  size_t reason_bytes; /* held by them */
   clg_executor *exec;
   clg_var_store *vars; /* outlives executors: the graph may grow between runs */
   /* Pictures (drawn by tracing.c): the traces of the last trace_keep runs, oldest first,
@@ -74,6 +78,44 @@ static void log_placement(clg_session *s, int from)
   free(order);
 }
 
+/* Makes each node's reason in pl its current one (under place_lock): the reason of the
+ * node's list with that text, moved to the front, else a new one. The new ones are made
+ * first, at the back of the lists, so that running out of memory changes no current one. */
+static clg_code keep_reasons(clg_session *s, const clg_placement *pl, int nn)
+{
+  if (nn > s->nreasons) {
+    reason **grown = realloc(s->reasons, sizeof *grown * (size_t)nn);
+    if (!grown)
+      return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory placing %d nodes", nn);
+    memset(grown + s->nreasons, 0, sizeof *grown * (size_t)(nn - s->nreasons));
+    s->reasons = grown;
+    s->nreasons = nn;
+  }
+  for (int i = 0; i < nn; i++) {
+    reason **at = &s->reasons[i];
+    while (*at && strcmp((*at)->text, pl[i].reason) != 0)
+      at = &(*at)->next;
+    if (*at)
+      continue;
+    size_t len = strlen(pl[i].reason) + 1;
+    if (!(*at = malloc(sizeof **at + len)))
+      return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory placing %d nodes", nn);
+    (*at)->next = NULL;
+    memcpy((*at)->text, pl[i].reason, len);
+    s->reason_bytes += sizeof **at + len;
+  }
+  for (int i = 0; i < nn; i++) {
+    reason **at = &s->reasons[i];
+    while (strcmp((*at)->text, pl[i].reason) != 0)
+      at = &(*at)->next;
+    reason *r = *at;
+    *at = r->next;
+    r->next = s->reasons[i];
+    s->reasons[i] = r;
+  }
+  return CLG_OK;
+}
+
 /* Places every node (again, when the graph has grown) and rebuilds the executor. */
 static clg_code session_place(clg_session *s)
 {
@@ -97,25 +139,22 @@ static clg_code session_place(clg_session *s)
     free(pl);
     return code;
   }
-  old_placement *keep = s->placement ? malloc(sizeof *keep) : NULL;
-  if (s->placement && !keep) {
+  int from = s->placed;
+  pthread_mutex_lock(&s->place_lock);
+  code = keep_reasons(s, pl, nn);
+  if (code != CLG_OK) { /* the nodes placed so far keep their reasons */
+    pthread_mutex_unlock(&s->place_lock);
     clg_executor_free(x);
     free(pl);
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory placing %d nodes", nn);
+    return code;
   }
-  clg_executor_free(s->exec);
-  int from = s->placed;
-  s->exec = x;
-  pthread_mutex_lock(&s->place_lock);
-  if (keep) {
-    keep->placement = s->placement;
-    keep->next = s->old;
-    s->old = keep;
-  }
+  free(s->placement); /* readers hold only reasons */
   s->placement = pl;
   s->placed = nn;
   s->version = clg_graph_version(s->graph);
   pthread_mutex_unlock(&s->place_lock);
+  clg_executor_free(s->exec);
+  s->exec = x;
   if (s->opt.log_device_placement)
     log_placement(s, from);
   return CLG_OK;
@@ -185,12 +224,12 @@ void clg_session_free(clg_session *s)
   clg_executor_free(s->exec);
   clg_var_store_free(s->vars);
   free(s->placement);
-  while (s->old) {
-    old_placement *next = s->old->next;
-    free(s->old->placement);
-    free(s->old);
-    s->old = next;
-  }
+  for (int i = 0; i < s->nreasons; i++)
+    for (reason *r = s->reasons[i], *next; r; r = next) {
+      next = r->next;
+      free(r);
+    }
+  free(s->reasons);
   for (int i = 0; i < s->nruns; i++)
     clg_run_trace_free(s->runs[i]);
   free(s->runs);
@@ -490,6 +529,14 @@ clg_code clg_session_lock_variables(clg_session *s, clg_session_vars *out)
 
 void clg_session_unlock_variables(clg_session *s) { pthread_mutex_unlock(&s->lock); }
 
+size_t clg_session_placement_bytes(clg_session *s)
+{
+  pthread_mutex_lock(&s->place_lock);
+  size_t n = (sizeof *s->placement + sizeof *s->reasons) * (size_t)s->placed + s->reason_bytes;
+  pthread_mutex_unlock(&s->place_lock);
+  return n;
+}
+
 /* --- cluster (issue 17) */
 void clg_session_task(const clg_session *s, int *task, int *num_tasks)
 {
@@ -512,29 +559,36 @@ const clg_devices *clg_session_devices(const clg_session *s)
   return s ? clg_process_devices(s->proc) : NULL;
 }
 
-/* Reads a placement under the placement lock (runs may re-place concurrently); the
- * entries themselves are never freed before the session. */
-static const clg_placement *placement_of(const clg_session *s, const clg_node *n)
+/* Reads n's device index and reason under the placement lock (runs may re-place
+ * concurrently and free the placement array; the reasons stay). false: n is not placed. */
+static bool placement_of(const clg_session *s, const clg_node *n, int *device, const char **why)
 {
   if (!s || !n || n->graph != s->graph)
-    return NULL;
+    return false;
   clg_session *ms = (clg_session *)s;
   pthread_mutex_lock(&ms->place_lock);
-  const clg_placement *p = n->index < s->placed ? &s->placement[n->index] : NULL;
+  bool placed = n->index < s->placed;
+  if (placed) {
+    *device = s->placement[n->index].device;
+    *why = s->reasons[n->index]->text;
+  }
   pthread_mutex_unlock(&ms->place_lock);
-  return p;
+  return placed;
 }
 
 const char *clg_session_node_device(const clg_session *s, const clg_node *n)
 {
-  const clg_placement *p = placement_of(s, n);
-  return p ? clg_devices_get(clg_process_devices(s->proc), p->device)->full_name : NULL;
+  int d;
+  const char *why;
+  return placement_of(s, n, &d, &why) ? clg_devices_get(clg_process_devices(s->proc), d)->full_name
+                                      : NULL;
 }
 
 const char *clg_session_node_reason(const clg_session *s, const clg_node *n)
 {
-  const clg_placement *p = placement_of(s, n);
-  return p ? p->reason : NULL;
+  int d;
+  const char *why;
+  return placement_of(s, n, &d, &why) ? why : NULL;
 }
 
 static clg_code find_allocator(clg_session *s, const char *device, clg_allocator **out)
