@@ -809,6 +809,11 @@ static void ref_conv(const geom *g, const double *x, const double *f, int64_t co
         }
 }
 
+/* Whether input row (or column) i is in the window of kernel k starting at start: a test per
+ * input element rather than a walk over the window, so that windows far larger than the input
+ * cost nothing here. */
+static bool in_window(int64_t i, int64_t start, int64_t k) { return i >= start && i - start < k; }
+
 static void ref_pool(const geom *g, bool avg, const double *x, double *y)
 {
   for (int64_t n = 0; n < g->n; n++)
@@ -817,16 +822,48 @@ static void ref_pool(const geom *g, bool avg, const double *x, double *y)
         for (int64_t c = 0; c < g->c; c++) {
           double acc = avg ? 0 : -INFINITY;
           int cnt = 0;
-          for (int64_t a = 0; a < g->kh; a++)
-            for (int64_t b = 0; b < g->kw; b++) {
-              int64_t ih = oh * g->sh - g->pt + a, iw = ow * g->sw - g->pl + b;
-              if (ih < 0 || ih >= g->h || iw < 0 || iw >= g->w)
+          for (int64_t ih = 0; ih < g->h; ih++)
+            for (int64_t iw = 0; iw < g->w; iw++) {
+              if (!in_window(ih, oh * g->sh - g->pt, g->kh) ||
+                  !in_window(iw, ow * g->sw - g->pl, g->kw))
                 continue;
               double v = x[((n * g->h + ih) * g->w + iw) * g->c + c];
               acc = avg ? acc + v : fmax(acc, v);
               cnt++;
             }
           y[((n * g->oh + oh) * g->ow + ow) * g->c + c] = avg ? acc / cnt : acc;
+        }
+}
+
+/* MaxPoolGrad (dy to each window's first strictly greater value from -inf in scan order) or
+ * AvgPoolGrad (dy over the window's count of unpadded elements) into dx, zeroed first. */
+static void ref_pool_grad(const geom *g, bool avg, const double *x, const double *dy, double *dx)
+{
+  size_t nx = (size_t)(g->n * g->h * g->w * g->c);
+  for (size_t i = 0; i < nx; i++)
+    dx[i] = 0;
+  for (int64_t n = 0; n < g->n; n++)
+    for (int64_t oh = 0; oh < g->oh; oh++)
+      for (int64_t ow = 0; ow < g->ow; ow++)
+        for (int64_t c = 0; c < g->c; c++) {
+          double best = -INFINITY, d = dy[((n * g->oh + oh) * g->ow + ow) * g->c + c];
+          int64_t at = -1, cnt = 0;
+          for (int64_t pass = 0; pass < 2; pass++)
+            for (int64_t ih = 0; ih < g->h; ih++)
+              for (int64_t iw = 0; iw < g->w; iw++) {
+                if (!in_window(ih, oh * g->sh - g->pt, g->kh) ||
+                    !in_window(iw, ow * g->sw - g->pl, g->kw))
+                  continue;
+                int64_t xi = ((n * g->h + ih) * g->w + iw) * g->c + c;
+                if (avg && pass == 0)
+                  cnt++;
+                else if (avg)
+                  dx[xi] += d / (double)cnt;
+                else if (pass == 0 && x[xi] > best)
+                  best = x[xi], at = xi;
+              }
+          if (!avg && at >= 0)
+            dx[at] += d;
         }
 }
 
@@ -963,25 +1000,8 @@ static void test_max_pool_grad_ties(void)
     ref_pool(&g, false, x, y);
     for (size_t e = 0; e < ny; e++)
       set(in[1], e, y[e]);
-    double *dx = calloc(nx, sizeof(double));
-    for (int64_t n = 0; n < g.n; n++)
-      for (int64_t oh = 0; oh < g.oh; oh++)
-        for (int64_t ow = 0; ow < g.ow; ow++)
-          for (int64_t c = 0; c < g.c; c++) {
-            double best = -INFINITY;
-            int64_t at = -1;
-            for (int64_t a = 0; a < g.kh; a++)
-              for (int64_t b = 0; b < g.kw; b++) {
-                int64_t ih = oh * g.sh - g.pt + a, iw = ow * g.sw - g.pl + b;
-                if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w)
-                  continue;
-                int64_t xi = ((n * g.h + ih) * g.w + iw) * g.c + c;
-                if (x[xi] > best)
-                  best = x[xi], at = xi;
-              }
-            if (at >= 0)
-              dx[at] += dy[((n * g.oh + oh) * g.ow + ow) * g.c + c];
-          }
+    double *dx = malloc(nx * sizeof(double));
+    ref_pool_grad(&g, false, x, dy, dx);
     opcase c = {"MaxPoolGrad",
                 3,
                 0,
@@ -998,6 +1018,63 @@ static void test_max_pool_grad_ties(void)
     free(dx);
     for (int t = 0; t < 3; t++)
       clg_tensor_free(in[t]);
+  }
+}
+
+/* Windows far larger than the input (issue 21): MaxPool, AvgPool and their gradients with a
+ * window of 2^30 rows and/or columns over a few pixels (SAME) finish at once and equal the
+ * reference, AvgPool dividing by its count of taps inside the input. The kernels clip each
+ * window to the input before walking it. */
+static void test_huge_windows(void)
+{
+  const int64_t big = (int64_t)1 << 30;
+  /* n, h, w, c, kh, kw, sh, sw */
+  const int64_t cases[][8] = {{2, 3, 4, 5, big, big, 1, 1},
+                              {1, 5, 3, 2, big, 2, 2, 1},
+                              {2, 4, 5, 3, 2, big, 1, 3},
+                              {1, 1, 1, 1, big, big, 1, 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int64_t *k = cases[i];
+    geom g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], 1, 1, 0, 0, 0, 0};
+    ref_dims(&g, true);
+    clg_dtype dt = i == 1 ? CLG_FLOAT64 : CLG_FLOAT32;
+    double tol = dt == CLG_FLOAT64 ? 1e-12 : 1e-6;
+    int64_t xd[4] = {g.n, g.h, g.w, g.c}, yd[4] = {g.n, g.oh, g.ow, g.c};
+    clg_tensor *x = rand_tensor(dt, 4, xd, -1, 1), *dy = rand_tensor(dt, 4, yd, -1, 1);
+    clg_tensor *y = clg_tensor_new(dt, 4, yd, NULL);
+    size_t nx = clg_tensor_count(x), ny = clg_tensor_count(y);
+    double *xv = to_doubles(x), *dyv = to_doubles(dy), *yv = malloc(ny * sizeof(double)),
+           *dx = malloc(nx * sizeof(double));
+    clg_attr at[3] = {clg_attr_int_list("ksize", 4, (int64_t[]){1, g.kh, g.kw, 1}),
+                      clg_attr_int_list("strides", 4, (int64_t[]){1, g.sh, g.sw, 1}),
+                      clg_attr_string("padding", "SAME")};
+    char what[64];
+    for (int avg = 0; avg < 2; avg++) {
+      ref_pool(&g, avg, xv, yv);
+      opcase c = {avg ? "AvgPool" : "MaxPool", 1, 0, -1, {0}, 3, {at[0], at[1], at[2]}};
+      snprintf(what, sizeof what, "%s, huge window case %zu", c.op, i);
+      run_check(what, 1, &x, build_op, &c, 0, yv, ny, tol);
+      ref_pool_grad(&g, avg, xv, dyv, dx);
+      if (avg) {
+        opcase gc = {"AvgPoolGrad", 1, 0, 4, {g.n, g.h, g.w, g.c}, 3, {at[0], at[1], at[2]}};
+        snprintf(what, sizeof what, "AvgPoolGrad, huge window case %zu", i);
+        run_check(what, 1, &dy, build_op, &gc, 0, dx, nx, tol);
+      } else {
+        for (size_t e = 0; e < ny; e++)
+          set(y, e, yv[e]);
+        clg_tensor *in[3] = {x, y, dy};
+        opcase gc = {"MaxPoolGrad", 3, 0, -1, {0}, 3, {at[0], at[1], at[2]}};
+        snprintf(what, sizeof what, "MaxPoolGrad, huge window case %zu", i);
+        run_check(what, 3, in, build_op, &gc, 0, dx, nx, tol);
+      }
+    }
+    free(xv);
+    free(dyv);
+    free(yv);
+    free(dx);
+    clg_tensor_free(x);
+    clg_tensor_free(y);
+    clg_tensor_free(dy);
   }
 }
 
@@ -1298,6 +1375,7 @@ int main(void)
   test_conv2d();
   test_pool_lrn_bias();
   test_max_pool_grad_ties();
+  test_huge_windows();
   test_cifar_forward();
   test_more_bad_input();
   test_conv_scratch_planned();

@@ -182,6 +182,17 @@ typedef struct clg_window {
   int64_t cout, kdim; /* Conv2D: output channels, kh*kw*c */
 } clg_window;
 
+/* The taps [*lo, *hi) of a window of k taps from start that lie inside [0, n), found before
+ * any index arithmetic (as clip_window in cl/nn.cl): a window far larger than the input is
+ * never walked, and no sum overflows (for start < n, n - start is exact as a uint64_t). */
+static inline void clg_window_clip(int64_t start, int64_t k, int64_t n, int64_t *lo, int64_t *hi)
+{
+  *lo = start < 0 ? 0 : start;
+  *hi = start >= n ? *lo : (uint64_t)k >= (uint64_t)n - (uint64_t)start ? n : start + k;
+  if (*hi < *lo)
+    *hi = *lo;
+}
+
 /* MaxPool (avg false) or AvgPool over x [n,h,w,c] into y [n,oh,ow,c]. */
 void clg_host_pool(clg_dtype dtype, bool avg, const void *x, void *y, const clg_window *g);
 clg_code clg_cl_pool(clg_device *dev, clg_dtype dtype, bool avg, const clg_block *x,
