@@ -69,9 +69,9 @@ __kernel void clg_lrn(__global const T *x, ulong xo, __global T *y, ulong yo, ul
   ulong i = get_global_id(0);
   if (i >= count)
     return;
-  long ch = (long)(i % (ulong)c);
+  long ch = (long)(i % (ulong)c), r = min(radius, c); /* beyond c: every channel */
   ulong base = xo + i - (ulong)ch;
-  long lo = ch - radius < 0 ? 0 : ch - radius, hi = ch + radius >= c ? c - 1 : ch + radius;
+  long lo = ch - r < 0 ? 0 : ch - r, hi = ch + r >= c ? c - 1 : ch + r;
   T sq = 0;
   for (long k = lo; k <= hi; k++) {
     T v = x[base + (ulong)k];
@@ -118,14 +118,16 @@ __kernel void clg_col2im(__global const T *p, ulong po, __global T *x, ulong xo,
   long iw = (long)(r % (ulong)g.w);
   r /= (ulong)g.w;
   long ih = (long)(r % (ulong)g.h), n = (long)(r / (ulong)g.h);
+  /* Only taps with a * dh <= ih + pt reach row ih: the loops stop there (a * dh in range). */
+  long ae = min(g.kh, (ih + g.pt) / g.dh + 1), be = min(g.kw, (iw + g.pl) / g.dw + 1);
   T acc = 0;
-  for (long a = 0; a < g.kh; a++) {
+  for (long a = 0; a < ae; a++) {
     long th = ih + g.pt - a * g.dh;
-    if (th < 0 || th % g.sh != 0 || th / g.sh >= g.oh)
+    if (th % g.sh != 0 || th / g.sh >= g.oh)
       continue;
-    for (long b = 0; b < g.kw; b++) {
+    for (long b = 0; b < be; b++) {
       long tw = iw + g.pl - b * g.dw;
-      if (tw < 0 || tw % g.sw != 0 || tw / g.sw >= g.ow)
+      if (tw % g.sw != 0 || tw / g.sw >= g.ow)
         continue;
       ulong row = (ulong)((n * g.oh + th / g.sh) * g.ow + tw / g.sw);
       if (row < row0 || row >= row0 + rows)
@@ -192,12 +194,12 @@ __kernel void clg_lrn_grad(__global const T *dy, ulong dyo, __global const T *x,
   ulong i = get_global_id(0);
   if (i >= count)
     return;
-  long ch = (long)(i % (ulong)c);
+  long ch = (long)(i % (ulong)c), r = min(radius, c); /* beyond c: every channel */
   ulong base = i - (ulong)ch;
-  long lo = ch - radius < 0 ? 0 : ch - radius, hi = ch + radius >= c ? c - 1 : ch + radius;
+  long lo = ch - r < 0 ? 0 : ch - r, hi = ch + r >= c ? c - 1 : ch + r;
   T own = 0, cross = 0;
   for (long k = lo; k <= hi; k++) {
-    long lo2 = k - radius < 0 ? 0 : k - radius, hi2 = k + radius >= c ? c - 1 : k + radius;
+    long lo2 = k - r < 0 ? 0 : k - r, hi2 = k + r >= c ? c - 1 : k + r;
     T sq = 0;
     for (long j = lo2; j <= hi2; j++) {
       T v = x[xo + base + (ulong)j];

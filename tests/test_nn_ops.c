@@ -867,16 +867,42 @@ static void ref_pool_grad(const geom *g, bool avg, const double *x, const double
         }
 }
 
+/* LRN's sum of squares over the channels k with |k - ch| <= r, tested per channel (no
+ * arithmetic on r, which may be as large as the op accepts). */
+static double ref_lrn_norm(const double *px, int64_t c, int64_t ch, int64_t r, double bias,
+                           double alpha)
+{
+  double sq = 0;
+  for (int64_t k = 0; k < c; k++)
+    if ((k > ch ? k - ch : ch - k) <= r)
+      sq += px[k] * px[k];
+  return bias + alpha * sq;
+}
+
 static void ref_lrn(size_t count, int64_t c, int64_t r, double bias, double alpha, double beta,
                     const double *x, double *y)
 {
   for (size_t i = 0; i < count; i++) {
     int64_t ch = (int64_t)(i % (size_t)c);
-    double sq = 0;
-    for (int64_t k = ch - r; k <= ch + r; k++)
-      if (k >= 0 && k < c)
-        sq += x[i - (size_t)ch + (size_t)k] * x[i - (size_t)ch + (size_t)k];
-    y[i] = x[i] / pow(bias + alpha * sq, beta);
+    y[i] = x[i] / pow(ref_lrn_norm(x + i - (size_t)ch, c, ch, r, bias, alpha), beta);
+  }
+}
+
+/* LRNGrad: dx[c] = dy[c] N[c]^-beta - 2 alpha beta x[c] sum over |k - c| <= r of
+ * dy[k] y[k] / N[k]. */
+static void ref_lrn_grad(size_t count, int64_t c, int64_t r, double bias, double alpha, double beta,
+                         const double *dy, const double *x, const double *y, double *dx)
+{
+  for (size_t i = 0; i < count; i++) {
+    int64_t ch = (int64_t)(i % (size_t)c);
+    size_t base = i - (size_t)ch;
+    double cross = 0;
+    for (int64_t k = 0; k < c; k++)
+      if ((k > ch ? k - ch : ch - k) <= r)
+        cross += dy[base + (size_t)k] * y[base + (size_t)k] /
+                 ref_lrn_norm(x + base, c, k, r, bias, alpha);
+    dx[i] = dy[i] * pow(ref_lrn_norm(x + base, c, ch, r, bias, alpha), -beta) -
+            2 * alpha * beta * x[i] * cross;
   }
 }
 
@@ -1075,6 +1101,43 @@ static void test_huge_windows(void)
     clg_tensor_free(x);
     clg_tensor_free(y);
     clg_tensor_free(dy);
+  }
+}
+
+/* LRN and LRNGrad with radii up to the largest the op accepts (issue 21: ch + radius overflowed
+ * in the OpenCL kernels, which then summed no channel), on both device kinds against the
+ * reference: a radius at or beyond the channels sums them all. */
+static void test_lrn_huge_radius(void)
+{
+  const int64_t radii[] = {INT64_MAX, INT64_MAX - 1, (int64_t)1 << 62, INT32_MAX, 7, 6, 3};
+  for (size_t i = 0; i < sizeof radii / sizeof radii[0]; i++) {
+    clg_dtype dt = i % 2 ? CLG_FLOAT64 : CLG_FLOAT32;
+    double tol = dt == CLG_FLOAT64 ? 1e-12 : 1e-5, bias = 1.5, alpha = 0.3, beta = 0.75;
+    int64_t dims[4] = {2, 2, 3, 7}, r = radii[i];
+    clg_tensor *in[3] = {rand_tensor(dt, 4, dims, -1, 1), rand_tensor(dt, 4, dims, -1, 1),
+                         clg_tensor_new(dt, 4, dims, NULL)};
+    size_t n = clg_tensor_count(in[0]);
+    double *dy = to_doubles(in[0]), *x = to_doubles(in[1]), *y = malloc(n * sizeof(double)),
+           *dx = malloc(n * sizeof(double));
+    ref_lrn(n, dims[3], r, bias, alpha, beta, x, y);
+    for (size_t e = 0; e < n; e++)
+      set(in[2], e, y[e]);
+    clg_attr at[4] = {clg_attr_int("depth_radius", r), clg_attr_float("bias", bias),
+                      clg_attr_float("alpha", alpha), clg_attr_float("beta", beta)};
+    char what[64];
+    opcase l = {"LRN", 1, 0, -1, {0}, 4, {at[0], at[1], at[2], at[3]}};
+    snprintf(what, sizeof what, "LRN depth_radius %lld", (long long)r);
+    run_check(what, 1, &in[1], build_op, &l, 0, y, n, tol);
+    ref_lrn_grad(n, dims[3], r, bias, alpha, beta, dy, x, y, dx);
+    opcase lg = {"LRNGrad", 3, 0, -1, {0}, 4, {at[0], at[1], at[2], at[3]}};
+    snprintf(what, sizeof what, "LRNGrad depth_radius %lld", (long long)r);
+    run_check(what, 3, in, build_op, &lg, 0, dx, n, tol);
+    free(dy);
+    free(x);
+    free(y);
+    free(dx);
+    for (int t = 0; t < 3; t++)
+      clg_tensor_free(in[t]);
   }
 }
 
@@ -1376,6 +1439,7 @@ int main(void)
   test_pool_lrn_bias();
   test_max_pool_grad_ties();
   test_huge_windows();
+  test_lrn_huge_radius();
   test_cifar_forward();
   test_more_bad_input();
   test_conv_scratch_planned();
