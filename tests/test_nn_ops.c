@@ -249,6 +249,8 @@ static double ref_binary(const char *op, double x, double y)
     return x / y;
   if (!strcmp(op, "Maximum"))
     return x < y ? y : x;
+  if (!strcmp(op, "GreaterEqual"))
+    return x >= y;
   return x == y;
 }
 
@@ -270,7 +272,7 @@ static size_t bcast_index(size_t i, int ro, const int64_t *dout, int ri, const i
 
 static void test_binary(void)
 {
-  const char *ops[] = {"Add", "Sub", "Mul", "RealDiv", "Maximum", "Equal"};
+  const char *ops[] = {"Add", "Sub", "Mul", "RealDiv", "Maximum", "Equal", "GreaterEqual"};
   for (int rep = 0; rep < 12; rep++) {
     int ro = irand(1, 4);
     int64_t dout[4], da[4], db[4];
@@ -294,12 +296,15 @@ static void test_binary(void)
       int64_t x = ka >= 0 ? da[ka] : 1, y = kb >= 0 ? db[kb] : 1;
       dr[k] = x == 1 ? y : x;
     }
-    clg_dtype dt = rep == 5 ? CLG_FLOAT64 : rep == 7 ? CLG_INT32 : CLG_FLOAT32;
-    for (size_t o = 0; o < 6; o++) {
-      if (dt == CLG_INT32 && o != 5)
+    clg_dtype dt = rep == 5   ? CLG_FLOAT64
+                   : rep == 7 ? CLG_INT32
+                   : rep == 9 ? CLG_INT64
+                              : CLG_FLOAT32;
+    for (size_t o = 0; o < 7; o++) {
+      if ((dt == CLG_INT32 || dt == CLG_INT64) && o < 5)
         continue;
       clg_tensor *in[2] = {rand_tensor(dt, ra, da, -3, 3), rand_tensor(dt, rb, db, 0.5, 2)};
-      if (o == 5 || dt == CLG_INT32) /* small integers so that Equal sees equal values */
+      if (o >= 5 || dt == CLG_INT32) /* small integers: the comparisons see equal values */
         for (int j = 0; j < 2; j++)
           for (size_t i = 0; i < clg_tensor_count(in[j]); i++)
             set(in[j], i, (double)(clg_test_rand() % 3));
@@ -333,6 +338,72 @@ static void test_binary(void)
   b = ph(g, CLG_INT32, 1, (int64_t[]){3});
   CHECK(clg_equal(g, "eq", a, b) == NULL);
   EXPECT_BUILD_ERROR(g, "Equal 'eq': dtypes differ: float vs int32");
+}
+
+/* Select (tf.where): the chosen element's exact value (infinities and NaN included) for each
+ * condition form (t's shape, a scalar, a vector choosing rows) and dtype; bad input named. */
+static clg_node *build_select(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  (void)ctx;
+  return clg_select(g, NULL, in[0], in[1], in[2]);
+}
+
+static void test_select(void)
+{
+  typedef struct {
+    clg_dtype dt;
+    int rank, crank;
+    int64_t dims[3];
+  } select_case;
+  const select_case cases[] = {{CLG_FLOAT32, 3, 3, {2, 3, 4}}, {CLG_FLOAT64, 2, 0, {3, 2}},
+                               {CLG_FLOAT64, 2, 0, {3, 2}},    {CLG_INT32, 3, 1, {3, 2, 2}},
+                               {CLG_INT64, 1, 1, {5}},         {CLG_BOOL, 2, 2, {2, 2}},
+                               {CLG_FLOAT32, 2, 1, {0, 3}},    {CLG_FLOAT32, 2, 0, {0, 3}}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const select_case *c = &cases[k];
+    clg_tensor *in[3] = {rand_tensor(CLG_BOOL, c->crank, c->dims, 0, 2),
+                         rand_tensor(c->dt, c->rank, c->dims, -3, 3),
+                         rand_tensor(c->dt, c->rank, c->dims, -3, 3)};
+    size_t n = clg_tensor_count(in[1]), nc = clg_tensor_count(in[0]);
+    for (size_t i = 0; i < nc; i++) /* about half true; of the scalars, one of each */
+      set(in[0], i, c->crank == 0 ? k == 1 : (double)(clg_test_rand() % 2));
+    for (size_t i = 0; c->dt == CLG_BOOL && i < n; i++)
+      set(in[1], i, (double)(clg_test_rand() % 2)), set(in[2], i, (double)(clg_test_rand() % 2));
+    if (c->dt == CLG_FLOAT32 && n >= 4) {
+      set(in[1], 0, INFINITY), set(in[2], 1, NAN);
+      set(in[1], 2, NAN), set(in[2], 3, -INFINITY);
+    }
+    double *ref = malloc(sizeof(double) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) {
+      size_t ci = nc == n ? i : c->crank == 0 ? 0 : i / (n / nc);
+      ref[i] = clg_test_elem(in[clg_test_elem(in[0], ci) != 0 ? 1 : 2], i);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "Select %s case %zu", clg_dtype_name(c->dt), k);
+    run_check(what, 3, in, build_select, NULL, 0, ref, n, 0);
+    free(ref);
+    for (int i = 0; i < 3; i++)
+      clg_tensor_free(in[i]);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *t = ph(g, CLG_FLOAT32, 2, (int64_t[]){3, 2});
+  CHECK(clg_select(g, "s", ph(g, CLG_FLOAT32, 2, (int64_t[]){3, 2}), t, t) == NULL);
+  EXPECT_BUILD_ERROR(g, "Select 's': condition must be bool, not float");
+  g = clg_graph_new();
+  t = ph(g, CLG_FLOAT32, 2, (int64_t[]){3, 2});
+  CHECK(clg_select(g, "s", ph(g, CLG_BOOL, 2, (int64_t[]){3, 2}), t,
+                   ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3})) == NULL);
+  EXPECT_BUILD_ERROR(g, "Select 's': 'then' (float [3,2]) and 'else' (float [2,3]) must have one "
+                        "dtype and shape");
+  g = clg_graph_new();
+  t = ph(g, CLG_FLOAT32, 2, (int64_t[]){3, 2});
+  CHECK(clg_select(g, "s", ph(g, CLG_BOOL, 1, (int64_t[]){2}), t, t) == NULL);
+  EXPECT_BUILD_ERROR(g, "Select 's': condition [2] must be a scalar, a vector of the first "
+                        "dimension of 'then' [3,2], or of its shape");
+  g = clg_graph_new();
+  t = ph(g, CLG_FLOAT32, 1, (int64_t[]){3});
+  CHECK(clg_greater_equal(g, "ge", t, ph(g, CLG_FLOAT64, 1, (int64_t[]){3})) == NULL);
+  EXPECT_BUILD_ERROR(g, "GreaterEqual 'ge': dtypes differ: float vs double");
 }
 
 /* --- element-wise unary ops, Cast, Fill, ZerosLike/OnesLike, Reshape, Transpose -------------- */
@@ -1427,6 +1498,7 @@ int main(void)
     return clg_test_summary("test_nn_ops");
   keeper_start();
   test_binary();
+  test_select();
   test_unary();
   test_cast();
   test_fill();

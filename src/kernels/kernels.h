@@ -16,9 +16,10 @@ typedef enum clg_binop {
   CLG_BINOP_ADD,
   CLG_BINOP_SUB,
   CLG_BINOP_MUL,
-  CLG_BINOP_DIV,  /* RealDiv */
-  CLG_BINOP_MAX,  /* Maximum: x < y ? y : x (a NaN in x wins, as Eigen's max) */
-  CLG_BINOP_EQUAL /* Equal: a bool output */
+  CLG_BINOP_DIV,          /* RealDiv */
+  CLG_BINOP_MAX,          /* Maximum: x < y ? y : x (a NaN in x wins, as Eigen's max) */
+  CLG_BINOP_EQUAL,        /* Equal: a bool output */
+  CLG_BINOP_GREATER_EQUAL /* GreaterEqual: x >= y, a bool output (false with a NaN) */
 } clg_binop;
 
 /* An output of `rank` dims (merged where the inputs allow) and, per dim, the strides in
@@ -47,8 +48,8 @@ void clg_strided_to_cl(const clg_strided *m, clg_cl_map *c);
 /* Merges adjacent dims whose strides continue each other in every input. */
 void clg_strided_merge(clg_strided *m);
 /* out[i] = a[ia(i)] op b[ib(i)] over the map (count elements). out may alias a or b when
- * that input is not broadcast. float, double; EQUAL takes float, double, int32, int64 and
- * writes bytes 0/1. */
+ * that input is not broadcast. float, double; EQUAL and GREATER_EQUAL take float, double,
+ * int32, int64 and write bytes 0/1. */
 void clg_host_broadcast(clg_binop op, clg_dtype dtype, const void *a, const void *b, void *out,
                         const clg_strided *m);
 /* out[i] = a[ia(i)] for elements of es bytes (1, 2, 4, 8): Transpose. */
