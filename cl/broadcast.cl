@@ -32,9 +32,10 @@ CLG_BCAST(clg_bc_mul, T, x * y)
 CLG_BCAST(clg_bc_div, T, x / y)
 CLG_BCAST(clg_bc_max, T, x < y ? y : x)
 CLG_BCAST(clg_bc_equal, uchar, x == y ? 1 : 0)
+CLG_BCAST(clg_bc_ge, uchar, x >= y ? 1 : 0)
 
-/* Equal on integers (the program's T is then unused). */
-#define CLG_BCAST_EQ(name, TI)                                                                   \
+/* Equal and GreaterEqual on integers (the program's T is then unused). */
+#define CLG_BCAST_CMP(name, TI, OP)                                                              \
   __kernel void name(__global const TI *a, ulong ao, __global const TI *b, ulong bo,            \
                      __global uchar *out, ulong oo, ulong n, clg_map m)                         \
   {                                                                                              \
@@ -48,10 +49,12 @@ CLG_BCAST(clg_bc_equal, uchar, x == y ? 1 : 0)
       ia += d * m.sa[k];                                                                         \
       ib += d * m.sb[k];                                                                         \
     }                                                                                            \
-    out[oo + i] = a[ao + ia] == b[bo + ib] ? 1 : 0;                                              \
+    out[oo + i] = a[ao + ia] OP b[bo + ib] ? 1 : 0;                                              \
   }
-CLG_BCAST_EQ(clg_bc_equal_i32, int)
-CLG_BCAST_EQ(clg_bc_equal_i64, long)
+CLG_BCAST_CMP(clg_bc_equal_i32, int, ==)
+CLG_BCAST_CMP(clg_bc_equal_i64, long, ==)
+CLG_BCAST_CMP(clg_bc_ge_i32, int, >=)
+CLG_BCAST_CMP(clg_bc_ge_i64, long, >=)
 
 /* out[i] = in[strided(i)] for elements of 1, 2, 4 or 8 bytes (Transpose of any dtype). */
 #define CLG_GATHER(name, TE)                                                                     \

@@ -12,6 +12,28 @@ typedef struct clg_window {
   long cout, kdim;  /* Conv2D: output channels, kh*kw*c */
 } clg_window;
 
+/* The taps [*lo, *hi) of a window of k taps from start that lie inside [0, n), found before
+ * any index arithmetic: a window far larger than the input is never walked, and no sum
+ * overflows (for start < n, n - start is exact as a ulong). */
+static void clip_window(long start, long k, long n, long *lo, long *hi)
+{
+  *lo = start < 0 ? 0 : start;
+  *hi = start >= n ? *lo : (ulong)k >= (ulong)n - (ulong)start ? n : start + k;
+  if (*hi < *lo)
+    *hi = *lo;
+}
+
+/* The outputs [*lo, *hi) (of nout, stride s) whose windows of k taps, the first at -pad, hold
+ * input index i: o*s - pad <= i < o*s - pad + k. */
+static void windows_holding(long i, long pad, long k, long s, long nout, long *lo, long *hi)
+{
+  long t = i + pad, u = t - k + 1; /* o*s in [u, t] */
+  *lo = u <= 0 ? 0 : u / s + (u % s != 0);
+  *hi = t / s + 1 < nout ? t / s + 1 : nout;
+  if (*hi < *lo)
+    *hi = *lo;
+}
+
 /* MaxPool (avg 0) or AvgPool (avg 1; divides by the number of unpadded elements). */
 __kernel void clg_pool(__global const T *x, ulong xo, __global T *y, ulong yo, ulong count,
                        clg_window g, uint avg)
@@ -25,26 +47,19 @@ __kernel void clg_pool(__global const T *x, ulong xo, __global T *y, ulong yo, u
   r /= (ulong)g.ow;
   long oh = (long)(r % (ulong)g.oh);
   long n = (long)(r / (ulong)g.oh);
-  long h0 = oh * g.sh - g.pt, w0 = ow * g.sw - g.pl;
+  long hs, he, ws, we;
+  clip_window(oh * g.sh - g.pt, g.kh, g.h, &hs, &he);
+  clip_window(ow * g.sw - g.pl, g.kw, g.w, &ws, &we);
   T acc = avg ? (T)0 : (T)(-INFINITY);
-  long valid = 0;
-  for (long a = 0; a < g.kh; a++) {
-    long ih = h0 + a;
-    if (ih < 0 || ih >= g.h)
-      continue;
-    for (long b = 0; b < g.kw; b++) {
-      long iw = w0 + b;
-      if (iw < 0 || iw >= g.w)
-        continue;
+  for (long ih = hs; ih < he; ih++)
+    for (long iw = ws; iw < we; iw++) {
       T v = x[xo + ((n * g.h + ih) * g.w + iw) * g.c + c];
       if (avg)
         acc += v;
       else
         acc = acc < v ? v : acc;
-      valid++;
     }
-  }
-  y[yo + i] = avg ? acc / (T)valid : acc;
+  y[yo + i] = avg ? acc / (T)((he - hs) * (we - ws)) : acc;
 }
 
 /* LRN over the channel axis: x / (bias + alpha * sum of squares within radius)^beta. */
@@ -54,9 +69,9 @@ __kernel void clg_lrn(__global const T *x, ulong xo, __global T *y, ulong yo, ul
   ulong i = get_global_id(0);
   if (i >= count)
     return;
-  long ch = (long)(i % (ulong)c);
+  long ch = (long)(i % (ulong)c), r = min(radius, c); /* beyond c: every channel */
   ulong base = xo + i - (ulong)ch;
-  long lo = ch - radius < 0 ? 0 : ch - radius, hi = ch + radius >= c ? c - 1 : ch + radius;
+  long lo = ch - r < 0 ? 0 : ch - r, hi = ch + r >= c ? c - 1 : ch + r;
   T sq = 0;
   for (long k = lo; k <= hi; k++) {
     T v = x[base + (ulong)k];
@@ -103,14 +118,16 @@ __kernel void clg_col2im(__global const T *p, ulong po, __global T *x, ulong xo,
   long iw = (long)(r % (ulong)g.w);
   r /= (ulong)g.w;
   long ih = (long)(r % (ulong)g.h), n = (long)(r / (ulong)g.h);
+  /* Only taps with a * dh <= ih + pt reach row ih: the loops stop there (a * dh in range). */
+  long ae = min(g.kh, (ih + g.pt) / g.dh + 1), be = min(g.kw, (iw + g.pl) / g.dw + 1);
   T acc = 0;
-  for (long a = 0; a < g.kh; a++) {
+  for (long a = 0; a < ae; a++) {
     long th = ih + g.pt - a * g.dh;
-    if (th < 0 || th % g.sh != 0 || th / g.sh >= g.oh)
+    if (th % g.sh != 0 || th / g.sh >= g.oh)
       continue;
-    for (long b = 0; b < g.kw; b++) {
+    for (long b = 0; b < be; b++) {
       long tw = iw + g.pl - b * g.dw;
-      if (tw < 0 || tw % g.sw != 0 || tw / g.sw >= g.ow)
+      if (tw % g.sw != 0 || tw / g.sw >= g.ow)
         continue;
       ulong row = (ulong)((n * g.oh + th / g.sh) * g.ow + tw / g.sw);
       if (row < row0 || row >= row0 + rows)
@@ -135,40 +152,32 @@ __kernel void clg_pool_grad(__global const T *x, ulong xo, __global const T *dy,
   long iw = (long)(r % (ulong)g.w);
   r /= (ulong)g.w;
   long ih = (long)(r % (ulong)g.h), n = (long)(r / (ulong)g.h);
+  /* Only the windows holding (ih, iw), in the host's order (oh, then ow, ascending). */
+  long ohs, ohe, ows, owe;
+  windows_holding(ih, g.pt, g.kh, g.sh, g.oh, &ohs, &ohe);
+  windows_holding(iw, g.pl, g.kw, g.sw, g.ow, &ows, &owe);
   T acc = 0;
-  for (long a = 0; a < g.kh; a++) {
-    long th = ih + g.pt - a;
-    if (th < 0 || th % g.sh != 0 || th / g.sh >= g.oh)
-      continue;
-    long oh = th / g.sh, h0 = oh * g.sh - g.pt;
-    for (long b = 0; b < g.kw; b++) {
-      long tw = iw + g.pl - b;
-      if (tw < 0 || tw % g.sw != 0 || tw / g.sw >= g.ow)
-        continue;
-      long ow = tw / g.sw, w0 = ow * g.sw - g.pl;
+  for (long oh = ohs; oh < ohe; oh++) {
+    long hs, he;
+    clip_window(oh * g.sh - g.pt, g.kh, g.h, &hs, &he);
+    for (long ow = ows; ow < owe; ow++) {
+      long ws, we;
+      clip_window(ow * g.sw - g.pl, g.kw, g.w, &ws, &we);
       T gv = dy[dyo + (ulong)(((n * g.oh + oh) * g.ow + ow) * g.c + c)];
       if (avg) {
-        long hs = max(h0, 0L), he = min(h0 + g.kh, g.h), ws = max(w0, 0L), we = min(w0 + g.kw, g.w);
         acc += gv / (T)((he - hs) * (we - ws));
         continue;
       }
       T best = (T)(-INFINITY);
       long at = -1;
-      for (long a2 = 0; a2 < g.kh; a2++) {
-        long h2 = h0 + a2;
-        if (h2 < 0 || h2 >= g.h)
-          continue;
-        for (long b2 = 0; b2 < g.kw; b2++) {
-          long w2 = w0 + b2;
-          if (w2 < 0 || w2 >= g.w)
-            continue;
+      for (long h2 = hs; h2 < he; h2++)
+        for (long w2 = ws; w2 < we; w2++) {
           T v = x[xo + (ulong)(((n * g.h + h2) * g.w + w2) * g.c + c)];
           if (best < v) {
             best = v;
             at = h2 * g.w + w2;
           }
         }
-      }
       if (at == ih * g.w + iw)
         acc += gv;
     }
@@ -185,12 +194,12 @@ __kernel void clg_lrn_grad(__global const T *dy, ulong dyo, __global const T *x,
   ulong i = get_global_id(0);
   if (i >= count)
     return;
-  long ch = (long)(i % (ulong)c);
+  long ch = (long)(i % (ulong)c), r = min(radius, c); /* beyond c: every channel */
   ulong base = i - (ulong)ch;
-  long lo = ch - radius < 0 ? 0 : ch - radius, hi = ch + radius >= c ? c - 1 : ch + radius;
+  long lo = ch - r < 0 ? 0 : ch - r, hi = ch + r >= c ? c - 1 : ch + r;
   T own = 0, cross = 0;
   for (long k = lo; k <= hi; k++) {
-    long lo2 = k - radius < 0 ? 0 : k - radius, hi2 = k + radius >= c ? c - 1 : k + radius;
+    long lo2 = k - r < 0 ? 0 : k - r, hi2 = k + r >= c ? c - 1 : k + r;
     T sq = 0;
     for (long j = lo2; j <= hi2; j++) {
       T v = x[xo + base + (ulong)j];

@@ -290,6 +290,18 @@ static clg_node *b_maximum(clg_graph *g, clg_node *const *x)
 {
   return clg_maximum(g, NULL, x[0], x[1]);
 }
+/* Select on x0 >= x1 (Maximum by hand), and on a constant condition choosing whole rows. */
+static clg_node *b_select(clg_graph *g, clg_node *const *x)
+{
+  return clg_select(g, NULL, clg_greater_equal(g, NULL, x[0], x[1]), x[0], x[1]);
+}
+static clg_node *b_select_rows(clg_graph *g, clg_node *const *x)
+{
+  clg_tensor *t = clg_tensor_new(CLG_BOOL, 1, (int64_t[]){3}, (uint8_t[]){1, 0, 1});
+  clg_node *c = clg_const(g, "rows", t);
+  clg_tensor_free(t);
+  return clg_select(g, NULL, c, x[0], x[1]);
+}
 static clg_node *b_cast(clg_graph *g, clg_node *const *x)
 {
   return clg_square(g, NULL, clg_cast(g, NULL, x[0], CLG_FLOAT64));
@@ -341,6 +353,8 @@ static void test_finite_differences(void)
       {"RealDiv broadcast", 2, {2, 1}, {{2, 3}, {3}}, b_real_div, INIT_AWAY},
       {"Maximum", 2, {2, 2}, {{2, 3}, {2, 3}}, b_maximum, INIT_DISTINCT},
       {"Maximum broadcast", 2, {2, 1}, {{2, 3}, {3}}, b_maximum, INIT_DISTINCT},
+      {"Select", 2, {2, 2}, {{2, 3}, {2, 3}}, b_select, INIT_DISTINCT},
+      {"Select rows", 2, {3, 3}, {{3, 2, 2}, {3, 2, 2}}, b_select_rows, 0},
       {"Cast", 1, {2}, {{2, 3}}, b_cast, 0},
   };
   const char *devices[2] = {"/cpu:0", "/device:GPU:0"};
@@ -721,6 +735,101 @@ static void test_grad_op_errors(void)
   clg_graph_free(g);
 }
 
+/* Whether t holds exactly want (NaN where want is NaN, infinities with their sign). */
+static bool same_values(const clg_tensor *t, const double *want, size_t n, const char *what)
+{
+  CHECK_MSG(t && clg_tensor_count(t) == n, "%s: %zu elements, want %zu", what,
+            t ? clg_tensor_count(t) : 0, n);
+  for (size_t i = 0; t && i < n && i < clg_tensor_count(t); i++) {
+    double v = clg_test_elem(t, i);
+    if (!(v == want[i] || (isnan(v) && isnan(want[i])))) {
+      CHECK_MSG(false, "%s: element %zu is %g, want %g", what, i, v, want[i]);
+      return false;
+    }
+  }
+  return t != NULL;
+}
+
+/* Maximum's gradient is TensorFlow 1.x's _MaximumGrad (issue 21): a = x >= y gets dy, b the
+ * rest, by a select, so infinities and NaN in dy reach one input and never the other (a
+ * product with a 0/1 mask gave inf * 0 = NaN), ties go to x, and a NaN in x or y sends dy to
+ * y. Both dtypes, on CPU:0 and a stand-in GPU, and with y broadcast (summed over the rows). */
+static void test_maximum_nonfinite(void)
+{
+  const double inf = INFINITY, nan = NAN;
+  /* x, y, dy and the expected da, db per element. */
+  static const double x[] = {inf, 1, 2, nan, 1, -inf, -0.0, 3, 4, -inf};
+  static const double y[] = {1, inf, 2, 1, nan, -inf, 0.0, -5, 1, nan};
+  static const double dy[] = {inf, inf, inf, 5, 7, -inf, 2, 3, nan, inf};
+  static const double da[] = {inf, 0, inf, 0, 0, -inf, 2, 3, nan, 0};
+  static const double db[] = {0, inf, 0, 5, 7, 0, 0, 0, 0, inf};
+  /* x [2,3] against y [3]: x >= y is [[T,F,F],[T,T,F]]. */
+  static const double bx[] = {inf, 1, 2, 1, inf, -inf}, by[] = {1, inf, nan};
+  static const double bdy[] = {inf, 2, 3, 4, 5, 6}, bda[] = {inf, 0, 0, 4, 5, 0}, bdb[] = {0, 2, 9};
+  const char *devices[2] = {"/cpu:0", "/device:GPU:1"};
+  for (int d = 0; d < 2; d++)
+    for (int f64 = 0; f64 < 2; f64++)
+      for (int bc = 0; bc < 2; bc++) {
+        clg_dtype dt = f64 ? CLG_FLOAT64 : CLG_FLOAT32;
+        int64_t n = 10, xd[2] = {bc ? 2 : n, 3}, yd[1] = {bc ? 3 : n};
+        int xr = bc ? 2 : 1;
+        clg_graph *g = clg_graph_new();
+        CHECK_OK(clg_graph_push_device(g, devices[d]));
+        clg_node *xn = clg_placeholder(g, "x", dt, xr, xd);
+        clg_node *yn = clg_placeholder(g, "y", dt, 1, yd);
+        clg_node *m = clg_maximum(g, "m", xn, yn);
+        clg_node *gy = clg_placeholder(g, "gy", dt, xr, xd);
+        clg_output ys = clg_out(m, 0), gys = clg_out(gy, 0),
+                   xs[2] = {clg_out(xn, 0), clg_out(yn, 0)}, dx[2] = {{NULL, 0}, {NULL, 0}};
+        CHECK_OK(clg_gradients(g, 1, &ys, &gys, 2, xs, NULL, dx));
+        CHECK_OK(clg_graph_pop_device(g));
+        size_t nx = bc ? 6 : 10, ny = bc ? 3 : 10;
+        clg_tensor *in[3] = {clg_tensor_new(dt, xr, xd, NULL), clg_tensor_new(dt, 1, yd, NULL),
+                             clg_tensor_new(dt, xr, xd, NULL)};
+        for (size_t i = 0; i < nx; i++) {
+          double xv = bc ? bx[i] : x[i], gv = bc ? bdy[i] : dy[i];
+          if (f64) {
+            ((double *)clg_tensor_data(in[0]))[i] = xv;
+            ((double *)clg_tensor_data(in[2]))[i] = gv;
+          } else {
+            ((float *)clg_tensor_data(in[0]))[i] = (float)xv;
+            ((float *)clg_tensor_data(in[2]))[i] = (float)gv;
+          }
+        }
+        for (size_t i = 0; i < ny; i++) {
+          double yv = bc ? by[i] : y[i];
+          if (f64)
+            ((double *)clg_tensor_data(in[1]))[i] = yv;
+          else
+            ((float *)clg_tensor_data(in[1]))[i] = (float)yv;
+        }
+        clg_session_options so;
+        clg_session_options_init(&so);
+        so.gpu_options.allow_growth = 1;
+        clg_session *s = NULL;
+        clg_tensor *out[2] = {NULL, NULL};
+        clg_output feeds[3] = {xs[0], xs[1], gys};
+        if (clg_graph_status(g) == CLG_OK && clg_session_new(g, &so, &s) == CLG_OK)
+          CHECK_OK(clg_session_run_outputs(s, 3, feeds, in, 2, dx, out, 0, NULL));
+        else
+          CHECK_MSG(false, "Maximum's gradient on %s: %s", devices[d], clg_last_error());
+        for (int k = 0; k < 2; k++) {
+          char what[96];
+          snprintf(what, sizeof what, "d/d%s of Maximum (%s%s) on %s", k ? "y" : "x",
+                   clg_dtype_name(dt), bc ? ", y broadcast" : "", devices[d]);
+          const double *want = k ? (bc ? bdb : db) : (bc ? bda : da);
+          if (same_values(out[k], want, k ? ny : nx, what))
+            clg_test_passed++;
+        }
+        for (int i = 0; i < 3; i++)
+          clg_tensor_free(in[i]);
+        clg_tensor_free(out[0]);
+        clg_tensor_free(out[1]);
+        clg_session_free(s);
+        clg_graph_free(g);
+      }
+}
+
 static void test_none_and_errors(void)
 {
   int64_t d2[2] = {2, 2};
@@ -821,6 +930,7 @@ int main(void)
   test_empty_batch();
   test_cifar_model();
   test_grad_op_errors();
+  test_maximum_nonfinite();
   test_none_and_errors();
   test_placement_rules();
   return clg_test_summary("test_gradients");

@@ -249,6 +249,8 @@ static double ref_binary(const char *op, double x, double y)
     return x / y;
   if (!strcmp(op, "Maximum"))
     return x < y ? y : x;
+  if (!strcmp(op, "GreaterEqual"))
+    return x >= y;
   return x == y;
 }
 
@@ -270,7 +272,7 @@ static size_t bcast_index(size_t i, int ro, const int64_t *dout, int ri, const i
 
 static void test_binary(void)
 {
-  const char *ops[] = {"Add", "Sub", "Mul", "RealDiv", "Maximum", "Equal"};
+  const char *ops[] = {"Add", "Sub", "Mul", "RealDiv", "Maximum", "Equal", "GreaterEqual"};
   for (int rep = 0; rep < 12; rep++) {
     int ro = irand(1, 4);
     int64_t dout[4], da[4], db[4];
@@ -294,12 +296,15 @@ static void test_binary(void)
       int64_t x = ka >= 0 ? da[ka] : 1, y = kb >= 0 ? db[kb] : 1;
       dr[k] = x == 1 ? y : x;
     }
-    clg_dtype dt = rep == 5 ? CLG_FLOAT64 : rep == 7 ? CLG_INT32 : CLG_FLOAT32;
-    for (size_t o = 0; o < 6; o++) {
-      if (dt == CLG_INT32 && o != 5)
+    clg_dtype dt = rep == 5   ? CLG_FLOAT64
+                   : rep == 7 ? CLG_INT32
+                   : rep == 9 ? CLG_INT64
+                              : CLG_FLOAT32;
+    for (size_t o = 0; o < 7; o++) {
+      if ((dt == CLG_INT32 || dt == CLG_INT64) && o < 5)
         continue;
       clg_tensor *in[2] = {rand_tensor(dt, ra, da, -3, 3), rand_tensor(dt, rb, db, 0.5, 2)};
-      if (o == 5 || dt == CLG_INT32) /* small integers so that Equal sees equal values */
+      if (o >= 5 || dt == CLG_INT32) /* small integers: the comparisons see equal values */
         for (int j = 0; j < 2; j++)
           for (size_t i = 0; i < clg_tensor_count(in[j]); i++)
             set(in[j], i, (double)(clg_test_rand() % 3));
@@ -333,6 +338,72 @@ static void test_binary(void)
   b = ph(g, CLG_INT32, 1, (int64_t[]){3});
   CHECK(clg_equal(g, "eq", a, b) == NULL);
   EXPECT_BUILD_ERROR(g, "Equal 'eq': dtypes differ: float vs int32");
+}
+
+/* Select (tf.where): the chosen element's exact value (infinities and NaN included) for each
+ * condition form (t's shape, a scalar, a vector choosing rows) and dtype; bad input named. */
+static clg_node *build_select(clg_graph *g, clg_node *const *in, void *ctx)
+{
+  (void)ctx;
+  return clg_select(g, NULL, in[0], in[1], in[2]);
+}
+
+static void test_select(void)
+{
+  typedef struct {
+    clg_dtype dt;
+    int rank, crank;
+    int64_t dims[3];
+  } select_case;
+  const select_case cases[] = {{CLG_FLOAT32, 3, 3, {2, 3, 4}}, {CLG_FLOAT64, 2, 0, {3, 2}},
+                               {CLG_FLOAT64, 2, 0, {3, 2}},    {CLG_INT32, 3, 1, {3, 2, 2}},
+                               {CLG_INT64, 1, 1, {5}},         {CLG_BOOL, 2, 2, {2, 2}},
+                               {CLG_FLOAT32, 2, 1, {0, 3}},    {CLG_FLOAT32, 2, 0, {0, 3}}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const select_case *c = &cases[k];
+    clg_tensor *in[3] = {rand_tensor(CLG_BOOL, c->crank, c->dims, 0, 2),
+                         rand_tensor(c->dt, c->rank, c->dims, -3, 3),
+                         rand_tensor(c->dt, c->rank, c->dims, -3, 3)};
+    size_t n = clg_tensor_count(in[1]), nc = clg_tensor_count(in[0]);
+    for (size_t i = 0; i < nc; i++) /* about half true; of the scalars, one of each */
+      set(in[0], i, c->crank == 0 ? k == 1 : (double)(clg_test_rand() % 2));
+    for (size_t i = 0; c->dt == CLG_BOOL && i < n; i++)
+      set(in[1], i, (double)(clg_test_rand() % 2)), set(in[2], i, (double)(clg_test_rand() % 2));
+    if (c->dt == CLG_FLOAT32 && n >= 4) {
+      set(in[1], 0, INFINITY), set(in[2], 1, NAN);
+      set(in[1], 2, NAN), set(in[2], 3, -INFINITY);
+    }
+    double *ref = malloc(sizeof(double) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) {
+      size_t ci = nc == n ? i : c->crank == 0 ? 0 : i / (n / nc);
+      ref[i] = clg_test_elem(in[clg_test_elem(in[0], ci) != 0 ? 1 : 2], i);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "Select %s case %zu", clg_dtype_name(c->dt), k);
+    run_check(what, 3, in, build_select, NULL, 0, ref, n, 0);
+    free(ref);
+    for (int i = 0; i < 3; i++)
+      clg_tensor_free(in[i]);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *t = ph(g, CLG_FLOAT32, 2, (int64_t[]){3, 2});
+  CHECK(clg_select(g, "s", ph(g, CLG_FLOAT32, 2, (int64_t[]){3, 2}), t, t) == NULL);
+  EXPECT_BUILD_ERROR(g, "Select 's': condition must be bool, not float");
+  g = clg_graph_new();
+  t = ph(g, CLG_FLOAT32, 2, (int64_t[]){3, 2});
+  CHECK(clg_select(g, "s", ph(g, CLG_BOOL, 2, (int64_t[]){3, 2}), t,
+                   ph(g, CLG_FLOAT32, 2, (int64_t[]){2, 3})) == NULL);
+  EXPECT_BUILD_ERROR(g, "Select 's': 'then' (float [3,2]) and 'else' (float [2,3]) must have one "
+                        "dtype and shape");
+  g = clg_graph_new();
+  t = ph(g, CLG_FLOAT32, 2, (int64_t[]){3, 2});
+  CHECK(clg_select(g, "s", ph(g, CLG_BOOL, 1, (int64_t[]){2}), t, t) == NULL);
+  EXPECT_BUILD_ERROR(g, "Select 's': condition [2] must be a scalar, a vector of the first "
+                        "dimension of 'then' [3,2], or of its shape");
+  g = clg_graph_new();
+  t = ph(g, CLG_FLOAT32, 1, (int64_t[]){3});
+  CHECK(clg_greater_equal(g, "ge", t, ph(g, CLG_FLOAT64, 1, (int64_t[]){3})) == NULL);
+  EXPECT_BUILD_ERROR(g, "GreaterEqual 'ge': dtypes differ: float vs double");
 }
 
 /* --- element-wise unary ops, Cast, Fill, ZerosLike/OnesLike, Reshape, Transpose -------------- */
@@ -809,6 +880,11 @@ static void ref_conv(const geom *g, const double *x, const double *f, int64_t co
         }
 }
 
+/* Whether input row (or column) i is in the window of kernel k starting at start: a test per
+ * input element rather than a walk over the window, so that windows far larger than the input
+ * cost nothing here. */
+static bool in_window(int64_t i, int64_t start, int64_t k) { return i >= start && i - start < k; }
+
 static void ref_pool(const geom *g, bool avg, const double *x, double *y)
 {
   for (int64_t n = 0; n < g->n; n++)
@@ -817,10 +893,10 @@ static void ref_pool(const geom *g, bool avg, const double *x, double *y)
         for (int64_t c = 0; c < g->c; c++) {
           double acc = avg ? 0 : -INFINITY;
           int cnt = 0;
-          for (int64_t a = 0; a < g->kh; a++)
-            for (int64_t b = 0; b < g->kw; b++) {
-              int64_t ih = oh * g->sh - g->pt + a, iw = ow * g->sw - g->pl + b;
-              if (ih < 0 || ih >= g->h || iw < 0 || iw >= g->w)
+          for (int64_t ih = 0; ih < g->h; ih++)
+            for (int64_t iw = 0; iw < g->w; iw++) {
+              if (!in_window(ih, oh * g->sh - g->pt, g->kh) ||
+                  !in_window(iw, ow * g->sw - g->pl, g->kw))
                 continue;
               double v = x[((n * g->h + ih) * g->w + iw) * g->c + c];
               acc = avg ? acc + v : fmax(acc, v);
@@ -830,16 +906,74 @@ static void ref_pool(const geom *g, bool avg, const double *x, double *y)
         }
 }
 
+/* MaxPoolGrad (dy to each window's first strictly greater value from -inf in scan order) or
+ * AvgPoolGrad (dy over the window's count of unpadded elements) into dx, zeroed first. */
+static void ref_pool_grad(const geom *g, bool avg, const double *x, const double *dy, double *dx)
+{
+  size_t nx = (size_t)(g->n * g->h * g->w * g->c);
+  for (size_t i = 0; i < nx; i++)
+    dx[i] = 0;
+  for (int64_t n = 0; n < g->n; n++)
+    for (int64_t oh = 0; oh < g->oh; oh++)
+      for (int64_t ow = 0; ow < g->ow; ow++)
+        for (int64_t c = 0; c < g->c; c++) {
+          double best = -INFINITY, d = dy[((n * g->oh + oh) * g->ow + ow) * g->c + c];
+          int64_t at = -1, cnt = 0;
+          for (int64_t pass = 0; pass < 2; pass++)
+            for (int64_t ih = 0; ih < g->h; ih++)
+              for (int64_t iw = 0; iw < g->w; iw++) {
+                if (!in_window(ih, oh * g->sh - g->pt, g->kh) ||
+                    !in_window(iw, ow * g->sw - g->pl, g->kw))
+                  continue;
+                int64_t xi = ((n * g->h + ih) * g->w + iw) * g->c + c;
+                if (avg && pass == 0)
+                  cnt++;
+                else if (avg)
+                  dx[xi] += d / (double)cnt;
+                else if (pass == 0 && x[xi] > best)
+                  best = x[xi], at = xi;
+              }
+          if (!avg && at >= 0)
+            dx[at] += d;
+        }
+}
+
+/* LRN's sum of squares over the channels k with |k - ch| <= r, tested per channel (no
+ * arithmetic on r, which may be as large as the op accepts). */
+static double ref_lrn_norm(const double *px, int64_t c, int64_t ch, int64_t r, double bias,
+                           double alpha)
+{
+  double sq = 0;
+  for (int64_t k = 0; k < c; k++)
+    if ((k > ch ? k - ch : ch - k) <= r)
+      sq += px[k] * px[k];
+  return bias + alpha * sq;
+}
+
 static void ref_lrn(size_t count, int64_t c, int64_t r, double bias, double alpha, double beta,
                     const double *x, double *y)
 {
   for (size_t i = 0; i < count; i++) {
     int64_t ch = (int64_t)(i % (size_t)c);
-    double sq = 0;
-    for (int64_t k = ch - r; k <= ch + r; k++)
-      if (k >= 0 && k < c)
-        sq += x[i - (size_t)ch + (size_t)k] * x[i - (size_t)ch + (size_t)k];
-    y[i] = x[i] / pow(bias + alpha * sq, beta);
+    y[i] = x[i] / pow(ref_lrn_norm(x + i - (size_t)ch, c, ch, r, bias, alpha), beta);
+  }
+}
+
+/* LRNGrad: dx[c] = dy[c] N[c]^-beta - 2 alpha beta x[c] sum over |k - c| <= r of
+ * dy[k] y[k] / N[k]. */
+static void ref_lrn_grad(size_t count, int64_t c, int64_t r, double bias, double alpha, double beta,
+                         const double *dy, const double *x, const double *y, double *dx)
+{
+  for (size_t i = 0; i < count; i++) {
+    int64_t ch = (int64_t)(i % (size_t)c);
+    size_t base = i - (size_t)ch;
+    double cross = 0;
+    for (int64_t k = 0; k < c; k++)
+      if ((k > ch ? k - ch : ch - k) <= r)
+        cross += dy[base + (size_t)k] * y[base + (size_t)k] /
+                 ref_lrn_norm(x + base, c, k, r, bias, alpha);
+    dx[i] = dy[i] * pow(ref_lrn_norm(x + base, c, ch, r, bias, alpha), -beta) -
+            2 * alpha * beta * x[i] * cross;
   }
 }
 
@@ -963,25 +1097,8 @@ static void test_max_pool_grad_ties(void)
     ref_pool(&g, false, x, y);
     for (size_t e = 0; e < ny; e++)
       set(in[1], e, y[e]);
-    double *dx = calloc(nx, sizeof(double));
-    for (int64_t n = 0; n < g.n; n++)
-      for (int64_t oh = 0; oh < g.oh; oh++)
-        for (int64_t ow = 0; ow < g.ow; ow++)
-          for (int64_t c = 0; c < g.c; c++) {
-            double best = -INFINITY;
-            int64_t at = -1;
-            for (int64_t a = 0; a < g.kh; a++)
-              for (int64_t b = 0; b < g.kw; b++) {
-                int64_t ih = oh * g.sh - g.pt + a, iw = ow * g.sw - g.pl + b;
-                if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w)
-                  continue;
-                int64_t xi = ((n * g.h + ih) * g.w + iw) * g.c + c;
-                if (x[xi] > best)
-                  best = x[xi], at = xi;
-              }
-            if (at >= 0)
-              dx[at] += dy[((n * g.oh + oh) * g.ow + ow) * g.c + c];
-          }
+    double *dx = malloc(nx * sizeof(double));
+    ref_pool_grad(&g, false, x, dy, dx);
     opcase c = {"MaxPoolGrad",
                 3,
                 0,
@@ -994,6 +1111,101 @@ static void test_max_pool_grad_ties(void)
     run_check("MaxPoolGrad ties", 3, in, build_op, &c, 0, dx, nx, dt == CLG_FLOAT64 ? 1e-12 : 1e-6);
     free(x);
     free(dy);
+    free(y);
+    free(dx);
+    for (int t = 0; t < 3; t++)
+      clg_tensor_free(in[t]);
+  }
+}
+
+/* Windows far larger than the input (issue 21): MaxPool, AvgPool and their gradients with a
+ * window of 2^30 rows and/or columns over a few pixels (SAME) finish at once and equal the
+ * reference, AvgPool dividing by its count of taps inside the input. The kernels clip each
+ * window to the input before walking it; the gradients visit only the windows holding an
+ * element, so ordinary geometries follow too (gaps between windows, overlaps, VALID). */
+static void test_huge_windows(void)
+{
+  const int64_t big = (int64_t)1 << 30;
+  /* n, h, w, c, kh, kw, sh, sw, same */
+  const int64_t cases[][9] = {{2, 3, 4, 5, big, big, 1, 1, 1}, {1, 5, 3, 2, big, 2, 2, 1, 1},
+                              {2, 4, 5, 3, 2, big, 1, 3, 1},   {1, 1, 1, 1, big, big, 1, 1, 1},
+                              {1, 8, 7, 3, 2, 2, 3, 3, 1},     {2, 9, 8, 2, 2, 3, 4, 3, 0},
+                              {1, 7, 9, 2, 4, 3, 1, 2, 1},     {1, 6, 7, 3, 5, 4, 2, 3, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int64_t *k = cases[i];
+    geom g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], 1, 1, 0, 0, 0, 0};
+    ref_dims(&g, k[8]);
+    clg_dtype dt = i % 3 == 1 ? CLG_FLOAT64 : CLG_FLOAT32;
+    double tol = dt == CLG_FLOAT64 ? 1e-12 : 1e-6;
+    int64_t xd[4] = {g.n, g.h, g.w, g.c}, yd[4] = {g.n, g.oh, g.ow, g.c};
+    clg_tensor *x = rand_tensor(dt, 4, xd, -1, 1), *dy = rand_tensor(dt, 4, yd, -1, 1);
+    clg_tensor *y = clg_tensor_new(dt, 4, yd, NULL);
+    size_t nx = clg_tensor_count(x), ny = clg_tensor_count(y);
+    double *xv = to_doubles(x), *dyv = to_doubles(dy), *yv = malloc(ny * sizeof(double)),
+           *dx = malloc(nx * sizeof(double));
+    clg_attr at[3] = {clg_attr_int_list("ksize", 4, (int64_t[]){1, g.kh, g.kw, 1}),
+                      clg_attr_int_list("strides", 4, (int64_t[]){1, g.sh, g.sw, 1}),
+                      clg_attr_string("padding", k[8] ? "SAME" : "VALID")};
+    char what[64];
+    for (int avg = 0; avg < 2; avg++) {
+      ref_pool(&g, avg, xv, yv);
+      opcase c = {avg ? "AvgPool" : "MaxPool", 1, 0, -1, {0}, 3, {at[0], at[1], at[2]}};
+      snprintf(what, sizeof what, "%s, huge window case %zu", c.op, i);
+      run_check(what, 1, &x, build_op, &c, 0, yv, ny, tol);
+      ref_pool_grad(&g, avg, xv, dyv, dx);
+      if (avg) {
+        opcase gc = {"AvgPoolGrad", 1, 0, 4, {g.n, g.h, g.w, g.c}, 3, {at[0], at[1], at[2]}};
+        snprintf(what, sizeof what, "AvgPoolGrad, huge window case %zu", i);
+        run_check(what, 1, &dy, build_op, &gc, 0, dx, nx, tol);
+      } else {
+        for (size_t e = 0; e < ny; e++)
+          set(y, e, yv[e]);
+        clg_tensor *in[3] = {x, y, dy};
+        opcase gc = {"MaxPoolGrad", 3, 0, -1, {0}, 3, {at[0], at[1], at[2]}};
+        snprintf(what, sizeof what, "MaxPoolGrad, huge window case %zu", i);
+        run_check(what, 3, in, build_op, &gc, 0, dx, nx, tol);
+      }
+    }
+    free(xv);
+    free(dyv);
+    free(yv);
+    free(dx);
+    clg_tensor_free(x);
+    clg_tensor_free(y);
+    clg_tensor_free(dy);
+  }
+}
+
+/* LRN and LRNGrad with radii up to the largest the op accepts (issue 21: ch + radius overflowed
+ * in the OpenCL kernels, which then summed no channel), on both device kinds against the
+ * reference: a radius at or beyond the channels sums them all. */
+static void test_lrn_huge_radius(void)
+{
+  const int64_t radii[] = {INT64_MAX, INT64_MAX - 1, (int64_t)1 << 62, INT32_MAX, 7, 6, 3};
+  for (size_t i = 0; i < sizeof radii / sizeof radii[0]; i++) {
+    clg_dtype dt = i % 2 ? CLG_FLOAT64 : CLG_FLOAT32;
+    double tol = dt == CLG_FLOAT64 ? 1e-12 : 1e-5, bias = 1.5, alpha = 0.3, beta = 0.75;
+    int64_t dims[4] = {2, 2, 3, 7}, r = radii[i];
+    clg_tensor *in[3] = {rand_tensor(dt, 4, dims, -1, 1), rand_tensor(dt, 4, dims, -1, 1),
+                         clg_tensor_new(dt, 4, dims, NULL)};
+    size_t n = clg_tensor_count(in[0]);
+    double *dy = to_doubles(in[0]), *x = to_doubles(in[1]), *y = malloc(n * sizeof(double)),
+           *dx = malloc(n * sizeof(double));
+    ref_lrn(n, dims[3], r, bias, alpha, beta, x, y);
+    for (size_t e = 0; e < n; e++)
+      set(in[2], e, y[e]);
+    clg_attr at[4] = {clg_attr_int("depth_radius", r), clg_attr_float("bias", bias),
+                      clg_attr_float("alpha", alpha), clg_attr_float("beta", beta)};
+    char what[64];
+    opcase l = {"LRN", 1, 0, -1, {0}, 4, {at[0], at[1], at[2], at[3]}};
+    snprintf(what, sizeof what, "LRN depth_radius %lld", (long long)r);
+    run_check(what, 1, &in[1], build_op, &l, 0, y, n, tol);
+    ref_lrn_grad(n, dims[3], r, bias, alpha, beta, dy, x, y, dx);
+    opcase lg = {"LRNGrad", 3, 0, -1, {0}, 4, {at[0], at[1], at[2], at[3]}};
+    snprintf(what, sizeof what, "LRNGrad depth_radius %lld", (long long)r);
+    run_check(what, 3, in, build_op, &lg, 0, dx, n, tol);
+    free(dy);
+    free(x);
     free(y);
     free(dx);
     for (int t = 0; t < 3; t++)
@@ -1594,6 +1806,7 @@ int main(void)
     return clg_test_summary("test_nn_ops");
   keeper_start();
   test_binary();
+  test_select();
   test_unary();
   test_cast();
   test_fill();
@@ -1605,6 +1818,8 @@ int main(void)
   test_conv2d();
   test_pool_lrn_bias();
   test_max_pool_grad_ties();
+  test_huge_windows();
+  test_lrn_huge_radius();
   test_cifar_forward();
   test_more_bad_input();
   test_conv_scratch_planned();

@@ -170,6 +170,12 @@ clg_node *clg_mul(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_real_div(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_maximum(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+/* a >= b as bool, broadcast as above (false where either is NaN); float, double, int32, int64. */
+clg_node *clg_greater_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+/* tf.where(condition, t, e) of TensorFlow 1.x (op Select): t where condition is true, else e.
+ * t and e have one dtype (any) and shape; condition is bool, of t's shape, a scalar, or a
+ * vector along t's first dimension (choosing whole rows). */
+clg_node *clg_select(clg_graph *g, const char *name, clg_node *condition, clg_node *t, clg_node *e);
 /* The sum of n >= 1 inputs of one shape and dtype (tf.add_n). */
 clg_node *clg_add_n(clg_graph *g, const char *name, int n, clg_node *const *inputs);
 clg_node *clg_identity(clg_graph *g, const char *name, clg_node *x);

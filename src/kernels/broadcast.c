@@ -125,6 +125,9 @@ static size_t strided_count(const clg_strided *m)
     case CLG_BINOP_EQUAL:                                                                          \
       WALK(((uint8_t *)out)[i] = x[pa] == y[pb]);                                                  \
       break;                                                                                       \
+    case CLG_BINOP_GREATER_EQUAL:                                                                  \
+      WALK(((uint8_t *)out)[i] = x[pa] >= y[pb]);                                                  \
+      break;                                                                                       \
     }                                                                                              \
   } while (0)
 
@@ -143,6 +146,12 @@ void clg_host_broadcast(clg_binop op, clg_dtype dtype, const void *a, const void
   } else if (op == CLG_BINOP_EQUAL && dtype == CLG_INT64) {
     const int64_t *x = a, *y = b;
     WALK(((uint8_t *)out)[i] = x[pa] == y[pb]);
+  } else if (op == CLG_BINOP_GREATER_EQUAL && dtype == CLG_INT32) {
+    const int32_t *x = a, *y = b;
+    WALK(((uint8_t *)out)[i] = x[pa] >= y[pb]);
+  } else if (op == CLG_BINOP_GREATER_EQUAL && dtype == CLG_INT64) {
+    const int64_t *x = a, *y = b;
+    WALK(((uint8_t *)out)[i] = x[pa] >= y[pb]);
   }
 }
 
@@ -187,13 +196,16 @@ void clg_strided_to_cl(const clg_strided *m, clg_cl_map *c)
 clg_code clg_cl_broadcast(clg_device *dev, clg_binop op, clg_dtype dtype, const clg_block *a,
                           const clg_block *b, const clg_block *out, const clg_strided *m)
 {
-  static const char *const names[] = {"clg_bc_add", "clg_bc_sub", "clg_bc_mul",
-                                      "clg_bc_div", "clg_bc_max", "clg_bc_equal"};
-  size_t es = clg_dtype_size(dtype), oes = op == CLG_BINOP_EQUAL ? 1 : es;
+  static const char *const names[] = {"clg_bc_add", "clg_bc_sub",   "clg_bc_mul", "clg_bc_div",
+                                      "clg_bc_max", "clg_bc_equal", "clg_bc_ge"};
+  static const char *const int_names[2][2] = {{"clg_bc_equal_i32", "clg_bc_equal_i64"},
+                                              {"clg_bc_ge_i32", "clg_bc_ge_i64"}};
+  bool compare = op == CLG_BINOP_EQUAL || op == CLG_BINOP_GREATER_EQUAL;
+  size_t es = clg_dtype_size(dtype), oes = compare ? 1 : es;
   const char *kernel = names[op];
   clg_dtype prog = dtype;
-  if (op == CLG_BINOP_EQUAL && (dtype == CLG_INT32 || dtype == CLG_INT64)) {
-    kernel = dtype == CLG_INT32 ? "clg_bc_equal_i32" : "clg_bc_equal_i64";
+  if (compare && (dtype == CLG_INT32 || dtype == CLG_INT64)) {
+    kernel = int_names[op == CLG_BINOP_GREATER_EQUAL][dtype == CLG_INT64];
     prog = CLG_FLOAT32;
   }
   clg_cl_map cm;

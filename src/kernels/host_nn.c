@@ -69,12 +69,11 @@ typedef struct pool_job {
     const T *xs = j->x;                                                                            \
     for (size_t row = r0; row < r1; row++) {                                                       \
       int64_t n = (int64_t)row / g->oh, oh = (int64_t)row % g->oh;                                 \
-      int64_t h0 = oh * g->sh - g->pt;                                                             \
-      int64_t hs = h0 > 0 ? h0 : 0, he = h0 + g->kh < g->h ? h0 + g->kh : g->h;                    \
+      int64_t hs, he, ws, we;                                                                      \
+      clg_window_clip(oh * g->sh - g->pt, g->kh, g->h, &hs, &he);                                  \
       for (int64_t ow = 0; ow < g->ow; ow++) {                                                     \
         T *ys = (T *)j->y + (row * (size_t)g->ow + (size_t)ow) * (size_t)g->c;                     \
-        int64_t w0 = ow * g->sw - g->pl;                                                           \
-        int64_t ws = w0 > 0 ? w0 : 0, we = w0 + g->kw < g->w ? w0 + g->kw : g->w;                  \
+        clg_window_clip(ow * g->sw - g->pl, g->kw, g->w, &ws, &we);                                \
         for (int64_t c = 0; c < g->c; c++)                                                         \
           ys[c] = j->avg ? (T)0 : (T)-INFINITY;                                                    \
         for (int64_t ih = hs; ih < he; ih++)                                                       \
@@ -704,9 +703,9 @@ PG_ROUTE(double, _avx2, __attribute__((target("avx2,fma"))))
       for (int64_t oh = 0; oh < g->oh; oh++)                                                       \
         for (int64_t ow = 0; ow < g->ow; ow++) {                                                   \
           const T *gp = gs + (size_t)((n * g->oh + oh) * g->ow + ow) * (size_t)g->c;               \
-          int64_t h0 = oh * g->sh - g->pt, w0 = ow * g->sw - g->pl;                                \
-          int64_t hs = h0 > 0 ? h0 : 0, he = h0 + g->kh < g->h ? h0 + g->kh : g->h;                \
-          int64_t ws = w0 > 0 ? w0 : 0, we = w0 + g->kw < g->w ? w0 + g->kw : g->w;                \
+          int64_t hs, he, ws, we;                                                                  \
+          clg_window_clip(oh * g->sh - g->pt, g->kh, g->h, &hs, &he);                              \
+          clg_window_clip(ow * g->sw - g->pl, g->kw, g->w, &ws, &we);                              \
           T *base = out + (size_t)n * img;                                                         \
           if (j->avg) {                                                                            \
             T cnt = (T)((he - hs) * (we - ws));                                                    \

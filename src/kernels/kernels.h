@@ -16,9 +16,10 @@ typedef enum clg_binop {
   CLG_BINOP_ADD,
   CLG_BINOP_SUB,
   CLG_BINOP_MUL,
-  CLG_BINOP_DIV,  /* RealDiv */
-  CLG_BINOP_MAX,  /* Maximum: x < y ? y : x (a NaN in x wins, as Eigen's max) */
-  CLG_BINOP_EQUAL /* Equal: a bool output */
+  CLG_BINOP_DIV,          /* RealDiv */
+  CLG_BINOP_MAX,          /* Maximum: x < y ? y : x (a NaN in x wins, as Eigen's max) */
+  CLG_BINOP_EQUAL,        /* Equal: a bool output */
+  CLG_BINOP_GREATER_EQUAL /* GreaterEqual: x >= y, a bool output (false with a NaN) */
 } clg_binop;
 
 /* An output of `rank` dims (merged where the inputs allow) and, per dim, the strides in
@@ -47,8 +48,8 @@ void clg_strided_to_cl(const clg_strided *m, clg_cl_map *c);
 /* Merges adjacent dims whose strides continue each other in every input. */
 void clg_strided_merge(clg_strided *m);
 /* out[i] = a[ia(i)] op b[ib(i)] over the map (count elements). out may alias a or b when
- * that input is not broadcast. float, double; EQUAL takes float, double, int32, int64 and
- * writes bytes 0/1. */
+ * that input is not broadcast. float, double; EQUAL and GREATER_EQUAL take float, double,
+ * int32, int64 and write bytes 0/1. */
 void clg_host_broadcast(clg_binop op, clg_dtype dtype, const void *a, const void *b, void *out,
                         const clg_strided *m);
 /* out[i] = a[ia(i)] for elements of es bytes (1, 2, 4, 8): Transpose. */
@@ -181,6 +182,17 @@ typedef struct clg_window {
   int64_t pt, pl;     /* padding before */
   int64_t cout, kdim; /* Conv2D: output channels, kh*kw*c */
 } clg_window;
+
+/* The taps [*lo, *hi) of a window of k taps from start that lie inside [0, n), found before
+ * any index arithmetic (as clip_window in cl/nn.cl): a window far larger than the input is
+ * never walked, and no sum overflows (for start < n, n - start is exact as a uint64_t). */
+static inline void clg_window_clip(int64_t start, int64_t k, int64_t n, int64_t *lo, int64_t *hi)
+{
+  *lo = start < 0 ? 0 : start;
+  *hi = start >= n ? *lo : (uint64_t)k >= (uint64_t)n - (uint64_t)start ? n : start + k;
+  if (*hi < *lo)
+    *hi = *lo;
+}
 
 /* MaxPool (avg false) or AvgPool over x [n,h,w,c] into y [n,oh,ow,c]. */
 void clg_host_pool(clg_dtype dtype, bool avg, const void *x, void *y, const clg_window *g);

@@ -1,6 +1,7 @@
-/* Add, Sub, Mul, RealDiv, Maximum and Equal: element-wise with numpy broadcasting (shapes
- * aligned at the right; each dim equal or 1). Float everywhere, double on the host and on
- * devices with fp64; Equal also takes int32 and int64 and outputs bool. The arithmetic ops'
+/* Add, Sub, Mul, RealDiv, Maximum, Equal and GreaterEqual: element-wise with numpy
+ * broadcasting (shapes aligned at the right; each dim equal or 1). Float everywhere, double on
+ * the host and on devices with fp64; the comparisons also take int32 and int64 and output
+ * bool. The arithmetic ops'
  * output may reuse input 0's buffer (only when input 0 has the output's shape). */
 #include "graph/graph.h"
 #include "kernels/kernels.h"
@@ -10,7 +11,12 @@ enum { A_T };
 
 static const clg_attr_def attrs[] = {{.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true}};
 
-extern const clg_op_def clg_op_Equal;
+extern const clg_op_def clg_op_Equal, clg_op_GreaterEqual;
+
+static bool is_comparison(const clg_op_def *def)
+{
+  return def == &clg_op_Equal || def == &clg_op_GreaterEqual;
+}
 
 /* The broadcast shape of a and b, or TensorFlow's "Incompatible shapes" error. */
 clg_code clg_infer_broadcast(clg_node *n, const clg_out_desc *a, const clg_out_desc *b, int *rank,
@@ -49,7 +55,7 @@ static clg_code infer(clg_node *n)
                           clg_dtype_name(t->dtype), clg_dtype_name(a->dtype));
   t->set = true;
   t->dtype = a->dtype;
-  return clg_node_set_output(n, 0, n->def == &clg_op_Equal ? CLG_BOOL : a->dtype, rank, dims);
+  return clg_node_set_output(n, 0, is_comparison(n->def) ? CLG_BOOL : a->dtype, rank, dims);
 }
 
 static clg_binop binop(const clg_node *n);
@@ -104,7 +110,8 @@ static const clg_kernel_def kernels[] = {
     {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL, NULL},
     {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL, NULL}};
 
-/* Equal: inputs float, double (with fp64 on OpenCL), int32 or int64; a bool output. */
+/* Equal, GreaterEqual: inputs float, double (with fp64 on OpenCL), int32 or int64; a bool
+ * output. */
 static bool equal_supports(const clg_node *n, const clg_device *dev)
 {
   clg_dtype t = clg_node_in(n, 0)->dtype;
@@ -154,12 +161,12 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
     q = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], q}, 0, NULL);
     db = clg_grad_build(g, &clg_op_Neg, 1, &q, 0, NULL);
   } else if (def == &clg_op_Maximum) {
-    /* a gets dy where it is the max (a >= b: ties go to a, as TensorFlow's x >= y), b the rest. */
-    clg_output eq = clg_grad_build(g, &clg_op_Equal, 2, (clg_output[]){clg_out(n, 0), a}, 0, NULL);
-    clg_attr dst = clg_attr_dtype("DstT", n->outs[0].dtype);
-    clg_output mask = clg_grad_build(g, &clg_op_Cast, 1, &eq, 1, &dst);
-    da = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], mask}, 0, NULL);
-    db = clg_grad_build(g, &clg_op_Sub, 2, (clg_output[]){dy[0], da}, 0, NULL);
+    /* TensorFlow's _MaximumGrad: a gets dy where a >= b (ties to a; false with a NaN), b the
+     * rest, by a select: a product with a 0/1 mask would turn an infinite dy into NaN. */
+    clg_output mask = clg_grad_build(g, &clg_op_GreaterEqual, 2, (clg_output[]){a, b}, 0, NULL);
+    clg_output zeros = clg_grad_build(g, &clg_op_ZerosLike, 1, &dy[0], 0, NULL);
+    da = clg_grad_build(g, &clg_op_Select, 3, (clg_output[]){mask, dy[0], zeros}, 0, NULL);
+    db = clg_grad_build(g, &clg_op_Select, 3, (clg_output[]){mask, zeros, dy[0]}, 0, NULL);
   } else if (def == &clg_op_Mul) {
     da = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], b}, 0, NULL);
     db = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){a, dy[0]}, 0, NULL);
@@ -169,7 +176,7 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
   return clg_graph_status(g);
 }
 
-/* Equal has no gradient (GRAD NULL), as TensorFlow's. */
+/* Equal and GreaterEqual have no gradient (GRAD NULL), as TensorFlow's. */
 #define BINARY_DEF(OP, KERNELS, INPLACE, GRAD)                                                     \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
@@ -189,6 +196,7 @@ BINARY_DEF(Mul, kernels, 0, grad)
 BINARY_DEF(RealDiv, kernels, 0, grad)
 BINARY_DEF(Maximum, kernels, 0, grad)
 BINARY_DEF(Equal, equal_kernels, -1, NULL)
+BINARY_DEF(GreaterEqual, equal_kernels, -1, NULL)
 
 static clg_binop binop(const clg_node *n)
 {
@@ -198,7 +206,8 @@ static clg_binop binop(const clg_node *n)
          : d == &clg_op_Mul     ? CLG_BINOP_MUL
          : d == &clg_op_RealDiv ? CLG_BINOP_DIV
          : d == &clg_op_Maximum ? CLG_BINOP_MAX
-                                : CLG_BINOP_EQUAL;
+         : d == &clg_op_Equal   ? CLG_BINOP_EQUAL
+                                : CLG_BINOP_GREATER_EQUAL;
 }
 
 static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *a,
@@ -236,4 +245,9 @@ clg_node *clg_maximum(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 clg_node *clg_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
   return build(g, &clg_op_Equal, name, a, b);
+}
+
+clg_node *clg_greater_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b)
+{
+  return build(g, &clg_op_GreaterEqual, name, a, b);
 }

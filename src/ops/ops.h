@@ -238,6 +238,8 @@ extern const clg_op_def clg_op_Const, clg_op_Placeholder, clg_op_MatMul, clg_op_
     clg_op_InTopKV2, clg_op_BiasAdd, clg_op_MaxPool, clg_op_AvgPool, clg_op_LRN, clg_op_Conv2D,
     clg_op_Conv2DBackpropInput, clg_op_Conv2DBackpropFilter, clg_op_MaxPoolGrad, clg_op_AvgPoolGrad,
     clg_op_LRNGrad, clg_op_BiasAddGrad;
+/* Maximum's gradient selects with these (binary.c, select.c). */
+extern const clg_op_def clg_op_GreaterEqual, clg_op_Select;
 /* Gradient functions that live beside their gradient ops (conv2d_grad.c, nn_grad.c). */
 clg_code clg_grad_conv2d(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 clg_code clg_grad_pool(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);

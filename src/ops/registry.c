@@ -44,6 +44,8 @@ static const clg_op_def *const registry[] = {
     &clg_op_RealDiv,
     &clg_op_Maximum,
     &clg_op_Equal,
+    &clg_op_GreaterEqual,
+    &clg_op_Select,
     &clg_op_Exp,
     &clg_op_Log,
     &clg_op_Sqrt,
