@@ -1,6 +1,7 @@
 /* Every clgraph command refuses an unknown option and a missing option value: the reason
  * and the command's usage on stderr, nothing on stdout, exit status 2, and nothing run
  * (`clgraph bench matmul --no-such-option` used to run the benchmark and exit 0). */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -60,6 +61,44 @@ static void check_refused(const char *args, const char *reason, const char *usag
             usage_head, err ? err : "(none)");
   free(out);
   free(err);
+}
+
+static bool put_file(const char *path, const void *data, size_t n)
+{
+  FILE *f = fopen(path, "wb");
+  bool ok = f && fwrite(data, 1, n, f) == n;
+  if (f)
+    ok = fclose(f) == 0 && ok;
+  return ok;
+}
+
+/* `checkpoint ls --json` of a file whose name is not UTF-8: valid JSON (jansson checks UTF-8),
+ * the name's stray bytes written as U+FFFD. */
+static void test_checkpoint_json_names(const char *dir)
+{
+  char path[2048], args[4096];
+  snprintf(path, sizeof path, "%s/ck-\xff\xfe-\xc3.safetensors", dir);
+  static const char file[] = "\x36\0\0\0\0\0\0\0"
+                             "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}"
+                             "\0\0\x80\x3f";
+  CHECK(put_file(path, file, sizeof file - 1));
+  snprintf(args, sizeof args, "checkpoint ls --json '%s'", path);
+  char *out = NULL, *err = NULL;
+  CHECK_MSG(run_tool(args, &out, &err) == 0, "clgraph %s: %s", args, err ? err : "");
+  json_error_t jerr;
+  json_t *v = out ? json_loads(out, 0, &jerr) : NULL;
+  CHECK_MSG(v != NULL, "clgraph %s: not JSON (%s):\n%s", args, v ? "" : jerr.text, out);
+  char want[2048];
+  snprintf(want, sizeof want, "%s/ck-\xef\xbf\xbd\xef\xbf\xbd-\xef\xbf\xbd.safetensors", dir);
+  const char *got = json_string_value(json_object_get(v, "file"));
+  CHECK_MSG(got && strcmp(got, want) == 0, "file: %s, want %s", got ? got : "(none)", want);
+  json_t *t = json_array_get(json_object_get(v, "tensors"), 0);
+  CHECK_STR(json_string_value(json_object_get(t, "name")), "w");
+  CHECK(json_integer_value(json_object_get(v, "total_bytes")) == 4);
+  json_decref(v);
+  free(out);
+  free(err);
+  unlink(path);
 }
 
 int main(void)
@@ -145,6 +184,7 @@ int main(void)
     free(out);
     free(err);
   }
+  test_checkpoint_json_names(dir);
   unlink(err_path);
   return clg_test_summary("test_cli_options");
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "clgraph.h"
+#include "core/core.h"
 #include "tool.h"
 
 static void usage(FILE *f)
@@ -12,7 +13,8 @@ static void usage(FILE *f)
   fprintf(f, "usage: clgraph checkpoint ls FILE [--json]\n\n"
              "Lists the tensors of a safetensors file (written by clgraph or any other writer):\n"
              "name, dtype, shape and bytes, in the order of their data. The file's header and\n"
-             "layout are checked as a restore checks them.\n\n"
+             "layout are checked as a restore checks them. --json prints one object instead;\n"
+             "bytes of the file name or of a tensor name that are not UTF-8 show as U+FFFD.\n\n"
              "exit status: 0 on success, 1 when the file cannot be read or is malformed (the\n"
              "reason on stderr), 2 on a usage error.\n");
 }
@@ -26,20 +28,16 @@ static void shape_text(const clg_checkpoint_tensor *t, char *buf, size_t size)
     snprintf(buf + used, size - used, "]");
 }
 
-/* A JSON string (names may hold any UTF-8, quotes and backslashes). */
+/* A JSON string of a name or path, which may hold quotes, backslashes, control characters
+ * and bytes that are not UTF-8 (a path is any bytes): the core escaper writes those bytes
+ * \ufffd, so the output is valid JSON whatever the name. */
 static void json_string(const char *s)
 {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      printf("\\%c", c);
-    else if (c < 0x20)
-      printf("\\u%04x", c);
-    else
-      putchar(c);
-  }
-  putchar('"');
+  clg_strbuf b;
+  clg_strbuf_init(&b);
+  clg_strbuf_json_string(&b, s);
+  fputs(b.buf && !b.failed ? b.buf : "\"\"", stdout);
+  clg_strbuf_free(&b);
 }
 
 static int list(const char *path, bool json)
