@@ -34,19 +34,16 @@ static double since(uint64_t t0) { return (double)(clg_now_ns() - t0) * 1e-9; }
 
 int clg_bench_allreduce(int argc, char **argv)
 {
-  static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--repeats", "--max-mib", NULL};
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
-  if (!clg_tool_check_options(argc, argv, "bench allreduce", flags, valued, usage))
-    return 2;
   int repeats = 5, max_mib = 256;
-  if (!clg_tool_int_option(argc, argv, "bench allreduce", "--repeats", 1, 1000, &repeats) ||
-      !clg_tool_int_option(argc, argv, "bench allreduce", "--max-mib", 1, 4096, &max_mib))
-    return 2;
-  bool json = clg_tool_has_flag(argc, argv, "--json");
+  bool json = false;
+  clg_tool_opt opts[] = {{"--json", CLG_TOOL_FLAG, .flag = &json},
+                         {"--repeats", CLG_TOOL_INT, .min = 1, .max = 1000, .integer = &repeats},
+                         {"--max-mib", CLG_TOOL_INT, .min = 1, .max = 4096, .integer = &max_mib},
+                         {NULL}};
+  clg_tool_cmd cmd = {.name = "bench allreduce", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
   clg_session_options opt;
   clg_session_options_init(&opt);
   opt.cluster = getenv("OMPI_COMM_WORLD_SIZE") ? "mpi" : NULL;

@@ -344,21 +344,19 @@ static void json_num(double v)
 
 int clg_bench_conv(int argc, char **argv)
 {
-  static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, "--batch", "--device",
-                                       NULL};
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
-  if (!clg_tool_check_options(argc, argv, "bench conv", flags, valued, usage))
-    return 2;
   int repeats = 5, batch = 128;
-  if (!clg_tool_int_option(argc, argv, "bench conv", "--repeats", 1, 1000, &repeats) ||
-      !clg_tool_int_option(argc, argv, "bench conv", "--batch", 1, 4096, &batch))
-    return 2;
-  const char *only = clg_tool_option(argc, argv, "--device");
-  bool json = clg_tool_has_flag(argc, argv, "--json");
+  const char *only = NULL;
+  bool json = false;
+  clg_tool_opt opts[] = {{"--json", CLG_TOOL_FLAG, .flag = &json},
+                         {"--repeats", CLG_TOOL_INT, .min = 1, .max = 1000, .integer = &repeats},
+                         {"--batch", CLG_TOOL_INT, .min = 1, .max = 4096, .integer = &batch},
+                         {"--device", CLG_TOOL_STRING, .meta = "NAME", .text = &only},
+                         clg_tool_trace_opt(&clg_tool_bench_pictures),
+                         {NULL}};
+  clg_tool_cmd cmd = {.name = "bench conv", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
   clg_device_config cfg;
   clg_device_config_init(&cfg);
   clg_devices *devs = NULL;

@@ -188,33 +188,21 @@ static void print_table(FILE *f, const clg_devices *devs, const char *mapping)
 int clg_tool_devices(int argc, char **argv)
 {
   bool json = false;
+  const char *types = NULL;
   clg_device_config cfg;
   clg_device_config_init(&cfg);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (strcmp(a, "--json") == 0) {
-      json = true;
-    } else if (strcmp(a, "--types") == 0 || strcmp(a, "--visible") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "clgraph devices: %s needs a value\n\n", a);
-        usage(stderr);
-        return 2;
-      }
-      const char *value = argv[++i];
-      if (strcmp(a, "--visible") == 0) {
-        cfg.visible_device_list = value;
-      } else if (clg_device_types_parse(value, &cfg.types) != CLG_OK) {
-        fprintf(stderr, "clgraph devices: --types: %s\n", clg_last_error());
-        return 1;
-      }
-    } else {
-      fprintf(stderr, "clgraph devices: unknown option '%s'\n\n", a);
-      usage(stderr);
-      return 2;
-    }
+  clg_tool_opt opts[] = {
+      {"--json", CLG_TOOL_FLAG, .flag = &json},
+      {"--types", CLG_TOOL_STRING, .meta = "LIST", .text = &types},
+      {"--visible", CLG_TOOL_STRING, .meta = "LIST", .text = &cfg.visible_device_list},
+      {NULL}};
+  clg_tool_cmd cmd = {.name = "devices", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
+  if (types && clg_device_types_parse(types, &cfg.types) != CLG_OK) {
+    fprintf(stderr, "clgraph devices: --types: %s\n", clg_last_error());
+    return 1;
   }
 
   clg_devices *devs = NULL;

@@ -54,16 +54,11 @@ static char *fill_page(const char *head, size_t head_len, const char *json, cons
 
 int clg_tool_trace_html(int argc, char **argv)
 {
-  for (int i = 1; i < argc; i++)
-    if (argv[i][0] == '-' && argv[i][1] && !clg_tool_wants_help(2, (char *[]){argv[0], argv[i]})) {
-      fprintf(stderr, "clgraph trace-html: unknown option '%s'\n\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
+  /* No options: argv[1] and argv[2] are the files when there are two arguments. */
+  clg_tool_cmd cmd = {.name = "trace-html", .usage = usage, .max_args = 2};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
   if (argc != 3) {
     fprintf(stderr, "clgraph trace-html: want TRACE.json and OUT.html\n\n");
     usage(stderr);
