@@ -492,6 +492,12 @@ static void test_commands(const char *dir)
   check_status("bench matmul --repeats 1 --sizes 8 --f64-sizes ,8", 2,
                "clgraph bench matmul: --f64-sizes ',8': element 1 is empty", NULL);
 
+  /* A --device that is none of the devices measured nothing and exited 0. */
+  check_status("bench conv --repeats 1 --batch 1 --device /device:GPU:UNKNOWN", 2,
+               "clgraph bench conv: --device '/device:GPU:UNKNOWN': no such device; want one of "
+               "/device:CPU:0, /device:GPU:0",
+               NULL);
+
   /* checkpoint ls checked only its first 63 options: a 66th went unseen. */
   char path[2048], args[8192];
   snprintf(path, sizeof path, "%s/test_cli_options.%ld.safetensors", dir, (long)getpid());

@@ -334,6 +334,23 @@ static void usage(FILE *f)
           "128. --device limits the run to one device (e.g. /device:GPU:0).\n");
 }
 
+/* Whether name is one of devs' devices (its short or full name); if not, says so on stderr,
+ * naming the devices there are (a --device that matched none measured nothing). */
+static bool known_device(const clg_devices *devs, const char *name)
+{
+  int n = clg_devices_count(devs);
+  for (int d = 0; d < n; d++) {
+    const clg_device_info *info = clg_devices_get(devs, d);
+    if (strcmp(name, info->name) == 0 || strcmp(name, info->full_name) == 0)
+      return true;
+  }
+  fprintf(stderr, "clgraph bench conv: --device '%s': no such device; want one of", name);
+  for (int d = 0; d < n; d++)
+    fprintf(stderr, "%s %s", d ? "," : "", clg_devices_get(devs, d)->name);
+  fprintf(stderr, "\n");
+  return false;
+}
+
 static void json_num(double v)
 {
   if (isnan(v))
@@ -365,6 +382,10 @@ int clg_bench_conv(int argc, char **argv)
     return 1;
   }
   int ndev = clg_devices_count(devs);
+  if (only && !known_device(devs, only)) {
+    clg_devices_free(devs);
+    return 2;
+  }
   conv_result *res = calloc((size_t)ndev * 2, sizeof *res);
   int nres = 0;
   /* A session held open keeps the process-wide device state alive between measurements. */
