@@ -514,6 +514,30 @@ static void test_commands(const char *dir)
   check_status(args, 2, "clgraph checkpoint: unknown option '--bogus'",
                "usage: clgraph checkpoint");
   unlink(path);
+
+  /* bench allreduce said its runs would be traced, then refused --trace: it traces now. */
+  snprintf(path, sizeof path, "%s/test_cli_options.%ld.trace.json", dir, (long)getpid());
+  snprintf(args, sizeof args, "bench allreduce --repeats 1 --max-mib 1 --trace '%s'", path);
+  char *out = NULL, *err = NULL;
+  CHECK_MSG(run_tool(args, &out, &err) == 0, "clgraph %s: %s", args, err ? err : "");
+  CHECK_CONTAINS(out, "1 MiB on 1 tasks: session");
+  CHECK_CONTAINS(err, "clgraph bench allreduce: --trace: the timed runs are traced");
+  json_error_t jerr;
+  json_t *trace = json_load_file(path, 0, &jerr);
+  CHECK_MSG(trace != NULL, "%s: %s", path, trace ? "" : jerr.text);
+  json_t *events = json_object_get(trace, "traceEvents");
+  int reductions = 0;
+  for (size_t i = 0; i < json_array_size(events); i++) {
+    const char *op = json_string_value(
+        json_object_get(json_object_get(json_array_get(events, i), "args"), "op"));
+    reductions += op && strcmp(op, "AllReduce") == 0;
+  }
+  CHECK_MSG(reductions == 2, "%d AllReduce slices in the trace, want 2 (a warm-up and a repeat)",
+            reductions);
+  json_decref(trace);
+  free(out);
+  free(err);
+  unlink(path);
 }
 
 int main(void)
