@@ -89,6 +89,13 @@ static void test_json_string(void)
     json_decref(v);
     free(text);
   }
+  /* The short escapes where JSON has them. */
+  clg_strbuf b;
+  clg_strbuf_init(&b);
+  clg_strbuf_json_string(&b, "a\nb\tc\rd\x01");
+  char *text = clg_strbuf_take(&b);
+  CHECK_STR(text, "\"a\\nb\\tc\\rd\\u0001\"");
+  free(text);
 }
 
 int main(void)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "clgraph.h"
+#include "core/core.h"
 #include "tool.h"
 
 static const struct {
@@ -37,6 +38,15 @@ static void usage(FILE *f)
          "  CLGRAPH_VISIBLE_DEVICES  visible GPUs and their order, e.g. 2,0\n"
          "  CLGRAPH_LOG_LEVEL        debug, info, warning, error or off (default info)\n"
          "  CLGRAPH_FORCE_GPU_ALLOW_GROWTH  true or false: overrides allow_growth\n");
+}
+
+void clg_tool_json_string(FILE *f, const char *text)
+{
+  clg_strbuf b;
+  clg_strbuf_init(&b);
+  clg_strbuf_json_string(&b, text);
+  fputs(b.buf && !b.failed ? b.buf : "\"\"", f);
+  clg_strbuf_free(&b);
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "clgraph.h"
-#include "core/core.h"
 #include "tool.h"
 
 static void usage(FILE *f)
@@ -28,17 +27,8 @@ static void shape_text(const clg_checkpoint_tensor *t, char *buf, size_t size)
     snprintf(buf + used, size - used, "]");
 }
 
-/* A JSON string of a name or path, which may hold quotes, backslashes, control characters
- * and bytes that are not UTF-8 (a path is any bytes): the core escaper writes those bytes
- * \ufffd, so the output is valid JSON whatever the name. */
-static void json_string(const char *s)
-{
-  clg_strbuf b;
-  clg_strbuf_init(&b);
-  clg_strbuf_json_string(&b, s);
-  fputs(b.buf && !b.failed ? b.buf : "\"\"", stdout);
-  clg_strbuf_free(&b);
-}
+/* A name or a path, which may hold any bytes, as a JSON string. */
+static void json_string(const char *s) { clg_tool_json_string(stdout, s); }
 
 static int list(const char *path, bool json)
 {

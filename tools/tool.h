@@ -99,6 +99,10 @@ int clg_tool_parse(clg_tool_cmd *cmd, int argc, char **argv);
 /* Whether the option name of opts (after clg_tool_parse) was given. */
 bool clg_tool_given(const clg_tool_opt *opts, const char *name);
 
+/* Writes text as a JSON string literal with core's escaper (bytes that are not UTF-8, as a
+ * file name may hold, become \ufffd: the output is valid JSON whatever the text). */
+void clg_tool_json_string(FILE *f, const char *text);
+
 /* Median of n doubles (sorts the array). */
 double clg_tool_median(double *v, int n);
 

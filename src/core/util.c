@@ -80,6 +80,8 @@ void clg_strbuf_json_string(clg_strbuf *s, const char *text)
     size_t n = utf8_sequence(p);
     if (*p == '"' || *p == '\\')
       clg_strbuf_printf(s, "\\%c", *p);
+    else if (*p == '\n' || *p == '\t' || *p == '\r')
+      clg_strbuf_printf(s, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
     else if (*p < 0x20)
       clg_strbuf_printf(s, "\\u%04x", (unsigned)*p);
     else if (n == 0)
