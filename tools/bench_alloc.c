@@ -340,9 +340,9 @@ int clg_bench_alloc(int argc, char **argv)
       snprintf(clbuf, sizeof clbuf, "%.1f", ns_cl);
     if (reserve_s >= 0)
       snprintf(resbuf, sizeof resbuf, "%.3f", reserve_s);
-    printf("{\"benchmark\":\"alloc\",\"device\":\"%s\",\"device_name\":\"%s\","
-           "\"allocator\":\"%s\",\"repeats\":%d,",
-           name, cl_name, alloc_name, repeats);
+    printf("{\"benchmark\":\"alloc\",\"device\":\"%s\",\"device_name\":", name);
+    clg_tool_json_string(stdout, cl_name); /* the driver's text */
+    printf(",\"allocator\":\"%s\",\"repeats\":%d,", alloc_name, repeats);
     printf("\"trace\":{\"allocations\":%zu,\"max_live\":%u,\"sizes\":\"256B..32MiB\","
            "\"ns_per_pair\":{\"clg_allocator\":%.1f,\"malloc\":%.1f,\"clCreateBuffer\":%s},"
            "\"clg_over_malloc\":%.3f,\"peak_bytes_reserved\":%llu,\"peak_bytes_in_use\":%llu,"

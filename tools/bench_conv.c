@@ -439,10 +439,9 @@ int clg_bench_conv(int argc, char **argv)
       json_num(r->session / r->square);
       printf(", \"rel_diff\": ");
       json_num(r->diff);
-      printf(", \"note\": \"");
-      for (const char *p = r->note; *p; p++)
-        printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-      printf("\"}");
+      printf(", \"note\": ");
+      clg_tool_json_string(stdout, r->note); /* an error's text: any bytes */
+      printf("}");
     }
     printf("\n ]}\n");
   }

@@ -582,13 +582,9 @@ int clg_bench_matmul(int argc, char **argv)
       print_json_number(host && ref > 0 ? r->direct / ref : NAN);
       printf(", \"rel_diff\": ");
       print_json_number(r->diff);
-      printf(", \"direct\": \"%s\", \"note\": \"", r->direct_what);
-      for (const char *p = r->note; *p; p++) /* JSON-escape the free text */
-        if (*p == '"' || *p == '\\')
-          printf("\\%c", *p);
-        else if ((unsigned char)*p >= 0x20)
-          putchar(*p);
-      printf("\"}");
+      printf(", \"direct\": \"%s\", \"note\": ", r->direct_what);
+      clg_tool_json_string(stdout, r->note); /* free text: an error's message */
+      printf("}");
     }
     printf("\n ]}\n");
   } else {
