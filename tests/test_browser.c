@@ -2,7 +2,9 @@
  * the towers' trace and a memory map, `clgraph trace-html` turns the trace into a page, and
  * headless Chromium (Debian's chromium) renders both. The page's script must have run to
  * its end (it sets the title), and each screenshot must have the window's size and show a
- * picture: decoded here (PNG: zlib and the five row filters), not blank. */
+ * picture: decoded here (PNG: zlib and the five row filters), not blank. A trace whose names
+ * are markup ("<!--<script>", "</script>") must give a page whose script runs and shows them
+ * as text when the pointer is over the slice. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -165,6 +167,7 @@ static int chromium(const char *url, const char *png, const char *dom)
   snprintf(cmd, sizeof cmd,
            "timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
            "--no-first-run --hide-scrollbars --user-data-dir='%s/profile' --window-size=1200,700 "
+           "--allow-file-access-from-files "
            "%s%s%s '%s' >%s 2>'%s/chromium.log'",
            dir, png ? "--screenshot='" : "--dump-dom", png ? png : "", png ? "'" : "", url,
            dom ? dom : "/dev/null", dir);
@@ -185,6 +188,55 @@ static void check_screenshot(const char *what, const char *png)
   CHECK_MSG(info.colours >= 6, "%s: only %d colours", what, info.colours);
 }
 
+static bool put_text(const char *path, const char *text)
+{
+  FILE *f = fopen(path, "w");
+  bool ok = f && fputs(text, f) >= 0;
+  if (f)
+    ok = fclose(f) == 0 && ok;
+  return ok;
+}
+
+/* A trace whose slice and track names are markup. The page is opened in a frame of a page
+ * of this test's, which moves the pointer over the slice (the middle of the canvas, in the
+ * first track's row) and writes the page's title and tooltip, URI-encoded, into its DOM. */
+static void test_markup_names(const char *bin)
+{
+  char path[512], cmd[2048], url[600], dom[512];
+  snprintf(path, sizeof path, "%s/markup.json", dir);
+  CHECK(put_text(path, "{\"traceEvents\": ["
+                       "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": 1, "
+                       "\"args\": {\"name\": \"</script> & <b>track</b>\"}},"
+                       "{\"ph\": \"X\", \"name\": \"<!--<script>\", \"pid\": 1, \"tid\": 1, "
+                       "\"ts\": 0, \"dur\": 5}]}"));
+  snprintf(cmd, sizeof cmd, "'%s/clgraph' trace-html '%s' '%s/markup.html'", bin, path, dir);
+  CHECK_MSG(run(cmd) == 0, "%s failed", cmd);
+  snprintf(path, sizeof path, "%s/hover.html", dir);
+  CHECK(put_text(
+      path,
+      "<!DOCTYPE html><html><head><title>hover</title></head><body>\n"
+      "<iframe id=\"f\" src=\"markup.html\" width=\"1100\" height=\"500\"></iframe>\n<script>\n"
+      "document.getElementById(\"f\").addEventListener(\"load\", () => {\n"
+      "  const d = document.getElementById(\"f\").contentDocument;\n"
+      "  const c = d.getElementById(\"c\"), r = c.getBoundingClientRect();\n"
+      "  c.dispatchEvent(new MouseEvent(\"mousemove\", {bubbles: true,\n"
+      "    clientX: r.left + r.width / 2, clientY: r.top + 39}));\n"
+      "  const out = document.createElement(\"pre\");\n"
+      "  out.textContent = \"title=\" + encodeURIComponent(d.title) + \" tip=\" +\n"
+      "    encodeURIComponent(d.getElementById(\"tip\").textContent) + \" end\";\n"
+      "  document.body.appendChild(out);\n"
+      "});\n</script></body></html>\n"));
+  snprintf(url, sizeof url, "file://%s", path);
+  snprintf(dom, sizeof dom, "%s/hover.dom", dir);
+  CHECK(chromium(url, NULL, dom) == 0);
+  size_t n = 0;
+  char *text = (char *)slurp(dom, &n);
+  /* "clgraph trace: 1 slices" and "<!--<script>  (5.000 µs)\n" (no args). */
+  CHECK_CONTAINS(text, "title=clgraph%20trace%3A%201%20slices tip=");
+  CHECK_CONTAINS(text, " tip=%3C!--%3Cscript%3E%20%20(5.000%20%C2%B5s)%0A end");
+  free(text);
+}
+
 int main(void)
 {
   snprintf(dir, sizeof dir, "%s/clg_browser_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -196,6 +248,8 @@ int main(void)
   CHECK_MSG(bin != NULL, "CLG_BINARY_DIR is not set (run this test through ctest)");
   int have = run("command -v chromium >/dev/null");
   CHECK_MSG(have == 0, "chromium is not installed: apt-get install chromium (ci/install-deps.sh)");
+  if (bin && have == 0)
+    test_markup_names(bin);
   if (bin && have == 0 && clg_test_require_gpus(4)) {
     char cmd[2048], url[512], png[512], dom[512];
     snprintf(cmd, sizeof cmd,

@@ -1,4 +1,7 @@
-/* The last-error message: a huge input quoted in it is shortened, never the reason after it. */
+/* The last-error message: a huge input quoted in it is shortened, never the reason after it.
+ * The JSON string escaper gives valid JSON for any C string (bytes that are not UTF-8 become
+ * U+FFFD). */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,8 +52,55 @@ static void test_huge_input(void)
   free(huge);
 }
 
+/* Each text, escaped, parses (jansson checks UTF-8 strictly) back to the expected string. */
+static void test_json_string(void)
+{
+  static const struct {
+    const char *text, *want;
+  } cases[] = {
+#define FFFD "\xef\xbf\xbd" /* U+FFFD in UTF-8 */
+      {"plain", "plain"},
+      {"q\"b\\c\n\x01", "q\"b\\c\n\x01"},
+      {"<!--<script>&", "<!--<script>&"},
+      {"\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+      {"a\xffz", "a" FFFD "z"},                  /* never in UTF-8 */
+      {"\x80", FFFD},                            /* a stray continuation byte */
+      {"\xc3", FFFD},                            /* cut at the end */
+      {"\xe2\x82z", FFFD FFFD "z"},              /* cut before z */
+      {"\xc0\xaf", FFFD FFFD},                   /* overlong '/' */
+      {"\xe0\x80\xaf", FFFD FFFD FFFD},          /* overlong, 3 bytes */
+      {"\xed\xa0\x80", FFFD FFFD FFFD},          /* a surrogate */
+      {"\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD}, /* over U+10FFFF */
+      {"\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf"},  /* U+10FFFF */
+#undef FFFD
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    clg_strbuf b;
+    clg_strbuf_init(&b);
+    clg_strbuf_printf(&b, "[");
+    clg_strbuf_json_string(&b, cases[i].text);
+    clg_strbuf_printf(&b, "]");
+    char *text = clg_strbuf_take(&b);
+    json_error_t err;
+    json_t *v = text ? json_loads(text, 0, &err) : NULL;
+    const char *got = json_string_value(json_array_get(v, 0));
+    CHECK_MSG(got && strcmp(got, cases[i].want) == 0, "case %zu: %s gave %s (%s)", i, cases[i].text,
+              text ? text : "(null)", v ? "parsed" : err.text);
+    json_decref(v);
+    free(text);
+  }
+  /* The short escapes where JSON has them. */
+  clg_strbuf b;
+  clg_strbuf_init(&b);
+  clg_strbuf_json_string(&b, "a\nb\tc\rd\x01");
+  char *text = clg_strbuf_take(&b);
+  CHECK_STR(text, "\"a\\nb\\tc\\rd\\u0001\"");
+  free(text);
+}
+
 int main(void)
 {
   test_huge_input();
+  test_json_string();
   return clg_test_summary("test_status");
 }

@@ -50,22 +50,9 @@ int clg_tool_bench(int argc, char **argv)
       /* --trace FILE, on every benchmark: the last runs of its last session. */
       char command[64];
       snprintf(command, sizeof command, "bench %s", benches[i].name);
-      if (!clg_tool_pictures_parse(&clg_tool_bench_pictures, argc - 1, argv + 1, command, 5))
-        return 2;
-      if (clg_tool_bench_pictures.trace && benches[i].run == clg_bench_alloc) {
-        fprintf(stderr,
-                "clgraph bench alloc: --trace: this benchmark calls the allocator directly and "
-                "runs no graph: there is nothing to trace\n");
-        return 2;
-      }
-      if (clg_tool_bench_pictures.trace && !clg_tool_wants_help(argc - 1, argv + 1))
-        fprintf(stderr,
-                "clgraph %s: --trace: the timed runs are traced, so their figures "
-                "include the cost of tracing\n",
-                command);
+      clg_tool_pictures_init(&clg_tool_bench_pictures, command, 5);
       int rc = benches[i].run(argc - 1, argv + 1);
-      if (rc == 0 && !clg_tool_wants_help(argc - 1, argv + 1) &&
-          !clg_tool_pictures_done(&clg_tool_bench_pictures))
+      if (rc == 0 && !clg_tool_pictures_done(&clg_tool_bench_pictures))
         rc = 1;
       return rc;
     }

@@ -215,19 +215,22 @@ static void usage(FILE *f)
 
 int clg_bench_alloc(int argc, char **argv)
 {
-  static const char *const flags[] = {"--json", "--reserve", NULL};
-  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, NULL};
-  if (!clg_tool_check_options(argc, argv, "bench alloc", flags, valued, usage))
-    return 2;
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
-  bool json = clg_tool_has_flag(argc, argv, "--json");
-  bool reserve = clg_tool_has_flag(argc, argv, "--reserve");
+  bool json = false, reserve = false;
   int repeats = 15;
-  if (!clg_tool_int_option(argc, argv, "bench alloc", "--repeats", 1, 1000, &repeats))
+  clg_tool_opt opts[] = {{"--json", CLG_TOOL_FLAG, .flag = &json},
+                         {"--reserve", CLG_TOOL_FLAG, .flag = &reserve},
+                         {"--repeats", CLG_TOOL_INT, .min = 1, .max = 1000, .integer = &repeats},
+                         clg_tool_trace_opt(&clg_tool_bench_pictures),
+                         {NULL}};
+  clg_tool_cmd cmd = {.name = "bench alloc", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
+  if (clg_tool_bench_pictures.trace) {
+    fprintf(stderr, "clgraph bench alloc: --trace: this benchmark calls the allocator directly and "
+                    "runs no graph: there is nothing to trace\n");
     return 2;
+  }
 
   clg_devices *devs;
   if (clg_devices_new(NULL, &devs) != CLG_OK) {
@@ -337,9 +340,9 @@ int clg_bench_alloc(int argc, char **argv)
       snprintf(clbuf, sizeof clbuf, "%.1f", ns_cl);
     if (reserve_s >= 0)
       snprintf(resbuf, sizeof resbuf, "%.3f", reserve_s);
-    printf("{\"benchmark\":\"alloc\",\"device\":\"%s\",\"device_name\":\"%s\","
-           "\"allocator\":\"%s\",\"repeats\":%d,",
-           name, cl_name, alloc_name, repeats);
+    printf("{\"benchmark\":\"alloc\",\"device\":\"%s\",\"device_name\":", name);
+    clg_tool_json_string(stdout, cl_name); /* the driver's text */
+    printf(",\"allocator\":\"%s\",\"repeats\":%d,", alloc_name, repeats);
     printf("\"trace\":{\"allocations\":%zu,\"max_live\":%u,\"sizes\":\"256B..32MiB\","
            "\"ns_per_pair\":{\"clg_allocator\":%.1f,\"malloc\":%.1f,\"clCreateBuffer\":%s},"
            "\"clg_over_malloc\":%.3f,\"peak_bytes_reserved\":%llu,\"peak_bytes_in_use\":%llu,"

@@ -1,6 +1,6 @@
 /* clgraph bench allreduce: clgraph's AllReduce against a plain MPI_Allreduce, under mpirun.
  *
- *   mpirun -np 2 clgraph bench allreduce [--json] [--repeats N] [--max-mib M]
+ *   mpirun -np 2 clgraph bench allreduce [--json] [--repeats N] [--max-mib M] [--trace F]
  *
  * For float32 buffers of 1, 4, 16, 64 and 256 MiB (up to M), each repeat times, in
  * alternating order:
@@ -19,34 +19,35 @@
 #include "clgraph.h"
 #include "cluster/cluster.h"
 #include "core/core.h"
+#include "pictures.h"
 #include "tool.h"
 
 static void usage(FILE *f)
 {
-  fprintf(f, "usage: mpirun -np P clgraph bench allreduce [--json] [--repeats N] [--max-mib M]\n\n"
+  fprintf(f, "usage: mpirun -np P clgraph bench allreduce [--json] [--repeats N] [--max-mib M]\n"
+             "                                          [--trace FILE]\n\n"
              "clgraph's AllReduce (sum of float32 on /cpu:0) against a plain MPI_Allreduce of\n"
              "the same host buffer, 1-256 MiB (up to M, default 256), N repeats (default 5)\n"
              "alternating the sides: a session run (fed, fetched), the op's reduction alone,\n"
-             "and MPI_Allreduce. GB/s of the buffer's bytes; ratios are medians of pairs.\n");
+             "and MPI_Allreduce. GB/s of the buffer's bytes; ratios are medians of pairs.\n"
+             "--trace FILE: task 0's last 5 session runs of the last size.\n");
 }
 
 static double since(uint64_t t0) { return (double)(clg_now_ns() - t0) * 1e-9; }
 
 int clg_bench_allreduce(int argc, char **argv)
 {
-  static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--repeats", "--max-mib", NULL};
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
-  if (!clg_tool_check_options(argc, argv, "bench allreduce", flags, valued, usage))
-    return 2;
   int repeats = 5, max_mib = 256;
-  if (!clg_tool_int_option(argc, argv, "bench allreduce", "--repeats", 1, 1000, &repeats) ||
-      !clg_tool_int_option(argc, argv, "bench allreduce", "--max-mib", 1, 4096, &max_mib))
-    return 2;
-  bool json = clg_tool_has_flag(argc, argv, "--json");
+  bool json = false;
+  clg_tool_opt opts[] = {{"--json", CLG_TOOL_FLAG, .flag = &json},
+                         {"--repeats", CLG_TOOL_INT, .min = 1, .max = 1000, .integer = &repeats},
+                         {"--max-mib", CLG_TOOL_INT, .min = 1, .max = 4096, .integer = &max_mib},
+                         clg_tool_trace_opt(&clg_tool_bench_pictures),
+                         {NULL}};
+  clg_tool_cmd cmd = {.name = "bench allreduce", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
   clg_session_options opt;
   clg_session_options_init(&opt);
   opt.cluster = getenv("OMPI_COMM_WORLD_SIZE") ? "mpi" : NULL;
@@ -75,6 +76,9 @@ int clg_bench_allreduce(int argc, char **argv)
     }
     if (s)
       clg_session_task(s, &task, &tasks);
+    /* --trace: task 0's session runs (every task would write the same file). */
+    if (task == 0)
+      clg_tool_bench_session_setup(s);
     clg_cluster *c = clg_cluster_current();
     double *t_sess = calloc((size_t)repeats, sizeof(double));
     double *t_op = calloc((size_t)repeats, sizeof(double));
@@ -134,9 +138,11 @@ int clg_bench_allreduce(int argc, char **argv)
     free(r_op);
     free(buf);
     clg_tensor_free(feed);
-    clg_session_free(s);
+    clg_tool_bench_session_free(s);
     clg_graph_free(g);
   }
+  if (task != 0) /* task 0 writes the pictures; here none was asked for */
+    clg_tool_pictures_init(&clg_tool_bench_pictures, clg_tool_bench_pictures.command, 1);
   if (json && task == 0 && status == 0) {
     clg_strbuf_printf(&out, "\n], \"tasks\": %d, \"repeats\": %d}\n", tasks, repeats);
     fputs(out.buf ? out.buf : "", stdout);

@@ -334,6 +334,23 @@ static void usage(FILE *f)
           "128. --device limits the run to one device (e.g. /device:GPU:0).\n");
 }
 
+/* Whether name is one of devs' devices (its short or full name); if not, says so on stderr,
+ * naming the devices there are (a --device that matched none measured nothing). */
+static bool known_device(const clg_devices *devs, const char *name)
+{
+  int n = clg_devices_count(devs);
+  for (int d = 0; d < n; d++) {
+    const clg_device_info *info = clg_devices_get(devs, d);
+    if (strcmp(name, info->name) == 0 || strcmp(name, info->full_name) == 0)
+      return true;
+  }
+  fprintf(stderr, "clgraph bench conv: --device '%s': no such device; want one of", name);
+  for (int d = 0; d < n; d++)
+    fprintf(stderr, "%s %s", d ? "," : "", clg_devices_get(devs, d)->name);
+  fprintf(stderr, "\n");
+  return false;
+}
+
 static void json_num(double v)
 {
   if (isnan(v))
@@ -344,21 +361,19 @@ static void json_num(double v)
 
 int clg_bench_conv(int argc, char **argv)
 {
-  static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, "--batch", "--device",
-                                       NULL};
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
-  if (!clg_tool_check_options(argc, argv, "bench conv", flags, valued, usage))
-    return 2;
   int repeats = 5, batch = 128;
-  if (!clg_tool_int_option(argc, argv, "bench conv", "--repeats", 1, 1000, &repeats) ||
-      !clg_tool_int_option(argc, argv, "bench conv", "--batch", 1, 4096, &batch))
-    return 2;
-  const char *only = clg_tool_option(argc, argv, "--device");
-  bool json = clg_tool_has_flag(argc, argv, "--json");
+  const char *only = NULL;
+  bool json = false;
+  clg_tool_opt opts[] = {{"--json", CLG_TOOL_FLAG, .flag = &json},
+                         {"--repeats", CLG_TOOL_INT, .min = 1, .max = 1000, .integer = &repeats},
+                         {"--batch", CLG_TOOL_INT, .min = 1, .max = 4096, .integer = &batch},
+                         {"--device", CLG_TOOL_STRING, .meta = "NAME", .text = &only},
+                         clg_tool_trace_opt(&clg_tool_bench_pictures),
+                         {NULL}};
+  clg_tool_cmd cmd = {.name = "bench conv", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
   clg_device_config cfg;
   clg_device_config_init(&cfg);
   clg_devices *devs = NULL;
@@ -367,6 +382,10 @@ int clg_bench_conv(int argc, char **argv)
     return 1;
   }
   int ndev = clg_devices_count(devs);
+  if (only && !known_device(devs, only)) {
+    clg_devices_free(devs);
+    return 2;
+  }
   conv_result *res = calloc((size_t)ndev * 2, sizeof *res);
   int nres = 0;
   /* A session held open keeps the process-wide device state alive between measurements. */
@@ -420,10 +439,9 @@ int clg_bench_conv(int argc, char **argv)
       json_num(r->session / r->square);
       printf(", \"rel_diff\": ");
       json_num(r->diff);
-      printf(", \"note\": \"");
-      for (const char *p = r->note; *p; p++)
-        printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-      printf("\"}");
+      printf(", \"note\": ");
+      clg_tool_json_string(stdout, r->note); /* an error's text: any bytes */
+      printf("}");
     }
     printf("\n ]}\n");
   }

@@ -119,28 +119,6 @@ static double reference_sgemm(int repeats)
 #endif
 }
 
-static bool parse_sizes(const char *text, size_t *out, int *count, const char *opt)
-{
-  *count = 0;
-  if (!text || !*text)
-    return true;
-  const char *s = text;
-  while (*s) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || v < 1 || v > 16384 || (*end && *end != ',') || *count == MAX_SIZES) {
-      fprintf(stderr,
-              "clgraph bench matmul: %s '%s': want a comma list of up to %d sizes in "
-              "1..16384\n",
-              opt, text, MAX_SIZES);
-      return false;
-    }
-    out[(*count)++] = (size_t)v;
-    s = *end ? end + 1 : end;
-  }
-  return true;
-}
-
 static int cmp_size(const void *a, const void *b)
 {
   size_t x = *(const size_t *)a, y = *(const size_t *)b;
@@ -431,28 +409,28 @@ static void print_json_number(double v)
 
 int clg_bench_matmul(int argc, char **argv)
 {
-  static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, "--sizes", "--f64-sizes",
-                                       NULL};
-  if (!clg_tool_check_options(argc, argv, "bench matmul", flags, valued, usage))
-    return 2;
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
-  bool json = clg_tool_has_flag(argc, argv, "--json");
+  bool json = false;
   int repeats = 5;
-  if (!clg_tool_int_option(argc, argv, "bench matmul", "--repeats", 1, 64, &repeats))
-    return 2;
-  size_t f32[MAX_SIZES] = {256, 512, 1024, 2048}, f64[MAX_SIZES] = {1024};
+  int s32[MAX_SIZES] = {256, 512, 1024, 2048}, s64[MAX_SIZES] = {1024};
   int n32 = 4, n64 = 1;
-  const char *sz = clg_tool_option(argc, argv, "--sizes");
-  bool sizes_given = sz != NULL;
-  if (sz && !parse_sizes(sz, f32, &n32, "--sizes"))
-    return 2;
-  const char *sz64 = clg_tool_option(argc, argv, "--f64-sizes");
-  if (sz64 && !parse_sizes(sz64, f64, &n64, "--f64-sizes"))
-    return 2;
+  clg_tool_opt opts[] = {{"--json", CLG_TOOL_FLAG, .flag = &json},
+                         {"--repeats", CLG_TOOL_INT, .min = 1, .max = 64, .integer = &repeats},
+                         {"--sizes", CLG_TOOL_LIST, .min = 1, .max = 16384, .max_items = MAX_SIZES,
+                          .list = s32, .count = &n32},
+                         {"--f64-sizes", CLG_TOOL_LIST, .min = 1, .max = 16384,
+                          .max_items = MAX_SIZES, .list = s64, .count = &n64},
+                         clg_tool_trace_opt(&clg_tool_bench_pictures),
+                         {NULL}};
+  clg_tool_cmd cmd = {.name = "bench matmul", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
+  bool sizes_given = clg_tool_given(opts, "--sizes");
+  size_t f32[MAX_SIZES], f64[MAX_SIZES];
+  for (int i = 0; i < n32; i++)
+    f32[i] = (size_t)s32[i];
+  for (int i = 0; i < n64; i++)
+    f64[i] = (size_t)s64[i];
   qsort(f32, (size_t)n32, sizeof f32[0], cmp_size);
   qsort(f64, (size_t)n64, sizeof f64[0], cmp_size);
 
@@ -604,13 +582,9 @@ int clg_bench_matmul(int argc, char **argv)
       print_json_number(host && ref > 0 ? r->direct / ref : NAN);
       printf(", \"rel_diff\": ");
       print_json_number(r->diff);
-      printf(", \"direct\": \"%s\", \"note\": \"", r->direct_what);
-      for (const char *p = r->note; *p; p++) /* JSON-escape the free text */
-        if (*p == '"' || *p == '\\')
-          printf("\\%c", *p);
-        else if ((unsigned char)*p >= 0x20)
-          putchar(*p);
-      printf("\"}");
+      printf(", \"direct\": \"%s\", \"note\": ", r->direct_what);
+      clg_tool_json_string(stdout, r->note); /* free text: an error's message */
+      printf("}");
     }
     printf("\n ]}\n");
   } else {

@@ -252,18 +252,16 @@ static void usage(FILE *f)
 
 int clg_bench_overhead(int argc, char **argv)
 {
-  static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, NULL};
-  if (!clg_tool_check_options(argc, argv, "bench overhead", flags, valued, usage))
-    return 2;
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
-  bool json = clg_tool_has_flag(argc, argv, "--json");
+  bool json = false;
   int repeats = 15;
-  if (!clg_tool_int_option(argc, argv, "bench overhead", "--repeats", 1, 10000, &repeats))
-    return 2;
+  clg_tool_opt opts[] = {{"--json", CLG_TOOL_FLAG, .flag = &json},
+                         {"--repeats", CLG_TOOL_INT, .min = 1, .max = 10000, .integer = &repeats},
+                         clg_tool_trace_opt(&clg_tool_bench_pictures),
+                         {NULL}};
+  clg_tool_cmd cmd = {.name = "bench overhead", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
   /* A session held open keeps the device state (and compiled programs) for all runs. */
   clg_graph *hold_g = clg_graph_new();
   clg_session *hold = NULL;

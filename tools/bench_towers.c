@@ -110,27 +110,24 @@ static void side_close(side *x)
 
 int clg_bench_towers(int argc, char **argv)
 {
-  static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--towers", "--batch", "--repeats", CLG_TOOL_TRACE_OPTION,
-                                       NULL};
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
-  if (!clg_tool_check_options(argc, argv, "bench towers", flags, valued, usage))
-    return 2;
   int towers = 4, batch = 128, repeats = 5;
-  if (!clg_tool_int_option(argc, argv, "bench towers", "--towers", 2, CIFAR10_MAX_TOWERS,
-                           &towers) ||
-      !clg_tool_int_option(argc, argv, "bench towers", "--batch", 1, 1 << 16, &batch) ||
-      !clg_tool_int_option(argc, argv, "bench towers", "--repeats", 1, 1000, &repeats))
-    return 2;
+  bool json = false;
+  clg_tool_opt opts[] = {
+      {"--json", CLG_TOOL_FLAG, .flag = &json},
+      {"--towers", CLG_TOOL_INT, .min = 2, .max = CIFAR10_MAX_TOWERS, .integer = &towers},
+      {"--batch", CLG_TOOL_INT, .min = 1, .max = 1 << 16, .integer = &batch},
+      {"--repeats", CLG_TOOL_INT, .min = 1, .max = 1000, .integer = &repeats},
+      clg_tool_trace_opt(&clg_tool_bench_pictures),
+      {NULL}};
+  clg_tool_cmd cmd = {.name = "bench towers", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
   if (batch % towers) {
     fprintf(stderr, "clgraph bench towers: --batch %d is not a multiple of --towers %d\n", batch,
             towers);
     return 2;
   }
-  const bool json = clg_tool_has_flag(argc, argv, "--json");
   /* As clgraph demo: PoCL reads these once, before the first OpenCL call. */
   if (!getenv("POCL_DEVICES"))
     setenv("POCL_DEVICES", "pthread pthread pthread pthread", 1);

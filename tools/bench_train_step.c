@@ -63,23 +63,20 @@ static void print_ops(clg_session *s, clg_graph *g, const clg_op_profile *rows, 
 
 int clg_bench_train_step(int argc, char **argv)
 {
-  static const char *const flags[] = {"--json", "--ops", NULL};
-  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, "--batch", "--device",
-                                       NULL};
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
-  if (!clg_tool_check_options(argc, argv, "bench train-step", flags, valued, usage))
-    return 2;
   int repeats = 5, batch = 128;
-  if (!clg_tool_int_option(argc, argv, "bench train-step", "--repeats", 1, 1000, &repeats) ||
-      !clg_tool_int_option(argc, argv, "bench train-step", "--batch", 1, 4096, &batch))
-    return 2;
-  const char *device = clg_tool_option(argc, argv, "--device");
-  if (!device)
-    device = "/cpu:0";
-  bool json = clg_tool_has_flag(argc, argv, "--json");
+  const char *device = "/cpu:0";
+  bool json = false, ops = false;
+  clg_tool_opt opts[] = {{"--json", CLG_TOOL_FLAG, .flag = &json},
+                         {"--ops", CLG_TOOL_FLAG, .flag = &ops},
+                         {"--repeats", CLG_TOOL_INT, .min = 1, .max = 1000, .integer = &repeats},
+                         {"--batch", CLG_TOOL_INT, .min = 1, .max = 4096, .integer = &batch},
+                         {"--device", CLG_TOOL_STRING, .meta = "DEV", .text = &device},
+                         clg_tool_trace_opt(&clg_tool_bench_pictures),
+                         {NULL}};
+  clg_tool_cmd cmd = {.name = "bench train-step", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
 
   clg_graph *g = clg_graph_new();
   clg_graph_set_random_seed(g, 1);
@@ -164,7 +161,7 @@ int clg_bench_train_step(int argc, char **argv)
            "%.1f%%\n",
            device, batch, sec * 1e3, repeats, batch / sec, flops / sec * 1e-9, traced * 1e3,
            100 * gemm / traced, 100 * other / traced);
-  if (!json && clg_tool_has_flag(argc, argv, "--ops"))
+  if (!json && ops)
     print_ops(s, g, rows, num_rows, traced);
   free(rows);
   rc = 0;

@@ -221,21 +221,18 @@ static bool measure_io(const char *dir, int repeats, io_result *res)
 
 int clg_bench_variables(int argc, char **argv)
 {
-  static const char *const flags[] = {"--json", NULL};
-  static const char *const valued[] = {"--repeats", CLG_TOOL_TRACE_OPTION, "--dir", NULL};
-  if (!clg_tool_check_options(argc, argv, "bench variables", flags, valued, usage))
-    return 2;
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
-  bool json = clg_tool_has_flag(argc, argv, "--json");
+  bool json = false;
   int repeats = 9;
-  if (!clg_tool_int_option(argc, argv, "bench variables", "--repeats", 1, 1000, &repeats))
-    return 2;
-  const char *dir = clg_tool_option(argc, argv, "--dir");
-  if (!dir)
-    dir = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+  const char *dir = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+  clg_tool_opt opts[] = {{"--json", CLG_TOOL_FLAG, .flag = &json},
+                         {"--repeats", CLG_TOOL_INT, .min = 1, .max = 1000, .integer = &repeats},
+                         {"--dir", CLG_TOOL_STRING, .meta = "DIR", .text = &dir},
+                         clg_tool_trace_opt(&clg_tool_bench_pictures),
+                         {NULL}};
+  clg_tool_cmd cmd = {.name = "bench variables", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
 
   float *ones = malloc(sizeof(float) * SIDE);
   int64_t dims[2] = {SIDE, SIDE};

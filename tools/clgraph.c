@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "clgraph.h"
+#include "core/core.h"
 #include "tool.h"
 
 static const struct {
@@ -39,90 +40,13 @@ static void usage(FILE *f)
          "  CLGRAPH_FORCE_GPU_ALLOW_GROWTH  true or false: overrides allow_growth\n");
 }
 
-bool clg_tool_has_flag(int argc, char **argv, const char *flag)
+void clg_tool_json_string(FILE *f, const char *text)
 {
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], flag) == 0)
-      return true;
-  return false;
-}
-
-static bool in_list(const char *const *list, const char *arg)
-{
-  for (; list && *list; list++)
-    if (strcmp(*list, arg) == 0)
-      return true;
-  return false;
-}
-
-bool clg_tool_check_options(int argc, char **argv, const char *command, const char *const *flags,
-                            const char *const *valued, void (*usage)(FILE *))
-{
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || in_list(flags, a))
-      continue;
-    if (in_list(valued, a)) {
-      if (i + 1 < argc) {
-        i++;
-        continue;
-      }
-      fprintf(stderr, "clgraph %s: %s needs a value\n\n", command, a);
-    } else if (a[0] == '-') {
-      fprintf(stderr, "clgraph %s: unknown option '%s'\n\n", command, a);
-    } else {
-      fprintf(stderr, "clgraph %s: unexpected argument '%s'\n\n", command, a);
-    }
-    usage(stderr);
-    return false;
-  }
-  return true;
-}
-
-bool clg_tool_wants_help(int argc, char **argv)
-{
-  return clg_tool_has_flag(argc, argv, "--help") || clg_tool_has_flag(argc, argv, "-h");
-}
-
-const char *clg_tool_option(int argc, char **argv, const char *option)
-{
-  for (int i = 1; i + 1 < argc; i++)
-    if (strcmp(argv[i], option) == 0)
-      return argv[i + 1];
-  return NULL;
-}
-
-bool clg_tool_int_option(int argc, char **argv, const char *command, const char *option, int min,
-                         int max, int *value)
-{
-  const char *text = clg_tool_option(argc, argv, option);
-  if (!text)
-    return true;
-  char *end;
-  long v = strtol(text, &end, 10);
-  if (end == text || *end || v < min || v > max) {
-    fprintf(stderr, "clgraph %s: %s '%s': want %d..%d\n", command, option, text, min, max);
-    return false;
-  }
-  *value = (int)v;
-  return true;
-}
-
-bool clg_tool_double_option(int argc, char **argv, const char *command, const char *option,
-                            double min, double max, double *value)
-{
-  const char *text = clg_tool_option(argc, argv, option);
-  if (!text)
-    return true;
-  char *end;
-  double v = strtod(text, &end);
-  if (end == text || *end || !(v >= min && v <= max)) {
-    fprintf(stderr, "clgraph %s: %s '%s': want a number in %g..%g\n", command, option, text, min,
-            max);
-    return false;
-  }
-  *value = v;
-  return true;
+  clg_strbuf b;
+  clg_strbuf_init(&b);
+  clg_strbuf_json_string(&b, text);
+  fputs(b.buf && !b.failed ? b.buf : "\"\"", f);
+  clg_strbuf_free(&b);
 }
 
 static int cmp_double(const void *a, const void *b)

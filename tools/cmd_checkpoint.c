@@ -12,7 +12,8 @@ static void usage(FILE *f)
   fprintf(f, "usage: clgraph checkpoint ls FILE [--json]\n\n"
              "Lists the tensors of a safetensors file (written by clgraph or any other writer):\n"
              "name, dtype, shape and bytes, in the order of their data. The file's header and\n"
-             "layout are checked as a restore checks them.\n\n"
+             "layout are checked as a restore checks them. --json prints one object instead;\n"
+             "bytes of the file name or of a tensor name that are not UTF-8 show as U+FFFD.\n\n"
              "exit status: 0 on success, 1 when the file cannot be read or is malformed (the\n"
              "reason on stderr), 2 on a usage error.\n");
 }
@@ -26,21 +27,8 @@ static void shape_text(const clg_checkpoint_tensor *t, char *buf, size_t size)
     snprintf(buf + used, size - used, "]");
 }
 
-/* A JSON string (names may hold any UTF-8, quotes and backslashes). */
-static void json_string(const char *s)
-{
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      printf("\\%c", c);
-    else if (c < 0x20)
-      printf("\\u%04x", c);
-    else
-      putchar(c);
-  }
-  putchar('"');
-}
+/* A name or a path, which may hold any bytes, as a JSON string. */
+static void json_string(const char *s) { clg_tool_json_string(stdout, s); }
 
 static int list(const char *path, bool json)
 {
@@ -84,44 +72,25 @@ static int list(const char *path, bool json)
 
 int clg_tool_checkpoint(int argc, char **argv)
 {
-  static const char *const flags[] = {"--json", NULL};
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
-  if (argc < 2 || strcmp(argv[1], "ls") != 0) {
-    if (argc < 2)
+  bool json = false;
+  clg_tool_opt opts[] = {{"--json", CLG_TOOL_FLAG, .flag = &json}, {NULL}};
+  /* "ls" and FILE; options anywhere after the command. */
+  clg_tool_cmd cmd = {.name = "checkpoint", .usage = usage, .opts = opts, .max_args = 2};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
+  if (cmd.num_args < 1 || strcmp(cmd.args[0], "ls") != 0) {
+    if (cmd.num_args < 1)
       fprintf(stderr, "clgraph checkpoint: missing subcommand\n\n");
     else
-      fprintf(stderr, "clgraph checkpoint: unknown %s '%s'\n\n",
-              argv[1][0] == '-' ? "option" : "subcommand", argv[1]);
+      fprintf(stderr, "clgraph checkpoint: unknown subcommand '%s'\n\n", cmd.args[0]);
     usage(stderr);
     return 2;
   }
-  /* Options anywhere after "ls"; exactly one file. */
-  const char *file = NULL;
-  for (int i = 2; i < argc; i++) {
-    if (argv[i][0] == '-' && argv[i][1])
-      continue;
-    if (file) {
-      fprintf(stderr, "clgraph checkpoint: unexpected argument '%s'\n\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-    file = argv[i];
-  }
-  char *opts[64];
-  int nopts = 0;
-  opts[nopts++] = argv[0];
-  for (int i = 2; i < argc && nopts < 64; i++)
-    if (argv[i] != file)
-      opts[nopts++] = argv[i];
-  if (!clg_tool_check_options(nopts, opts, "checkpoint", flags, NULL, usage))
-    return 2;
-  if (!file) {
+  if (cmd.num_args < 2) {
     fprintf(stderr, "clgraph checkpoint: ls needs a FILE\n\n");
     usage(stderr);
     return 2;
   }
-  return list(file, clg_tool_has_flag(nopts, opts, "--json"));
+  return list(cmd.args[1], json);
 }

@@ -924,32 +924,19 @@ int clg_tool_demo(int argc, char **argv)
   demo d;
   memset(&d, 0, sizeof d);
   const char *only = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      d.json = true;
-    } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
-      d.quiet = true;
-    } else if (strcmp(argv[i], "--scenario") == 0 && i + 1 < argc) {
-      only = argv[++i];
-    } else if ((strcmp(argv[i], "--trace") == 0 || strcmp(argv[i], "--memory-map") == 0 ||
-                strcmp(argv[i], "--memory-map-device") == 0) &&
-               i + 1 < argc) {
-      i++;
-    } else {
-      if (strcmp(argv[i], "--scenario") == 0 || strcmp(argv[i], "--trace") == 0 ||
-          strcmp(argv[i], "--memory-map") == 0 || strcmp(argv[i], "--memory-map-device") == 0)
-        fprintf(stderr, "clgraph demo: %s needs a value\n\n", argv[i]);
-      else
-        fprintf(stderr, "clgraph demo: unknown %s '%s'\n\n",
-                argv[i][0] == '-' ? "option" : "argument", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  }
-  if (!clg_tool_pictures_parse(&pictures, argc, argv, "demo", 1))
+  clg_tool_pictures_init(&pictures, "demo", 1);
+  clg_tool_opt opts[] = {{"--scenario", CLG_TOOL_STRING, .meta = "S1..S7", .text = &only},
+                         {"--json", CLG_TOOL_FLAG, .flag = &d.json},
+                         {"--quiet", CLG_TOOL_FLAG, .alias = "-q", .flag = &d.quiet},
+                         clg_tool_trace_opt(&pictures),
+                         clg_tool_memory_map_opt(&pictures),
+                         clg_tool_memory_map_device_opt(&pictures),
+                         {NULL}};
+  clg_tool_cmd cmd = {.name = "demo", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
+  if (!clg_tool_pictures_check(&pictures))
     return 2;
   int pick = -1;
   if (only) {

@@ -51,61 +51,6 @@ static void human_bytes(uint64_t n, char *buf, size_t size)
     snprintf(buf, size, "%.1f %s", v, units[u]);
 }
 
-/* Length of the valid UTF-8 sequence at s, or 0. */
-static size_t utf8_len(const unsigned char *s)
-{
-  size_t n;
-  unsigned cp;
-  if (s[0] < 0x80)
-    return 1;
-  if ((s[0] & 0xe0) == 0xc0)
-    n = 2, cp = s[0] & 0x1fu;
-  else if ((s[0] & 0xf0) == 0xe0)
-    n = 3, cp = s[0] & 0x0fu;
-  else if ((s[0] & 0xf8) == 0xf0)
-    n = 4, cp = s[0] & 0x07u;
-  else
-    return 0;
-  for (size_t i = 1; i < n; i++) {
-    if ((s[i] & 0xc0) != 0x80)
-      return 0;
-    cp = (cp << 6) | (s[i] & 0x3fu);
-  }
-  static const unsigned min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-    return 0;
-  return n;
-}
-
-/* A JSON string literal; bytes that are not UTF-8 become U+FFFD. */
-static void json_string(FILE *f, const char *text)
-{
-  const unsigned char *s = (const unsigned char *)(text ? text : "");
-  fputc('"', f);
-  while (*s) {
-    if (*s == '"' || *s == '\\') {
-      fprintf(f, "\\%c", *s++);
-    } else if (*s == '\n') {
-      fputs("\\n", f), s++;
-    } else if (*s == '\t') {
-      fputs("\\t", f), s++;
-    } else if (*s == '\r') {
-      fputs("\\r", f), s++;
-    } else if (*s < 0x20 || *s == 0x7f) {
-      fprintf(f, "\\u%04x", *s++);
-    } else {
-      size_t n = utf8_len(s);
-      if (n == 0) {
-        fputs("\\ufffd", f), s++;
-      } else {
-        fwrite(s, 1, n, f);
-        s += n;
-      }
-    }
-  }
-  fputc('"', f);
-}
-
 static void print_json(FILE *f, const clg_devices *devs, const char *mapping)
 {
   fputs("{\n  \"devices\": [", f);
@@ -126,7 +71,7 @@ static void print_json(FILE *f, const clg_devices *devs, const char *mapping)
                 {"pci_bus_id", d->pci_bus_id}};
     for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++) {
       fprintf(f, "%s\"%s\": ", k ? ", " : "", strs[k].key);
-      json_string(f, strs[k].value);
+      clg_tool_json_string(f, strs[k].value);
     }
     fprintf(f,
             ", \"index\": %d, \"id\": %d, \"physical_index\": %d, \"compute_units\": %u, "
@@ -137,7 +82,7 @@ static void print_json(FILE *f, const clg_devices *devs, const char *mapping)
             d->has_fp16 ? "true" : "false");
   }
   fputs("\n  ],\n  \"device_mapping\": ", f);
-  json_string(f, mapping);
+  clg_tool_json_string(f, mapping);
   fputs("\n}\n", f);
 }
 
@@ -188,33 +133,21 @@ static void print_table(FILE *f, const clg_devices *devs, const char *mapping)
 int clg_tool_devices(int argc, char **argv)
 {
   bool json = false;
+  const char *types = NULL;
   clg_device_config cfg;
   clg_device_config_init(&cfg);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (strcmp(a, "--json") == 0) {
-      json = true;
-    } else if (strcmp(a, "--types") == 0 || strcmp(a, "--visible") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "clgraph devices: %s needs a value\n\n", a);
-        usage(stderr);
-        return 2;
-      }
-      const char *value = argv[++i];
-      if (strcmp(a, "--visible") == 0) {
-        cfg.visible_device_list = value;
-      } else if (clg_device_types_parse(value, &cfg.types) != CLG_OK) {
-        fprintf(stderr, "clgraph devices: --types: %s\n", clg_last_error());
-        return 1;
-      }
-    } else {
-      fprintf(stderr, "clgraph devices: unknown option '%s'\n\n", a);
-      usage(stderr);
-      return 2;
-    }
+  clg_tool_opt opts[] = {
+      {"--json", CLG_TOOL_FLAG, .flag = &json},
+      {"--types", CLG_TOOL_STRING, .meta = "LIST", .text = &types},
+      {"--visible", CLG_TOOL_STRING, .meta = "LIST", .text = &cfg.visible_device_list},
+      {NULL}};
+  clg_tool_cmd cmd = {.name = "devices", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
+  if (types && clg_device_types_parse(types, &cfg.types) != CLG_OK) {
+    fprintf(stderr, "clgraph devices: --types: %s\n", clg_last_error());
+    return 1;
   }
 
   clg_devices *devs = NULL;

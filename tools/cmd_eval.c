@@ -48,35 +48,31 @@ static long long checkpoint_step(const char *path)
 
 int clg_tool_eval(int argc, char **argv)
 {
-  static const char *const flags[] = {"--raw", "--json", "--log-device-placement", NULL};
-  static const char *const valued[] = {"--dataset", "--data-dir", "--checkpoint", "--batch", NULL};
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
-  if (!clg_tool_check_options(argc, argv, "eval", flags, valued, usage))
-    return 2;
+  const char *ds = NULL, *dir = NULL, *path = NULL;
+  int batch = 128;
+  bool raw = false, json = false, log_placement = false;
+  clg_tool_opt opts[] = {{"--dataset", CLG_TOOL_STRING, .meta = "NAME", .text = &ds},
+                         {"--data-dir", CLG_TOOL_STRING, .meta = "DIR", .text = &dir},
+                         {"--checkpoint", CLG_TOOL_STRING, .meta = "FILE",
+                          .help = "what clgraph train saved", .required = true, .text = &path},
+                         {"--batch", CLG_TOOL_INT, .min = 1, .max = 1 << 16, .integer = &batch},
+                         {"--raw", CLG_TOOL_FLAG, .flag = &raw},
+                         {"--json", CLG_TOOL_FLAG, .flag = &json},
+                         {"--log-device-placement", CLG_TOOL_FLAG, .flag = &log_placement},
+                         {NULL}};
+  clg_tool_cmd cmd = {.name = "eval", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
   input_dataset_kind kind = INPUT_SYNTHETIC;
-  const char *ds = clg_tool_option(argc, argv, "--dataset");
   if (ds && !input_dataset_parse(ds, &kind)) {
     fprintf(stderr, "clgraph eval: --dataset '%s': want cifar10, digits or synthetic\n", ds);
-    return 2;
-  }
-  const char *dir = clg_tool_option(argc, argv, "--data-dir");
-  const char *path = clg_tool_option(argc, argv, "--checkpoint");
-  int batch = 128;
-  if (!clg_tool_int_option(argc, argv, "eval", "--batch", 1, 1 << 16, &batch))
-    return 2;
-  if (!path) {
-    fprintf(stderr, "clgraph eval: --checkpoint FILE is required (what clgraph train saved)\n");
     return 2;
   }
   if (kind != INPUT_SYNTHETIC && !dir) {
     fprintf(stderr, "clgraph eval: --dataset %s needs --data-dir DIR\n", input_dataset_name(kind));
     return 2;
   }
-  const bool raw = clg_tool_has_flag(argc, argv, "--raw"),
-             json = clg_tool_has_flag(argc, argv, "--json");
 
   char err[512];
   input_dataset *d = input_dataset_load(kind, dir, false, 0, err, sizeof err);
@@ -104,7 +100,7 @@ int clg_tool_eval(int argc, char **argv)
   clg_session_options opt;
   clg_session_options_init(&opt);
   opt.allow_soft_placement = 1;
-  opt.log_device_placement = clg_tool_has_flag(argc, argv, "--log-device-placement");
+  opt.log_device_placement = log_placement;
   if (clg_graph_status(g) != CLG_OK) {
     fprintf(stderr, "clgraph eval: building the model: %s\n", clg_graph_error(g));
     goto done;

@@ -21,18 +21,44 @@ static void usage(FILE *f)
              "Exit status: 0 when written, 1 when the trace cannot be read, 2 for usage.\n");
 }
 
+/* The page: head, the trace's JSON text, tail. The JSON goes inside a <script> element, and
+ * the HTML parser reads markup in a script's text: "</script" ends it early, and after
+ * "<!--<script" not even the page's own "</script>" ends it (a trace event named that way
+ * kept the page's script from ever running). So '<', '>' and '&' are written \u003c,
+ * \u003e and \u0026: in JSON text they stand only inside strings, where the escape means
+ * the same character, and the parser sees none of them. */
+static char *fill_page(const char *head, size_t head_len, const char *json, const char *tail,
+                       size_t *len)
+{
+  size_t n = strlen(json), specials = 0, tail_len = strlen(tail);
+  for (size_t i = 0; i < n; i++)
+    specials += json[i] == '<' || json[i] == '>' || json[i] == '&';
+  *len = head_len + n + 5 * specials + tail_len;
+  char *page = malloc(*len + 1), *at = page;
+  if (!page)
+    return NULL;
+  memcpy(at, head, head_len);
+  at += head_len;
+  for (size_t i = 0; i < n; i++) {
+    char c = json[i];
+    if (c == '<' || c == '>' || c == '&') {
+      memcpy(at, c == '<' ? "\\u003c" : c == '>' ? "\\u003e" : "\\u0026", 6);
+      at += 6;
+    } else {
+      *at++ = c;
+    }
+  }
+  memcpy(at, tail, tail_len + 1);
+  return page;
+}
+
 int clg_tool_trace_html(int argc, char **argv)
 {
-  for (int i = 1; i < argc; i++)
-    if (argv[i][0] == '-' && argv[i][1] && !clg_tool_wants_help(2, (char *[]){argv[0], argv[i]})) {
-      fprintf(stderr, "clgraph trace-html: unknown option '%s'\n\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
+  /* No options: argv[1] and argv[2] are the files when there are two arguments. */
+  clg_tool_cmd cmd = {.name = "trace-html", .usage = usage, .max_args = 2};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
   if (argc != 3) {
     fprintf(stderr, "clgraph trace-html: want TRACE.json and OUT.html\n\n");
     usage(stderr);
@@ -53,28 +79,19 @@ int clg_tool_trace_html(int argc, char **argv)
     json_decref(root);
     return 1;
   }
-  /* Compact, and "</" written "<\/" so that no "</script>" closes the page's script early. */
-  char *text = json_dumps(root, JSON_COMPACT | JSON_ESCAPE_SLASH);
+  char *text = json_dumps(root, JSON_COMPACT);
   json_decref(root);
   const char *mark = strstr(clg_tool_trace_viewer, "@TRACE@");
-  if (!text || !mark) {
-    free(text);
-    fprintf(stderr, "clgraph trace-html: out of memory\n");
-    return 1;
-  }
-  size_t head = (size_t)(mark - clg_tool_trace_viewer), n = strlen(text);
-  const char *tail = mark + strlen("@TRACE@");
-  size_t total = head + n + strlen(tail);
-  char *page = malloc(total + 1);
-  if (!page) {
-    free(text);
-    fprintf(stderr, "clgraph trace-html: out of memory\n");
-    return 1;
-  }
-  memcpy(page, clg_tool_trace_viewer, head);
-  memcpy(page + head, text, n);
-  strcpy(page + head + n, tail);
+  char *page = NULL;
+  size_t total = 0;
+  if (text && mark)
+    page = fill_page(clg_tool_trace_viewer, (size_t)(mark - clg_tool_trace_viewer), text,
+                     mark + strlen("@TRACE@"), &total);
   free(text);
+  if (!page) {
+    fprintf(stderr, "clgraph trace-html: out of memory\n");
+    return 1;
+  }
   clg_code code = clg_file_write_atomic(argv[2], page, total);
   free(page);
   if (code != CLG_OK) {

@@ -259,50 +259,71 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
 
 /* --- options --------------------------------------------------------------------------- */
 
-static bool parse_config(int argc, char **argv, train_config *c)
+/* Reads the command line into c and pictures (the trace and the profile hold the last 10
+ * steps); CLG_TOOL_RUN, or the exit status. */
+static int parse_config(int argc, char **argv, train_config *c, clg_tool_pictures *pictures)
 {
   memset(c, 0, sizeof *c);
-  const char *ds = clg_tool_option(argc, argv, "--dataset");
+  const char *ds = NULL;
+  bool no_distort = false, no_shuffle = false;
+  c->towers = 1;
+  c->log_every = 10;
+  c->save_every = 1000;
+  clg_tool_pictures_init(pictures, "train", 10);
+  clg_tool_opt opts[] = {
+      {"--dataset", CLG_TOOL_STRING, .meta = "NAME", .text = &ds},
+      {"--data-dir", CLG_TOOL_STRING, .meta = "DIR", .text = &c->data_dir},
+      {"--towers", CLG_TOOL_INT, .min = 1, .max = CIFAR10_MAX_TOWERS, .integer = &c->towers},
+      {"--batch", CLG_TOOL_INT, .min = 1, .max = 1 << 16, .integer = &c->batch},
+      {"--steps", CLG_TOOL_INT, .min = 0, .max = 2000000000, .integer = &c->steps},
+      {"--lr", CLG_TOOL_FLOAT, .min = 0, .max = 1e6, .number = &c->lr},
+      {"--seed", CLG_TOOL_INT, .min = 0, .max = 2147483647, .integer = &c->seed},
+      {"--checkpoint", CLG_TOOL_STRING, .meta = "FILE", .text = &c->checkpoint},
+      {"--init-checkpoint", CLG_TOOL_STRING, .meta = "FILE", .text = &c->init_checkpoint},
+      {"--log-every", CLG_TOOL_INT, .min = 1, .max = 1 << 30, .integer = &c->log_every},
+      {"--save-every", CLG_TOOL_INT, .min = 1, .max = 1 << 30, .integer = &c->save_every},
+      {"--epochs-per-decay", CLG_TOOL_FLOAT, .min = 1e-3, .max = 1e9,
+       .number = &c->epochs_per_decay},
+      {"--cluster", CLG_TOOL_STRING, .meta = "mpi", .text = &c->cluster},
+      {"--no-distort", CLG_TOOL_FLAG, .flag = &no_distort},
+      {"--no-shuffle", CLG_TOOL_FLAG, .flag = &no_shuffle},
+      {"--log-device-placement", CLG_TOOL_FLAG, .flag = &c->log_placement},
+      {"--json", CLG_TOOL_FLAG, .flag = &c->json},
+      {"--quiet", CLG_TOOL_FLAG, .flag = &c->quiet},
+      clg_tool_profile_opt(pictures),
+      clg_tool_trace_opt(pictures),
+      clg_tool_memory_map_opt(pictures),
+      clg_tool_memory_map_device_opt(pictures),
+      {NULL}};
+  clg_tool_cmd cmd = {.name = "train", .usage = usage, .opts = opts};
+  int parsed = clg_tool_parse(&cmd, argc, argv);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
+  c->distort = !no_distort;
+  c->shuffle = !no_shuffle;
   c->dataset = INPUT_SYNTHETIC;
   if (ds && !input_dataset_parse(ds, &c->dataset)) {
     fprintf(stderr, "clgraph train: --dataset '%s': want cifar10, digits or synthetic\n", ds);
-    return false;
+    return 2;
   }
+  /* The defaults that depend on the dataset. */
   const bool digits = c->dataset == INPUT_DIGITS;
-  c->data_dir = clg_tool_option(argc, argv, "--data-dir");
-  c->cluster = clg_tool_option(argc, argv, "--cluster");
-  c->checkpoint = clg_tool_option(argc, argv, "--checkpoint");
-  c->init_checkpoint = clg_tool_option(argc, argv, "--init-checkpoint");
-  c->towers = 1;
-  c->batch = digits ? CIFAR10_DIGITS_BATCH : 128;
-  c->steps = c->dataset == INPUT_CIFAR10 ? 1000000 : digits ? CIFAR10_DIGITS_STEPS : 100;
-  c->log_every = 10;
-  c->save_every = 1000;
-  c->lr = digits ? CIFAR10_DIGITS_LR : 0.1;
-  c->epochs_per_decay = digits ? CIFAR10_DIGITS_EPOCHS_PER_DECAY : CIFAR10_EPOCHS_PER_DECAY;
-  c->distort = !clg_tool_has_flag(argc, argv, "--no-distort");
-  c->shuffle = !clg_tool_has_flag(argc, argv, "--no-shuffle");
-  c->json = clg_tool_has_flag(argc, argv, "--json");
-  c->quiet = clg_tool_has_flag(argc, argv, "--quiet");
-  c->log_placement = clg_tool_has_flag(argc, argv, "--log-device-placement");
-  if (!clg_tool_int_option(argc, argv, "train", "--towers", 1, CIFAR10_MAX_TOWERS, &c->towers) ||
-      !clg_tool_int_option(argc, argv, "train", "--batch", 1, 1 << 16, &c->batch) ||
-      !clg_tool_int_option(argc, argv, "train", "--steps", 0, 2000000000, &c->steps) ||
-      !clg_tool_int_option(argc, argv, "train", "--log-every", 1, 1 << 30, &c->log_every) ||
-      !clg_tool_int_option(argc, argv, "train", "--save-every", 1, 1 << 30, &c->save_every) ||
-      !clg_tool_int_option(argc, argv, "train", "--seed", 0, 2147483647, &c->seed) ||
-      !clg_tool_double_option(argc, argv, "train", "--lr", 0, 1e6, &c->lr) ||
-      !clg_tool_double_option(argc, argv, "train", "--epochs-per-decay", 1e-3, 1e9,
-                              &c->epochs_per_decay))
-    return false;
+  if (!clg_tool_given(opts, "--batch"))
+    c->batch = digits ? CIFAR10_DIGITS_BATCH : 128;
+  if (!clg_tool_given(opts, "--steps"))
+    c->steps = c->dataset == INPUT_CIFAR10 ? 1000000 : digits ? CIFAR10_DIGITS_STEPS : 100;
+  if (!clg_tool_given(opts, "--lr"))
+    c->lr = digits ? CIFAR10_DIGITS_LR : 0.1;
+  if (!clg_tool_given(opts, "--epochs-per-decay"))
+    c->epochs_per_decay = digits ? CIFAR10_DIGITS_EPOCHS_PER_DECAY : CIFAR10_EPOCHS_PER_DECAY;
   if (c->dataset != INPUT_SYNTHETIC && !c->data_dir) {
     fprintf(stderr, "clgraph train: --dataset %s needs --data-dir DIR (%s)\n",
             input_dataset_name(c->dataset),
             digits ? "the folder holding digits.csv.gz; ci/get-digits.sh DIR extracts it"
                    : "the folder holding cifar-10-batches-bin/");
-    return false;
+    return 2;
   }
-  return true;
+  return clg_tool_pictures_check(pictures) ? CLG_TOOL_RUN : 2;
 }
 
 /* Under mpirun with a cluster asked for (--cluster mpi or CLGRAPH_CLUSTER=mpi): this task
@@ -332,39 +353,11 @@ static bool find_tasks(train_config *c)
 
 int clg_tool_train(int argc, char **argv)
 {
-  static const char *const flags[] = {"--no-distort",
-                                      "--no-shuffle",
-                                      "--log-device-placement",
-                                      "--json",
-                                      "--quiet",
-                                      CLG_TOOL_PROFILE_FLAG,
-                                      NULL};
-  static const char *const valued[] = {"--dataset",
-                                       "--data-dir",
-                                       "--towers",
-                                       "--batch",
-                                       "--steps",
-                                       "--lr",
-                                       "--seed",
-                                       "--checkpoint",
-                                       "--init-checkpoint",
-                                       "--log-every",
-                                       "--save-every",
-                                       "--epochs-per-decay",
-                                       "--cluster",
-                                       CLG_TOOL_TRACE_OPTION,
-                                       CLG_TOOL_MEMORY_MAP_OPTIONS,
-                                       NULL};
-  if (clg_tool_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
   train_config c;
   clg_tool_pictures pictures;
-  /* The trace and the profile hold the last 10 steps. */
-  if (!clg_tool_check_options(argc, argv, "train", flags, valued, usage) ||
-      !parse_config(argc, argv, &c) || !clg_tool_pictures_parse(&pictures, argc, argv, "train", 10))
-    return 2;
+  int parsed = parse_config(argc, argv, &c, &pictures);
+  if (parsed != CLG_TOOL_RUN)
+    return parsed;
 
   if (!find_tasks(&c))
     return 1;

@@ -7,19 +7,40 @@
 
 clg_tool_pictures clg_tool_bench_pictures;
 
-bool clg_tool_pictures_parse(clg_tool_pictures *p, int argc, char **argv, const char *command,
-                             int keep_runs)
+void clg_tool_pictures_init(clg_tool_pictures *p, const char *command, int keep_runs)
 {
   memset(p, 0, sizeof *p);
   p->command = command;
   p->runs = keep_runs > 0 ? keep_runs : 1;
-  p->trace = clg_tool_option(argc, argv, CLG_TOOL_TRACE_OPTION);
-  p->memory_map = clg_tool_option(argc, argv, "--memory-map");
-  p->memory_map_device = clg_tool_option(argc, argv, "--memory-map-device");
-  p->profile = clg_tool_has_flag(argc, argv, CLG_TOOL_PROFILE_FLAG);
+}
+
+clg_tool_opt clg_tool_trace_opt(clg_tool_pictures *p)
+{
+  return (clg_tool_opt){"--trace", CLG_TOOL_STRING, .meta = "FILE", .text = &p->trace};
+}
+
+clg_tool_opt clg_tool_profile_opt(clg_tool_pictures *p)
+{
+  return (clg_tool_opt){"--profile", CLG_TOOL_FLAG, .flag = &p->profile};
+}
+
+clg_tool_opt clg_tool_memory_map_opt(clg_tool_pictures *p)
+{
+  return (clg_tool_opt){"--memory-map", CLG_TOOL_STRING, .meta = "FILE.svg",
+                        .text = &p->memory_map};
+}
+
+clg_tool_opt clg_tool_memory_map_device_opt(clg_tool_pictures *p)
+{
+  return (clg_tool_opt){"--memory-map-device", CLG_TOOL_STRING, .meta = "DEV",
+                        .text = &p->memory_map_device};
+}
+
+bool clg_tool_pictures_check(const clg_tool_pictures *p)
+{
   if (p->memory_map_device && !p->memory_map) {
-    fprintf(stderr, "clgraph %s: --memory-map-device '%s' needs --memory-map FILE.svg\n", command,
-            p->memory_map_device);
+    fprintf(stderr, "clgraph %s: --memory-map-device '%s' needs --memory-map FILE.svg\n",
+            p->command, p->memory_map_device);
     return false;
   }
   return true;
@@ -95,11 +116,25 @@ void clg_tool_pictures_usage(FILE *f, bool with_map, bool with_profile)
                "                 with the most bytes in use, or --memory-map-device DEV)\n");
 }
 
+void clg_tool_bench_session_setup(clg_session *s)
+{
+  static bool told;
+  clg_tool_pictures *p = &clg_tool_bench_pictures;
+  if (s && p->trace && !told) {
+    told = true;
+    fprintf(stderr,
+            "clgraph %s: --trace: the timed runs are traced, so their figures include "
+            "the cost of tracing\n",
+            p->command);
+  }
+  clg_tool_pictures_setup(p, s);
+}
+
 clg_code clg_tool_bench_session_new(clg_graph *g, const clg_session_options *opt, clg_session **out)
 {
   clg_code code = clg_session_new(g, opt, out);
   if (code == CLG_OK)
-    clg_tool_pictures_setup(&clg_tool_bench_pictures, *out);
+    clg_tool_bench_session_setup(*out);
   return code;
 }
 

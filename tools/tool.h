@@ -24,30 +24,84 @@ int clg_bench_train_step(int argc, char **argv);
 int clg_bench_towers(int argc, char **argv);
 int clg_bench_allreduce(int argc, char **argv);
 
-/* True if argv holds flag (e.g. "--json"). */
-bool clg_tool_has_flag(int argc, char **argv, const char *flag);
-/* The value after option (e.g. "--scenario S3"), or NULL. */
-const char *clg_tool_option(int argc, char **argv, const char *option);
+/* --- options: one parser for every command ---------------------------------------------
+ *
+ * A command describes its options in a table and calls clg_tool_parse once:
+ *
+ *   int repeats = 5;
+ *   bool json = false;
+ *   clg_tool_opt opts[] = {
+ *       {"--json", CLG_TOOL_FLAG, .flag = &json},
+ *       {"--repeats", CLG_TOOL_INT, .meta = "N", .min = 1, .max = 64, .integer = &repeats},
+ *       {NULL}};
+ *   clg_tool_cmd cmd = {.name = "bench matmul", .usage = usage, .opts = opts};
+ *   int parsed = clg_tool_parse(&cmd, argc, argv);
+ *   if (parsed != CLG_TOOL_RUN)
+ *     return parsed;
+ *
+ * Options come in any order, between the command's arguments. A valued option takes the
+ * next argument unless that is one of the command's options or help ("--trace --json"
+ * forgot the file); "-5" and "-" are values. A variable keeps its value when its option is
+ * absent. --help or -h prints the usage on stdout, whatever else is wrong. Mistakes are
+ * reported on stderr as "clgraph <command>: <reason>", the command's usage after those
+ * about the command line's shape (marked +):
+ *   unknown option '--x'                          +
+ *   unexpected argument 'x'                       + (more than max_args)
+ *   --x needs a value                             +
+ *   --x given twice ('1', then '2')               + (flags too: "--json given twice")
+ *   --x FILE is required (help)                   +
+ *   --x '5x': want 1..64                            (INT: [+-]digits only, in [min, max])
+ *   --x 'inf': want a number in 0..1                (FLOAT: decimal digits, point, exponent)
+ *   --x '8,': element 2 is empty; want a comma list of up to 16 whole numbers in 1..16384 */
+#define CLG_TOOL_RUN (-1)
 
-/* Reads an integer option ("--repeats 5") into *value, which keeps its default when the
- * option is absent. A value that is not a whole number in [min, max] is reported on
- * stderr as "clgraph <command>: <option> '<text>': want <min>..<max>"; returns false then. */
-bool clg_tool_int_option(int argc, char **argv, const char *command, const char *option, int min,
-                         int max, int *value);
+typedef enum clg_tool_opt_kind {
+  CLG_TOOL_FLAG,   /* no value: *flag becomes true */
+  CLG_TOOL_INT,    /* a whole number in [min, max] into *integer */
+  CLG_TOOL_FLOAT,  /* a decimal number in [min, max] into *number */
+  CLG_TOOL_STRING, /* any text into *text (a pointer into argv) */
+  CLG_TOOL_LIST,   /* comma-separated whole numbers in [min, max], at most max_items, into
+                      list[0 .. *count); "" is the empty list */
+} clg_tool_opt_kind;
 
-/* The same for a number ("--lr 0.05"), reported as "want a number in <min>..<max>". */
-bool clg_tool_double_option(int argc, char **argv, const char *command, const char *option,
-                            double min, double max, double *value);
+typedef struct clg_tool_opt {
+  const char *name; /* "--repeats"; NULL ends the table */
+  clg_tool_opt_kind kind;
+  const char *meta;  /* the value's name in messages: "N", "FILE" */
+  const char *help;  /* what it is, for the message of a required option */
+  bool required;     /* its absence is an error */
+  const char *alias; /* a second spelling ("-q"), or NULL */
+  double min, max;   /* INT, FLOAT and LIST elements */
+  int max_items;     /* LIST: room in list */
+  bool *flag;
+  int *integer;
+  double *number;
+  const char **text;
+  int *list, *count;
+  /* Set by clg_tool_parse: whether it was given, and its text (NULL for a flag). */
+  bool given;
+  const char *value;
+} clg_tool_opt;
 
-/* Checks argv[1..] against the command's options: flags take no value, valued options
- * take the next argument. An unknown option, a stray argument or a valued option at the
- * end is reported on stderr as "clgraph <command>: ...", followed by usage(stderr);
- * returns false then (the caller exits with status 2). Both lists end with NULL. */
-bool clg_tool_check_options(int argc, char **argv, const char *command, const char *const *flags,
-                            const char *const *valued, void (*usage)(FILE *));
+typedef struct clg_tool_cmd {
+  const char *name; /* "bench matmul", for messages */
+  void (*usage)(FILE *);
+  clg_tool_opt *opts;  /* the table, or NULL for none */
+  int max_args;        /* arguments that are not options (FILE, ...): at most this many, <= 4 */
+  const char *args[4]; /* set by clg_tool_parse: those arguments in order, num_args of them */
+  int num_args;
+  FILE *out, *err; /* where help and mistakes go (NULL: stdout and stderr) */
+} clg_tool_cmd;
 
-/* True if argv asks for help (--help or -h). */
-bool clg_tool_wants_help(int argc, char **argv);
+/* Parses argv[1 .. argc) against cmd. Returns CLG_TOOL_RUN when the command should run,
+ * else its exit status: 0 after --help, 2 after a mistake (reported as above). */
+int clg_tool_parse(clg_tool_cmd *cmd, int argc, char **argv);
+/* Whether the option name of opts (after clg_tool_parse) was given. */
+bool clg_tool_given(const clg_tool_opt *opts, const char *name);
+
+/* Writes text as a JSON string literal with core's escaper (bytes that are not UTF-8, as a
+ * file name may hold, become \ufffd: the output is valid JSON whatever the text). */
+void clg_tool_json_string(FILE *f, const char *text);
 
 /* Median of n doubles (sorts the array). */
 double clg_tool_median(double *v, int n);

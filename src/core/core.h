@@ -98,7 +98,9 @@ void clg_atomic_file_abort(clg_atomic_file *f);
 clg_code clg_file_write_atomic(const char *path, const void *data, size_t size);
 
 /* Appends text (NULL: "") as a JSON string literal: quotes, backslashes and control
- * characters escaped. */
+ * characters escaped (\n, \t, \r, else \u00XX), and each byte that is not part of
+ * well-formed UTF-8 written \ufffd (U+FFFD, the replacement character), so that any C string
+ * gives valid JSON. */
 void clg_strbuf_json_string(clg_strbuf *s, const char *text);
 char *clg_strbuf_take(clg_strbuf *s);
 void clg_strbuf_free(clg_strbuf *s);

@@ -52,16 +52,43 @@ void clg_strbuf_append(clg_strbuf *s, const char *text)
   s->len += n;
 }
 
+/* The length of the well-formed UTF-8 sequence at p (1-4), or 0 when p starts none: a stray
+ * continuation byte, a cut sequence, an overlong form, a surrogate or more than U+10FFFF. */
+static size_t utf8_sequence(const unsigned char *p)
+{
+  if (p[0] < 0x80)
+    return 1;
+  size_t n = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
+             : (p[0] & 0xf0) == 0xe0        ? 3
+             : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
+                                            : 0;
+  for (size_t i = 1; i < n; i++)
+    if ((p[i] & 0xc0) != 0x80)
+      return 0;
+  /* The second byte's range rules out overlong forms, surrogates and too large code points. */
+  if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] > 0x9f) ||
+      (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] > 0x8f))
+    return 0;
+  return n;
+}
+
 void clg_strbuf_json_string(clg_strbuf *s, const char *text)
 {
   clg_strbuf_append(s, "\"");
-  for (const unsigned char *p = (const unsigned char *)(text ? text : ""); *p; p++) {
+  const unsigned char *p = (const unsigned char *)(text ? text : "");
+  while (*p) {
+    size_t n = utf8_sequence(p);
     if (*p == '"' || *p == '\\')
       clg_strbuf_printf(s, "\\%c", *p);
+    else if (*p == '\n' || *p == '\t' || *p == '\r')
+      clg_strbuf_printf(s, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
     else if (*p < 0x20)
       clg_strbuf_printf(s, "\\u%04x", (unsigned)*p);
+    else if (n == 0)
+      clg_strbuf_append(s, "\\ufffd");
     else
-      clg_strbuf_printf(s, "%c", *p);
+      clg_strbuf_printf(s, "%.*s", (int)n, (const char *)p);
+    p += n ? n : 1;
   }
   clg_strbuf_append(s, "\"");
 }
