@@ -462,7 +462,9 @@ static clg_code transfer(clg_cluster *c, bool send, int peer, int tag, clg_devic
   clg_code code = check_failed(c);
   const clg_device_ops *ops = clg_device_ops_of(dev);
   size_t nchunks = bytes ? (bytes + CHUNK - 1) / CHUNK : 1;
-  tag %= c->tag_ub + 1;
+  /* Values are numbered from 0; MPI tags go up to tag_ub, INT_MAX in Open MPI (unsigned: the
+   * modulus tag_ub + 1 overflows an int). */
+  tag = (int)((unsigned)tag % ((unsigned)c->tag_ub + 1u));
   if (code != CLG_OK) {
     /* failed before */
   } else if (ops->host_memory) {
