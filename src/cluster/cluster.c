@@ -25,6 +25,10 @@ clg_code clg_cluster_resolve(const char *kind, double timeout_option, bool *want
     return clg_error(CLG_INVALID_ARGUMENT,
                      "cluster_timeout_s must be > 0 seconds (0: CLGRAPH_CLUSTER_TIMEOUT or %g)",
                      CLG_CLUSTER_DEFAULT_TIMEOUT_S);
+  /* Waits count nanoseconds in a uint64_t: a longer deadline would wrap (to none at all). */
+  if (timeout_option > CLG_CLUSTER_MAX_TIMEOUT_S)
+    return clg_error(CLG_INVALID_ARGUMENT, "cluster_timeout_s is %g; expected at most %g seconds",
+                     timeout_option, CLG_CLUSTER_MAX_TIMEOUT_S);
   *timeout_s = timeout_option;
   if (*timeout_s == 0) {
     const char *env = getenv("CLGRAPH_CLUSTER_TIMEOUT");
@@ -32,10 +36,11 @@ clg_code clg_cluster_resolve(const char *kind, double timeout_option, bool *want
     if (env && *env) {
       char *end;
       double v = strtod(env, &end);
-      if (*end || !(v > 0) || isinf(v))
+      if (*end || !(v > 0) || v > CLG_CLUSTER_MAX_TIMEOUT_S)
         return clg_error(CLG_INVALID_ARGUMENT,
-                         "CLGRAPH_CLUSTER_TIMEOUT is \"%s\"; expected a number of seconds > 0",
-                         env);
+                         "CLGRAPH_CLUSTER_TIMEOUT is \"%s\"; expected a number of seconds > 0 "
+                         "and at most %g",
+                         env, CLG_CLUSTER_MAX_TIMEOUT_S);
       *timeout_s = v;
     }
   }

@@ -32,11 +32,13 @@ typedef struct clg_cluster clg_cluster;
 /* The default deadline of a wait, in seconds (CLGRAPH_CLUSTER_TIMEOUT overrides it, a
  * session's cluster_timeout_s overrides both). */
 #define CLG_CLUSTER_DEFAULT_TIMEOUT_S 60.0
+/* The longest deadline, in seconds (about 31 years): its nanoseconds fit a uint64_t. */
+#define CLG_CLUSTER_MAX_TIMEOUT_S 1e9
 
 /* Resolves a session's cluster request: `kind` (the option; NULL or "" means
  * CLGRAPH_CLUSTER, then none) must be "mpi" or "none". *want is true for "mpi". The timeout
- * (option > 0, else CLGRAPH_CLUSTER_TIMEOUT, else the default) goes to *timeout_s.
- * INVALID_ARGUMENT naming a bad word or number. */
+ * (option > 0, else CLGRAPH_CLUSTER_TIMEOUT, else the default) goes to *timeout_s; it must be
+ * at most CLG_CLUSTER_MAX_TIMEOUT_S. INVALID_ARGUMENT naming a bad word or number. */
 clg_code clg_cluster_resolve(const char *kind, double timeout_option, bool *want,
                              double *timeout_s);
 
