@@ -147,6 +147,18 @@ static clg_code fail(clg_cluster *c, clg_code code, const char *fmt, ...)
   return clg_error(code, "%s", c->failure);
 }
 
+/* A transfer or reduction that failed midway for any reason (a device copy, host memory) left
+ * the tasks out of step: later messages would match this one's. The cluster fails with it. */
+static clg_code midway(clg_cluster *c, clg_code code)
+{
+  if (code != CLG_OK && c->failed == CLG_OK) {
+    snprintf(c->failure, sizeof c->failure, "%s (this task stopped midway)", clg_last_error());
+    c->failed = code;
+    any_failure = true;
+  }
+  return code;
+}
+
 static clg_code check_failed(clg_cluster *c)
 {
   if (c->failed == CLG_OK)
@@ -809,6 +821,7 @@ static clg_code transfer(clg_cluster *c, bool send, int peer, int tag, clg_devic
     if (code != CLG_OK)
       settle(c, 2, r);
   }
+  midway(c, code);
   pthread_mutex_unlock(&c->lock);
   return code;
 }
@@ -1148,7 +1161,7 @@ static clg_code ring_reduce(clg_cluster *c, const void *src, void *dst, size_t c
       settle(c, (int)nout, sends);
   }
   free(sends);
-  return code;
+  return midway(c, code);
 }
 
 /* Two tasks, below RING_MIN: each sends its whole src and receives the other's straight into
@@ -1162,7 +1175,7 @@ static clg_code exchange_reduce(clg_cluster *c, const void *src, void *dst, size
   size_t n = (count + per - 1) / per;
   MPI_Request *r = malloc(sizeof *r * 2 * n);
   if (!r)
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory: %s", doing);
+    return midway(c, clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory: %s", doing));
   for (size_t i = 0; i < 2 * n; i++)
     r[i] = MPI_REQUEST_NULL;
   clg_code code = CLG_OK;
@@ -1186,7 +1199,7 @@ static clg_code exchange_reduce(clg_cluster *c, const void *src, void *dst, size
   if (code != CLG_OK)
     settle(c, (int)(2 * n), r); /* no receive stays posted into dst */
   free(r);
-  return code;
+  return midway(c, code);
 }
 
 clg_code clg_cluster_reference_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype)
