@@ -5,10 +5,14 @@
 #   b. valgrind memcheck on a representative subset, with the plain build/ci (configured and
 #      built here when missing);
 #   c. build/tsan: ThreadSanitizer on the tests that run threads.
+# Steps a and c run the clusters under mpirun too (the mpi_* tests of MPI_ASAN and MPI_TSAN).
 # Zero reports from clgraph's code are allowed. PoCL's in-process kernel compiler keeps memory
 # for the life of the process (opencl-practice.md, 5): clgraph calls clUnloadPlatformCompiler at
 # exit where PoCL survives it, and tests/lsan.supp and tests/valgrind.supp name only PoCL, LLVM
-# and ld.so frames, never clgraph's, so a cl_* object clgraph forgets is still reported.
+# and ld.so frames, never clgraph's, so a cl_* object clgraph forgets is still reported. Open
+# MPI's runtime keeps allocations to exit and takes locks in either order inside itself:
+# tests/mpi.supp (LSan) and tests/tsan-mpi.supp name only Open MPI's, PMIx's, hwloc's and
+# libevent's libraries.
 #
 #   ci/sanitize.sh                      # all three
 #   SANITIZE_STEPS="asan tsan" ci/sanitize.sh
@@ -22,6 +26,43 @@ root="${CLG_CI_BUILD:-build}"
 start=$(date +%s)
 elapsed() { echo "$(($(date +%s) - start)) s"; }
 has_step() { [[ " $steps " == *" $1 "* ]]; }
+# The clusters under the sanitizers (about 1.5 min under ASan, half a minute under TSan on 2
+# cores): every path of src/cluster/ (transfers, staged transfers, the exchange, the ring and
+# MPI_Allreduce, the meetings, faults, joining, thread levels); TSan where a thread runs beside
+# the one in MPI (the reductions' watchdog, the polled reductions).
+MPI_ASAN='^mpi_(s7|gpu_transfer|random_2|allreduce_3|fault_stop|fault_collective|fault_kill|mismatch_[23]|late_receive|silent_join|thread_funneled|thread_serialized)$'
+MPI_TSAN='^mpi_(allreduce_small|fault_collective|mismatch_2|late_receive|thread_serialized)$'
+# Whether a CTest log holds a sanitizer report (from any task: a fault test's surviving task
+# may report after the line its test greps for, and the test passes).
+has_report() {
+  grep -nE "ERROR: (AddressSanitizer|LeakSanitizer): |runtime error: |WARNING: ThreadSanitizer" "$1"
+}
+# Runs the mpi_* tests matching $2 in build tree $1; fails on a failed test and on any report.
+mpi_sanitized() {
+  local listed log="$1/Testing/Temporary/LastTest.log"
+  listed=$(ctest --test-dir "$1" -N -R '^mpi_')
+  if [[ $listed != *"Total Tests: "[1-9]* ]]; then
+    echo "sanitize: no mpi_* tests in $1 (built without MPI): clusters not checked"
+    return 0
+  fi
+  local failed=0
+  ctest --test-dir "$1" --output-on-failure -R "$2" || failed=1
+  if has_report "$log"; then
+    echo "sanitize: a sanitizer report in the mpi_* tests (log: $log)"
+    return 1
+  fi
+  # LeakSanitizer's tracer crashing at exit is no report (see step a): those tests run again.
+  if ((failed)) && grep -q "LeakSanitizer has encountered a fatal error" "$log" &&
+    ! grep -q "FAIL " "$log"; then
+    echo "sanitize: LeakSanitizer's tracer crashed (not a report); running the failed tests again"
+    failed=0
+    ctest --test-dir "$1" --output-on-failure --rerun-failed || failed=1
+    if has_report "$log"; then
+      return 1
+    fi
+  fi
+  return $failed
+}
 
 # --- a. ASan + UBSan + LSan on the whole suite ---------------------------------------------------
 if has_step asan; then
@@ -33,11 +74,7 @@ if has_step asan; then
   export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   log="$root/asan/ctest.log"
-  # The mpi_* tests (clusters under mpirun) are left out here: Open MPI's runtime (libopen-pal,
-  # PMIx, the TCP and shared-memory transports) keeps allocations to exit and opens
-  # connections LeakSanitizer reports by the hundred, none in clgraph's frames. The cluster's
-  # host-side logic (options, AllReduce over one task, the no-MPI answers) runs here in
-  # test_cluster; the mpi_* tests run in the default build (ci/test.sh step 1).
+  # The mpi_* tests run after the suite, with Open MPI's suppressions.
   if ! ctest --test-dir "$root/asan" --output-on-failure -j "$jobs" --output-log "$log" -E '^mpi_'; then
     # LeakSanitizer's stop-the-world tracer itself crashes now and then at exit ("Tracer
     # caught signal 11 ... LeakSanitizer has encountered a fatal error": no report, an LSan
@@ -51,6 +88,15 @@ if has_step asan; then
       exit 1
     fi
   fi
+  # Clusters under mpirun: Open MPI's runtime (libopen-pal, PMIx, its transports) keeps
+  # allocations to exit, reported by the hundred outside clgraph's frames: tests/mpi.supp
+  # names its libraries. Full stacks (fast_unwind_on_malloc=0), or they stop at Open MPI's
+  # first frame without a frame pointer and match nothing.
+  echo "== sanitize: ASan+UBSan on the clusters (mpi_* tests) ($(elapsed))"
+  cat tests/lsan.supp tests/mpi.supp >"$root/asan/lsan-mpi.supp"
+  ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0" \
+    LSAN_OPTIONS="suppressions=$PWD/$root/asan/lsan-mpi.supp:print_suppressions=0" \
+    mpi_sanitized "$root/asan" "$MPI_ASAN" || exit 1
   unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
 fi
 
@@ -99,10 +145,18 @@ if has_step tsan; then
   echo "== sanitize: TSan build ($root/tsan) and the threaded tests ($(elapsed))"
   cmake -S . -B "$root/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLGRAPH_WERROR=ON \
     -DCLGRAPH_TSAN=ON >/dev/null
+  mpi_target=""
+  targets=$(cmake --build "$root/tsan" --target help)
+  if [[ $targets == *" mpi_cluster"* ]]; then
+    mpi_target=mpi_cluster
+  fi
   cmake --build "$root/tsan" -j "$jobs" --target test_concurrency test_allocator test_matmul_race \
-    test_input >/dev/null
+    test_input $mpi_target >/dev/null
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
     ctest --test-dir "$root/tsan" --output-on-failure \
     -R '^test_(concurrency|allocator|matmul_race|input)$'
+  echo "== sanitize: TSan on the clusters (mpi_* tests) ($(elapsed))"
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan-mpi.supp" \
+    mpi_sanitized "$root/tsan" "$MPI_TSAN"
 fi
 echo "== sanitize: all clean ($(elapsed))"

@@ -11,12 +11,27 @@
  *   mpi_cluster fault-collective  the last task stops before an AllReduce; every other task
  *                           must fail with DEADLINE_EXCEEDED naming it (and only it)
  *   mpi_cluster gpu-transfer  a >4 MiB tensor from task 0's CPU to task 1's GPU and back
+ *   mpi_cluster mismatch    AllReduce of other sizes or dtypes on each task: INVALID_ARGUMENT
+ *                           on every task, naming the op and both values, and the cluster
+ *                           still reduces afterwards
+ *   mpi_cluster late FILE   task 0's receive from task 1 passes its deadline (task 1 stopped);
+ *                           task 1 then sends while task 0 keeps calling MPI: the receive was
+ *                           cancelled, so nothing lands in task 0's freed memory and task 1's
+ *                           send is never taken (FILE: where task 1 leaves its pid)
+ *   mpi_cluster silent-join the last task joins MPI but never opens a session: the others fail
+ *                           at the deadline (CLGRAPH_CLUSTER_TIMEOUT) naming it
+ *   mpi_cluster thread-level funneled|serialized  MPI initialised by the program at that level:
+ *                           refused with FAILED_PRECONDITION, or reductions without the
+ *                           watchdog
  * Every task builds the same graphs and makes the same runs; each checks its own results. */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <mpi.h>
 
 #include "testutil.h"
 
@@ -412,6 +427,287 @@ static int fault_collective(void)
   return rc;
 }
 
+/* --- tasks that disagree ----------------------------------------------------------------- */
+
+static int rank_of_world(void)
+{
+  const char *r = getenv("OMPI_COMM_WORLD_RANK");
+  return r ? atoi(r) : 0;
+}
+
+/* One AllReduce whose input is a placeholder of `count` elements of dtype, reduced from the
+ * fed input (in_place false) or in place (an Identity's buffer), on `device`. */
+static clg_code reduce_once(const char *device, clg_dtype dtype, int64_t count, bool in_place,
+                            clg_tensor **out)
+{
+  clg_graph *g = clg_graph_new();
+  clg_graph_push_device(g, device);
+  int64_t dims[1] = {count};
+  clg_node *x = clg_placeholder(g, "x", dtype, 1, dims);
+  clg_node *y = clg_all_reduce(g, "y", in_place ? clg_identity(g, NULL, x) : x, "sum");
+  clg_graph_pop_device(g);
+  clg_session *s = open_session(g, 20, false);
+  clg_tensor *in = clg_tensor_new(dtype, 1, dims, NULL);
+  for (int64_t i = 0; i < count; i++) {
+    if (dtype == CLG_FLOAT32)
+      ((float *)clg_tensor_data(in))[i] = (float)(i + 1);
+    else
+      ((double *)clg_tensor_data(in))[i] = (double)(i + 1);
+  }
+  *out = NULL;
+  clg_code code = clg_session_run(s, 1, &x, &in, 1, &y, out);
+  clg_tensor_free(in);
+  clg_session_free(s);
+  clg_graph_free(g);
+  return code;
+}
+
+/* Task t reduces 4 + 2t elements (or task 1 float64): every task must fail, before any data
+ * moves (a reduction of other sizes writes past the smaller buffers), with the same message
+ * naming the op and the values of task 0 and the first task that differs. */
+static void mismatch(void)
+{
+  int task = rank_of_world();
+  const char *devices[2] = {"/cpu:0", "/device:GPU:1"};
+  for (int d = 0; d < 2; d++)
+    for (int in_place = 0; in_place < 2; in_place++) {
+      clg_tensor *out = NULL;
+      clg_code code = reduce_once(devices[d], CLG_FLOAT32, 4 + 2 * task, in_place, &out);
+      CHECK_CODE(code, CLG_INVALID_ARGUMENT);
+      char own[96];
+      snprintf(own, sizeof own,
+               "AllReduce 'y' of float [%d]: the tasks of /job:worker do not agree", 4 + 2 * task);
+      CHECK_CONTAINS(clg_last_error(), own);
+      CHECK_CONTAINS(clg_last_error(), "task 0 has AllReduce 'y' of float [4] (4 elements), "
+                                       "task 1 has AllReduce 'y' of float [6] (6 elements)");
+      clg_tensor_free(out);
+    }
+  /* 32 MiB on task 0 (round the ring) against 4 elements elsewhere; none on task 0 against
+   * 4 elsewhere (an empty reduction still meets the others). */
+  int64_t big = (int64_t)8 << 20;
+  clg_tensor *out = NULL;
+  CHECK_CODE(reduce_once("/cpu:0", CLG_FLOAT32, task == 0 ? big : 4, false, &out),
+             CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "task 0 has AllReduce 'y' of float [8388608] (8388608 "
+                                   "elements), task 1 has AllReduce 'y' of float [4]");
+  clg_tensor_free(out);
+  CHECK_CODE(reduce_once("/cpu:0", CLG_FLOAT32, task == 0 ? 0 : 4, true, &out),
+             CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "task 0 has AllReduce 'y' of float [0] (0 elements), task 1 "
+                                   "has AllReduce 'y' of float [4] (4 elements)");
+  clg_tensor_free(out);
+  /* The same count, another dtype. */
+  CHECK_CODE(reduce_once("/cpu:0", task == 1 ? CLG_FLOAT64 : CLG_FLOAT32, 4, false, &out),
+             CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "task 0 has AllReduce 'y' of float [4] (4 elements), task 1 "
+                                   "has AllReduce 'y' of double [4] (4 elements)");
+  clg_tensor_free(out);
+  /* The same value, on host memory on one task and on a GPU on the others. */
+  CHECK_CODE(reduce_once(task == 0 ? "/cpu:0" : "/device:GPU:1", CLG_FLOAT32, 4, true, &out),
+             CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "task 1 has AllReduce 'y' of float [4] (4 elements) staged "
+                                   "from a device that is not host memory");
+  CHECK_CONTAINS(clg_last_error(), "and on the same kind of device");
+  clg_tensor_free(out);
+  /* Nothing was left half done: the cluster reduces as before. */
+  int tasks = 1;
+  const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+  if (size)
+    tasks = atoi(size);
+  for (int d = 0; d < 2; d++)
+    for (int in_place = 0; in_place < 2; in_place++) {
+      CHECK_OK(reduce_once(devices[d], CLG_FLOAT32, 5, in_place, &out));
+      const float *v = out ? clg_tensor_const_data(out) : NULL;
+      CHECK_MSG(v && v[0] == (float)tasks && v[4] == 5.0f * (float)tasks,
+                "AllReduce after the mismatches on %s: [%g .. %g], want [%d .. %d]", devices[d],
+                v ? v[0] : -1, v ? v[4] : -1, tasks, 5 * tasks);
+      clg_tensor_free(out);
+    }
+}
+
+/* --- a receive past its deadline ------------------------------------------------------------ */
+
+static double now_s(void);
+
+/* Task 1 computes y (1 MiB: a message MPI sends only once the receiver takes it), which task 0
+ * reads. Task 1 stops before the second run; task 0's receive fails at the deadline and task
+ * 0 frees the session (the receive's block with it). Then task 0 wakes task 1 and keeps
+ * calling MPI for 4 s: task 1's run sends y, and only a receive still posted would take it,
+ * into freed memory (ASan: heap-use-after-free in task 0). Cancelled, it never completes:
+ * task 1's run fails sending y, at its own deadline. */
+static int late(const char *pid_file)
+{
+  clg_graph *g = clg_graph_new();
+  int64_t dims[1] = {(int64_t)1 << 18};
+  float *three = malloc(sizeof *three * (size_t)dims[0]);
+  for (int64_t i = 0; three && i < dims[0]; i++)
+    three[i] = 3;
+  clg_graph_push_device(g, "/job:worker/task:1/device:CPU:0");
+  clg_node *c = clg_const_f32(g, "c", 1, dims, three);
+  free(three);
+  clg_node *y = clg_neg(g, "y", c);
+  clg_graph_pop_device(g);
+  clg_node *z = clg_square(g, "z", y);
+  clg_session *s = open_session(g, 2.0, false);
+  int task = 0;
+  clg_session_task(s, &task, NULL);
+  clg_tensor *out = NULL;
+  CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &z, &out));
+  CHECK(out && ((const float *)clg_tensor_const_data(out))[7] == 9);
+  clg_tensor_free(out);
+  out = NULL;
+  if (task == 1) {
+    FILE *f = fopen(pid_file, "w");
+    CHECK(f != NULL);
+    if (f) {
+      fprintf(f, "%ld\n", (long)getpid());
+      fclose(f);
+    }
+    fflush(stdout);
+    raise(SIGSTOP);
+  }
+  clg_code code = clg_session_run(s, 0, NULL, NULL, 1, &z, &out);
+  clg_tensor_free(out);
+  if (task == 0) {
+    CHECK_CODE(code, CLG_DEADLINE_EXCEEDED);
+    CHECK_CONTAINS(clg_last_error(),
+                   "task 1 of /job:worker did not answer within 2 s (receiving 'y'");
+    clg_session_free(s); /* the blocks the receive was given go back */
+    clg_graph_free(g);
+    long pid = 0;
+    FILE *f = fopen(pid_file, "r");
+    CHECK(f && fscanf(f, "%ld", &pid) == 1 && pid > 0);
+    if (f)
+      fclose(f);
+    if (pid > 0)
+      kill((pid_t)pid, SIGCONT);
+    for (double t0 = now_s(); now_s() - t0 < 4;) {
+      int flag = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
+  } else {
+    CHECK_CODE(code, CLG_DEADLINE_EXCEEDED);
+    CHECK_CONTAINS(clg_last_error(),
+                   "task 0 of /job:worker did not answer within 2 s (sending 'y'");
+    printf("task 1: %s: %s\n", clg_code_name(code), clg_last_error());
+    clg_session_free(s);
+    clg_graph_free(g);
+  }
+  int rc = clg_test_summary("mpi_cluster late");
+  if (rc == 0)
+    printf("task %d: LATE-OK\n", task);
+  fflush(stdout);
+  if (task != 0)
+    sleep(20); /* until task 0 ends the job: its exit without MPI_Finalize makes mpirun stop it */
+  return rc;
+}
+
+/* --- joining ------------------------------------------------------------------------------ */
+
+/* Every task joins MPI itself; the last one never opens a session. The others must fail at
+ * the deadline (CLGRAPH_CLUSTER_TIMEOUT=3 from the test) naming it, and only it. */
+static int silent_join(void)
+{
+  int provided = 0, task = 0, tasks = 1;
+  MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &task);
+  MPI_Comm_size(MPI_COMM_WORLD, &tasks);
+  if (task == tasks - 1) {
+    fflush(stdout);
+    sleep(60); /* joined MPI, never a session: mpirun ends it when the others are done */
+    return 1;
+  }
+  clg_graph *g = clg_graph_new();
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  opt.cluster = "mpi";
+  opt.gpu_options.allow_growth = 1;
+  clg_session *s = NULL;
+  double t0 = now_s();
+  clg_code code = clg_session_new(g, &opt, &s);
+  double took = now_s() - t0;
+  CHECK_CODE(code, CLG_DEADLINE_EXCEEDED);
+  char want[160];
+  snprintf(
+      want, sizeof want,
+      "task %d of /job:worker did not answer within 3 s (waiting for every task to open a session",
+      tasks - 1);
+  CHECK_CONTAINS(clg_last_error(), want);
+  CHECK_MSG(!strstr(clg_last_error(), "tasks "), "more than one task is named: %s",
+            clg_last_error());
+  CHECK_MSG(took >= 2.9 && took < 15, "the failure took %.2f s; the timeout is 3 s", took);
+  printf("task %d: %s after %.2f s: %s\n", task, clg_code_name(code), took, clg_last_error());
+  clg_session_free(s);
+  clg_graph_free(g);
+  int rc = clg_test_summary("mpi_cluster silent-join");
+  if (rc == 0)
+    printf("task %d: SILENT-OK\n", task);
+  fflush(stdout);
+  if (task == 0)
+    sleep(2); /* the others print before this exit ends the job */
+  return rc;
+}
+
+/* MPI initialised by the program at a thread level below MULTIPLE: FUNNELED is refused (a
+ * session may run on any thread), SERIALIZED reduces without the watchdog thread (which
+ * would call MPI_Abort while another thread is inside MPI), polling MPI_Iallreduce. */
+static int thread_level(const char *level)
+{
+  bool funneled = strcmp(level, "funneled") == 0;
+  int want = funneled ? MPI_THREAD_FUNNELED : MPI_THREAD_SERIALIZED, provided = -1;
+  MPI_Init_thread(NULL, NULL, want, &provided);
+  CHECK_MSG(provided == want, "MPI granted thread level %d, not the %d asked for", provided, want);
+  clg_graph *g = clg_graph_new();
+  int64_t dims[1] = {6};
+  clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 1, dims);
+  clg_node *y[2] = {clg_all_reduce(g, "from_fed", x, "sum"),
+                    clg_all_reduce(g, "in_place", clg_identity(g, NULL, x), "sum")};
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  opt.cluster = "mpi";
+  opt.cluster_timeout_s = 20;
+  opt.gpu_options.allow_growth = 1;
+  clg_session *s = NULL;
+  clg_test_log_capture_start(CLG_LOG_INFO);
+  clg_code code = clg_session_new(g, &opt, &s);
+  const char *log = clg_test_log_capture_stop();
+  if (funneled) {
+    CHECK_CODE(code, CLG_FAILED_PRECONDITION);
+    CHECK_CONTAINS(clg_last_error(), "MPI grants MPI_THREAD_FUNNELED, but clgraph calls MPI from "
+                                     "whichever thread runs a session");
+    CHECK_CONTAINS(clg_last_error(), "needs MPI_THREAD_SERIALIZED at least");
+  } else {
+    CHECK_OK(code);
+    CHECK_CONTAINS(log, "cluster: MPI grants MPI_THREAD_SERIALIZED, not MPI_THREAD_MULTIPLE: "
+                        "AllReduce below 32 MiB polls MPI_Iallreduce");
+    int task = 0, tasks = 1;
+    clg_session_task(s, &task, &tasks);
+    clg_tensor *in = clg_tensor_new(CLG_FLOAT32, 1, dims, NULL);
+    for (int i = 0; i < 6; i++)
+      ((float *)clg_tensor_data(in))[i] = (float)(i + task);
+    for (int rep = 0; rep < 3; rep++) {
+      clg_tensor *out[2] = {NULL, NULL};
+      CHECK_OK(clg_session_run(s, 1, &x, &in, 2, y, out));
+      for (int k = 0; k < 2; k++) {
+        const float *v = out[k] ? clg_tensor_const_data(out[k]) : NULL;
+        /* sum over t of (i + t) = tasks * i + tasks (tasks - 1) / 2 */
+        float want5 = (float)(tasks * 5 + tasks * (tasks - 1) / 2);
+        CHECK_MSG(v && v[5] == want5, "%s: element 5 is %g, want %g", clg_node_name(y[k]),
+                  v ? v[5] : -1, want5);
+        clg_tensor_free(out[k]);
+      }
+    }
+    clg_tensor_free(in);
+  }
+  clg_session_free(s);
+  clg_graph_free(g);
+  MPI_Finalize();
+  return clg_test_summary(funneled ? "mpi_cluster thread-level funneled"
+                                   : "mpi_cluster thread-level serialized");
+}
+
 int main(int argc, char **argv)
 {
   const char *what = argc > 1 ? argv[1] : "";
@@ -420,7 +716,12 @@ int main(int argc, char **argv)
   /* A session held throughout keeps the process's devices and cluster between the tests'
    * sessions (the last session's end releases them). */
   clg_graph *keep_g = clg_graph_new();
-  clg_session *keep = strncmp(what, "fault", 5) != 0 ? open_session(keep_g, 20, false) : NULL;
+  /* Modes that fail a cluster or join MPI themselves open none. */
+  static const char *const alone[] = {"fault", "late", "silent-join", "thread-level", NULL};
+  bool own = false;
+  for (int i = 0; alone[i]; i++)
+    own = own || strncmp(what, alone[i], strlen(alone[i])) == 0;
+  clg_session *keep = !own ? open_session(keep_g, 20, false) : NULL;
   if (strcmp(what, "s7") == 0)
     s7();
   else if (strcmp(what, "random") == 0)
@@ -429,17 +730,27 @@ int main(int argc, char **argv)
     gpu_transfer();
   else if (strcmp(what, "allreduce") == 0)
     allreduce(argc > 2 ? (size_t)atoi(argv[2]) << 20 : (size_t)64 << 20);
-  else if (strcmp(what, "fault-collective") == 0) {
+  else if (strcmp(what, "mismatch") == 0)
+    mismatch();
+  else if (own) {
     clg_graph_free(keep_g);
-    return fault_collective();
-  } else if (strncmp(what, "fault-", 6) == 0) {
-    clg_graph_free(keep_g);
-    return fault(strcmp(what, "fault-kill") == 0);
+    if (strcmp(what, "late") == 0 && argc > 2)
+      return late(argv[2]);
+    if (strcmp(what, "silent-join") == 0)
+      return silent_join();
+    if (strcmp(what, "thread-level") == 0 && argc > 2)
+      return thread_level(argv[2]);
+    if (strcmp(what, "fault-collective") == 0)
+      return fault_collective();
+    if (strncmp(what, "fault-", 6) == 0)
+      return fault(strcmp(what, "fault-kill") == 0);
+    fprintf(stderr, "mpi_cluster %s: unknown mode or missing argument\n", what);
+    return 2;
   } else {
     fprintf(
         stderr,
         "usage: mpi_cluster s7|random [rounds]|allreduce [MiB]|gpu-transfer|fault-stop|fault-kill|"
-        "fault-collective\n");
+        "fault-collective|mismatch|late FILE|silent-join|thread-level funneled|serialized\n");
     return 2;
   }
   clg_session_free(keep);

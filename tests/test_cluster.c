@@ -3,6 +3,7 @@
  * AllReduce outside a cluster is its input (the sum and the mean over one task), on CPU:0
  * and a GPU, and its gradient is the same reduction. The cluster itself is tested under
  * mpirun (tests/mpi_cluster.c). */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -36,7 +37,24 @@ int main(void)
   setenv("CLGRAPH_CLUSTER_TIMEOUT", "soon", 1);
   CHECK_CODE(try_cluster(NULL, 0), CLG_INVALID_ARGUMENT);
   CHECK_CONTAINS(clg_last_error(), "CLGRAPH_CLUSTER_TIMEOUT is \"soon\"");
+  /* Deadlines whose nanoseconds overflow a uint64_t are refused, not wrapped to none. */
+  const char *too_long[] = {"1e12", "2e10", "inf", "1e400"};
+  for (int i = 0; i < 4; i++) {
+    setenv("CLGRAPH_CLUSTER_TIMEOUT", too_long[i], 1);
+    CHECK_CODE(try_cluster(NULL, 0), CLG_INVALID_ARGUMENT);
+    char want[96];
+    snprintf(want, sizeof want, "CLGRAPH_CLUSTER_TIMEOUT is \"%s\"; expected", too_long[i]);
+    CHECK_CONTAINS(clg_last_error(), want);
+    CHECK_CONTAINS(clg_last_error(), "at most 1e+09");
+  }
+  setenv("CLGRAPH_CLUSTER_TIMEOUT", "1e9", 1); /* the longest accepted */
+  CHECK_OK(try_cluster(NULL, 0));
   unsetenv("CLGRAPH_CLUSTER_TIMEOUT");
+  CHECK_CODE(try_cluster("none", 1e12), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "cluster_timeout_s is 1e+12; expected at most 1e+09 seconds");
+  CHECK_CODE(try_cluster("none", INFINITY), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), "cluster_timeout_s is inf");
+  CHECK_OK(try_cluster("none", 1e9));
   CHECK_OK(try_cluster(NULL, 0)); /* "none": no cluster */
   unsetenv("CLGRAPH_CLUSTER");
 #ifndef CLG_HAVE_MPI

@@ -585,7 +585,147 @@ static void test_mpi(int argc, char **argv)
             compared);
 }
 
-/* test_train_cli [--mpi MPIRUN ARGS...]: with --mpi, only the cluster test. */
+/* Runs `clgraph train <args> --checkpoint ck.safetensors` as 2 tasks under MPIRUN ARGS whose
+ * working folders (and so checkpoint files) differ: task 0 in dir0, task 1 in dir1 (mpirun's
+ * MPMD form, as on two machines without a shared file system). */
+static int run_split(const char *const *launcher, int nlauncher, const char *dir0, const char *dir1,
+                     const char *const *args, char **out, char **err)
+{
+  const char *l[40], *a[96];
+  int nl = 0, na = 0, n = 0;
+  for (int i = 0; i < nlauncher && nl < 30; i++)
+    l[nl++] = launcher[i];
+  const char *first[] = {"-np", "1", "-wdir", dir0};
+  for (int i = 0; i < 4; i++)
+    l[nl++] = first[i];
+  while (args[n])
+    n++;
+  const char *ck[] = {"--checkpoint", "ck.safetensors"};
+  for (int copy = 0; copy < 2; copy++) {
+    if (copy) {
+      const char *second[] = {":", "-np", "1", "-wdir", dir1, g_bin};
+      for (int i = 0; i < 6; i++)
+        a[na++] = second[i];
+    }
+    for (int i = 0; i < n && na < 80; i++)
+      a[na++] = args[i];
+    a[na++] = ck[0];
+    a[na++] = ck[1];
+  }
+  a[na] = NULL;
+  static const char *env[] = {"CLGRAPH_DEVICE_TYPES=gpu", "CLGRAPH_CLUSTER_TIMEOUT=20", NULL};
+  g_launcher = l;
+  g_num_launcher = nl;
+  int rc = run(env, a, out, err);
+  g_launcher = NULL;
+  g_num_launcher = 0;
+  return rc;
+}
+
+static bool copy_file(const char *from, const char *to)
+{
+  char *data = NULL;
+  FILE *f = fopen(from, "rb"), *t = NULL;
+  bool ok = false;
+  if (f && fseek(f, 0, SEEK_END) == 0) {
+    long n = ftell(f);
+    data = n > 0 ? malloc((size_t)n) : NULL;
+    ok = data && fseek(f, 0, SEEK_SET) == 0 && fread(data, 1, (size_t)n, f) == (size_t)n &&
+         (t = fopen(to, "wb")) && fwrite(data, 1, (size_t)n, t) == (size_t)n;
+  }
+  if (f)
+    fclose(f);
+  if (t && fclose(t) != 0)
+    ok = false;
+  free(data);
+  return ok;
+}
+
+/* Whether to resume is task 0's decision, from what its own file system holds: a stale
+ * checkpoint of task 1 alone is ignored (the run equals one process of 4 towers), one of task 0
+ * alone, or another file on task 1, fails every task before any step, and the same file on
+ * both resumes both. */
+static void test_mpi_resume(int argc, char **argv)
+{
+  char d0[400], d1[400], ck0[450], ck1[450], one[400], stale[400];
+  snprintf(d0, sizeof d0, "%s/task0", g_dir);
+  snprintf(d1, sizeof d1, "%s/task1", g_dir);
+  mkdir(d0, 0755);
+  mkdir(d1, 0755);
+  snprintf(ck0, sizeof ck0, "%s/ck.safetensors", d0);
+  snprintf(ck1, sizeof ck1, "%s/ck.safetensors", d1);
+  snprintf(one, sizeof one, "%s/one-process.safetensors", g_dir);
+  snprintf(stale, sizeof stale, "%s/stale.safetensors", g_dir);
+  // clang-format off
+  const char *single[] = {"train", "--dataset", "cifar10", "--data-dir", g_data,
+                          "--batch", "4", "--steps", "6", "--no-shuffle", "--no-distort",
+                          "--json", "--log-every", "1",
+                          "--towers", "4",          /* 15 */
+                          "--checkpoint", one,      /* 17 */
+                          NULL};
+  // clang-format on
+  char *out, *err;
+  CHECK(run(CPU_ONLY, single, &out, &err) == 0);
+  free(out), free(err);
+  const char *three[20];
+  memcpy(three, single, sizeof single);
+  three[8] = "3";
+  three[15] = "2";
+  three[17] = stale;
+  CHECK(run(CPU_ONLY, three, &out, &err) == 0);
+  free(out), free(err);
+  CHECK(ck_step(stale) == 3);
+  /* The cluster's runs: 2 tasks of 2 towers, --checkpoint ck.safetensors in each folder. */
+  const char *tasks[24];
+  memcpy(tasks, single, sizeof single);
+  tasks[15] = "2";
+  tasks[16] = "--cluster";
+  tasks[17] = "mpi";
+
+  /* Only task 1 holds a checkpoint (a stale one): nobody resumes. */
+  CHECK(copy_file(stale, ck1));
+  CHECK(run_split((const char *const *)argv, argc, d0, d1, tasks, &out, &err) == 0);
+  double loss[16];
+  int64_t steps[16];
+  int n = json_steps(out, "mean_loss", loss, steps, 16);
+  CHECK_MSG(n == 6 && steps[0] == 0, "task 0 logged %d steps from step %lld:\n%s", n,
+            n ? (long long)steps[0] : -1LL, out);
+  free(out), free(err);
+  int compared = 0;
+  double d = ck_diff(one, ck0, &compared);
+  CHECK_MSG(compared >= 20 && d < 1e-5,
+            "after 6 steps the weights differ from one process's by %g (%d tensors)", d, compared);
+  CHECK(ck_step(ck1) == 3); /* task 1 never writes */
+
+  /* Only task 0 holds one: every task fails before any step, saying why. */
+  tasks[8] = "8";
+  unlink(ck1);
+  CHECK(run_split((const char *const *)argv, argc, d0, d1, tasks, &out, &err) != 0);
+  CHECK_CONTAINS(err, "task 0 resumes from ck.safetensors, but task 1 cannot read it: every task "
+                      "restores the checkpoint from that path");
+  CHECK(json_steps(out, "mean_loss", loss, steps, 16) == 0);
+  CHECK(ck_step(ck0) == 6);
+  free(out), free(err);
+
+  /* Task 1 holds another file there. */
+  CHECK(copy_file(stale, ck1));
+  CHECK(run_split((const char *const *)argv, argc, d0, d1, tasks, &out, &err) != 0);
+  CHECK_CONTAINS(err, "task 0 resumes from ck.safetensors, but task 1 holds another file there");
+  CHECK(ck_step(ck0) == 6);
+  free(out), free(err);
+
+  /* The same file on both: both resume from step 6. */
+  CHECK(copy_file(ck0, ck1));
+  CHECK(run_split((const char *const *)argv, argc, d0, d1, tasks, &out, &err) == 0);
+  n = json_steps(out, "mean_loss", loss, steps, 16);
+  CHECK_MSG(n == 2 && steps[0] == 6, "task 0 logged %d steps from step %lld:\n%s", n,
+            n ? (long long)steps[0] : -1LL, out);
+  CHECK(ck_step(ck0) == 8);
+  free(out), free(err);
+}
+
+/* test_train_cli [--mpi MPIRUN ARGS...]: with --mpi, only the cluster test; with --mpi-resume
+ * MPIRUN ARGS... (no -np), only the cluster's resume test. */
 int main(int argc, char **argv)
 {
   const char *bin = getenv("CLG_BINARY_DIR");
@@ -593,12 +733,16 @@ int main(int argc, char **argv)
   snprintf(g_dir, sizeof g_dir, "/tmp/clg-train-XXXXXX");
   CHECK(mkdtemp(g_dir) != NULL);
   make_dataset();
-  if (argc > 2 && strcmp(argv[1], "--mpi") == 0) {
-    test_mpi(argc - 2, argv + 2);
+  bool resume = argc > 2 && strcmp(argv[1], "--mpi-resume") == 0;
+  if (argc > 2 && (strcmp(argv[1], "--mpi") == 0 || resume)) {
+    if (resume)
+      test_mpi_resume(argc - 2, argv + 2);
+    else
+      test_mpi(argc - 2, argv + 2);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     CHECK(system(cmd) == 0);
-    return clg_test_summary("test_train_cli --mpi");
+    return clg_test_summary(resume ? "test_train_cli --mpi-resume" : "test_train_cli --mpi");
   }
 
   char ck_cpu[400], ck_two[400];

@@ -4,6 +4,7 @@
  * staircase-decayed learning rate, moving averages of the weights for evaluation, the
  * tutorial's log line every --log-every steps and a checkpoint every 1,000 steps. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -351,6 +352,113 @@ static bool find_tasks(train_config *c)
   return ok;
 }
 
+/* FNV-1a of the bytes of path; false when it is not a regular file this task can read (a
+ * FIFO is not opened for good: O_NONBLOCK, then fstat). */
+static bool file_hash(const char *path, uint64_t *hash)
+{
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0)
+    return false;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return false;
+  }
+  uint64_t h = 14695981039346656037ull;
+  unsigned char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0)
+    for (ssize_t i = 0; i < n; i++)
+      h = (h ^ buf[i]) * 1099511628211ull;
+  close(fd);
+  *hash = h;
+  return n == 0;
+}
+
+/* Appends task t to a list ("1", "1, 3") of *count tasks. */
+static void list_task(char *list, size_t size, int *count, int t)
+{
+  size_t len = strlen(list);
+  if (len < size)
+    snprintf(list + len, size - len, "%s%d", *count ? ", " : "", t);
+  (*count)++;
+}
+
+/* Whether training resumes from --checkpoint: alone, when the file exists. In a cluster the
+ * tasks must start alike whatever each one's file system holds: task 0 decides from its own
+ * and tells the others (an AllReduce in which each task fills its own slots), and when it
+ * resumes every task restores from the same path, so each must read the same file there (a
+ * shared file system); a task that cannot, or holds another file, makes every task fail
+ * before any restore. False with a message (task 0's) then. */
+static bool decide_resume(const train_config *c, bool *resume)
+{
+  struct stat st;
+  *resume = false;
+  if (!c->checkpoint)
+    return true;
+  bool here = stat(c->checkpoint, &st) == 0;
+  if (c->num_tasks == 1) {
+    *resume = here;
+    return true;
+  }
+  const int P = c->num_tasks;
+  uint64_t hash = 0;
+  bool readable = here && file_hash(c->checkpoint, &hash);
+  int64_t dims[1] = {3 * (int64_t)P};
+  clg_graph *g = clg_graph_new();
+  clg_graph_push_device(g, "/cpu:0");
+  clg_node *x = clg_placeholder(g, "resume_facts", CLG_INT64, 1, dims);
+  clg_node *y = clg_all_reduce(g, "resume_decision", x, "sum");
+  clg_graph_pop_device(g);
+  clg_tensor *in = clg_tensor_new(CLG_INT64, 1, dims, NULL), *out = NULL;
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  opt.cluster = c->cluster;
+  clg_session *s = NULL;
+  bool ok = in && clg_session_new(g, &opt, &s) == CLG_OK;
+  if (ok) {
+    int64_t *v = clg_tensor_data(in);
+    v[3 * c->task] = here;
+    v[3 * c->task + 1] = readable;
+    v[3 * c->task + 2] = (int64_t)hash;
+    ok = clg_session_run(s, 1, &x, &in, 1, &y, &out) == CLG_OK;
+  }
+  if (!ok)
+    fprintf(stderr, "clgraph train: deciding whether to resume from %s: %s\n", c->checkpoint,
+            clg_last_error());
+  const int64_t *all = ok ? clg_tensor_const_data(out) : NULL;
+  if (ok && all[0]) {
+    char cannot[256] = "", other[256] = "";
+    int ncannot = 0, nother = 0;
+    for (int t = 0; t < P; t++)
+      if (!all[3 * t + 1])
+        list_task(cannot, sizeof cannot, &ncannot, t);
+      else if (all[3 * t + 2] != all[2])
+        list_task(other, sizeof other, &nother, t);
+    if (ncannot || nother) {
+      ok = false;
+      if (c->chief)
+        fprintf(stderr,
+                "clgraph train: task 0 resumes from %s, but %s%s%s%s%s%s%s: every task restores "
+                "the checkpoint from that path, so they must see the same file there (one "
+                "shared file system)\n",
+                c->checkpoint, ncannot ? (ncannot == 1 ? "task " : "tasks ") : "", cannot,
+                ncannot ? " cannot read it" : "", ncannot && nother ? ", and " : "",
+                nother ? (nother == 1 ? "task " : "tasks ") : "", other,
+                nother == 1 ? " holds another file there"
+                : nother    ? " hold another file there"
+                            : "");
+    } else {
+      *resume = true;
+    }
+  }
+  clg_tensor_free(in);
+  clg_tensor_free(out);
+  clg_session_free(s);
+  clg_graph_free(g);
+  return ok;
+}
+
 int clg_tool_train(int argc, char **argv)
 {
   train_config c;
@@ -402,8 +510,9 @@ int clg_tool_train(int argc, char **argv)
   clg_tool_pictures_setup(&pictures, s);
 
   /* Start: the initializers, then a checkpoint to resume from or weights to start from. */
-  struct stat st;
-  bool resume = c.checkpoint && stat(c.checkpoint, &st) == 0;
+  bool resume = false;
+  if (!decide_resume(&c, &resume))
+    goto done;
   if (clg_session_run_outputs(s, 0, NULL, NULL, 0, NULL, NULL, 1, &t.init) != CLG_OK) {
     fprintf(stderr, "clgraph train: initializing: %s\n", clg_last_error());
     goto done;

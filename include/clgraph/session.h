@@ -61,7 +61,7 @@ typedef struct clg_session_options {
    * session's choice holds for the process. A build without MPI answers UNIMPLEMENTED. */
   const char *cluster;
   /* How long a task waits for another before failing with DEADLINE_EXCEEDED naming it, in
-   * seconds; 0: CLGRAPH_CLUSTER_TIMEOUT, else 60. */
+   * seconds, at most 1e9; 0: CLGRAPH_CLUSTER_TIMEOUT, else 60. */
   double cluster_timeout_s;
 } clg_session_options;
 

@@ -25,6 +25,10 @@ clg_code clg_cluster_resolve(const char *kind, double timeout_option, bool *want
     return clg_error(CLG_INVALID_ARGUMENT,
                      "cluster_timeout_s must be > 0 seconds (0: CLGRAPH_CLUSTER_TIMEOUT or %g)",
                      CLG_CLUSTER_DEFAULT_TIMEOUT_S);
+  /* Waits count nanoseconds in a uint64_t: a longer deadline would wrap (to none at all). */
+  if (timeout_option > CLG_CLUSTER_MAX_TIMEOUT_S)
+    return clg_error(CLG_INVALID_ARGUMENT, "cluster_timeout_s is %g; expected at most %g seconds",
+                     timeout_option, CLG_CLUSTER_MAX_TIMEOUT_S);
   *timeout_s = timeout_option;
   if (*timeout_s == 0) {
     const char *env = getenv("CLGRAPH_CLUSTER_TIMEOUT");
@@ -32,10 +36,11 @@ clg_code clg_cluster_resolve(const char *kind, double timeout_option, bool *want
     if (env && *env) {
       char *end;
       double v = strtod(env, &end);
-      if (*end || !(v > 0) || isinf(v))
+      if (*end || !(v > 0) || v > CLG_CLUSTER_MAX_TIMEOUT_S)
         return clg_error(CLG_INVALID_ARGUMENT,
-                         "CLGRAPH_CLUSTER_TIMEOUT is \"%s\"; expected a number of seconds > 0",
-                         env);
+                         "CLGRAPH_CLUSTER_TIMEOUT is \"%s\"; expected a number of seconds > 0 "
+                         "and at most %g",
+                         env, CLG_CLUSTER_MAX_TIMEOUT_S);
       *timeout_s = v;
     }
   }
@@ -50,14 +55,18 @@ bool clg_cluster_reduce_dtype_ok(clg_dtype dtype)
 clg_code clg_cluster_allreduce_block(clg_cluster *c, struct clg_device *dev,
                                      const struct clg_block *src, const struct clg_block *dst,
                                      size_t count, clg_dtype dtype, clg_reduce_op op,
-                                     const char *what)
+                                     const char *what, const char *shape)
 {
   const clg_device_ops *ops = clg_device_ops_of(dev);
   size_t esize = clg_dtype_size(dtype);
   if (!clg_cluster_reduce_dtype_ok(dtype))
     return clg_cluster_allreduce(c, NULL, count, dtype, op, what);
   if (ops->host_memory) /* a fed input may not be written: reduced into dst, not copied */
-    return clg_cluster_allreduce_to(c, src->host, dst->host, count, dtype, op, what);
+    return clg_cluster_allreduce_to(c, src->host, dst->host, count, dtype, op, what, shape);
+  /* The chunks' sizes follow from the whole value's: the tasks agree on that first. */
+  clg_code code = clg_cluster_agree(c, count, dtype, what, shape);
+  if (code != CLG_OK)
+    return code;
   /* Chunk by chunk through a host buffer (pinned from 1 MiB on: the process's pool serves
    * host tensors): download, reduce across tasks, upload. */
   size_t per = CLG_CLUSTER_CHUNK / esize, first = count < per ? count : per;
@@ -66,7 +75,6 @@ clg_code clg_cluster_allreduce_block(clg_cluster *c, struct clg_device *dev,
   if (!stage)
     return clg_error(CLG_RESOURCE_EXHAUSTED, "%s: out of host memory for a staging buffer", what);
   void *buf = clg_tensor_data(stage);
-  clg_code code = CLG_OK;
   for (size_t off = 0; off < count && code == CLG_OK; off += per) {
     size_t n = count - off < per ? count - off : per;
     clg_block s = *src, d = *dst;
@@ -77,7 +85,7 @@ clg_code clg_cluster_allreduce_block(clg_cluster *c, struct clg_device *dev,
         (code = clg_cluster_allreduce(c, buf, n, dtype, op, what)) == CLG_OK)
       code = ops->upload(dev, &d, buf, n * esize);
   }
-  clg_tensor_free(stage);
+  clg_cluster_release_tensor(c, stage);
   return code;
 }
 
@@ -145,11 +153,26 @@ clg_code clg_cluster_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtyp
 }
 
 clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, size_t count,
-                                  clg_dtype dtype, clg_reduce_op op, const char *what)
+                                  clg_dtype dtype, clg_reduce_op op, const char *what,
+                                  const char *shape)
 {
+  (void)shape;
   if (src != dst && count && clg_cluster_reduce_dtype_ok(dtype))
     memcpy(dst, src, count * clg_dtype_size(dtype));
   return clg_cluster_allreduce(c, dst, count, dtype, op, what);
+}
+
+clg_code clg_cluster_agree(clg_cluster *c, size_t count, clg_dtype dtype, const char *what,
+                           const char *shape)
+{
+  (void)c, (void)count, (void)dtype, (void)what, (void)shape;
+  return CLG_OK;
+}
+
+void clg_cluster_release_tensor(clg_cluster *c, clg_tensor *t)
+{
+  (void)c;
+  clg_tensor_free(t);
 }
 
 clg_code clg_cluster_reference_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype)

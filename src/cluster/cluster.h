@@ -7,7 +7,18 @@
  * a nonblocking poll against a deadline (clg_cluster_timeout), so a task that stops answering
  * makes the others fail with DEADLINE_EXCEEDED naming it, an MPI error with UNAVAILABLE naming
  * it, never a hang. After a failure the cluster stays failed: later calls return the first
- * error at once (MPI's state with a dead peer cannot be trusted).
+ * error at once (MPI's state with a dead peer cannot be trusted), and this module makes no
+ * MPI call on it again. The receives a failed call had posted are cancelled before it
+ * returns; one whose message was already under way cannot be, and the memory it may still
+ * be written into is kept when this module owns it (clg_cluster_release_tensor). Memory of
+ * the caller's (a block received into) is only safe because nothing calls MPI on the failed
+ * cluster again: a program should not make MPI calls of its own after such a failure.
+ *
+ * MPI must grant MPI_THREAD_SERIALIZED at least (a program that initialised MPI itself with
+ * less gets FAILED_PRECONDITION); without MPI_THREAD_MULTIPLE, reductions poll
+ * MPI_Iallreduce instead of running MPI_Allreduce under a watchdog thread. Joining meets
+ * every task on MPI_COMM_WORLD (one small message per pair of tasks, on MPI_COMM_WORLD's
+ * top tag), so that a task that never joins is named; everything else runs on duplicates.
  *
  * Built without MPI (CLGRAPH_WITH_MPI=OFF or no MPI found), clg_cluster_open answers
  * UNIMPLEMENTED and everything else behaves as for one task. This header does not include
@@ -32,11 +43,13 @@ typedef struct clg_cluster clg_cluster;
 /* The default deadline of a wait, in seconds (CLGRAPH_CLUSTER_TIMEOUT overrides it, a
  * session's cluster_timeout_s overrides both). */
 #define CLG_CLUSTER_DEFAULT_TIMEOUT_S 60.0
+/* The longest deadline, in seconds (about 31 years): its nanoseconds fit a uint64_t. */
+#define CLG_CLUSTER_MAX_TIMEOUT_S 1e9
 
 /* Resolves a session's cluster request: `kind` (the option; NULL or "" means
  * CLGRAPH_CLUSTER, then none) must be "mpi" or "none". *want is true for "mpi". The timeout
- * (option > 0, else CLGRAPH_CLUSTER_TIMEOUT, else the default) goes to *timeout_s.
- * INVALID_ARGUMENT naming a bad word or number. */
+ * (option > 0, else CLGRAPH_CLUSTER_TIMEOUT, else the default) goes to *timeout_s; it must be
+ * at most CLG_CLUSTER_MAX_TIMEOUT_S. INVALID_ARGUMENT naming a bad word or number. */
 clg_code clg_cluster_resolve(const char *kind, double timeout_option, bool *want,
                              double *timeout_s);
 
@@ -74,17 +87,31 @@ bool clg_cluster_reduce_dtype_ok(clg_dtype dtype);
  * Without a cluster (c NULL) the sum of one task is buf itself. */
 clg_code clg_cluster_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
                                clg_reduce_op op, const char *what);
+/* Every task must reduce the same dtype and number of elements, in the same order: the tasks
+ * compare what they bring before any data moves, and a mismatch is INVALID_ARGUMENT on every
+ * task, naming `what` and both tasks' values (the cluster stays usable). */
 /* The same from src into dst (count elements of host memory each, not overlapping unless
- * the same): src is read, never written, and not copied first. */
+ * the same): src is read, never written, and not copied first. shape: the value's shape
+ * for messages ("[2,3]"; NULL: [count]). */
 clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, size_t count,
-                                  clg_dtype dtype, clg_reduce_op op, const char *what);
+                                  clg_dtype dtype, clg_reduce_op op, const char *what,
+                                  const char *shape);
 /* The same from a block of a device into another (or the same) block of it: host blocks
  * by clg_cluster_allreduce_to; other devices chunk by chunk through a pinned staging buffer
- * (download, reduce, upload). */
+ * (download, reduce, upload), once the tasks agree on the whole value
+ * (clg_cluster_agree). */
 clg_code clg_cluster_allreduce_block(clg_cluster *c, struct clg_device *dev,
                                      const struct clg_block *src, const struct clg_block *dst,
                                      size_t count, clg_dtype dtype, clg_reduce_op op,
-                                     const char *what);
+                                     const char *what, const char *shape);
+/* The meeting of a reduction staged in parts: every task checks that all reduce count
+ * elements of dtype this way (INVALID_ARGUMENT on every task otherwise), moving nothing. */
+clg_code clg_cluster_agree(clg_cluster *c, size_t count, clg_dtype dtype, const char *what,
+                           const char *shape);
+/* Frees t, a buffer given to the cluster's calls, or keeps it for the life of the process
+ * when MPI may still write into it (a failed call's receive whose message was under way, a
+ * collective that never completed). */
+void clg_cluster_release_tensor(clg_cluster *c, clg_tensor *t);
 
 /* A plain MPI_Allreduce (sum) of host memory, blocking, with no deadline: the reference of
  * `clgraph bench allreduce`. UNIMPLEMENTED without a cluster. */

@@ -2,16 +2,20 @@
  *
  * Faults: the communicator's error handler returns (MPI_ERRORS_RETURN), and every wait polls
  * a nonblocking request against the deadline, so an error becomes UNAVAILABLE and silence
- * DEADLINE_EXCEEDED, both naming the task. A collective first meets every task: each task
- * sends a one-byte arrival token to every other on a communicator of its own and polls for
- * theirs against the deadline, so a task that stopped answering is found, and named, before
- * anything blocks. An AllReduce in place below RING_MIN then runs the blocking MPI_Allreduce
- * (Open MPI's nonblocking MPI_Iallreduce reached 0.65-0.8x of it here) under a watchdog that
- * aborts the job (MPI_Abort) if it outlives the deadline: a task that stops inside the
- * reduction ends the job instead of hanging it. The watchdog costs no system call per
- * reduction: it wakes on a tick and reads the reduction's start time. From RING_MIN on, and
- * from a buffer into another, reductions are point-to-point messages (a ring, or one exchange
- * for two tasks) whose every wait has the deadline.
+ * DEADLINE_EXCEEDED, both naming the task; the requests a failed call leaves are cancelled
+ * (settle). A collective first meets every task: each task sends its meeting record (the
+ * collective, dtype, element count) to every other on a communicator of its own and polls
+ * for theirs against the deadline, so a task that stopped answering is found, and named,
+ * before anything blocks, and tasks that would reduce different values fail alike before any
+ * data moves. Joining meets the same way on MPI_COMM_WORLD before any collective call. An
+ * AllReduce in place below RING_MIN then runs the blocking MPI_Allreduce (Open MPI's
+ * nonblocking MPI_Iallreduce reached 0.65-0.8x of it here) under a watchdog that aborts the
+ * job (MPI_Abort) if it outlives the deadline: a task that stops inside the reduction ends
+ * the job instead of hanging it (with MPI_THREAD_SERIALIZED only: MPI_Iallreduce, polled).
+ * The watchdog costs no system call per reduction: it wakes on a tick and reads the
+ * reduction's start time. From RING_MIN on, and from a buffer into another, reductions are
+ * point-to-point messages (a ring, or one exchange for two tasks) whose every wait has the
+ * deadline.
  *
  * Open MPI 4.1 under mpirun (measured, README "Clusters"): when a rank dies, mpirun kills the
  * others within about a second (exit status 137); with `mpirun --enable-recovery` the
@@ -44,14 +48,40 @@
 /* Elements per MPI_Allreduce call (counts are int). */
 #define REDUCE_MAX ((size_t)1 << 28)
 
+/* What a task brings to a collective, sent to every other task as its arrival token: every
+ * task must bring the same kind (the collective and how it moves the data), dtype and element
+ * count, or the collective does not start (desc names it in the message). */
+typedef struct meeting {
+  uint64_t count;
+  int32_t kind, dtype;
+  char desc[112];
+} meeting;
+
+enum {
+  MEET_JOIN = 1,
+  MEET_DEVICES,
+  MEET_BARRIER,
+  MEET_REDUCE_MPI,      /* in place below RING_MIN, or copied there first: MPI_Allreduce */
+  MEET_REDUCE_EXCHANGE, /* two tasks, from another buffer: one exchange */
+  MEET_REDUCE_RING,     /* RING_MIN and more */
+  MEET_REDUCE_STAGED,   /* the whole of a value staged from a device, chunk by chunk */
+};
+
 struct clg_cluster {
   MPI_Comm comm;
   MPI_Comm arrivals; /* the arrival tokens of collectives, apart from the data */
-  char *token_in;    /* one byte per task */
+  meeting *token_in; /* one per task; this task's own is the one it sends */
   MPI_Request *token_req;
   int task, tasks;
   int tag_ub;
   double timeout_s;
+  /* MPI_THREAD_MULTIPLE granted: the blocking MPI_Allreduce may run under the watchdog, which
+   * calls MPI_Abort from its own thread. Else (SERIALIZED) reductions poll MPI_Iallreduce. */
+  bool multiple;
+  /* After a failure MPI may still write into (or read from) memory it was given: a receive
+   * that could not be cancelled, a collective that never completed. That memory, this struct
+   * included, is then kept for the life of the process instead of freed. */
+  bool holds;
   pthread_mutex_t lock; /* one transfer or reduction at a time (the staging buffers) */
   clg_tensor *stage[2]; /* pinned when the process's pinned pool serves host tensors */
   clg_code failed;      /* sticky: the first failure, repeated by every later call */
@@ -68,6 +98,24 @@ struct clg_cluster {
 
 static clg_cluster *current;
 static bool we_initialized, finalize_registered, any_failure;
+
+/* Memory kept after failures (see holds): reachable from here, never freed. */
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static void **kept;
+static size_t num_kept;
+
+static void keep(void *p)
+{
+  if (!p)
+    return;
+  pthread_mutex_lock(&kept_mu);
+  void **k = realloc(kept, sizeof *k * (num_kept + 1));
+  if (k) {
+    kept = k;
+    kept[num_kept++] = p;
+  }
+  pthread_mutex_unlock(&kept_mu);
+}
 
 static void finalize_at_exit(void)
 {
@@ -99,11 +147,30 @@ static clg_code fail(clg_cluster *c, clg_code code, const char *fmt, ...)
   return clg_error(code, "%s", c->failure);
 }
 
+/* A transfer or reduction that failed midway for any reason (a device copy, host memory) left
+ * the tasks out of step: later messages would match this one's. The cluster fails with it. */
+static clg_code midway(clg_cluster *c, clg_code code)
+{
+  if (code != CLG_OK && c->failed == CLG_OK) {
+    snprintf(c->failure, sizeof c->failure, "%s (this task stopped midway)", clg_last_error());
+    c->failed = code;
+    any_failure = true;
+  }
+  return code;
+}
+
 static clg_code check_failed(clg_cluster *c)
 {
   if (c->failed == CLG_OK)
     return CLG_OK;
   return clg_error(c->failed, "the cluster failed earlier: %s", c->failure);
+}
+
+/* The deadline in nanoseconds (clg_cluster_resolve keeps timeouts where this fits). */
+static uint64_t limit_ns(const clg_cluster *c)
+{
+  double ns = c->timeout_s * 1e9;
+  return ns < 1.8e19 ? (uint64_t)ns : UINT64_MAX;
 }
 
 /* Between two polls of a wait: spin at first (a message is often microseconds away), then
@@ -120,10 +187,43 @@ static void pause_polling(unsigned spins, uint64_t waited_ns)
   }
 }
 
+/* After a failure, n point-to-point requests that may still be posted (MPI_REQUEST_NULL for
+ * those done): each is cancelled, receives surely, sends where MPI can, and given a moment
+ * to complete (a cancelled receive that had not matched completes at once). One still
+ * pending then (its message was under way) is released to MPI, which may still write into
+ * or read from its memory: c->holds keeps the memory this module owns for good, and this
+ * module makes no MPI call on the failed cluster again, so nothing progresses it. */
+static void settle(clg_cluster *c, int n, MPI_Request *r)
+{
+  for (int i = 0; i < n; i++)
+    if (r[i] != MPI_REQUEST_NULL)
+      MPI_Cancel(&r[i]);
+  uint64_t start = clg_now_ns();
+  for (unsigned spins = 0;; spins++) {
+    int pending = 0;
+    for (int i = 0; i < n; i++) {
+      int done = 0;
+      if (r[i] != MPI_REQUEST_NULL &&
+          (MPI_Test(&r[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done))
+        r[i] = MPI_REQUEST_NULL;
+      pending += r[i] != MPI_REQUEST_NULL;
+    }
+    uint64_t waited = clg_now_ns() - start;
+    if (!pending || waited > 100000000u)
+      break;
+    pause_polling(spins, waited);
+  }
+  for (int i = 0; i < n; i++)
+    if (r[i] != MPI_REQUEST_NULL) {
+      MPI_Request_free(&r[i]);
+      c->holds = true;
+    }
+}
+
 /* Polls r until it completes, an error, or the deadline. peer < 0: a collective. */
 static clg_code wait_request(clg_cluster *c, MPI_Request *r, int peer, const char *doing)
 {
-  uint64_t start = clg_now_ns(), limit = (uint64_t)(c->timeout_s * 1e9);
+  uint64_t start = clg_now_ns(), limit = limit_ns(c);
   for (unsigned spins = 0;; spins++) {
     int done = 0;
     MPI_Status st;
@@ -154,6 +254,16 @@ static clg_code wait_request(clg_cluster *c, MPI_Request *r, int peer, const cha
   }
 }
 
+/* A nonblocking collective polled against the deadline. One that fails to complete cannot
+ * be cancelled (MPI forbids it): its buffers stay MPI's (c->holds). */
+static clg_code wait_collective(clg_cluster *c, MPI_Request *r, const char *doing)
+{
+  clg_code code = wait_request(c, r, -1, doing);
+  if (code != CLG_OK && *r != MPI_REQUEST_NULL)
+    c->holds = true;
+  return code;
+}
+
 static clg_code wait_all(clg_cluster *c, int n, MPI_Request *r, int peer, const char *doing)
 {
   clg_code code = CLG_OK;
@@ -163,62 +273,163 @@ static clg_code wait_all(clg_cluster *c, int n, MPI_Request *r, int peer, const 
   return code;
 }
 
-/* Every task meets the others before a collective: a one-byte token to each, and each one's
- * token polled for against the deadline. On a timeout the tasks whose tokens did not come are
- * named (cheaper than MPI_Ibarrier here, and a barrier cannot say who is missing). */
-static clg_code arrive(clg_cluster *c, const char *doing)
+/* What one task brought, for a message: "AllReduce 'y' of float32 [4] (4 elements)". */
+static void meeting_text(char *out, size_t size, const meeting *m)
+{
+  if (m->count || m->kind >= MEET_REDUCE_MPI)
+    snprintf(out, size, "%s (%llu element%s)", m->desc, (unsigned long long)m->count,
+             m->count == 1 ? "" : "s");
+  else
+    snprintf(out, size, "%s", m->desc);
+}
+
+static const char *meeting_how(int kind)
+{
+  switch (kind) {
+  case MEET_REDUCE_MPI:
+    return "in place (MPI_Allreduce)";
+  case MEET_REDUCE_EXCHANGE:
+    return "from another buffer (one exchange)";
+  case MEET_REDUCE_RING:
+    return "round the ring";
+  case MEET_REDUCE_STAGED:
+    return "staged from a device that is not host memory";
+  default:
+    return "another collective";
+  }
+}
+
+/* Every task meets the others before a collective: its meeting record to each, and each
+ * one's record polled for against the deadline. On a timeout the tasks whose records did not
+ * come are named (cheaper than MPI_Ibarrier here, and a barrier cannot say who is missing).
+ * Once every record is in, each task compares them all with task 0's: a task that brought
+ * another collective, dtype or element count (a reduction of other sizes would write past
+ * the smaller buffers) makes the collective INVALID_ARGUMENT on every task, the same message
+ * everywhere, before any data moves; the cluster stays usable. comm and tag: the arrivals
+ * communicator and tag 0, but MPI_COMM_WORLD and its top tag when joining. */
+static clg_code arrive_on(clg_cluster *c, MPI_Comm comm, int tag, const meeting *mine,
+                          const char *doing)
 {
   int n = 0;
   MPI_Request *r = c->token_req;
+  meeting *in = c->token_in;
+  in[c->task] = *mine;
   for (int t = 0; t < c->tasks; t++) {
     if (t == c->task)
       continue;
-    if (MPI_Irecv(&c->token_in[t], 1, MPI_BYTE, t, 0, c->arrivals, &r[2 * n]) != MPI_SUCCESS ||
-        MPI_Isend(&c->token_in[c->task], 1, MPI_BYTE, t, 0, c->arrivals, &r[2 * n + 1]) !=
-            MPI_SUCCESS)
+    r[2 * n] = r[2 * n + 1] = MPI_REQUEST_NULL;
+    if (MPI_Irecv(&in[t], (int)sizeof *in, MPI_BYTE, t, tag, comm, &r[2 * n]) != MPI_SUCCESS ||
+        MPI_Isend(&in[c->task], (int)sizeof *in, MPI_BYTE, t, tag, comm, &r[2 * n + 1]) !=
+            MPI_SUCCESS) {
+      settle(c, 2 * n + 2, r);
       return fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", t, doing);
+    }
     n++;
   }
-  uint64_t start = clg_now_ns(), limit = (uint64_t)(c->timeout_s * 1e9);
+  uint64_t start = clg_now_ns(), limit = limit_ns(c);
+  bool timed_out = false;
   for (unsigned spins = 0;; spins++) {
     int done = 0;
     int err = MPI_Testall(2 * n, r, &done, MPI_STATUSES_IGNORE);
     if (err != MPI_SUCCESS) {
       char text[MPI_MAX_ERROR_STRING];
+      settle(c, 2 * n, r);
       return fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: %s failed (%s)", doing,
                   mpi_text(err, text));
     }
     if (done)
-      return CLG_OK;
-    uint64_t now = clg_now_ns();
-    if (now - start > limit)
       break;
+    uint64_t now = clg_now_ns();
+    if (now - start > limit) {
+      timed_out = true;
+      break;
+    }
     pause_polling(spins, now - start);
   }
-  /* Name the silent tasks; their receives are cancelled (the cluster stays failed). */
-  char who[256] = "";
-  size_t len = 0;
-  int missing = 0;
-  for (int k = 0, t = 0; t < c->tasks; t++) {
-    if (t == c->task)
-      continue;
-    int got = 0;
-    MPI_Test(&r[2 * k], &got, MPI_STATUS_IGNORE);
-    if (!got) {
-      MPI_Cancel(&r[2 * k]);
-      MPI_Request_free(&r[2 * k]);
-      if (len < sizeof who)
-        len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", missing ? ", " : "", t);
-      missing++;
+  if (timed_out) {
+    /* Name the tasks whose record did not come or that did not take this one's; if every
+     * request completed meanwhile, the meeting is whole after all. */
+    char who[256] = "";
+    size_t len = 0;
+    int missing = 0;
+    for (int k = 0, t = 0; t < c->tasks; t++) {
+      if (t == c->task)
+        continue;
+      int got = 0, sent = 0;
+      if (r[2 * k] == MPI_REQUEST_NULL ||
+          MPI_Test(&r[2 * k], &got, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        got = 1;
+      if (r[2 * k + 1] == MPI_REQUEST_NULL ||
+          MPI_Test(&r[2 * k + 1], &sent, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        sent = 1;
+      if (!got || !sent) {
+        if (len < sizeof who)
+          len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", missing ? ", " : "", t);
+        missing++;
+      }
+      k++;
     }
-    if (r[2 * k + 1] != MPI_REQUEST_NULL)
-      MPI_Request_free(&r[2 * k + 1]);
-    k++;
+    if (missing) {
+      settle(c, 2 * n, r); /* the cluster stays failed */
+      return fail(c, CLG_DEADLINE_EXCEEDED,
+                  "task%s %s of /job:worker did not answer within %g s (%s, on task %d of %d; "
+                  "the timeout is the session's cluster_timeout_s or CLGRAPH_CLUSTER_TIMEOUT)",
+                  missing == 1 ? "" : "s", who, c->timeout_s, doing, c->task, c->tasks);
+    }
   }
-  return fail(c, CLG_DEADLINE_EXCEEDED,
-              "task%s %s of /job:worker did not answer within %g s (%s, on task %d of %d; the "
-              "timeout is the session's cluster_timeout_s or CLGRAPH_CLUSTER_TIMEOUT)",
-              missing == 1 ? "" : "s", who, c->timeout_s, doing, c->task, c->tasks);
+  for (int t = 0; t < c->tasks; t++)
+    in[t].desc[sizeof in[t].desc - 1] = 0; /* what came is printed */
+  for (int t = 1; t < c->tasks; t++) {
+    const meeting *a = &in[0], *b = &in[t];
+    if (a->kind == b->kind && a->dtype == b->dtype && a->count == b->count)
+      continue;
+    char ta[160], tb[160];
+    meeting_text(ta, sizeof ta, a);
+    meeting_text(tb, sizeof tb, b);
+    bool same_values = a->dtype == b->dtype && a->count == b->count;
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "%s: the tasks of /job:worker do not agree: task 0 has %s%s%s, task %d has "
+                     "%s%s%s; every task must run the same collectives in the same order, each "
+                     "on the same dtype and number of elements%s",
+                     mine->desc, ta, same_values ? " " : "",
+                     same_values ? meeting_how(a->kind) : "", t, tb, same_values ? " " : "",
+                     same_values ? meeting_how(b->kind) : "",
+                     same_values ? " and on the same kind of device" : "");
+  }
+  return CLG_OK;
+}
+
+static clg_code arrive(clg_cluster *c, const meeting *mine, const char *doing)
+{
+  return arrive_on(c, c->arrivals, 0, mine, doing);
+}
+
+static meeting meeting_of(int kind, const char *fmt, ...) CLG_PRINTF(2, 3);
+
+static meeting meeting_of(int kind, const char *fmt, ...)
+{
+  meeting m;
+  memset(&m, 0, sizeof m);
+  m.kind = kind;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m.desc, sizeof m.desc, fmt, ap);
+  va_end(ap);
+  return m;
+}
+
+/* A reduction's record: what ("AllReduce 'y' of float32 [4]"; shape NULL: [count]). */
+static meeting reduce_meeting(int kind, const char *what, size_t count, clg_dtype dtype,
+                              const char *shape)
+{
+  meeting m;
+  if (shape)
+    m = meeting_of(kind, "AllReduce '%s' of %s %s", what, clg_dtype_name(dtype), shape);
+  else
+    m = meeting_of(kind, "AllReduce '%s' of %s [%zu]", what, clg_dtype_name(dtype), count);
+  m.count = count;
+  m.dtype = (int32_t)dtype;
+  return m;
 }
 
 /* --- joining ----------------------------------------------------------------------------- */
@@ -240,7 +451,7 @@ static clg_code exchange_devices(clg_cluster *c, clg_devices *devs)
 {
   int mine = devs->num_local;
   wire_device *local = calloc((size_t)mine, sizeof *local);
-  int *counts = calloc((size_t)c->tasks, sizeof *counts);
+  int *counts = calloc((size_t)c->tasks + 1, sizeof *counts);
   int *displs = calloc((size_t)c->tasks, sizeof *displs);
   wire_device *all = NULL;
   clg_code code = CLG_OK;
@@ -269,12 +480,15 @@ static clg_code exchange_devices(clg_cluster *c, clg_devices *devs)
     copy_text(w->cl_vendor, sizeof w->cl_vendor, in->cl_vendor);
     copy_text(w->pci_bus_id, sizeof w->pci_bus_id, in->pci_bus_id);
   }
-  int bytes = mine * (int)sizeof *local;
-  MPI_Request r;
-  if ((code = arrive(c, "exchanging device lists")) != CLG_OK)
+  /* counts[tasks]: this task's byte count, sent from the heap like everything a collective
+   * reads (one that times out keeps its buffers: c->holds). */
+  counts[c->tasks] = mine * (int)sizeof *local;
+  MPI_Request r = MPI_REQUEST_NULL;
+  meeting m = meeting_of(MEET_DEVICES, "exchanging device lists");
+  if ((code = arrive(c, &m, "exchanging device lists")) != CLG_OK)
     goto done;
-  int err = MPI_Iallgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, c->comm, &r);
-  if (err != MPI_SUCCESS || (code = wait_request(c, &r, -1, "exchanging device lists")) != CLG_OK) {
+  int err = MPI_Iallgather(&counts[c->tasks], 1, MPI_INT, counts, 1, MPI_INT, c->comm, &r);
+  if (err != MPI_SUCCESS || (code = wait_collective(c, &r, "exchanging device lists")) != CLG_OK) {
     if (err != MPI_SUCCESS)
       code = fail(c, CLG_UNAVAILABLE, "MPI_Iallgather failed exchanging device lists");
     goto done;
@@ -289,8 +503,9 @@ static clg_code exchange_devices(clg_cluster *c, clg_devices *devs)
     code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory exchanging device lists");
     goto done;
   }
-  err = MPI_Iallgatherv(local, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, c->comm, &r);
-  if (err != MPI_SUCCESS || (code = wait_request(c, &r, -1, "exchanging device lists")) != CLG_OK) {
+  err = MPI_Iallgatherv(local, counts[c->tasks], MPI_BYTE, all, counts, displs, MPI_BYTE, c->comm,
+                        &r);
+  if (err != MPI_SUCCESS || (code = wait_collective(c, &r, "exchanging device lists")) != CLG_OK) {
     if (err != MPI_SUCCESS)
       code = fail(c, CLG_UNAVAILABLE, "MPI_Iallgatherv failed exchanging device lists");
     goto done;
@@ -322,20 +537,79 @@ static clg_code exchange_devices(clg_cluster *c, clg_devices *devs)
     code = clg_devices_add_remote(devs, &info, w->opencl != 0);
   }
 done:
-  free(local);
-  free(counts);
-  free(displs);
-  free(all);
+  if (c->holds) { /* a collective still under way reads local and writes counts or all */
+    keep(local);
+    keep(counts);
+    keep(displs);
+    keep(all);
+  } else {
+    free(local);
+    free(counts);
+    free(displs);
+    free(all);
+  }
   return code;
+}
+
+static const char *thread_level_name(int level)
+{
+  switch (level) {
+  case MPI_THREAD_SINGLE:
+    return "MPI_THREAD_SINGLE";
+  case MPI_THREAD_FUNNELED:
+    return "MPI_THREAD_FUNNELED";
+  case MPI_THREAD_SERIALIZED:
+    return "MPI_THREAD_SERIALIZED";
+  case MPI_THREAD_MULTIPLE:
+    return "MPI_THREAD_MULTIPLE";
+  default:
+    return "an unknown thread level";
+  }
+}
+
+/* Duplicates from into *out, polled against the deadline (MPI_Comm_dup would block for good
+ * on a task that never comes). */
+static clg_code dup_comm(clg_cluster *c, MPI_Comm from, MPI_Comm *out, const char *doing)
+{
+  MPI_Request r = MPI_REQUEST_NULL;
+  if (MPI_Comm_idup(from, out, &r) != MPI_SUCCESS)
+    return fail(c, CLG_UNAVAILABLE, "joining the cluster: MPI_Comm_idup failed (%s)", doing);
+  clg_code code = wait_collective(c, &r, doing);
+  if (code == CLG_OK)
+    MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+  return code;
+}
+
+/* The steps of joining, each with the deadline: every task meets the others on
+ * MPI_COMM_WORLD (its top tag), so a task that joined MPI but never opened a cluster is
+ * named; then the two duplicates of MPI_COMM_WORLD, and the device lists. */
+static clg_code join(clg_cluster *c, clg_devices *devs)
+{
+  int *ub = NULL, flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+  int world_top = flag && ub ? *ub : 32767;
+  meeting m = meeting_of(MEET_JOIN, "joining the cluster");
+  clg_code code = arrive_on(c, MPI_COMM_WORLD, world_top, &m,
+                            "waiting for every task to open a session with the cluster option");
+  if (code == CLG_OK)
+    code = dup_comm(c, MPI_COMM_WORLD, &c->comm, "joining the cluster (MPI_Comm_idup)");
+  if (code != CLG_OK)
+    return code;
+  MPI_Comm_rank(c->comm, &c->task);
+  flag = 0;
+  MPI_Comm_get_attr(c->comm, MPI_TAG_UB, &ub, &flag);
+  c->tag_ub = flag && ub ? *ub : 32767;
+  if ((code = dup_comm(c, c->comm, &c->arrivals, "joining the cluster (MPI_Comm_idup)")) != CLG_OK)
+    return code;
+  return exchange_devices(c, devs);
 }
 
 clg_code clg_cluster_open(clg_devices *devs, double timeout_s, clg_cluster **out)
 {
   *out = NULL;
-  int inited = 0;
+  int inited = 0, provided = MPI_THREAD_SINGLE;
   MPI_Initialized(&inited);
   if (!inited) {
-    int provided = 0;
     /* MULTIPLE: the AllReduce watchdog may abort while the reducing thread is inside MPI. */
     if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
       return clg_error(CLG_UNAVAILABLE, "MPI_Init_thread failed: is this process started by "
@@ -345,43 +619,48 @@ clg_code clg_cluster_open(clg_devices *devs, double timeout_s, clg_cluster **out
       atexit(finalize_at_exit);
       finalize_registered = true;
     }
+  } else {
+    MPI_Query_thread(&provided);
   }
   (void)we_initialized;
+  /* Sessions run on any thread of the program, one cluster call at a time (the lock): MPI
+   * must allow that. The watchdog needs MULTIPLE; without it, reductions poll. */
+  if (provided < MPI_THREAD_SERIALIZED)
+    return clg_error(CLG_FAILED_PRECONDITION,
+                     "joining the cluster: MPI grants %s, but clgraph calls MPI from whichever "
+                     "thread runs a session (one call at a time) and needs MPI_THREAD_SERIALIZED "
+                     "at least, MPI_THREAD_MULTIPLE for the AllReduce watchdog: initialise MPI "
+                     "with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...), or let clgraph do it",
+                     thread_level_name(provided));
   clg_cluster *c = calloc(1, sizeof *c);
   if (!c)
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory joining the cluster");
   c->timeout_s = timeout_s;
+  c->multiple = provided >= MPI_THREAD_MULTIPLE;
+  c->comm = c->arrivals = MPI_COMM_NULL;
   pthread_mutex_init(&c->lock, NULL);
   pthread_mutex_init(&c->wmu, NULL);
   pthread_cond_init(&c->wcv, NULL);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  if (MPI_Comm_dup(MPI_COMM_WORLD, &c->comm) != MPI_SUCCESS) {
-    pthread_mutex_destroy(&c->wmu);
-    pthread_cond_destroy(&c->wcv);
-    pthread_mutex_destroy(&c->lock);
-    free(c);
-    return clg_error(CLG_UNAVAILABLE, "MPI_Comm_dup(MPI_COMM_WORLD) failed");
-  }
-  MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(c->comm, &c->task);
-  MPI_Comm_size(c->comm, &c->tasks);
-  c->arrivals = MPI_COMM_NULL;
-  c->token_in = calloc((size_t)c->tasks, 1);
+  MPI_Comm_rank(MPI_COMM_WORLD, &c->task);
+  MPI_Comm_size(MPI_COMM_WORLD, &c->tasks);
+  c->token_in = calloc((size_t)c->tasks, sizeof *c->token_in);
   c->token_req = calloc((size_t)c->tasks * 2, sizeof *c->token_req);
-  if (!c->token_in || !c->token_req || MPI_Comm_dup(c->comm, &c->arrivals) != MPI_SUCCESS) {
+  if (!c->token_in || !c->token_req) {
     clg_cluster_close(c);
-    return clg_error(CLG_UNAVAILABLE, "joining the cluster (MPI): out of memory or MPI_Comm_dup "
-                                      "failed");
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory joining the cluster");
   }
-  MPI_Comm_set_errhandler(c->arrivals, MPI_ERRORS_RETURN);
-  int *ub = NULL, flag = 0;
-  MPI_Comm_get_attr(c->comm, MPI_TAG_UB, &ub, &flag);
-  c->tag_ub = flag && ub ? *ub : 32767;
-  clg_code code = exchange_devices(c, devs);
+  clg_code code = join(c, devs);
   if (code != CLG_OK) {
     clg_cluster_close(c);
     return clg_error_prefix("joining the cluster (MPI): ");
   }
+  if (!c->multiple)
+    clg_log(CLG_LOG_INFO,
+            "cluster: MPI grants %s, not MPI_THREAD_MULTIPLE: AllReduce below %zu MiB polls "
+            "MPI_Iallreduce against the deadline instead of running MPI_Allreduce under a "
+            "watchdog thread",
+            thread_level_name(provided), RING_MIN >> 20);
   current = c;
   *out = c;
   return CLG_OK;
@@ -399,23 +678,37 @@ void clg_cluster_close(clg_cluster *c)
   pthread_mutex_unlock(&c->wmu);
   if (c->watching)
     pthread_join(c->watchdog, NULL);
+  c->watching = false;
+  if (c->holds) {
+    /* MPI may still write into the tokens, the staging buffers or the communicators'
+     * handles: all of it stays, reachable. */
+    keep(c);
+    return;
+  }
   pthread_mutex_destroy(&c->wmu);
   pthread_cond_destroy(&c->wcv);
   int fin = 0;
   MPI_Finalized(&fin);
   if (!fin && c->failed == CLG_OK && !any_failure) {
-    MPI_Comm_free(&c->comm);
+    if (c->comm != MPI_COMM_NULL)
+      MPI_Comm_free(&c->comm);
     if (c->arrivals != MPI_COMM_NULL)
       MPI_Comm_free(&c->arrivals);
   }
-  /* After a failure a cancelled token receive may still be pending: its byte stays. */
-  if (c->failed == CLG_OK && !any_failure)
-    free(c->token_in);
+  free(c->token_in);
   free(c->token_req);
   clg_tensor_free(c->stage[0]);
   clg_tensor_free(c->stage[1]);
   pthread_mutex_destroy(&c->lock);
   free(c);
+}
+
+void clg_cluster_release_tensor(clg_cluster *c, clg_tensor *t)
+{
+  if (c && c->holds)
+    keep(t);
+  else
+    clg_tensor_free(t);
 }
 
 clg_cluster *clg_cluster_current(void) { return current; }
@@ -462,7 +755,9 @@ static clg_code transfer(clg_cluster *c, bool send, int peer, int tag, clg_devic
   clg_code code = check_failed(c);
   const clg_device_ops *ops = clg_device_ops_of(dev);
   size_t nchunks = bytes ? (bytes + CHUNK - 1) / CHUNK : 1;
-  tag %= c->tag_ub + 1;
+  /* Values are numbered from 0; MPI tags go up to tag_ub, INT_MAX in Open MPI (unsigned: the
+   * modulus tag_ub + 1 overflows an int). */
+  tag = (int)((unsigned)tag % ((unsigned)c->tag_ub + 1u));
   if (code != CLG_OK) {
     /* failed before */
   } else if (ops->host_memory) {
@@ -470,6 +765,8 @@ static clg_code transfer(clg_cluster *c, bool send, int peer, int tag, clg_devic
     MPI_Request *r = malloc(sizeof *r * nchunks);
     if (!r)
       code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory %s", doing);
+    for (size_t i = 0; r && i < nchunks; i++)
+      r[i] = MPI_REQUEST_NULL;
     for (size_t i = 0; r && i < nchunks; i++) {
       size_t off = i * CHUNK, len = bytes - off < CHUNK ? bytes - off : CHUNK;
       char *p = (char *)blk->host + off;
@@ -485,6 +782,8 @@ static clg_code transfer(clg_cluster *c, bool send, int peer, int tag, clg_devic
     }
     if (r && code == CLG_OK)
       code = wait_all(c, (int)nchunks, r, peer, doing);
+    if (r && code != CLG_OK)
+      settle(c, (int)nchunks, r); /* no receive stays posted into the caller's block */
     free(r);
   } else if ((code = staging(c)) == CLG_OK) {
     /* Through the two staging buffers: the device copy of one chunk overlaps the network
@@ -519,7 +818,10 @@ static clg_code transfer(clg_cluster *c, bool send, int peer, int tag, clg_devic
     }
     if (code == CLG_OK)
       code = wait_all(c, 2, r, peer, doing);
+    if (code != CLG_OK)
+      settle(c, 2, r);
   }
+  midway(c, code);
   pthread_mutex_unlock(&c->lock);
   return code;
 }
@@ -618,57 +920,118 @@ static void arm(clg_cluster *c, const char *what, bool on)
   atomic_store(&c->reducing_since, on ? clg_now_ns() | 1 : 0);
 }
 
+/* In place below RING_MIN, after the meeting. With MPI_THREAD_MULTIPLE the blocking
+ * MPI_Allreduce under the watchdog; else MPI_Iallreduce, whose wait has the deadline (Open
+ * MPI's is 0.65-0.8x as fast here, but nothing else may call MPI while it runs). */
 static clg_code reduce_host(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
-                            const char *what)
+                            const char *what, const char *doing)
 {
-  char doing[256];
-  snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
-  /* Every task must be here before the blocking reduction starts. */
-  clg_code code = arrive(c, doing);
-  if (code != CLG_OK)
-    return code;
-  arm(c, what, true);
+  clg_code code = CLG_OK;
+  if (c->multiple)
+    arm(c, what, true);
   size_t esize = clg_dtype_size(dtype);
   for (size_t off = 0; off < count && code == CLG_OK; off += REDUCE_MAX) {
     size_t n = count - off < REDUCE_MAX ? count - off : REDUCE_MAX;
-    int err = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * esize, (int)n, mpi_type(dtype),
-                            MPI_SUM, c->comm);
+    void *at = (char *)buf + off * esize;
+    MPI_Request r = MPI_REQUEST_NULL;
+    int err = c->multiple
+                  ? MPI_Allreduce(MPI_IN_PLACE, at, (int)n, mpi_type(dtype), MPI_SUM, c->comm)
+                  : MPI_Iallreduce(MPI_IN_PLACE, at, (int)n, mpi_type(dtype), MPI_SUM, c->comm, &r);
     if (err != MPI_SUCCESS) {
       char text[MPI_MAX_ERROR_STRING];
       code = fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: %s failed (%s)", doing,
                   mpi_text(err, text));
+    } else if (!c->multiple) {
+      code = wait_collective(c, &r, doing);
     }
   }
-  arm(c, what, false);
+  if (c->multiple)
+    arm(c, what, false);
   return code;
 }
 
 static clg_code ring_reduce(clg_cluster *c, const void *src, void *dst, size_t count,
                             clg_dtype dtype, const char *doing);
+static clg_code exchange_reduce(clg_cluster *c, const void *src, void *dst, size_t count,
+                                clg_dtype dtype, const char *doing);
 
-clg_code clg_cluster_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
-                               clg_reduce_op op, const char *what)
+/* How count elements move from src into dst (the same memory: in place), as every task
+ * must agree: round the ring from RING_MIN on (2-3x MPI_Allreduce from 64 MiB on, README
+ * "Benchmarks", and every wait has the deadline); below it, two tasks from another buffer
+ * exchange their buffers in one round; else MPI_Allreduce in place (a copy first). */
+static int reduce_kind(const clg_cluster *c, const void *src, const void *dst, size_t count,
+                       clg_dtype dtype)
+{
+  if (count * clg_dtype_size(dtype) >= RING_MIN)
+    return MEET_REDUCE_RING;
+  return src != dst && c->tasks == 2 ? MEET_REDUCE_EXCHANGE : MEET_REDUCE_MPI;
+}
+
+/* Every AllReduce: the meeting (the same kind, dtype and count on every task, or
+ * INVALID_ARGUMENT everywhere), then the data. shape: the value's, for messages (NULL:
+ * [count]). */
+static clg_code reduce(clg_cluster *c, const void *src, void *dst, size_t count, clg_dtype dtype,
+                       clg_reduce_op op, const char *what, const char *shape)
 {
   if (!clg_cluster_reduce_dtype_ok(dtype))
     return clg_error(CLG_INVALID_ARGUMENT, "%s: AllReduce does not reduce %s", what,
                      clg_dtype_name(dtype));
-  if (!c || c->tasks == 1 || count == 0)
+  if (!c || c->tasks == 1) {
+    if (src != dst && count)
+      memcpy(dst, src, count * clg_dtype_size(dtype));
     return CLG_OK;
+  }
+  int kind = reduce_kind(c, src, dst, count, dtype);
+  meeting m = reduce_meeting(kind, what, count, dtype, shape);
+  char doing[256];
+  snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
   pthread_mutex_lock(&c->lock);
   clg_code code = check_failed(c);
-  if (code == CLG_OK && count * clg_dtype_size(dtype) >= RING_MIN) {
-    /* Round the ring in place: 2-3x MPI_Allreduce from 64 MiB on (README "Benchmarks"),
-     * and every wait has the deadline (no watchdog needed). */
-    char doing[256];
-    snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
-    if ((code = arrive(c, doing)) == CLG_OK)
-      code = ring_reduce(c, buf, buf, count, dtype, doing);
-  } else if (code == CLG_OK) {
-    code = reduce_host(c, buf, count, dtype, what);
+  if (code == CLG_OK)
+    code = arrive(c, &m, doing);
+  if (code == CLG_OK && count) {
+    if (kind == MEET_REDUCE_RING)
+      code = ring_reduce(c, src, dst, count, dtype, doing);
+    else if (kind == MEET_REDUCE_EXCHANGE)
+      code = exchange_reduce(c, src, dst, count, dtype, doing);
+    else {
+      if (src != dst)
+        memcpy(dst, src, count * clg_dtype_size(dtype));
+      code = reduce_host(c, dst, count, dtype, what, doing);
+    }
   }
   pthread_mutex_unlock(&c->lock);
   if (code == CLG_OK && op == CLG_REDUCE_MEAN)
-    divide(buf, count, dtype, c->tasks);
+    divide(dst, count, dtype, c->tasks);
+  return code;
+}
+
+clg_code clg_cluster_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
+                               clg_reduce_op op, const char *what)
+{
+  return reduce(c, buf, buf, count, dtype, op, what, NULL);
+}
+
+clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, size_t count,
+                                  clg_dtype dtype, clg_reduce_op op, const char *what,
+                                  const char *shape)
+{
+  return reduce(c, src, dst, count, dtype, op, what, shape);
+}
+
+clg_code clg_cluster_agree(clg_cluster *c, size_t count, clg_dtype dtype, const char *what,
+                           const char *shape)
+{
+  if (!c || c->tasks == 1)
+    return CLG_OK;
+  meeting m = reduce_meeting(MEET_REDUCE_STAGED, what, count, dtype, shape);
+  char doing[256];
+  snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
+  pthread_mutex_lock(&c->lock);
+  clg_code code = check_failed(c);
+  if (code == CLG_OK)
+    code = arrive(c, &m, doing);
+  pthread_mutex_unlock(&c->lock);
   return code;
 }
 
@@ -743,6 +1106,8 @@ static clg_code ring_reduce(clg_cluster *c, const void *src, void *dst, size_t c
     segment(count, p, in_seg, &inf, &inn);
     const char *from = step == 0 ? (const char *)src : (const char *)dst;
     size_t nout = on ? (on + per - 1) / per : 0, nin = inn ? (inn + per - 1) / per : 0;
+    for (size_t i = 0; i < nout; i++)
+      sends[i] = MPI_REQUEST_NULL;
     for (size_t i = 0; i < nout && code == CLG_OK; i++) {
       size_t n = on - i * per < per ? on - i * per : per;
       if (MPI_Isend(from + (of + i * per) * esize, (int)(n * esize), MPI_BYTE, right, 1,
@@ -755,6 +1120,8 @@ static clg_code ring_reduce(clg_cluster *c, const void *src, void *dst, size_t c
       MPI_Request *recvs = malloc(sizeof *recvs * (nin ? nin : 1));
       if (!recvs && code == CLG_OK)
         code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory: %s", doing);
+      for (size_t i = 0; recvs && i < nin; i++)
+        recvs[i] = MPI_REQUEST_NULL;
       for (size_t i = 0; recvs && i < nin && code == CLG_OK; i++) {
         size_t n = inn - i * per < per ? inn - i * per : per;
         if (MPI_Irecv((char *)dst + (inf + i * per) * esize, (int)(n * esize), MPI_BYTE, left, 1,
@@ -765,6 +1132,8 @@ static clg_code ring_reduce(clg_cluster *c, const void *src, void *dst, size_t c
       }
       if (recvs && code == CLG_OK)
         code = wait_all(c, (int)nin, recvs, left, doing);
+      if (recvs && code != CLG_OK)
+        settle(c, (int)nin, recvs); /* no receive stays posted into dst */
       free(recvs);
     } else {
       MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
@@ -783,12 +1152,16 @@ static clg_code ring_reduce(clg_cluster *c, const void *src, void *dst, size_t c
         if (code == CLG_OK)
           add_into((char *)dst + at, (const char *)src + at, tmp[i % 2], n, dtype);
       }
+      if (code != CLG_OK)
+        settle(c, 2, r);
     }
     if (code == CLG_OK)
       code = wait_all(c, (int)nout, sends, right, doing);
+    if (code != CLG_OK)
+      settle(c, (int)nout, sends);
   }
   free(sends);
-  return code;
+  return midway(c, code);
 }
 
 /* Two tasks, below RING_MIN: each sends its whole src and receives the other's straight into
@@ -802,7 +1175,9 @@ static clg_code exchange_reduce(clg_cluster *c, const void *src, void *dst, size
   size_t n = (count + per - 1) / per;
   MPI_Request *r = malloc(sizeof *r * 2 * n);
   if (!r)
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory: %s", doing);
+    return midway(c, clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory: %s", doing));
+  for (size_t i = 0; i < 2 * n; i++)
+    r[i] = MPI_REQUEST_NULL;
   clg_code code = CLG_OK;
   size_t posted = 0;
   for (; posted < n && code == CLG_OK; posted++) {
@@ -821,37 +1196,10 @@ static clg_code exchange_reduce(clg_cluster *c, const void *src, void *dst, size
   }
   for (size_t i = 0; i < n && code == CLG_OK; i++)
     code = wait_request(c, &r[2 * i + 1], peer, doing);
+  if (code != CLG_OK)
+    settle(c, (int)(2 * n), r); /* no receive stays posted into dst */
   free(r);
-  return code;
-}
-
-clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, size_t count,
-                                  clg_dtype dtype, clg_reduce_op op, const char *what)
-{
-  /* Two tasks exchange their buffers; more go round the ring from RING_MIN on, else copy and
-   * call MPI_Allreduce. */
-  bool small = count * clg_dtype_size(dtype) < RING_MIN;
-  if (src == dst || !c || c->tasks == 1 || (small && c->tasks > 2)) {
-    if (src != dst && count)
-      memcpy(dst, src, count * clg_dtype_size(dtype));
-    return clg_cluster_allreduce(c, dst, count, dtype, op, what);
-  }
-  if (!clg_cluster_reduce_dtype_ok(dtype))
-    return clg_error(CLG_INVALID_ARGUMENT, "%s: AllReduce does not reduce %s", what,
-                     clg_dtype_name(dtype));
-  char doing[256];
-  snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
-  pthread_mutex_lock(&c->lock);
-  clg_code code = check_failed(c);
-  if (code == CLG_OK)
-    code = arrive(c, doing);
-  if (code == CLG_OK)
-    code = small ? exchange_reduce(c, src, dst, count, dtype, doing)
-                 : ring_reduce(c, src, dst, count, dtype, doing);
-  pthread_mutex_unlock(&c->lock);
-  if (code == CLG_OK && op == CLG_REDUCE_MEAN)
-    divide(dst, count, dtype, c->tasks);
-  return code;
+  return midway(c, code);
 }
 
 clg_code clg_cluster_reference_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype)
@@ -871,10 +1219,11 @@ clg_code clg_cluster_barrier(clg_cluster *c)
 {
   if (!c)
     return CLG_OK;
+  meeting m = meeting_of(MEET_BARRIER, "a barrier");
   pthread_mutex_lock(&c->lock);
   clg_code code = check_failed(c);
   if (code == CLG_OK)
-    code = arrive(c, "a barrier");
+    code = arrive(c, &m, "a barrier");
   pthread_mutex_unlock(&c->lock);
   return code;
 }
