@@ -453,6 +453,51 @@ static void test_save_errors(void)
   clg_graph_free(g);
 }
 
+/* --- readers refuse a FIFO instead of blocking on it (issue 21) ----------------------------- */
+
+static void on_alarm(int sig)
+{
+  (void)sig;
+  static const char msg[] = "test_checkpoint: a reader blocked on a FIFO\n";
+  (void)!write(2, msg, sizeof msg - 1);
+  _exit(1);
+}
+
+static void test_fifo(void)
+{
+  const char *f = path_in("fifo.safetensors");
+  unlink(f);
+  CHECK(mkfifo(f, 0600) == 0);
+  signal(SIGALRM, on_alarm);
+  alarm(60); /* a reader that blocks ends the test instead of hanging it */
+  char want[600];
+  snprintf(want, sizeof want, "%s: not a regular file (a FIFO)", f);
+  clg_checkpoint *c = NULL;
+  CHECK_CODE(clg_checkpoint_open(f, &c), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), want);
+  clg_graph *g = clg_graph_new();
+  int64_t d2[1] = {2};
+  clg_variable(g, "w", CLG_FLOAT32, 1, d2, NULL);
+  CHECK_OK(clg_graph_status(g));
+  clg_session *s = new_session(g);
+  CHECK_CODE(clg_session_restore(s, f, 0, NULL), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), want);
+  clg_session_free(s);
+  clg_graph_free(g);
+  const char *bin = getenv("CLG_BINARY_DIR");
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "timeout 30 %s/clgraph checkpoint ls %s 2>&1", bin ? bin : ".", f);
+  FILE *p = popen(cmd, "r");
+  char out[4096] = "";
+  size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+  out[n] = '\0';
+  int status = p ? pclose(p) : -1;
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s: status %d: %s", cmd, status, out);
+  CHECK_CONTAINS(out, want);
+  alarm(0);
+  unlink(f);
+}
+
 /* --- a writer killed in the middle of a save ------------------------------------------------ */
 
 #define KILL_FLOATS (8 << 20) /* 32 MiB per save: long enough to be caught in the middle */
@@ -600,6 +645,7 @@ int main(int argc, char **argv)
   test_foreign_file();
   test_malformed();
   test_save_errors();
+  test_fifo();
   test_cli();
   clg_session_free(keep);
   clg_graph_free(keep_graph);

@@ -268,18 +268,15 @@ clg_code clg_st_open(const char *path, int *fd_out, clg_st **out)
   *fd_out = -1;
   if (!path)
     return clg_error(CLG_INVALID_ARGUMENT, "checkpoint path is NULL");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return clg_error(errno == ENOENT   ? CLG_NOT_FOUND
-                     : errno == EACCES ? CLG_PERMISSION_DENIED
-                                       : CLG_INVALID_ARGUMENT,
-                     "%s: cannot open: %s", path, strerror(errno));
+  int fd;
+  clg_code code = clg_file_open_read(path, &fd);
+  if (code != CLG_OK)
+    return code;
   struct stat sb;
-  clg_code code = CLG_OK;
   uint8_t size8[8];
   uint8_t *head = NULL;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    code = clg_error(CLG_INVALID_ARGUMENT, "%s: not a regular file", path);
+  if (fstat(fd, &sb) != 0) {
+    code = clg_error(CLG_INTERNAL, "%s: fstat: %s", path, strerror(errno));
   } else if (sb.st_size < 8 || pread(fd, size8, 8, 0) != 8) {
     code = clg_st_parse(path, size8, 0, (uint64_t)sb.st_size, out);
   } else {

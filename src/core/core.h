@@ -97,6 +97,13 @@ void clg_atomic_file_abort(clg_atomic_file *f);
 /* open, write, commit. */
 clg_code clg_file_write_atomic(const char *path, const void *data, size_t size);
 
+/* Opens path for reading, a regular file only: the open does not wait on a FIFO (O_NONBLOCK,
+ * cleared once fstat has shown a regular file), so a FIFO, a directory or a device is refused
+ * at once, INVALID_ARGUMENT "PATH: not a regular file (a FIFO)". Other errors name the path:
+ * NOT_FOUND, PERMISSION_DENIED, INVALID_ARGUMENT. *fd: the descriptor (close-on-exec), -1 on
+ * error. Every reader of a user's file opens it through this. */
+clg_code clg_file_open_read(const char *path, int *fd);
+
 /* Appends text (NULL: "") as a JSON string literal: quotes, backslashes and control
  * characters escaped. */
 void clg_strbuf_json_string(clg_strbuf *s, const char *text);

@@ -1,7 +1,8 @@
 /* Files written atomically: the bytes go to a temporary file beside the real name, are
  * synced, and only then renamed over it (and the folder synced), so a crash or a failed write
  * never leaves a half-written file under the real name. Checkpoints stream into one; traces,
- * memory maps and pages are written in one call. */
+ * memory maps and pages are written in one call. And files opened for reading: regular files
+ * only, found out before any call could block on a FIFO. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -26,10 +27,59 @@ static clg_code file_code(int err)
     return CLG_NOT_FOUND;
   case ENOSPC:
   case EDQUOT:
+  case EMFILE:
+  case ENFILE:
+  case ENOMEM:
     return CLG_RESOURCE_EXHAUSTED;
+  case ENAMETOOLONG:
+  case ELOOP:
+    return CLG_INVALID_ARGUMENT;
   default:
     return CLG_INTERNAL;
   }
+}
+
+/* --- reading ----------------------------------------------------------------------------- */
+
+static const char *file_kind(mode_t m)
+{
+  return S_ISDIR(m)    ? "a directory"
+         : S_ISFIFO(m) ? "a FIFO"
+         : S_ISCHR(m)  ? "a character device"
+         : S_ISBLK(m)  ? "a block device"
+         : S_ISSOCK(m) ? "a socket"
+                       : "not a file";
+}
+
+clg_code clg_file_open_read(const char *path, int *fd)
+{
+  *fd = -1;
+  if (!path || !path[0])
+    return clg_error(CLG_INVALID_ARGUMENT, "reading a file: the path is NULL or empty");
+  /* O_NONBLOCK: opening a FIFO for reading would wait for a writer, forever if none comes. */
+  int f = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (f < 0) {
+    int err = errno;
+    clg_code code = file_code(err);
+    return clg_error(code == CLG_INTERNAL ? CLG_INVALID_ARGUMENT : code, "%s: %s", path,
+                     strerror(err));
+  }
+  struct stat sb;
+  clg_code code = CLG_OK;
+  int flags;
+  if (fstat(f, &sb) != 0)
+    code = clg_error(CLG_INTERNAL, "%s: fstat: %s", path, strerror(errno));
+  else if (!S_ISREG(sb.st_mode))
+    code =
+        clg_error(CLG_INVALID_ARGUMENT, "%s: not a regular file (%s)", path, file_kind(sb.st_mode));
+  else if ((flags = fcntl(f, F_GETFL)) < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0)
+    code = clg_error(CLG_INTERNAL, "%s: fcntl: %s", path, strerror(errno));
+  if (code != CLG_OK) {
+    close(f);
+    return code;
+  }
+  *fd = f;
+  return CLG_OK;
 }
 
 clg_code clg_atomic_file_open(clg_atomic_file *f, const char *path)
