@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkpoint/checkpoint.h"
 #include "testutil.h"
 
 static const char *const DEVICES[5] = {"/cpu:0", "/device:GPU:0", "/device:GPU:1", "/device:GPU:2",
@@ -453,6 +454,89 @@ static void test_save_errors(void)
   clg_graph_free(g);
 }
 
+/* --- what save writes, restore reads (issue 21) --------------------------------------------- */
+
+/* Variables of zero bytes whose other dimensions multiply past 2^64: save writes them, and
+ * restore and the listing read them back (the reader once multiplied before it saw the 0). */
+static void test_huge_empty(void)
+{
+  const int64_t big = (int64_t)1 << 62;
+  const int64_t shapes[3][3] = {{big, big, 0}, {0, big, big}, {big, 0, big}};
+  for (int d = 0; d < 2; d++) {
+    clg_graph *g = clg_graph_new();
+    clg_node *v[3];
+    CHECK_OK(clg_graph_push_device(g, DEVICES[d]));
+    for (int i = 0; i < 3; i++) {
+      char name[16];
+      snprintf(name, sizeof name, "e%d", i);
+      clg_tensor *zero = clg_tensor_new(CLG_FLOAT32, 3, shapes[i], NULL);
+      CHECK(zero != NULL);
+      v[i] = clg_variable(g, name, CLG_FLOAT32, 3, shapes[i], clg_const(g, NULL, zero));
+      clg_tensor_free(zero);
+    }
+    int64_t d2[1] = {2};
+    float wv[2] = {1.5f, -2};
+    clg_node *w = clg_variable(g, "w", CLG_FLOAT32, 1, d2, clg_const_f32(g, NULL, 1, d2, wv));
+    CHECK_OK(clg_graph_pop_device(g));
+    clg_node *init = clg_global_variables_initializer(g, NULL);
+    CHECK_OK(clg_graph_status(g));
+    clg_session *s = new_session(g), *t = new_session(g);
+    CHECK_OK(run_target(s, init));
+    const char *f = path_in("huge-empty.safetensors");
+    CHECK_OK(clg_session_save(s, f, 0, NULL));
+    CHECK_OK(clg_session_restore(t, f, 0, NULL));
+    for (int i = 0; i < 3; i++) {
+      clg_tensor *x = fetch(t, v[i]);
+      CHECK_MSG(x && clg_tensor_count(x) == 0 && clg_tensor_rank(x) == 3 &&
+                    clg_tensor_dim(x, 0) == shapes[i][0] && clg_tensor_dim(x, 1) == shapes[i][1] &&
+                    clg_tensor_dim(x, 2) == shapes[i][2],
+                "on %s: e%d not restored", DEVICES[d], i);
+      clg_tensor_free(x);
+    }
+    clg_tensor *x = fetch(t, w);
+    CHECK(x && ((float *)clg_tensor_data(x))[1] == -2);
+    clg_tensor_free(x);
+    clg_checkpoint *c = NULL;
+    CHECK_OK(clg_checkpoint_open(f, &c));
+    CHECK(clg_checkpoint_num_tensors(c) == 4);
+    clg_checkpoint_close(c);
+    clg_session_free(s);
+    clg_session_free(t);
+    clg_graph_free(g);
+  }
+  /* The boundary in the parser itself: zero bytes, whatever comes before or after the 0;
+   * the largest count that fits 64 bits; one byte more than fits. */
+  static const struct {
+    const char *entry;
+    clg_code code;
+    const char *text;
+  } cases[] = {
+      {"\"dtype\":\"F32\",\"shape\":[4611686018427387904,4611686018427387904,0]", CLG_OK, NULL},
+      {"\"dtype\":\"F64\",\"shape\":[0,9223372036854775807,9223372036854775807]", CLG_OK, NULL},
+      {"\"dtype\":\"F32\",\"shape\":[4611686018427387904,4611686018427387904,1]",
+       CLG_INVALID_ARGUMENT, "need more than 18446744073709551615"},
+      {"\"dtype\":\"U8\",\"shape\":[4294967295,4294967297]", CLG_INVALID_ARGUMENT,
+       "need 18446744073709551615"},
+      {"\"dtype\":\"U16\",\"shape\":[4294967295,4294967297]", CLG_INVALID_ARGUMENT,
+       "need more than 18446744073709551615"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char json[256];
+    int hn = snprintf(json, sizeof json, "{\"a\":{%s,\"data_offsets\":[0,0]}}", cases[i].entry);
+    uint8_t head[264];
+    for (int k = 0; k < 8; k++)
+      head[k] = (uint8_t)((uint64_t)hn >> (8 * k));
+    memcpy(head + 8, json, (size_t)hn);
+    clg_st *st = NULL;
+    clg_code got = clg_st_parse("x.safetensors", head, 8 + (size_t)hn, 8 + (uint64_t)hn, &st);
+    CHECK_MSG(got == cases[i].code && (!cases[i].text || strstr(clg_last_error(), cases[i].text)),
+              "%s: %s \"%s\", want %s with \"%s\"", cases[i].entry, clg_code_name(got),
+              got ? clg_last_error() : "", clg_code_name(cases[i].code),
+              cases[i].text ? cases[i].text : "");
+    clg_st_free(st);
+  }
+}
+
 /* --- readers refuse a FIFO instead of blocking on it (issue 21) ----------------------------- */
 
 static void on_alarm(int sig)
@@ -645,6 +729,7 @@ int main(int argc, char **argv)
   test_foreign_file();
   test_malformed();
   test_save_errors();
+  test_huge_empty();
   test_fifo();
   test_cli();
   clg_session_free(keep);
