@@ -4,7 +4,7 @@
  * CPU:0 and on two stand-ins; a checkpoint evaluates the same on every device; a resumed run
  * ends exactly where an uninterrupted one does; a killed run resumes from its last
  * checkpoint; Ctrl-C saves; four towers follow one tower with four times the batch; a FIFO
- * for a checkpoint or a data file is refused at once. */
+ * for a checkpoint or a data file is refused at once, and a negative global_step says so. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -541,7 +541,7 @@ static void test_bad_input(void)
 
 /* Files that are not what they should be: a FIFO where the checkpoint or a data file should
  * be is refused at once, naming it (the readers used to wait forever for a writer; here they
- * run under timeout). */
+ * run under timeout); a checkpoint whose global_step is negative says so. */
 static void test_bad_files(void)
 {
   char *out, *err;
@@ -582,6 +582,37 @@ static void test_bad_files(void)
   free(out), free(err);
   g_launcher = NULL;
   g_num_launcher = 0;
+
+  /* A checkpoint whose global_step is -5. */
+  char ck[400];
+  snprintf(ck, sizeof ck, "%s/negative.safetensors", g_dir);
+  const char *once[] = {"train", "--dataset", "cifar10", "--data-dir",   g_data, "--batch",
+                        "4",     "--steps",   "1",       "--checkpoint", ck,     NULL};
+  CHECK(run(CPU_ONLY, once, &out, &err) == 0);
+  free(out), free(err);
+  clg_checkpoint *c = NULL;
+  uint64_t at = 0;
+  CHECK_OK(clg_checkpoint_open(ck, &c));
+  for (int i = 0; c && i < clg_checkpoint_num_tensors(c); i++) {
+    clg_checkpoint_tensor info;
+    if (clg_checkpoint_tensor_info(c, i, &info) == CLG_OK &&
+        strcmp(info.name, "global_step") == 0 && info.bytes == 8)
+      at = info.offset;
+  }
+  clg_checkpoint_close(c);
+  int64_t minus5 = -5;
+  int fd = open(ck, O_WRONLY);
+  CHECK(at > 0 && fd >= 0 && pwrite(fd, &minus5, 8, (off_t)at) == 8);
+  if (fd >= 0)
+    close(fd);
+  CHECK(ck_step(ck) == -5);
+  const char *again[] = {"train", "--dataset", "cifar10", "--data-dir",   g_data, "--batch",
+                         "4",     "--steps",   "2",       "--checkpoint", ck,     NULL};
+  CHECK(run(CPU_ONLY, again, &out, &err) == 1);
+  snprintf(want, sizeof want, "resuming from %s: global_step is -5; a step count is never negative",
+           ck);
+  CHECK_CONTAINS(err, want);
+  free(out), free(err);
 }
 
 /* Under mpirun: 2 tasks of 2 towers (batch 4 each) against one process of 4 towers, on CPU:0,
