@@ -82,6 +82,32 @@ static uint8_t *get_file(const char *path, size_t *len)
   return buf;
 }
 
+/* Hidden entries of folder d ("." and ".." aside): temporary files. */
+static int hidden_in(const char *d)
+{
+  DIR *dd = opendir(d);
+  int n = 0;
+  for (struct dirent *e; dd && (e = readdir(dd));)
+    n += e->d_name[0] == '.' && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+  if (dd)
+    closedir(dd);
+  return n;
+}
+
+/* A session with one initialized variable "w" = [1.5, -2]. */
+static clg_session *small_session(clg_graph **g)
+{
+  *g = clg_graph_new();
+  int64_t d2[1] = {2};
+  float wv[2] = {1.5f, -2};
+  clg_variable(*g, "w", CLG_FLOAT32, 1, d2, clg_const_f32(*g, NULL, 1, d2, wv));
+  clg_node *init = clg_global_variables_initializer(*g, NULL);
+  CHECK_OK(clg_graph_status(*g));
+  clg_session *s = new_session(*g);
+  CHECK_OK(run_target(s, init));
+  return s;
+}
+
 /* --- values of every dtype -------------------------------------------------------------- */
 
 static const clg_dtype ALL[6] = {CLG_FLOAT32, CLG_FLOAT64, CLG_FLOAT16,
@@ -443,13 +469,7 @@ static void test_save_errors(void)
   CHECK_CONTAINS(clg_last_error(), "/nonexistent-dir-clgraph/x.safetensors");
   CHECK_OK(clg_session_save(s, f, 0, NULL));
   /* No temporary file is left beside it. */
-  DIR *d = opendir(dir);
-  int temps = 0;
-  for (struct dirent *e; d && (e = readdir(d));)
-    temps += strstr(e->d_name, ".tmp.") != NULL;
-  if (d)
-    closedir(d);
-  CHECK(temps == 0);
+  CHECK(hidden_in(dir) == 0);
   clg_session_free(s);
   clg_graph_free(g);
 }
@@ -582,6 +602,59 @@ static void test_fifo(void)
   unlink(f);
 }
 
+/* --- how save names and creates files (issue 21) -------------------------------------------- */
+
+/* A name of 255 bytes, the most a file system takes, is saved; one of 256 is refused with
+ * the file system's reason and leaves nothing behind. */
+static void test_long_name(void)
+{
+  clg_graph *g = NULL;
+  clg_session *s = small_session(&g);
+  char sub[300], name[260], path[600];
+  snprintf(sub, sizeof sub, "%s/long", dir);
+  CHECK(mkdir(sub, 0700) == 0);
+  memset(name, 'n', 255);
+  strcpy(name + 255 - strlen(".safetensors"), ".safetensors");
+  snprintf(path, sizeof path, "%s/%s", sub, name);
+  CHECK(strlen(name) == 255);
+  CHECK_OK(clg_session_save(s, path, 0, NULL));
+  CHECK_OK(clg_session_restore(s, path, 0, NULL));
+  CHECK(hidden_in(sub) == 0);
+  CHECK(unlink(path) == 0);
+  memset(name, 'n', 256);
+  strcpy(name + 256 - strlen(".safetensors"), ".safetensors");
+  snprintf(path, sizeof path, "%s/%s", sub, name);
+  CHECK_CODE(clg_session_save(s, path, 0, NULL), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), path);
+  CHECK_CONTAINS(clg_last_error(), strerror(ENAMETOOLONG));
+  CHECK(hidden_in(sub) == 0);
+  CHECK(rmdir(sub) == 0);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+/* Checkpoints are created as open(..., 0666) creates files: under the umask. */
+static void test_umask(void)
+{
+  clg_graph *g = NULL;
+  clg_session *s = small_session(&g);
+  const char *f = path_in("umask.safetensors");
+  static const mode_t masks[3] = {0, 077, 027}, want[3] = {0666, 0600, 0640};
+  mode_t old = umask(0);
+  for (int i = 0; i < 3; i++) {
+    umask(masks[i]);
+    CHECK_OK(clg_session_save(s, f, 0, NULL));
+    struct stat sb;
+    CHECK(stat(f, &sb) == 0);
+    CHECK_MSG((sb.st_mode & 07777) == want[i], "under umask %03o the file is %03o, want %03o",
+              (unsigned)masks[i], (unsigned)(sb.st_mode & 07777), (unsigned)want[i]);
+  }
+  umask(old);
+  unlink(f);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
 /* --- a writer killed in the middle of a save ------------------------------------------------ */
 
 #define KILL_FLOATS (8 << 20) /* 32 MiB per save: long enough to be caught in the middle */
@@ -623,43 +696,48 @@ static bool complete_generation(const char *path, float *gen)
   return ok;
 }
 
-static int count_temps(void)
-{
-  DIR *d = opendir(dir);
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d));)
-    if (strstr(e->d_name, ".kill.safetensors.tmp."))
-      n++;
-  if (d)
-    closedir(d);
-  return n;
-}
+static char kill_dir[300];
+
+/* The writer's temporary files: the hidden entries of its folder. */
+static int count_temps(void) { return hidden_in(kill_dir); }
 
 static void remove_temps(void)
 {
-  DIR *d = opendir(dir);
+  DIR *d = opendir(kill_dir);
+  char p[600];
   for (struct dirent *e; d && (e = readdir(d));)
-    if (strstr(e->d_name, ".kill.safetensors.tmp."))
-      unlink(path_in(e->d_name));
+    if (e->d_name[0] == '.' && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+      snprintf(p, sizeof p, "%s/%s", kill_dir, e->d_name);
+      unlink(p);
+    }
   if (d)
     closedir(d);
+}
+
+static pid_t start_child_save(const char *self, const char *f)
+{
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(self, self, "--child-save", f, (char *)NULL);
+    _exit(127);
+  }
+  CHECK(pid > 0);
+  return pid;
 }
 
 static void test_kill_writer(const char *self)
 {
-  const char *f = path_in("kill.safetensors");
+  snprintf(kill_dir, sizeof kill_dir, "%s/kill", dir);
+  CHECK(mkdir(kill_dir, 0700) == 0);
+  char f[400];
+  snprintf(f, sizeof f, "%s/kill.safetensors", kill_dir);
   bool caught = false;
   int attempts = 0;
   for (int attempt = 0; attempt < 12 && !caught; attempt++) {
     attempts++;
     unlink(f);
     remove_temps();
-    pid_t pid = fork();
-    if (pid == 0) {
-      execl(self, self, "--child-save", f, (char *)NULL);
-      _exit(127);
-    }
-    CHECK(pid > 0);
+    pid_t pid = start_child_save(self, f);
     /* Wait for the first complete checkpoint, then kill at a moment that varies. */
     for (int i = 0; i < 600 && access(f, F_OK) != 0; i++)
       nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
@@ -677,8 +755,10 @@ static void test_kill_writer(const char *self)
   }
   CHECK_MSG(caught, "never killed the writer in the middle of a save");
   printf("test_kill_writer: killed in the middle of a save after %d attempt(s)\n", attempts);
+
   remove_temps();
   unlink(f);
+  rmdir(kill_dir);
 }
 
 /* --- the command line -------------------------------------------------------------------- */
@@ -731,13 +811,15 @@ int main(int argc, char **argv)
   test_save_errors();
   test_huge_empty();
   test_fifo();
+  test_long_name();
+  test_umask();
   test_cli();
   clg_session_free(keep);
   clg_graph_free(keep_graph);
   test_kill_writer(argv[0]);
   DIR *d = opendir(dir);
   for (struct dirent *e; d && (e = readdir(d));)
-    if (e->d_name[0] != '.' || strstr(e->d_name, ".tmp."))
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
       unlink(path_in(e->d_name));
   if (d)
     closedir(d);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,31 +83,116 @@ clg_code clg_file_open_read(const char *path, int *fd)
   return CLG_OK;
 }
 
+/* --- temporary files --------------------------------------------------------------------- */
+
+/* Temporary names are ".clgraph-tmp.<name>.<host>.<pid>.<random>": hashes of the real name
+ * and of the host, so that they stay short whatever the name's length (a name of 255 bytes
+ * must still be writable) yet say whose they are; the host and the pid tell a later save
+ * whether their writer is gone. */
+#define TMP_TAG ".clgraph-tmp."
+#define HOST_HEX 8
+
+static uint64_t fnv1a(const char *s)
+{
+  uint64_t h = 14695981039346656037ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* The stem of the temporary names of the file `name` in its folder:
+ * ".clgraph-tmp.<name hash>." (*name_len bytes), then "<host hash>.". */
+static void temp_stem(const char *name, char out[64], size_t *name_len)
+{
+  char host[256] = "";
+  if (gethostname(host, sizeof host - 1) != 0)
+    host[0] = '\0';
+  *name_len = (size_t)snprintf(out, 64, TMP_TAG "%016llx.", (unsigned long long)fnv1a(name));
+  snprintf(out + *name_len, 64 - *name_len, "%0*lx.", HOST_HEX,
+           (unsigned long)(fnv1a(host) & 0xffffffffu));
+}
+
+/* path's folder (malloc'd) and the stem of its temporary names; false when out of memory. */
+static bool temp_parts(const char *path, char **folder, char stem[64], size_t *name_len)
+{
+  char *a = clg_strdup(path), *b = clg_strdup(path);
+  *folder = NULL;
+  if (a && b) {
+    temp_stem(basename(b), stem, name_len);
+    *folder = clg_strdup(dirname(a));
+  }
+  free(a);
+  free(b);
+  return *folder != NULL;
+}
+
+/* Creates "<prefix><pid>.<random>" with O_EXCL, mode 0666 under the umask (as any new file);
+ * another name on a collision. */
+static int create_temp(clg_strbuf *name, const char *prefix)
+{
+  static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  static atomic_uint counter; /* threads saving at the same nanosecond still differ */
+  uint64_t x = clg_now_ns() ^ ((uint64_t)getpid() << 32);
+  for (int attempt = 0; attempt < 100; attempt++) {
+    x ^= (uint64_t)(atomic_fetch_add(&counter, 1) + 1) * 0x9e3779b97f4a7c15ull;
+    char rnd[7];
+    for (int i = 0; i < 6; i++) {
+      x ^= x << 13; /* xorshift64 */
+      x ^= x >> 7;
+      x ^= x << 17;
+      rnd[i] = digits[x % 36];
+    }
+    rnd[6] = '\0';
+    clg_strbuf_free(name);
+    clg_strbuf_init(name);
+    clg_strbuf_printf(name, "%s%ld.%s", prefix, (long)getpid(), rnd);
+    if (name->failed) {
+      errno = ENOMEM;
+      return -1;
+    }
+    int fd = open(name->buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST)
+      return fd;
+  }
+  return -1;
+}
+
 clg_code clg_atomic_file_open(clg_atomic_file *f, const char *path)
 {
   memset(f, 0, sizeof *f);
   f->fd = -1;
   if (!path || !path[0])
     return clg_error(CLG_INVALID_ARGUMENT, "writing a file: the path is NULL or empty");
-  /* "<folder>/.<name>.tmp.XXXXXX": hidden, and on the same file system as the real name. */
-  char *a = clg_strdup(path), *b = clg_strdup(path);
-  clg_strbuf s;
+  /* A name the file system refuses is refused before any byte is written (the temporary
+   * name is short, so only the rename would find out). */
+  struct stat sb;
+  if (lstat(path, &sb) != 0 && errno == ENAMETOOLONG)
+    return clg_error(CLG_INVALID_ARGUMENT, "%s: cannot create it: %s", path,
+                     strerror(ENAMETOOLONG));
+  char *folder = NULL, stem[64];
+  size_t name_len;
+  clg_strbuf s, prefix;
   clg_strbuf_init(&s);
-  if (a && b)
-    clg_strbuf_printf(&s, "%s/.%s.tmp.XXXXXX", dirname(a), basename(b));
-  free(a);
-  free(b);
-  f->tmp = clg_strbuf_take(&s);
+  clg_strbuf_init(&prefix);
+  if (temp_parts(path, &folder, stem, &name_len)) {
+    clg_strbuf_printf(&prefix, "%s/%s", folder, stem);
+  }
   f->path = clg_strdup(path);
-  if (!f->tmp || !f->path) {
+  if (!folder || prefix.failed || !f->path) {
+    free(folder);
+    clg_strbuf_free(&prefix);
     clg_atomic_file_abort(f);
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory writing %s", path);
   }
-  if ((f->fd = mkstemp(f->tmp)) < 0) {
-    int err = errno;
+  free(folder);
+  f->fd = create_temp(&s, prefix.buf);
+  int err = errno;
+  clg_strbuf_free(&prefix);
+  f->tmp = clg_strbuf_take(&s);
+  if (f->fd < 0) {
     clg_code code =
         clg_error(file_code(err), "%s: cannot create a temporary file beside it (%s): %s", path,
-                  f->tmp, strerror(err));
+                  f->tmp ? f->tmp : "?", strerror(err));
     free(f->tmp);
     f->tmp = NULL; /* nothing to remove */
     clg_atomic_file_abort(f);
@@ -134,11 +220,9 @@ clg_code clg_atomic_file_write(clg_atomic_file *f, const void *data, size_t size
 clg_code clg_atomic_file_commit(clg_atomic_file *f)
 {
   clg_code code = CLG_OK;
-  /* The data on disk before the name points at it; mkstemp made the file 0600. */
+  /* The data on disk before the name points at it. */
   if (fsync(f->fd) != 0)
     code = clg_error(file_code(errno), "%s: fsync: %s", f->tmp, strerror(errno));
-  else if (fchmod(f->fd, 0644) != 0)
-    code = clg_error(file_code(errno), "%s: chmod: %s", f->tmp, strerror(errno));
   int closed = close(f->fd); /* closed even when fsync failed */
   f->fd = -1;
   if (closed != 0 && code == CLG_OK)
