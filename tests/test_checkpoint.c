@@ -1,10 +1,13 @@
 /* Checkpoints: round trips for every dtype (scalars and empty tensors too) with variables on
  * every device kind; a file written here read back by a reader written in this test from the
  * format alone; a file from another writer restored; a table of malformed files, each with
- * its error and no variable changed; save errors; a writer killed in the middle of a save
- * leaves the previous checkpoint intact; and `clgraph checkpoint ls`. */
+ * its error and no variable changed; save errors; every file save writes is read back (empty
+ * tensors of huge shapes); FIFOs refused at once; names of 255 bytes; modes under the umask;
+ * a writer killed in the middle of a save leaves the previous checkpoint intact, and the next
+ * save removes its temporary file but never a live writer's; and `clgraph checkpoint ls`. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include "checkpoint/checkpoint.h"
+#include "core/core.h"
 #include "testutil.h"
 
 static const char *const DEVICES[5] = {"/cpu:0", "/device:GPU:0", "/device:GPU:1", "/device:GPU:2",
@@ -655,6 +659,89 @@ static void test_umask(void)
   clg_graph_free(g);
 }
 
+/* Which temporary files a save removes: those of the same file whose writer is gone: on this
+ * host, its process ended, or the process that has its pid now started after the file was
+ * last written; on another host, the file was last written before this process started.
+ * Never a live writer's, nor another file's. */
+static void test_stale_temps(void)
+{
+  clg_graph *g = NULL;
+  clg_session *s = small_session(&g);
+  char sub[300], f[400], other[400];
+  snprintf(sub, sizeof sub, "%s/stale", dir);
+  CHECK(mkdir(sub, 0700) == 0);
+  snprintf(f, sizeof f, "%s/model.safetensors", sub);
+  snprintf(other, sizeof other, "%s/other.safetensors", sub);
+  char *pf = clg_atomic_file_temp_prefix(f), *po = clg_atomic_file_temp_prefix(other);
+  CHECK(pf && po && strncmp(pf, sub, strlen(sub)) == 0 && strcmp(pf, po) != 0);
+  if (!pf || !po) {
+    free(pf);
+    free(po);
+    clg_session_free(s);
+    clg_graph_free(g);
+    return;
+  }
+  /* As short for a name of 255 bytes as for one of 1, with room for a pid and the rest. */
+  char longest[600], *pl;
+  snprintf(longest, sizeof longest, "%s/%0255d", sub, 7);
+  pl = clg_atomic_file_temp_prefix(longest);
+  CHECK(pl && strlen(pl) == strlen(pf) && strlen(strrchr(pf, '/') + 1) + 20 + 1 + 6 < 100);
+  free(pl);
+  char ph[400]; /* the same file's, written on another host */
+  snprintf(ph, sizeof ph, "%s", pf);
+  memcpy(ph + strlen(ph) - 9, "zzzzzzzz", 8);
+  pid_t dead = fork();
+  if (dead == 0)
+    _exit(0);
+  waitpid(dead, NULL, 0);
+  pid_t live = fork();
+  if (live == 0) {
+    pause();
+    _exit(0);
+  }
+  nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+  static const struct {
+    int who; /* 0: this file, 1: another file, 2: this file from another host */
+    int pid; /* 0: dead, 1: live, 2: this process */
+    bool old, removed;
+    const char *what;
+  } cases[] = {
+      {0, 0, false, true, "a dead writer's"},
+      {0, 1, false, false, "a live writer's"},
+      {0, 1, true, true, "a reused pid's (written before its process started)"},
+      {0, 2, false, false, "this process's (another thread's save)"},
+      {1, 0, false, false, "another file's"},
+      {2, 0, false, false, "another host's"},
+      {2, 0, true, true, "another host's, written before this process started"},
+  };
+  enum { NC = sizeof cases / sizeof cases[0] };
+  char names[NC][700];
+  for (int i = 0; i < NC; i++) {
+    const char *p = cases[i].who == 0 ? pf : cases[i].who == 1 ? po : ph;
+    long pid = cases[i].pid == 0 ? (long)dead : cases[i].pid == 1 ? (long)live : (long)getpid();
+    snprintf(names[i], sizeof names[i], "%s%ld.case%02d", p, pid, i);
+    put_file(names[i], "partial", 7);
+    if (cases[i].old) {
+      struct timespec t[2] = {{1000000000, 0}, {1000000000, 0}}; /* 2001 */
+      CHECK(utimensat(AT_FDCWD, names[i], t, 0) == 0);
+    }
+  }
+  CHECK_OK(clg_session_save(s, f, 0, NULL));
+  for (int i = 0; i < NC; i++)
+    CHECK_MSG((access(names[i], F_OK) != 0) == cases[i].removed, "%s temporary file was %s",
+              cases[i].what, cases[i].removed ? "kept" : "removed");
+  kill(live, SIGKILL);
+  waitpid(live, NULL, 0);
+  for (int i = 0; i < NC; i++)
+    unlink(names[i]);
+  unlink(f);
+  CHECK(rmdir(sub) == 0);
+  free(pf);
+  free(po);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
 /* --- a writer killed in the middle of a save ------------------------------------------------ */
 
 #define KILL_FLOATS (8 << 20) /* 32 MiB per save: long enough to be caught in the middle */
@@ -714,6 +801,18 @@ static void remove_temps(void)
     closedir(d);
 }
 
+/* The name of one temporary file in kill_dir ("" when there is none). */
+static void one_temp(char *name, size_t size)
+{
+  DIR *d = opendir(kill_dir);
+  name[0] = '\0';
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (e->d_name[0] == '.' && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+      snprintf(name, size, "%s/%s", kill_dir, e->d_name);
+  if (d)
+    closedir(d);
+}
+
 static pid_t start_child_save(const char *self, const char *f)
 {
   pid_t pid = fork();
@@ -756,6 +855,44 @@ static void test_kill_writer(const char *self)
   CHECK_MSG(caught, "never killed the writer in the middle of a save");
   printf("test_kill_writer: killed in the middle of a save after %d attempt(s)\n", attempts);
 
+  /* The next save of the same file removes what the killed writer left. */
+  clg_graph *g = NULL;
+  clg_session *s = small_session(&g);
+  CHECK_OK(clg_session_save(s, f, 0, NULL));
+  CHECK_MSG(count_temps() == 0, "a save left %d temporary file(s) of a killed writer",
+            count_temps());
+
+  /* A live writer's temporary file stays: a writer stopped in the middle of a save. */
+  remove_temps();
+  pid_t pid = start_child_save(self, f);
+  char temp[700] = "";
+  for (int i = 0; i < 30000 && !temp[0]; i++) {
+    if (count_temps() > 0) {
+      kill(pid, SIGSTOP);
+      one_temp(temp, sizeof temp); /* still there once stopped? */
+      if (!temp[0])
+        kill(pid, SIGCONT);
+    } else {
+      nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+    }
+  }
+  CHECK_MSG(temp[0], "never stopped the writer in the middle of a save");
+  CHECK_OK(clg_session_save(s, f, 0, NULL));
+  CHECK_MSG(access(temp, F_OK) == 0, "a save removed %s, the temporary file of a live writer",
+            temp);
+  /* Let it go on: its save completes (the temporary file is renamed), and it keeps saving. */
+  kill(pid, SIGCONT);
+  int status = 0;
+  for (int i = 0; i < 3000 && access(temp, F_OK) == 0 && waitpid(pid, &status, WNOHANG) == 0; i++)
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  CHECK_MSG(access(temp, F_OK) != 0, "the writer's save did not complete");
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+            "the live writer ended with status %d (4: a save failed)",
+            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  clg_session_free(s);
+  clg_graph_free(g);
   remove_temps();
   unlink(f);
   rmdir(kill_dir);
@@ -813,6 +950,7 @@ int main(int argc, char **argv)
   test_fifo();
   test_long_name();
   test_umask();
+  test_stale_temps();
   test_cli();
   clg_session_free(keep);
   clg_graph_free(keep_graph);

@@ -85,7 +85,8 @@ void clg_strbuf_append(clg_strbuf *s, const char *text);
  * syncs it, renames it over path and syncs the folder; on any failure, and on abort, the
  * temporary file is removed and path is unchanged. The file is created as open(path, ...,
  * 0666) creates one: under the umask. Its temporary name is short whatever path's length
- * (".clgraph-tmp.<hashes>.<pid>.<random>"). Errors name the
+ * (".clgraph-tmp.<hashes>.<pid>.<random>"), and open first removes the temporaries of path
+ * that a writer now gone left (killed during a save), never a live writer's. Errors name the
  * file and the call: PERMISSION_DENIED, NOT_FOUND (no such folder), RESOURCE_EXHAUSTED (disk
  * full), INVALID_ARGUMENT for an empty path or a name the file system refuses, INTERNAL.
  * commit and abort free f's strings. */
@@ -99,6 +100,10 @@ clg_code clg_atomic_file_commit(clg_atomic_file *f);
 void clg_atomic_file_abort(clg_atomic_file *f);
 /* open, write, commit. */
 clg_code clg_file_write_atomic(const char *path, const void *data, size_t size);
+/* "<folder>/.clgraph-tmp.<name hash>.<host hash>.": what every temporary name of path begins
+ * with, before "<pid>.<random>" (malloc'd; NULL when out of memory). */
+char *clg_atomic_file_temp_prefix(const char *path);
+
 /* Opens path for reading, a regular file only: the open does not wait on a FIFO (O_NONBLOCK,
  * cleared once fstat has shown a regular file), so a FIFO, a directory or a device is refused
  * at once, INVALID_ARGUMENT "PATH: not a regular file (a FIFO)". Other errors name the path:

@@ -3,14 +3,17 @@
  * never leaves a half-written file under the real name. Checkpoints stream into one; traces,
  * memory maps and pages are written in one call. And files opened for reading: regular files
  * only, found out before any call could block on a FIFO. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -126,6 +129,90 @@ static bool temp_parts(const char *path, char **folder, char stem[64], size_t *n
   return *folder != NULL;
 }
 
+char *clg_atomic_file_temp_prefix(const char *path)
+{
+  char *folder = NULL, stem[64];
+  size_t name_len;
+  if (!path || !temp_parts(path, &folder, stem, &name_len))
+    return NULL;
+  clg_strbuf s;
+  clg_strbuf_init(&s);
+  clg_strbuf_printf(&s, "%s/%s", folder, stem);
+  free(folder);
+  return clg_strbuf_take(&s);
+}
+
+/* When process pid started, in seconds since the epoch; 0 where /proc does not say. */
+static long long process_start(long pid)
+{
+  char p[64], buf[1024];
+  snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+  FILE *f = fopen(p, "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f)
+    fclose(f);
+  buf[n] = '\0';
+  /* Field 22 (starttime, in clock ticks since boot); the command name before it, in
+   * parentheses, may hold spaces and parentheses of its own. */
+  char *at = strrchr(buf, ')');
+  for (int field = 2; at && field < 22; field++)
+    at = strchr(at + 1, ' ');
+  long long ticks = at ? strtoll(at + 1, NULL, 10) : 0;
+  long long boot = 0;
+  f = ticks > 0 ? fopen("/proc/stat", "r") : NULL;
+  while (f && fgets(buf, sizeof buf, f))
+    if (strncmp(buf, "btime ", 6) == 0)
+      boot = strtoll(buf + 6, NULL, 10);
+  if (f)
+    fclose(f);
+  long hz = sysconf(_SC_CLK_TCK);
+  return boot > 0 && hz > 0 ? boot + ticks / hz : 0;
+}
+
+/* Whether a file last written at mtime was written before a process started at start (0:
+ * unknown, so not); 2 s of slack, as the boot time is in whole seconds. */
+static bool written_before(time_t mtime, long long start)
+{
+  return start > 0 && (long long)mtime + 2 < start;
+}
+
+/* Removes the temporary files of the same name that a writer now gone left (killed in the
+ * middle of a save). Of this host's: those whose process has ended, or whose pid the process
+ * that now has it got after they were last written (a reused pid). Of another host's, whose
+ * processes cannot be asked: those last written before this process started (a live writer
+ * keeps writing; a new container is often a new host name). Best effort: a folder that cannot
+ * be listed keeps its files. */
+static void remove_stale(const char *folder, const char *stem, size_t name_len)
+{
+  DIR *d = opendir(folder);
+  long long mine = -1; /* this process's start, looked up once */
+  for (struct dirent *e; d && (e = readdir(d));) {
+    const char *host = e->d_name + name_len, *p = host + HOST_HEX + 1;
+    if (strncmp(e->d_name, stem, name_len) != 0 || strlen(host) < HOST_HEX + 1 ||
+        host[HOST_HEX] != '.')
+      continue;
+    char *end = NULL;
+    long pid = strtol(p, &end, 10);
+    struct stat sb;
+    if (pid <= 0 || end == p || *end != '.' ||
+        fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
+      continue;
+    bool stale;
+    if (strncmp(host, stem + name_len, HOST_HEX) == 0) {
+      stale = (kill((pid_t)pid, 0) != 0 && errno == ESRCH) ||
+              written_before(sb.st_mtime, process_start(pid));
+    } else {
+      if (mine < 0)
+        mine = process_start((long)getpid());
+      stale = written_before(sb.st_mtime, mine);
+    }
+    if (stale)
+      unlinkat(dirfd(d), e->d_name, 0);
+  }
+  if (d)
+    closedir(d);
+}
+
 /* Creates "<prefix><pid>.<random>" with O_EXCL, mode 0666 under the umask (as any new file);
  * another name on a collision. */
 static int create_temp(clg_strbuf *name, const char *prefix)
@@ -175,6 +262,7 @@ clg_code clg_atomic_file_open(clg_atomic_file *f, const char *path)
   clg_strbuf_init(&s);
   clg_strbuf_init(&prefix);
   if (temp_parts(path, &folder, stem, &name_len)) {
+    remove_stale(folder, stem, name_len);
     clg_strbuf_printf(&prefix, "%s/%s", folder, stem);
   }
   f->path = clg_strdup(path);
