@@ -1,10 +1,13 @@
 /* Checkpoints: round trips for every dtype (scalars and empty tensors too) with variables on
  * every device kind; a file written here read back by a reader written in this test from the
  * format alone; a file from another writer restored; a table of malformed files, each with
- * its error and no variable changed; save errors; a writer killed in the middle of a save
- * leaves the previous checkpoint intact; and `clgraph checkpoint ls`. */
+ * its error and no variable changed; save errors; every file save writes is read back (empty
+ * tensors of huge shapes); FIFOs refused at once; names of 255 bytes; modes under the umask;
+ * a writer killed in the middle of a save leaves the previous checkpoint intact, and the next
+ * save removes its temporary file but never a live writer's; and `clgraph checkpoint ls`. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -13,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkpoint/checkpoint.h"
+#include "core/core.h"
 #include "testutil.h"
 
 static const char *const DEVICES[5] = {"/cpu:0", "/device:GPU:0", "/device:GPU:1", "/device:GPU:2",
@@ -79,6 +84,32 @@ static uint8_t *get_file(const char *path, size_t *len)
   *len = fread(buf, 1, (size_t)n, f);
   fclose(f);
   return buf;
+}
+
+/* Hidden entries of folder d ("." and ".." aside): temporary files. */
+static int hidden_in(const char *d)
+{
+  DIR *dd = opendir(d);
+  int n = 0;
+  for (struct dirent *e; dd && (e = readdir(dd));)
+    n += e->d_name[0] == '.' && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+  if (dd)
+    closedir(dd);
+  return n;
+}
+
+/* A session with one initialized variable "w" = [1.5, -2]. */
+static clg_session *small_session(clg_graph **g)
+{
+  *g = clg_graph_new();
+  int64_t d2[1] = {2};
+  float wv[2] = {1.5f, -2};
+  clg_variable(*g, "w", CLG_FLOAT32, 1, d2, clg_const_f32(*g, NULL, 1, d2, wv));
+  clg_node *init = clg_global_variables_initializer(*g, NULL);
+  CHECK_OK(clg_graph_status(*g));
+  clg_session *s = new_session(*g);
+  CHECK_OK(run_target(s, init));
+  return s;
 }
 
 /* --- values of every dtype -------------------------------------------------------------- */
@@ -442,13 +473,271 @@ static void test_save_errors(void)
   CHECK_CONTAINS(clg_last_error(), "/nonexistent-dir-clgraph/x.safetensors");
   CHECK_OK(clg_session_save(s, f, 0, NULL));
   /* No temporary file is left beside it. */
-  DIR *d = opendir(dir);
-  int temps = 0;
-  for (struct dirent *e; d && (e = readdir(d));)
-    temps += strstr(e->d_name, ".tmp.") != NULL;
-  if (d)
-    closedir(d);
-  CHECK(temps == 0);
+  CHECK(hidden_in(dir) == 0);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+/* --- what save writes, restore reads (issue 21) --------------------------------------------- */
+
+/* Variables of zero bytes whose other dimensions multiply past 2^64: save writes them, and
+ * restore and the listing read them back (the reader once multiplied before it saw the 0). */
+static void test_huge_empty(void)
+{
+  const int64_t big = (int64_t)1 << 62;
+  const int64_t shapes[3][3] = {{big, big, 0}, {0, big, big}, {big, 0, big}};
+  for (int d = 0; d < 2; d++) {
+    clg_graph *g = clg_graph_new();
+    clg_node *v[3];
+    CHECK_OK(clg_graph_push_device(g, DEVICES[d]));
+    for (int i = 0; i < 3; i++) {
+      char name[16];
+      snprintf(name, sizeof name, "e%d", i);
+      clg_tensor *zero = clg_tensor_new(CLG_FLOAT32, 3, shapes[i], NULL);
+      CHECK(zero != NULL);
+      v[i] = clg_variable(g, name, CLG_FLOAT32, 3, shapes[i], clg_const(g, NULL, zero));
+      clg_tensor_free(zero);
+    }
+    int64_t d2[1] = {2};
+    float wv[2] = {1.5f, -2};
+    clg_node *w = clg_variable(g, "w", CLG_FLOAT32, 1, d2, clg_const_f32(g, NULL, 1, d2, wv));
+    CHECK_OK(clg_graph_pop_device(g));
+    clg_node *init = clg_global_variables_initializer(g, NULL);
+    CHECK_OK(clg_graph_status(g));
+    clg_session *s = new_session(g), *t = new_session(g);
+    CHECK_OK(run_target(s, init));
+    const char *f = path_in("huge-empty.safetensors");
+    CHECK_OK(clg_session_save(s, f, 0, NULL));
+    CHECK_OK(clg_session_restore(t, f, 0, NULL));
+    for (int i = 0; i < 3; i++) {
+      clg_tensor *x = fetch(t, v[i]);
+      CHECK_MSG(x && clg_tensor_count(x) == 0 && clg_tensor_rank(x) == 3 &&
+                    clg_tensor_dim(x, 0) == shapes[i][0] && clg_tensor_dim(x, 1) == shapes[i][1] &&
+                    clg_tensor_dim(x, 2) == shapes[i][2],
+                "on %s: e%d not restored", DEVICES[d], i);
+      clg_tensor_free(x);
+    }
+    clg_tensor *x = fetch(t, w);
+    CHECK(x && ((float *)clg_tensor_data(x))[1] == -2);
+    clg_tensor_free(x);
+    clg_checkpoint *c = NULL;
+    CHECK_OK(clg_checkpoint_open(f, &c));
+    CHECK(clg_checkpoint_num_tensors(c) == 4);
+    clg_checkpoint_close(c);
+    clg_session_free(s);
+    clg_session_free(t);
+    clg_graph_free(g);
+  }
+  /* The boundary in the parser itself: zero bytes, whatever comes before or after the 0;
+   * the largest count that fits 64 bits; one byte more than fits. */
+  static const struct {
+    const char *entry;
+    clg_code code;
+    const char *text;
+  } cases[] = {
+      {"\"dtype\":\"F32\",\"shape\":[4611686018427387904,4611686018427387904,0]", CLG_OK, NULL},
+      {"\"dtype\":\"F64\",\"shape\":[0,9223372036854775807,9223372036854775807]", CLG_OK, NULL},
+      {"\"dtype\":\"F32\",\"shape\":[4611686018427387904,4611686018427387904,1]",
+       CLG_INVALID_ARGUMENT, "need more than 18446744073709551615"},
+      {"\"dtype\":\"U8\",\"shape\":[4294967295,4294967297]", CLG_INVALID_ARGUMENT,
+       "need 18446744073709551615"},
+      {"\"dtype\":\"U16\",\"shape\":[4294967295,4294967297]", CLG_INVALID_ARGUMENT,
+       "need more than 18446744073709551615"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char json[256];
+    int hn = snprintf(json, sizeof json, "{\"a\":{%s,\"data_offsets\":[0,0]}}", cases[i].entry);
+    uint8_t head[264];
+    for (int k = 0; k < 8; k++)
+      head[k] = (uint8_t)((uint64_t)hn >> (8 * k));
+    memcpy(head + 8, json, (size_t)hn);
+    clg_st *st = NULL;
+    clg_code got = clg_st_parse("x.safetensors", head, 8 + (size_t)hn, 8 + (uint64_t)hn, &st);
+    CHECK_MSG(got == cases[i].code && (!cases[i].text || strstr(clg_last_error(), cases[i].text)),
+              "%s: %s \"%s\", want %s with \"%s\"", cases[i].entry, clg_code_name(got),
+              got ? clg_last_error() : "", clg_code_name(cases[i].code),
+              cases[i].text ? cases[i].text : "");
+    clg_st_free(st);
+  }
+}
+
+/* --- readers refuse a FIFO instead of blocking on it (issue 21) ----------------------------- */
+
+static void on_alarm(int sig)
+{
+  (void)sig;
+  static const char msg[] = "test_checkpoint: a reader blocked on a FIFO\n";
+  (void)!write(2, msg, sizeof msg - 1);
+  _exit(1);
+}
+
+static void test_fifo(void)
+{
+  const char *f = path_in("fifo.safetensors");
+  unlink(f);
+  CHECK(mkfifo(f, 0600) == 0);
+  signal(SIGALRM, on_alarm);
+  alarm(60); /* a reader that blocks ends the test instead of hanging it */
+  char want[600];
+  snprintf(want, sizeof want, "%s: not a regular file (a FIFO)", f);
+  clg_checkpoint *c = NULL;
+  CHECK_CODE(clg_checkpoint_open(f, &c), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), want);
+  clg_graph *g = clg_graph_new();
+  int64_t d2[1] = {2};
+  clg_variable(g, "w", CLG_FLOAT32, 1, d2, NULL);
+  CHECK_OK(clg_graph_status(g));
+  clg_session *s = new_session(g);
+  CHECK_CODE(clg_session_restore(s, f, 0, NULL), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), want);
+  clg_session_free(s);
+  clg_graph_free(g);
+  const char *bin = getenv("CLG_BINARY_DIR");
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "timeout 30 %s/clgraph checkpoint ls %s 2>&1", bin ? bin : ".", f);
+  FILE *p = popen(cmd, "r");
+  char out[4096] = "";
+  size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+  out[n] = '\0';
+  int status = p ? pclose(p) : -1;
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s: status %d: %s", cmd, status, out);
+  CHECK_CONTAINS(out, want);
+  alarm(0);
+  unlink(f);
+}
+
+/* --- how save names and creates files (issue 21) -------------------------------------------- */
+
+/* A name of 255 bytes, the most a file system takes, is saved; one of 256 is refused with
+ * the file system's reason and leaves nothing behind. */
+static void test_long_name(void)
+{
+  clg_graph *g = NULL;
+  clg_session *s = small_session(&g);
+  char sub[300], name[260], path[600];
+  snprintf(sub, sizeof sub, "%s/long", dir);
+  CHECK(mkdir(sub, 0700) == 0);
+  memset(name, 'n', 255);
+  strcpy(name + 255 - strlen(".safetensors"), ".safetensors");
+  snprintf(path, sizeof path, "%s/%s", sub, name);
+  CHECK(strlen(name) == 255);
+  CHECK_OK(clg_session_save(s, path, 0, NULL));
+  CHECK_OK(clg_session_restore(s, path, 0, NULL));
+  CHECK(hidden_in(sub) == 0);
+  CHECK(unlink(path) == 0);
+  memset(name, 'n', 256);
+  strcpy(name + 256 - strlen(".safetensors"), ".safetensors");
+  snprintf(path, sizeof path, "%s/%s", sub, name);
+  CHECK_CODE(clg_session_save(s, path, 0, NULL), CLG_INVALID_ARGUMENT);
+  CHECK_CONTAINS(clg_last_error(), path);
+  CHECK_CONTAINS(clg_last_error(), strerror(ENAMETOOLONG));
+  CHECK(hidden_in(sub) == 0);
+  CHECK(rmdir(sub) == 0);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+/* Checkpoints are created as open(..., 0666) creates files: under the umask. */
+static void test_umask(void)
+{
+  clg_graph *g = NULL;
+  clg_session *s = small_session(&g);
+  const char *f = path_in("umask.safetensors");
+  static const mode_t masks[3] = {0, 077, 027}, want[3] = {0666, 0600, 0640};
+  mode_t old = umask(0);
+  for (int i = 0; i < 3; i++) {
+    umask(masks[i]);
+    CHECK_OK(clg_session_save(s, f, 0, NULL));
+    struct stat sb;
+    CHECK(stat(f, &sb) == 0);
+    CHECK_MSG((sb.st_mode & 07777) == want[i], "under umask %03o the file is %03o, want %03o",
+              (unsigned)masks[i], (unsigned)(sb.st_mode & 07777), (unsigned)want[i]);
+  }
+  umask(old);
+  unlink(f);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+/* Which temporary files a save removes: those of the same file whose writer is gone: on this
+ * host, its process ended, or the process that has its pid now started after the file was
+ * last written; on another host, the file was last written before this process started.
+ * Never a live writer's, nor another file's. */
+static void test_stale_temps(void)
+{
+  clg_graph *g = NULL;
+  clg_session *s = small_session(&g);
+  char sub[300], f[400], other[400];
+  snprintf(sub, sizeof sub, "%s/stale", dir);
+  CHECK(mkdir(sub, 0700) == 0);
+  snprintf(f, sizeof f, "%s/model.safetensors", sub);
+  snprintf(other, sizeof other, "%s/other.safetensors", sub);
+  char *pf = clg_atomic_file_temp_prefix(f), *po = clg_atomic_file_temp_prefix(other);
+  CHECK(pf && po && strncmp(pf, sub, strlen(sub)) == 0 && strcmp(pf, po) != 0);
+  if (!pf || !po) {
+    free(pf);
+    free(po);
+    clg_session_free(s);
+    clg_graph_free(g);
+    return;
+  }
+  /* As short for a name of 255 bytes as for one of 1, with room for a pid and the rest. */
+  char longest[600], *pl;
+  snprintf(longest, sizeof longest, "%s/%0255d", sub, 7);
+  pl = clg_atomic_file_temp_prefix(longest);
+  CHECK(pl && strlen(pl) == strlen(pf) && strlen(strrchr(pf, '/') + 1) + 20 + 1 + 6 < 100);
+  free(pl);
+  char ph[400]; /* the same file's, written on another host */
+  snprintf(ph, sizeof ph, "%s", pf);
+  memcpy(ph + strlen(ph) - 9, "zzzzzzzz", 8);
+  pid_t dead = fork();
+  if (dead == 0)
+    _exit(0);
+  waitpid(dead, NULL, 0);
+  pid_t live = fork();
+  if (live == 0) {
+    pause();
+    _exit(0);
+  }
+  nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+  static const struct {
+    int who; /* 0: this file, 1: another file, 2: this file from another host */
+    int pid; /* 0: dead, 1: live, 2: this process */
+    bool old, removed;
+    const char *what;
+  } cases[] = {
+      {0, 0, false, true, "a dead writer's"},
+      {0, 1, false, false, "a live writer's"},
+      {0, 1, true, true, "a reused pid's (written before its process started)"},
+      {0, 2, false, false, "this process's (another thread's save)"},
+      {1, 0, false, false, "another file's"},
+      {2, 0, false, false, "another host's"},
+      {2, 0, true, true, "another host's, written before this process started"},
+  };
+  enum { NC = sizeof cases / sizeof cases[0] };
+  char names[NC][700];
+  for (int i = 0; i < NC; i++) {
+    const char *p = cases[i].who == 0 ? pf : cases[i].who == 1 ? po : ph;
+    long pid = cases[i].pid == 0 ? (long)dead : cases[i].pid == 1 ? (long)live : (long)getpid();
+    snprintf(names[i], sizeof names[i], "%s%ld.case%02d", p, pid, i);
+    put_file(names[i], "partial", 7);
+    if (cases[i].old) {
+      struct timespec t[2] = {{1000000000, 0}, {1000000000, 0}}; /* 2001 */
+      CHECK(utimensat(AT_FDCWD, names[i], t, 0) == 0);
+    }
+  }
+  CHECK_OK(clg_session_save(s, f, 0, NULL));
+  for (int i = 0; i < NC; i++)
+    CHECK_MSG((access(names[i], F_OK) != 0) == cases[i].removed, "%s temporary file was %s",
+              cases[i].what, cases[i].removed ? "kept" : "removed");
+  kill(live, SIGKILL);
+  waitpid(live, NULL, 0);
+  for (int i = 0; i < NC; i++)
+    unlink(names[i]);
+  unlink(f);
+  CHECK(rmdir(sub) == 0);
+  free(pf);
+  free(po);
   clg_session_free(s);
   clg_graph_free(g);
 }
@@ -494,43 +783,60 @@ static bool complete_generation(const char *path, float *gen)
   return ok;
 }
 
-static int count_temps(void)
-{
-  DIR *d = opendir(dir);
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d));)
-    if (strstr(e->d_name, ".kill.safetensors.tmp."))
-      n++;
-  if (d)
-    closedir(d);
-  return n;
-}
+static char kill_dir[300];
+
+/* The writer's temporary files: the hidden entries of its folder. */
+static int count_temps(void) { return hidden_in(kill_dir); }
 
 static void remove_temps(void)
 {
-  DIR *d = opendir(dir);
+  DIR *d = opendir(kill_dir);
+  char p[600];
   for (struct dirent *e; d && (e = readdir(d));)
-    if (strstr(e->d_name, ".kill.safetensors.tmp."))
-      unlink(path_in(e->d_name));
+    if (e->d_name[0] == '.' && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+      snprintf(p, sizeof p, "%s/%s", kill_dir, e->d_name);
+      unlink(p);
+    }
   if (d)
     closedir(d);
+}
+
+/* The name of one temporary file in kill_dir ("" when there is none). */
+static void one_temp(char *name, size_t size)
+{
+  DIR *d = opendir(kill_dir);
+  name[0] = '\0';
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (e->d_name[0] == '.' && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+      snprintf(name, size, "%s/%s", kill_dir, e->d_name);
+  if (d)
+    closedir(d);
+}
+
+static pid_t start_child_save(const char *self, const char *f)
+{
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(self, self, "--child-save", f, (char *)NULL);
+    _exit(127);
+  }
+  CHECK(pid > 0);
+  return pid;
 }
 
 static void test_kill_writer(const char *self)
 {
-  const char *f = path_in("kill.safetensors");
+  snprintf(kill_dir, sizeof kill_dir, "%s/kill", dir);
+  CHECK(mkdir(kill_dir, 0700) == 0);
+  char f[400];
+  snprintf(f, sizeof f, "%s/kill.safetensors", kill_dir);
   bool caught = false;
   int attempts = 0;
   for (int attempt = 0; attempt < 12 && !caught; attempt++) {
     attempts++;
     unlink(f);
     remove_temps();
-    pid_t pid = fork();
-    if (pid == 0) {
-      execl(self, self, "--child-save", f, (char *)NULL);
-      _exit(127);
-    }
-    CHECK(pid > 0);
+    pid_t pid = start_child_save(self, f);
     /* Wait for the first complete checkpoint, then kill at a moment that varies. */
     for (int i = 0; i < 600 && access(f, F_OK) != 0; i++)
       nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
@@ -548,8 +854,48 @@ static void test_kill_writer(const char *self)
   }
   CHECK_MSG(caught, "never killed the writer in the middle of a save");
   printf("test_kill_writer: killed in the middle of a save after %d attempt(s)\n", attempts);
+
+  /* The next save of the same file removes what the killed writer left. */
+  clg_graph *g = NULL;
+  clg_session *s = small_session(&g);
+  CHECK_OK(clg_session_save(s, f, 0, NULL));
+  CHECK_MSG(count_temps() == 0, "a save left %d temporary file(s) of a killed writer",
+            count_temps());
+
+  /* A live writer's temporary file stays: a writer stopped in the middle of a save. */
+  remove_temps();
+  pid_t pid = start_child_save(self, f);
+  char temp[700] = "";
+  for (int i = 0; i < 30000 && !temp[0]; i++) {
+    if (count_temps() > 0) {
+      kill(pid, SIGSTOP);
+      one_temp(temp, sizeof temp); /* still there once stopped? */
+      if (!temp[0])
+        kill(pid, SIGCONT);
+    } else {
+      nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+    }
+  }
+  CHECK_MSG(temp[0], "never stopped the writer in the middle of a save");
+  CHECK_OK(clg_session_save(s, f, 0, NULL));
+  CHECK_MSG(access(temp, F_OK) == 0, "a save removed %s, the temporary file of a live writer",
+            temp);
+  /* Let it go on: its save completes (the temporary file is renamed), and it keeps saving. */
+  kill(pid, SIGCONT);
+  int status = 0;
+  for (int i = 0; i < 3000 && access(temp, F_OK) == 0 && waitpid(pid, &status, WNOHANG) == 0; i++)
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  CHECK_MSG(access(temp, F_OK) != 0, "the writer's save did not complete");
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+            "the live writer ended with status %d (4: a save failed)",
+            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  clg_session_free(s);
+  clg_graph_free(g);
   remove_temps();
   unlink(f);
+  rmdir(kill_dir);
 }
 
 /* --- the command line -------------------------------------------------------------------- */
@@ -600,13 +946,18 @@ int main(int argc, char **argv)
   test_foreign_file();
   test_malformed();
   test_save_errors();
+  test_huge_empty();
+  test_fifo();
+  test_long_name();
+  test_umask();
+  test_stale_temps();
   test_cli();
   clg_session_free(keep);
   clg_graph_free(keep_graph);
   test_kill_writer(argv[0]);
   DIR *d = opendir(dir);
   for (struct dirent *e; d && (e = readdir(d));)
-    if (e->d_name[0] != '.' || strstr(e->d_name, ".tmp."))
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
       unlink(path_in(e->d_name));
   if (d)
     closedir(d);

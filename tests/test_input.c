@@ -2,7 +2,7 @@
  * CIFAR-10 binary files and digits CSVs the test writes with known labels and pixels, checked
  * against references computed here in double precision (HWC conversion, crops, distortions,
  * standardization), batch numbering for towers and tasks, shuffling, the reader thread, and
- * the errors for missing, truncated and malformed files. Needs no OpenCL.
+ * the errors for missing, truncated and malformed files and for FIFOs. Needs no OpenCL.
  *
  *   test_input                      the checks above
  *   test_input --real-digits DIR    Debian's digits.csv.gz in DIR (ci/get-digits.sh puts it
@@ -722,6 +722,15 @@ static void test_cifar_errors(void)
   CHECK(input_dataset_load(INPUT_CIFAR10, dir, true, 0, tiny, 8) == NULL);
   CHECK(strlen(tiny) == 7 && tiny[8] == 'x');
   CHECK(input_dataset_load(INPUT_CIFAR10, dir, true, 0, NULL, 0) == NULL);
+
+  /* A FIFO where a file should be: refused at once, not waited on for a writer. */
+  write_cifar_set("e-fifo");
+  snprintf(want, sizeof want, "%s/e-fifo/cifar-10-batches-bin/data_batch_2.bin", tmp_root);
+  CHECK(remove(want) == 0 && mkfifo(want, 0600) == 0);
+  snprintf(dir, sizeof dir, "%s/e-fifo", tmp_root);
+  alarm(60); /* a reader that blocks ends the test (SIGALRM) instead of hanging it */
+  check_load_fails(INPUT_CIFAR10, dir, true, "data_batch_2.bin: not a regular file (a FIFO)", NULL);
+  alarm(0);
 }
 
 /* ---- digits --------------------------------------------------------------------------------- */
@@ -980,6 +989,11 @@ static void test_digits_errors(void)
   memset(buf + 10, 0xff, n / 2 - 10);
   write_file(path, buf, n / 2);
   check_load_fails(INPUT_DIGITS, dir, true, "digits.csv.gz: cannot decompress", NULL);
+  /* A FIFO: refused at once, not waited on for a writer. */
+  CHECK(remove(path) == 0 && mkfifo(path, 0600) == 0);
+  alarm(60);
+  check_load_fails(INPUT_DIGITS, dir, true, "digits.csv.gz: not a regular file (a FIFO)", NULL);
+  alarm(0);
 }
 
 /* Debian's file (ci/get-digits.sh): 1,797 rows, split 1438/359, labels 0-9, known first and

@@ -2,7 +2,8 @@
  * slice per node run per run, dependencies in order on one clock, the S7 towers on two
  * device tracks, copies joined by flows), the per-op profile (against the trace's slices),
  * and the SVG memory map (parsed by a small XML checker written here, its blocks against
- * clg_session_memory_stats), including the map an out-of-memory run writes. */
+ * clg_session_memory_stats), including the map an out-of-memory run writes; the files'
+ * modes under the umask, and `clgraph trace-html` refusing a FIFO. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -314,6 +316,55 @@ static clg_graph *towers(clg_node **tower, clg_node **sum, clg_node **out)
   return g;
 }
 
+/* Traces, memory maps and trace pages are created as open(..., 0666) creates files: under the
+ * umask. */
+static void check_modes(clg_session *s)
+{
+  static const mode_t masks[2] = {0, 077}, want[2] = {0666, 0600};
+  const char *bin = getenv("CLG_BINARY_DIR");
+  char files[3][300], cmd[1400];
+  mode_t old = umask(0);
+  for (int i = 0; i < 2; i++) {
+    umask(masks[i]);
+    snprintf(files[0], sizeof files[0], "%s/mode%d.json", dir, i);
+    snprintf(files[1], sizeof files[1], "%s/mode%d.svg", dir, i);
+    snprintf(files[2], sizeof files[2], "%s/mode%d.html", dir, i);
+    CHECK_OK(clg_session_write_trace(s, files[0]));
+    CHECK_OK(clg_session_write_memory_map(s, "/device:GPU:2", files[1]));
+    snprintf(cmd, sizeof cmd, "timeout 60 '%s/clgraph' trace-html '%s' '%s'", bin ? bin : ".",
+             files[0], files[2]);
+    CHECK_MSG(system(cmd) == 0, "%s failed", cmd);
+    for (int k = 0; k < 3; k++) {
+      struct stat sb;
+      CHECK(stat(files[k], &sb) == 0);
+      CHECK_MSG((sb.st_mode & 07777) == want[i], "under umask %03o %s is %03o, want %03o",
+                (unsigned)masks[i], files[k], (unsigned)(sb.st_mode & 07777), (unsigned)want[i]);
+    }
+  }
+  umask(old);
+}
+
+/* `clgraph trace-html` refuses a FIFO for its trace at once (it used to wait for a writer
+ * forever; here it runs under timeout). */
+static void check_trace_html_fifo(void)
+{
+  const char *bin = getenv("CLG_BINARY_DIR");
+  char fifo[300], page[300], err[300], cmd[1400];
+  snprintf(fifo, sizeof fifo, "%s/fifo.json", dir);
+  snprintf(page, sizeof page, "%s/fifo.html", dir);
+  snprintf(err, sizeof err, "%s/fifo.err", dir);
+  CHECK(mkfifo(fifo, 0600) == 0);
+  snprintf(cmd, sizeof cmd, "timeout 60 '%s/clgraph' trace-html '%s' '%s' 2>'%s'", bin ? bin : ".",
+           fifo, page, err);
+  int status = system(cmd);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s: status %d", cmd, status);
+  char *text = slurp(err), want_err[400];
+  snprintf(want_err, sizeof want_err, "%s: not a regular file (a FIFO)", fifo);
+  CHECK_CONTAINS(text, want_err);
+  free(text);
+  CHECK(access(page, F_OK) != 0);
+}
+
 static void test_trace(void)
 {
   clg_node *tower[2], *sum, *out;
@@ -560,6 +611,8 @@ static void test_trace(void)
   }
   check_memory_map(s, svg, most);
   CHECK_CODE(clg_session_write_memory_map(s, "/device:GPU:9", svg), CLG_NOT_FOUND);
+  check_modes(s);
+  check_trace_html_fifo();
   CHECK_OK(clg_session_set_trace(s, 0));
   CHECK_CODE(clg_session_write_trace(s, path), CLG_FAILED_PRECONDITION);
 

@@ -3,7 +3,8 @@
  * test writes (a bright square whose place is the label, with noise): the loss goes down on
  * CPU:0 and on two stand-ins; a checkpoint evaluates the same on every device; a resumed run
  * ends exactly where an uninterrupted one does; a killed run resumes from its last
- * checkpoint; Ctrl-C saves; four towers follow one tower with four times the batch. */
+ * checkpoint; Ctrl-C saves; four towers follow one tower with four times the batch; a FIFO
+ * for a checkpoint or a data file is refused at once, and a negative global_step says so. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -538,6 +539,82 @@ static void test_bad_input(void)
   free(out), free(err);
 }
 
+/* Files that are not what they should be: a FIFO where the checkpoint or a data file should
+ * be is refused at once, naming it (the readers used to wait forever for a writer; here they
+ * run under timeout); a checkpoint whose global_step is negative says so. */
+static void test_bad_files(void)
+{
+  char *out, *err;
+  static const char *const under_timeout[] = {"timeout", "60"};
+  char fifo[400], want[700];
+  snprintf(fifo, sizeof fifo, "%s/fifo.safetensors", g_dir);
+  CHECK(mkfifo(fifo, 0600) == 0);
+  g_launcher = under_timeout;
+  g_num_launcher = 2;
+  const char *resume[] = {"train", "--dataset", "cifar10", "--data-dir",   g_data, "--batch",
+                          "4",     "--steps",   "1",       "--checkpoint", fifo,   NULL};
+  CHECK(run(CPU_ONLY, resume, &out, &err) == 1);
+  snprintf(want, sizeof want, "%s: not a regular file (a FIFO)", fifo);
+  CHECK_CONTAINS(err, want);
+  free(out), free(err);
+  const char *eval[] = {"eval", "--dataset",    "cifar10", "--data-dir",
+                        g_data, "--checkpoint", fifo,      NULL};
+  CHECK(run(CPU_ONLY, eval, &out, &err) == 1);
+  CHECK_CONTAINS(err, want);
+  free(out), free(err);
+  /* A data folder whose third training file is a FIFO (the others link to real ones). */
+  char data[400], sub[500], path[600], target[600];
+  snprintf(data, sizeof data, "%s/fifo-data", g_dir);
+  snprintf(sub, sizeof sub, "%s/cifar-10-batches-bin", data);
+  CHECK(mkdir(data, 0700) == 0 && mkdir(sub, 0700) == 0);
+  for (int i = 1; i <= 6; i++) {
+    char name[32];
+    snprintf(name, sizeof name, i < 6 ? "data_batch_%d.bin" : "test_batch.bin", i);
+    snprintf(path, sizeof path, "%s/%s", sub, name);
+    snprintf(target, sizeof target, "%s/cifar-10-batches-bin/%s", g_data, name);
+    CHECK(i == 3 ? mkfifo(path, 0600) == 0 : symlink(target, path) == 0);
+  }
+  const char *train[] = {"train",   "--dataset", "cifar10", "--data-dir", data,
+                         "--batch", "4",         "--steps", "1",          NULL};
+  CHECK(run(CPU_ONLY, train, &out, &err) == 1);
+  snprintf(want, sizeof want, "%s/data_batch_3.bin: not a regular file (a FIFO)", sub);
+  CHECK_CONTAINS(err, want);
+  free(out), free(err);
+  g_launcher = NULL;
+  g_num_launcher = 0;
+
+  /* A checkpoint whose global_step is -5. */
+  char ck[400];
+  snprintf(ck, sizeof ck, "%s/negative.safetensors", g_dir);
+  const char *once[] = {"train", "--dataset", "cifar10", "--data-dir",   g_data, "--batch",
+                        "4",     "--steps",   "1",       "--checkpoint", ck,     NULL};
+  CHECK(run(CPU_ONLY, once, &out, &err) == 0);
+  free(out), free(err);
+  clg_checkpoint *c = NULL;
+  uint64_t at = 0;
+  CHECK_OK(clg_checkpoint_open(ck, &c));
+  for (int i = 0; c && i < clg_checkpoint_num_tensors(c); i++) {
+    clg_checkpoint_tensor info;
+    if (clg_checkpoint_tensor_info(c, i, &info) == CLG_OK &&
+        strcmp(info.name, "global_step") == 0 && info.bytes == 8)
+      at = info.offset;
+  }
+  clg_checkpoint_close(c);
+  int64_t minus5 = -5;
+  int fd = open(ck, O_WRONLY);
+  CHECK(at > 0 && fd >= 0 && pwrite(fd, &minus5, 8, (off_t)at) == 8);
+  if (fd >= 0)
+    close(fd);
+  CHECK(ck_step(ck) == -5);
+  const char *again[] = {"train", "--dataset", "cifar10", "--data-dir",   g_data, "--batch",
+                         "4",     "--steps",   "2",       "--checkpoint", ck,     NULL};
+  CHECK(run(CPU_ONLY, again, &out, &err) == 1);
+  snprintf(want, sizeof want, "resuming from %s: global_step is -5; a step count is never negative",
+           ck);
+  CHECK_CONTAINS(err, want);
+  free(out), free(err);
+}
+
 /* Under mpirun: 2 tasks of 2 towers (batch 4 each) against one process of 4 towers, on CPU:0,
  * --no-shuffle --no-distort: the same records per step, so the same mean loss per step and the
  * same weights after the run. Only task 0 writes the checkpoint. */
@@ -757,6 +834,7 @@ int main(int argc, char **argv)
   test_towers_match(ck_cpu);
   test_pictures();
   test_bad_input();
+  test_bad_files();
 
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);

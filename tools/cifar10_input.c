@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/core.h"
+
 enum {
   CIFAR_SIDE = 32,
   CIFAR_CHANNELS = 3,
@@ -244,20 +246,15 @@ typedef struct cifar_file {
 /* Opens one file and checks that its size is a whole number of records. */
 static bool cifar_open(cifar_file *f, char *err, size_t errlen)
 {
-  f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
-  if (f->fd < 0) {
-    int e = errno;
-    set_err(err, errlen, "%s: %s (the data folder must hold cifar-10-batches-bin/)", f->path,
-            strerror(e));
+  clg_code code = clg_file_open_read(f->path, &f->fd);
+  if (code != CLG_OK) {
+    set_err(err, errlen, "%s%s", clg_last_error(),
+            code == CLG_NOT_FOUND ? " (the data folder must hold cifar-10-batches-bin/)" : "");
     return false;
   }
   struct stat st;
   if (fstat(f->fd, &st) != 0) {
     set_err(err, errlen, "%s: %s", f->path, strerror(errno));
-    return false;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    set_err(err, errlen, "%s: not a regular file", f->path);
     return false;
   }
   long long size = (long long)st.st_size;
@@ -368,15 +365,9 @@ static input_dataset *load_cifar(const char *dir, bool train, char *err, size_t 
 /* Decompresses the whole file into a NUL-terminated buffer (*len bytes before the NUL). */
 static char *gz_read_all(const char *path, size_t *len, char *err, size_t errlen)
 {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    set_err(err, errlen, "%s: %s", path, strerror(errno));
-    return NULL;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    set_err(err, errlen, "%s: not a regular file", path);
-    close(fd);
+  int fd;
+  if (clg_file_open_read(path, &fd) != CLG_OK) {
+    set_err(err, errlen, "%s", clg_last_error());
     return NULL;
   }
   gzFile gz = gzdopen(fd, "rb");

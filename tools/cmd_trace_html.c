@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/core.h"
 #include "tool.h"
 #include "trace/trace.h"
 
@@ -64,8 +66,14 @@ int clg_tool_trace_html(int argc, char **argv)
     usage(stderr);
     return 2;
   }
+  int fd;
+  if (clg_file_open_read(argv[1], &fd) != CLG_OK) {
+    fprintf(stderr, "clgraph trace-html: %s\n", clg_last_error());
+    return 1;
+  }
   json_error_t err;
-  json_t *root = json_load_file(argv[1], 0, &err);
+  json_t *root = json_loadfd(fd, 0, &err);
+  close(fd);
   if (!root) {
     if (err.line > 0)
       fprintf(stderr, "clgraph trace-html: '%s': %s (line %d)\n", argv[1], err.text, err.line);

@@ -97,14 +97,15 @@ static void progress(int64_t step, int64_t last, int64_t first, double elapsed, 
   fflush(stderr);
 }
 
-static int64_t read_step(clg_session *s, clg_node *global_step)
+/* The step count into *step; false (with the session's error) when it cannot be read. */
+static bool read_step(clg_session *s, clg_node *global_step, int64_t *step)
 {
   clg_tensor *v = NULL;
   if (clg_session_run(s, 0, NULL, NULL, 1, &global_step, &v) != CLG_OK)
-    return -1;
-  int64_t step = *(const int64_t *)clg_tensor_data(v);
+    return false;
+  *step = *(const int64_t *)clg_tensor_data(v);
   clg_tensor_free(v);
-  return step;
+  return true;
 }
 
 static bool save(const train_config *c, clg_session *s, int64_t step)
@@ -245,8 +246,11 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
     clg_tensor_free(lab[i]);
   }
   if (rc == 0) {
-    int64_t done = read_step(s, t->global_step);
-    if (!save(c, s, done))
+    int64_t done = 0;
+    if (!read_step(s, t->global_step, &done)) {
+      fprintf(stderr, "clgraph train: reading global_step: %s\n", clg_last_error());
+      rc = 1;
+    } else if (!save(c, s, done))
       rc = 1;
     else if (g_stop) {
       fprintf(stderr, "clgraph train: interrupted at step %lld%s%s\n", (long long)done,
@@ -527,9 +531,15 @@ int clg_tool_train(int argc, char **argv)
     fprintf(stderr, "clgraph train: --init-checkpoint: %s\n", cifar10_assigner_error(&t.assign));
     goto done;
   }
-  int64_t first = read_step(s, t.global_step);
-  if (first < 0) {
+  int64_t first = 0;
+  if (!read_step(s, t.global_step, &first)) {
     fprintf(stderr, "clgraph train: reading global_step: %s\n", clg_last_error());
+    goto done;
+  }
+  if (first < 0) { /* only a checkpoint can hold one */
+    fprintf(stderr, "clgraph train: %s%s%sglobal_step is %lld; a step count is never negative\n",
+            resume ? "resuming from " : "", resume ? c.checkpoint : "", resume ? ": " : "",
+            (long long)first);
     goto done;
   }
   if (resume && !c.json)

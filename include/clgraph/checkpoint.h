@@ -6,9 +6,13 @@
  *   ...
  *   clg_session_restore(s2, "model.safetensors", 0, NULL);  // by variable name
  *
- * A save is atomic: it writes a temporary file in the same folder, syncs it and renames it
- * over the real name, so a crash never leaves a half-written checkpoint there. A restore
- * checks the whole file (header, every name, dtype and shape) before it changes any
+ * A save is atomic: it writes a temporary file in the same folder (".clgraph-tmp.*", short
+ * whatever the name's length), syncs it and renames it over the real name, so a crash never
+ * leaves a half-written checkpoint there; the next save of that name removes the temporary
+ * file a writer killed in the middle left (never a live writer's). The file is created as
+ * open(path, ..., 0666) creates one, under the umask. A restore reads regular files only (a
+ * FIFO is INVALID_ARGUMENT at once, not waited on), and reads back every file a save writes;
+ * it checks the whole file (header, every name, dtype and shape) before it changes any
  * variable; a file that lies or is cut short is DATA_LOSS or INVALID_ARGUMENT naming the
  * file and the tensor, and then no variable has changed.
  *
@@ -30,8 +34,9 @@ extern "C" {
 
 /* Saves the session's variables (all of the graph's when num_names is 0, else those named)
  * to path. Every variable saved must be initialized (FAILED_PRECONDITION naming it); an
- * unknown name is NOT_FOUND. I/O errors are INTERNAL or PERMISSION_DENIED naming the file;
- * the file under path is then unchanged. */
+ * unknown name is NOT_FOUND. I/O errors are INTERNAL, PERMISSION_DENIED, NOT_FOUND (no such
+ * folder), RESOURCE_EXHAUSTED (disk full) or INVALID_ARGUMENT (a name the file system refuses)
+ * naming the file; the file under path is then unchanged. */
 clg_code clg_session_save(clg_session *s, const char *path, int num_names,
                           const char *const *names);
 

@@ -68,32 +68,28 @@ static int save_order(const void *a, const void *b)
   return strcmp(x->name, y->name);
 }
 
-/* The header: JSON, padded with spaces to a multiple of 8 bytes after the size. */
-static char *make_header(const clg_node **v, int n, size_t *len)
+/* The header of entries e: JSON, padded with spaces to a multiple of 8 bytes after the size. */
+static char *make_header(const clg_st_entry *e, int n, size_t *len)
 {
   json_t *root = json_object(), *meta = json_object();
-  uint64_t at = 0;
   bool ok = root && meta && json_object_set_new(meta, "producer", json_string("clgraph")) == 0 &&
             json_object_set_new(root, "__metadata__", meta) == 0;
   if (!ok)
     json_decref(meta);
   for (int i = 0; ok && i < n; i++) {
-    json_t *shape = json_array(), *e = json_object();
-    for (int d = 0; shape && d < v[i]->outs[0].rank; d++)
-      ok = ok && json_array_append_new(shape, json_integer(v[i]->outs[0].dims[d])) == 0;
-    uint64_t bytes = clg_node_out_bytes(v[i], 0);
+    json_t *shape = json_array(), *o = json_object();
+    for (int d = 0; shape && d < e[i].rank; d++)
+      ok = ok && json_array_append_new(shape, json_integer(e[i].dims[d])) == 0;
     ok =
-        ok && shape && e &&
-        json_object_set_new(e, "dtype", json_string(clg_st_dtype_name(v[i]->outs[0].dtype))) == 0 &&
-        json_object_set_new(e, "shape", shape) == 0 &&
-        json_object_set_new(e, "data_offsets",
-                            json_pack("[II]", (json_int_t)at, (json_int_t)(at + bytes))) == 0 &&
-        json_object_set_new(root, v[i]->name, e) == 0;
+        ok && shape && o && json_object_set_new(o, "dtype", json_string(e[i].dtype)) == 0 &&
+        json_object_set_new(o, "shape", shape) == 0 &&
+        json_object_set_new(o, "data_offsets",
+                            json_pack("[II]", (json_int_t)e[i].begin, (json_int_t)e[i].end)) == 0 &&
+        json_object_set_new(root, e[i].name, o) == 0;
     if (!ok) {
       json_decref(shape);
-      json_decref(e);
+      json_decref(o);
     }
-    at += bytes;
   }
   char *text = ok ? json_dumps(root, JSON_COMPACT) : NULL;
   json_decref(root);
@@ -109,6 +105,31 @@ static char *make_header(const clg_node **v, int n, size_t *len)
   out[padded] = '\0';
   *len = padded;
   return out;
+}
+
+/* The entries of the variables v, in order, checked as a restore will check them: a file
+ * that restore would refuse is not written. */
+static clg_code make_entries(const char *path, const clg_node **v, int n, clg_st_entry *e)
+{
+  uint64_t at = 0, bytes;
+  for (int i = 0; i < n; i++) {
+    const clg_out_desc *d = &v[i]->outs[0];
+    e[i] = (clg_st_entry){.name = (char *)v[i]->name,
+                          .dtype = clg_st_dtype_name(d->dtype),
+                          .elem = clg_dtype_size(d->dtype),
+                          .type = d->dtype,
+                          .rank = d->rank,
+                          .begin = at};
+    memcpy(e[i].dims, d->dims, sizeof e[i].dims);
+    if (!clg_st_tensor_bytes(e[i].elem, e[i].rank, e[i].dims, &bytes) || bytes > UINT64_MAX - at)
+      return clg_error(CLG_INVALID_ARGUMENT, "%s: variable '%s' has more bytes than a file holds",
+                       path, v[i]->name);
+    e[i].end = at += bytes;
+  }
+  clg_code code = CLG_OK;
+  for (int i = 0; i < n && code == CLG_OK; i++)
+    code = clg_st_check_entry(path, &e[i], at);
+  return code;
 }
 
 /* Device memory goes through a staging buffer this large: small enough to stay in cache
@@ -169,6 +190,7 @@ clg_code clg_session_save(clg_session *s, const char *path, int num_names, const
   int n = 0;
   char *header = NULL;
   size_t hlen = 0;
+  clg_st_entry *entries = NULL;
   if ((code = select_vars(&sv, num_names, names, &v, &n)) != CLG_OK)
     goto done;
   for (int i = 0; i < n; i++) {
@@ -184,10 +206,18 @@ clg_code clg_session_save(clg_session *s, const char *path, int num_names, const
     }
   }
   qsort(v, (size_t)n, sizeof *v, save_order);
-  if (!(header = make_header(v, n, &hlen))) {
+  if (!(entries = calloc((size_t)(n ? n : 1), sizeof *entries))) {
     code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory writing the header of %s", path);
     goto done;
   }
+  if ((code = make_entries(path, v, n, entries)) != CLG_OK)
+    goto done;
+  if (!(header = make_header(entries, n, &hlen))) {
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory writing the header of %s", path);
+    goto done;
+  }
+  if ((code = clg_st_check_header_size(path, hlen)) != CLG_OK)
+    goto done;
   /* A temporary file beside path, renamed over it once whole and synced. */
   clg_atomic_file f;
   if ((code = clg_atomic_file_open(&f, path)) != CLG_OK)
@@ -204,6 +234,7 @@ clg_code clg_session_save(clg_session *s, const char *path, int num_names, const
 done:
   clg_session_unlock_variables(s);
   free(header);
+  free(entries);
   free(v);
   return code;
 }

@@ -4,6 +4,7 @@
 #ifndef CLG_CHECKPOINT_H
 #define CLG_CHECKPOINT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "clgraph/checkpoint.h"
@@ -41,6 +42,18 @@ typedef struct clg_st {
 clg_code clg_st_parse(const char *file, const uint8_t *head, size_t head_len, uint64_t file_size,
                       clg_st **out);
 void clg_st_free(clg_st *st);
+
+/* What a file may hold, judged alike when a save writes a tensor and when a restore reads
+ * one, so that every file save writes restore reads back. The bytes of a tensor of elem-byte
+ * elements and shape dims into *bytes; false when they pass 2^64 (a 0 anywhere makes 0,
+ * whatever the other dimensions multiply to). */
+bool clg_st_tensor_bytes(size_t elem, int rank, const int64_t *dims, uint64_t *bytes);
+/* An entry's rank, dims and data_offsets: offsets in order, within data_size and int64, and
+ * as many bytes as the shape and dtype need. Errors name file and the tensor: DATA_LOSS for
+ * offsets beyond data_size, INVALID_ARGUMENT otherwise. */
+clg_code clg_st_check_entry(const char *file, const clg_st_entry *e, uint64_t data_size);
+/* A header of n bytes is within the format's cap (INVALID_ARGUMENT naming file otherwise). */
+clg_code clg_st_check_header_size(const char *file, uint64_t n);
 /* The entry named name, or NULL. */
 const clg_st_entry *clg_st_find(const clg_st *st, const char *name);
 /* The format's name of a clgraph dtype ("F32"), or NULL. */

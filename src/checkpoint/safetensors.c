@@ -62,7 +62,70 @@ static int by_offset(const void *a, const void *b)
   return strcmp(x->name, y->name);
 }
 
-/* One tensor's description: dtype, shape, data_offsets. */
+bool clg_st_tensor_bytes(size_t elem, int rank, const int64_t *dims, uint64_t *bytes)
+{
+  *bytes = 0;
+  for (int i = 0; i < rank; i++)
+    if (dims[i] == 0)
+      return true; /* empty, whatever the other dimensions multiply to */
+  uint64_t n = elem;
+  for (int i = 0; i < rank; i++) {
+    if (dims[i] < 0 || n > UINT64_MAX / (uint64_t)dims[i])
+      return false;
+    n *= (uint64_t)dims[i];
+  }
+  *bytes = n;
+  return true;
+}
+
+clg_code clg_st_check_entry(const char *f, const clg_st_entry *e, uint64_t data_size)
+{
+  const char *name = e->name;
+  if (e->rank < 0 || e->rank > CLG_MAX_RANK)
+    return clg_error(CLG_INVALID_ARGUMENT, "%s: tensor '%.200s': rank %d exceeds clgraph's %d", f,
+                     name, e->rank, CLG_MAX_RANK);
+  for (int i = 0; i < e->rank; i++)
+    if (e->dims[i] < 0)
+      return clg_error(CLG_INVALID_ARGUMENT,
+                       "%s: tensor '%.200s': shape[%d] is not a non-negative integer", f, name, i);
+  if (e->end < e->begin)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "%s: tensor '%.200s': data_offsets [%llu, %llu] end before they begin", f,
+                     name, (unsigned long long)e->begin, (unsigned long long)e->end);
+  if (e->end > data_size)
+    return clg_error(CLG_DATA_LOSS,
+                     "%s: tensor '%.200s': data_offsets [%llu, %llu] lie beyond the %llu bytes of "
+                     "data the file holds (truncated?)",
+                     f, name, (unsigned long long)e->begin, (unsigned long long)e->end,
+                     (unsigned long long)data_size);
+  if (e->end > (uint64_t)INT64_MAX) /* a JSON integer the reader takes */
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "%s: tensor '%.200s': data_offsets [%llu, %llu] exceed the largest offset, "
+                     "%lld",
+                     f, name, (unsigned long long)e->begin, (unsigned long long)e->end,
+                     (long long)INT64_MAX);
+  uint64_t bytes;
+  bool fits = clg_st_tensor_bytes(e->elem, e->rank, e->dims, &bytes);
+  if (!fits || bytes != e->end - e->begin)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "%s: tensor '%.200s': %llu bytes at data_offsets [%llu, %llu], but its shape "
+                     "and dtype %s need %s%llu",
+                     f, name, (unsigned long long)(e->end - e->begin), (unsigned long long)e->begin,
+                     (unsigned long long)e->end, e->dtype, fits ? "" : "more than ",
+                     fits ? (unsigned long long)bytes : (unsigned long long)UINT64_MAX);
+  return CLG_OK;
+}
+
+clg_code clg_st_check_header_size(const char *f, uint64_t n)
+{
+  if (n > CLG_ST_MAX_HEADER)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "%s: header size %llu exceeds the format's limit of %llu bytes", f,
+                     (unsigned long long)n, (unsigned long long)CLG_ST_MAX_HEADER);
+  return CLG_OK;
+}
+
+/* One tensor's description: dtype, shape, data_offsets, checked as a save checks its own. */
 static clg_code parse_entry(const clg_st *st, const char *name, json_t *v, uint64_t data_size,
                             clg_st_entry *e)
 {
@@ -91,20 +154,12 @@ static clg_code parse_entry(const clg_st *st, const char *name, json_t *v, uint6
     return clg_error(CLG_INVALID_ARGUMENT, "%s: tensor '%.200s': rank %zu exceeds clgraph's %d", f,
                      name, json_array_size(shape), CLG_MAX_RANK);
   e->rank = (int)json_array_size(shape);
-  /* Element count, saturating: a count that cannot fit is a size that cannot match. */
-  uint64_t count = 1;
-  bool huge = false;
   for (int i = 0; i < e->rank; i++) {
     json_t *d = json_array_get(shape, (size_t)i);
     if (!json_is_integer(d) || json_integer_value(d) < 0)
       return clg_error(CLG_INVALID_ARGUMENT,
                        "%s: tensor '%.200s': shape[%d] is not a non-negative integer", f, name, i);
     e->dims[i] = (int64_t)json_integer_value(d);
-    uint64_t dim = (uint64_t)e->dims[i];
-    if (dim && count > UINT64_MAX / dim)
-      huge = true;
-    else
-      count *= dim;
   }
   if (!json_is_array(off) || json_array_size(off) != 2 ||
       !json_is_integer(json_array_get(off, 0)) || !json_is_integer(json_array_get(off, 1)) ||
@@ -116,24 +171,7 @@ static clg_code parse_entry(const clg_st *st, const char *name, json_t *v, uint6
                      f, name);
   e->begin = (uint64_t)json_integer_value(json_array_get(off, 0));
   e->end = (uint64_t)json_integer_value(json_array_get(off, 1));
-  if (e->end < e->begin)
-    return clg_error(CLG_INVALID_ARGUMENT,
-                     "%s: tensor '%.200s': data_offsets [%llu, %llu] end before they begin", f,
-                     name, (unsigned long long)e->begin, (unsigned long long)e->end);
-  if (e->end > data_size)
-    return clg_error(CLG_DATA_LOSS,
-                     "%s: tensor '%.200s': data_offsets [%llu, %llu] lie beyond the %llu bytes of "
-                     "data the file holds (truncated?)",
-                     f, name, (unsigned long long)e->begin, (unsigned long long)e->end,
-                     (unsigned long long)data_size);
-  if (huge || (count && e->elem > UINT64_MAX / count) || count * e->elem != e->end - e->begin)
-    return clg_error(CLG_INVALID_ARGUMENT,
-                     "%s: tensor '%.200s': %llu bytes at data_offsets [%llu, %llu], but its shape "
-                     "and dtype %s need %s%llu",
-                     f, name, (unsigned long long)(e->end - e->begin), (unsigned long long)e->begin,
-                     (unsigned long long)e->end, e->dtype, huge ? "more than " : "",
-                     huge ? (unsigned long long)UINT64_MAX : (unsigned long long)(count * e->elem));
-  return CLG_OK;
+  return clg_st_check_entry(f, e, data_size);
 }
 
 static clg_code parse_metadata(clg_st *st, json_t *m)
@@ -205,10 +243,9 @@ clg_code clg_st_parse(const char *file, const uint8_t *head, size_t head_len, ui
   uint64_t n = 0;
   for (int i = 7; i >= 0; i--)
     n = n << 8 | head[i];
-  if (n > CLG_ST_MAX_HEADER)
-    return clg_error(CLG_INVALID_ARGUMENT,
-                     "%s: header size %llu exceeds the format's limit of %llu bytes", file,
-                     (unsigned long long)n, (unsigned long long)CLG_ST_MAX_HEADER);
+  clg_code code = clg_st_check_header_size(file, n);
+  if (code != CLG_OK)
+    return code;
   if (n > file_size - 8 || n > head_len - 8)
     return clg_error(CLG_DATA_LOSS, "%s: header of %llu bytes is larger than the file (%llu bytes)",
                      file, (unsigned long long)n, (unsigned long long)file_size);
@@ -221,7 +258,6 @@ clg_code clg_st_parse(const char *file, const uint8_t *head, size_t head_len, ui
   st->data_size = file_size - 8 - n;
   json_error_t err;
   json_t *root = json_loadb((const char *)head + 8, (size_t)n, JSON_REJECT_DUPLICATES, &err);
-  clg_code code = CLG_OK;
   if (!root)
     code = clg_error(CLG_INVALID_ARGUMENT, "%s: the header is not valid JSON: %s (at byte %d)",
                      file, err.text, err.position);
@@ -268,18 +304,15 @@ clg_code clg_st_open(const char *path, int *fd_out, clg_st **out)
   *fd_out = -1;
   if (!path)
     return clg_error(CLG_INVALID_ARGUMENT, "checkpoint path is NULL");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return clg_error(errno == ENOENT   ? CLG_NOT_FOUND
-                     : errno == EACCES ? CLG_PERMISSION_DENIED
-                                       : CLG_INVALID_ARGUMENT,
-                     "%s: cannot open: %s", path, strerror(errno));
+  int fd;
+  clg_code code = clg_file_open_read(path, &fd);
+  if (code != CLG_OK)
+    return code;
   struct stat sb;
-  clg_code code = CLG_OK;
   uint8_t size8[8];
   uint8_t *head = NULL;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    code = clg_error(CLG_INVALID_ARGUMENT, "%s: not a regular file", path);
+  if (fstat(fd, &sb) != 0) {
+    code = clg_error(CLG_INTERNAL, "%s: fstat: %s", path, strerror(errno));
   } else if (sb.st_size < 8 || pread(fd, size8, 8, 0) != 8) {
     code = clg_st_parse(path, size8, 0, (uint64_t)sb.st_size, out);
   } else {

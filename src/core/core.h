@@ -81,11 +81,15 @@ void clg_strbuf_init(clg_strbuf *s);
 void clg_strbuf_printf(clg_strbuf *s, const char *fmt, ...) CLG_PRINTF(2, 3);
 void clg_strbuf_append(clg_strbuf *s, const char *text);
 /* Returns the malloc'd string (or NULL if anything failed) and resets s. */
-/* A file written atomically: open makes a temporary file beside path (mkstemp), write
- * appends, commit syncs it, renames it over path and syncs the folder; on any failure, and on
- * abort, the temporary file is removed and path is unchanged. Errors name the file and the
- * call: PERMISSION_DENIED, NOT_FOUND (no such folder), RESOURCE_EXHAUSTED (disk full),
- * INTERNAL; INVALID_ARGUMENT for an empty path. commit and abort free f's strings. */
+/* A file written atomically: open makes a temporary file beside path, write appends, commit
+ * syncs it, renames it over path and syncs the folder; on any failure, and on abort, the
+ * temporary file is removed and path is unchanged. The file is created as open(path, ...,
+ * 0666) creates one: under the umask. Its temporary name is short whatever path's length
+ * (".clgraph-tmp.<hashes>.<pid>.<random>"), and open first removes the temporaries of path
+ * that a writer now gone left (killed during a save), never a live writer's. Errors name the
+ * file and the call: PERMISSION_DENIED, NOT_FOUND (no such folder), RESOURCE_EXHAUSTED (disk
+ * full), INVALID_ARGUMENT for an empty path or a name the file system refuses, INTERNAL.
+ * commit and abort free f's strings. */
 typedef struct clg_atomic_file {
   int fd;
   char *tmp, *path;
@@ -96,6 +100,16 @@ clg_code clg_atomic_file_commit(clg_atomic_file *f);
 void clg_atomic_file_abort(clg_atomic_file *f);
 /* open, write, commit. */
 clg_code clg_file_write_atomic(const char *path, const void *data, size_t size);
+/* "<folder>/.clgraph-tmp.<name hash>.<host hash>.": what every temporary name of path begins
+ * with, before "<pid>.<random>" (malloc'd; NULL when out of memory). */
+char *clg_atomic_file_temp_prefix(const char *path);
+
+/* Opens path for reading, a regular file only: the open does not wait on a FIFO (O_NONBLOCK,
+ * cleared once fstat has shown a regular file), so a FIFO, a directory or a device is refused
+ * at once, INVALID_ARGUMENT "PATH: not a regular file (a FIFO)". Other errors name the path:
+ * NOT_FOUND, PERMISSION_DENIED, INVALID_ARGUMENT. *fd: the descriptor (close-on-exec), -1 on
+ * error. Every reader of a user's file opens it through this. */
+clg_code clg_file_open_read(const char *path, int *fd);
 
 /* Appends text (NULL: "") as a JSON string literal: quotes, backslashes and control
  * characters escaped (\n, \t, \r, else \u00XX), and each byte that is not part of
