@@ -185,20 +185,14 @@ static bool pci_id_well_formed(const char *s)
   return true;
 }
 
-/* The parts each physical device is split into by CLGRAPH_VIRTUAL_DEVICES ("N" or "NxMiB",
- * the forms the test environments use), 0 when unset; *mib is the part's size (0: equal
- * parts). */
+/* The parts of each physical device (clg_test_parts) and the size of a part in MiB in the
+ * "NxMiB" form (*mib 0: equal parts). */
 static int env_parts(uint64_t *mib)
 {
   const char *v = getenv("CLGRAPH_VIRTUAL_DEVICES");
-  *mib = 0;
-  if (!v || !*v || strchr(v, ','))
-    return 0;
-  char *end;
-  long n = strtol(v, &end, 10);
-  if (*end == 'x')
-    *mib = strtoull(end + 1, NULL, 10);
-  return (int)n;
+  const char *x = v ? strchr(v, 'x') : NULL;
+  *mib = x ? strtoull(x + 1, NULL, 10) : 0;
+  return clg_test_parts();
 }
 
 /* How many distinct OpenCL devices the GPUs of devs are parts of. */
