@@ -114,6 +114,8 @@ int main(void)
                 "usage: clgraph bench matmul");
   check_refused("bench matmul --f64-sizes", "clgraph bench matmul: --f64-sizes needs a value",
                 "usage: clgraph bench matmul");
+  check_refused("bench matmul --f16-sizes", "clgraph bench matmul: --f16-sizes needs a value",
+                "usage: clgraph bench matmul");
 
   /* checkpoint. */
   check_refused("checkpoint", "clgraph checkpoint: missing subcommand",
