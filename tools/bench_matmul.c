@@ -430,7 +430,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
           "usage: clgraph bench matmul [--json] [--repeats N] [--sizes LIST] [--f64-sizes LIST]\n"
-          "                            [--f16-sizes LIST]\n"
+          "                            [--f16-sizes LIST] [--device NAME]\n"
           "\n"
           "GFLOP/s (2n^3 / median time of N runs after a warm-up) of an n x n MatMul on every\n"
           "device: through a clgraph session (feed A and B, run, fetch C) and by a direct call\n"
@@ -440,6 +440,7 @@ static void usage(FILE *f)
           "  --sizes LIST     float32 sizes (default 256,512,1024,2048)\n"
           "  --f64-sizes LIST float64 sizes (default 1024; \"\" for none)\n"
           "  --f16-sizes LIST half sizes, on OpenCL devices only (default none)\n"
+          "  --device NAME    only this device (e.g. /device:GPU:0)\n"
           "OpenCL devices of CPU type (PoCL stand-ins) skip sizes above 1024 unless --sizes\n"
           "names them. Set CLGRAPH_DEVICE_TYPES=all to include such devices.\n");
 }
@@ -456,7 +457,8 @@ int clg_bench_matmul(int argc, char **argv)
 {
   static const char *const flags[] = {"--json", NULL};
   static const char *const valued[] = {"--repeats",   CLG_TOOL_TRACE_OPTION, "--sizes",
-                                       "--f64-sizes", "--f16-sizes",         NULL};
+                                       "--f64-sizes", "--f16-sizes",         "--device",
+                                       NULL};
   if (!clg_tool_check_options(argc, argv, "bench matmul", flags, valued, usage))
     return 2;
   if (clg_tool_wants_help(argc, argv)) {
@@ -482,6 +484,7 @@ int clg_bench_matmul(int argc, char **argv)
   qsort(f32, (size_t)n32, sizeof f32[0], cmp_size);
   qsort(f64, (size_t)n64, sizeof f64[0], cmp_size);
   qsort(f16, (size_t)n16, sizeof f16[0], cmp_size);
+  const char *only = clg_tool_option(argc, argv, "--device");
 
   peak_info peak;
   peak_read(&peak);
@@ -496,6 +499,11 @@ int clg_bench_matmul(int argc, char **argv)
     return 1;
   }
   int ndev = clg_devices_count(devs);
+  if (only && !clg_devices_find(devs, only)) {
+    fprintf(stderr, "clgraph bench matmul: --device %s: no such device\n", only);
+    clg_devices_free(devs);
+    return 2;
+  }
   result *res = calloc((size_t)ndev * (size_t)(n32 + n64 + n16), sizeof *res);
   if (!res) {
     clg_devices_free(devs);
@@ -537,6 +545,8 @@ int clg_bench_matmul(int argc, char **argv)
 
   for (int d = 0; d < ndev; d++) {
     clg_device *dev = clg_devices_at(devs, d);
+    if (only && clg_devices_find(devs, only) != &dev->info)
+      continue;
     bool stand_in = !dev->is_host && dev->info.cl_type && strcmp(dev->info.cl_type, "CPU") == 0;
     for (int pass = 0; pass < 3; pass++) {
       clg_dtype dt = pass == 0 ? CLG_FLOAT32 : pass == 1 ? CLG_FLOAT64 : CLG_FLOAT16;
