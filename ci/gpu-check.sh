@@ -160,7 +160,10 @@ setup_env() {
 unpack() {
   local n=0
   [[ -d $debs ]] || { echo "no packages folder $debs: run ci/gpu-check.sh --download first (or --no-debs)"; return 1; }
-  if [[ -f $PREFIX/.unpacked ]] && [[ $(cat "$PREFIX/.unpacked") == "$(cd "$debs" && ls ./*.deb | sort | md5sum)" ]]; then
+  # The stamp: these packages, unpacked by this script.
+  local stamp
+  stamp=$( (cd "$debs" && ls ./*.deb | sort; cat "$SELF") | md5sum)
+  if [[ -f $PREFIX/.unpacked && $(cat "$PREFIX/.unpacked") == "$stamp" ]]; then
     echo "the prefix $PREFIX already holds these packages"
     return 0
   fi
@@ -170,7 +173,7 @@ unpack() {
     local f
     f=$(ls "$debs/${p}_"*.deb 2>/dev/null | head -1)
     [[ $f ]] || { echo "missing package: $p (in $debs)"; return 1; }
-    if command -v dpkg >/dev/null; then
+    if command -v dpkg >/dev/null && [[ -z ${GPU_CHECK_NO_DPKG:-} ]]; then # (the variable: a test)
       dpkg -x "$f" "$PREFIX" || return 1
     else
       python3 - "$f" "$PREFIX" <<'EOF' || return 1
@@ -187,7 +190,11 @@ while pos < len(data):
     pos += 60 + size + (size & 1)
     if name.startswith("data.tar"):
         mode = "r:xz" if name.endswith(".xz") else "r:gz" if name.endswith(".gz") else "r:*"
-        tarfile.open(fileobj=io.BytesIO(body), mode=mode).extractall(dest)
+        tar = tarfile.open(fileobj=io.BytesIO(body), mode=mode)
+        try:  # as dpkg -x: the package's own symbolic links, absolute ones too
+            tar.extractall(dest, filter="fully_trusted")
+        except TypeError:  # a Python before extraction filters
+            tar.extractall(dest)
         break
 EOF
     fi
@@ -202,7 +209,7 @@ EOF
     t=$(readlink "$l")
     [[ -e $PREFIX$t ]] && ln -sfn "$PREFIX$t" "$l"
   done
-  (cd "$debs" && ls ./*.deb | sort | md5sum) >"$PREFIX/.unpacked"
+  echo "$stamp" >"$PREFIX/.unpacked"
   echo "$n packages in $PREFIX"
 }
 
