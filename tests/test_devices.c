@@ -259,9 +259,11 @@ static void check_gpu_info(const clg_devices *devs, int index, int id, int physi
               (unsigned long long)gmem);
     CHECK_MSG(g->max_alloc == want_max, "%s: max_alloc %llu, want %llu", g->name,
               (unsigned long long)g->max_alloc, (unsigned long long)want_max);
+    CHECK(d->physical_mem == gmem); /* the card's memory, for its share of the driver's */
   } else {
     CHECK(g->global_mem == gmem);
     CHECK(g->max_alloc == maxalloc);
+    CHECK(d->physical_mem == 0);
   }
   CHECK(g->global_mem > 0 && g->max_alloc > 0 && g->max_alloc <= g->global_mem);
   CHECK(g->compute_units == cu && cu > 0);

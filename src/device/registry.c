@@ -715,6 +715,7 @@ static clg_code fill_gpu(clg_device *d, const phys_device *ph, cl_platform_id pl
     uint64_t part_mib = ph->slice_bytes >> 20, gmem_mib = gmem >> 20 ? gmem >> 20 : 1;
     uint64_t max_mib = (uint64_t)(((double)(maxalloc >> 20) * (double)part_mib) / (double)gmem_mib);
     maxalloc = max_mib ? max_mib << 20 : ph->slice_bytes;
+    d->physical_mem = gmem;
     gmem = ph->slice_bytes;
   }
   info->compute_units = cu;
