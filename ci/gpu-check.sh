@@ -259,6 +259,7 @@ step_build() {
     command -v $tool >/dev/null || { echo "no $tool on this machine: the build needs a C compiler and CMake"; return 1; }
   done
   echo "cc: $(cc --version | head -1); cmake: $(cmake --version | head -1)"
+  export CMAKE_POLICY_VERSION_MINIMUM=3.5 # CMake 4 refuses older packages' files without it
   cmake -S "$ROOT" -B "$build_dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCLGRAPH_WITH_MPI=OFF \
     -DCLGRAPH_TEST_PLATFORM=native "${blas[@]}" || return 1
   cmake --build "$build_dir" -j "$(nproc)" || return 1
