@@ -229,16 +229,17 @@ static void consider(tuning *t, const char *kernel, int precision, const json_t 
     double v;
     if (strcmp(name, "PRECISION") == 0) /* the routine tuner's; not a kernel parameter */
       continue;
-    if (!json_number(value, &v) || v < 0 || v != floor(v) || v > 1e15 ||
-        next.nparams == MAX_PARAMS) {
-      note(t, 'W',
-           "CLBlast tuning file %s: entry %d, result %zu: parameter %s is not a whole "
-           "number of at most %d parameters; result ignored",
-           t->file, i, r, name, MAX_PARAMS);
+    const char *bad =
+        !json_number(value, &v) || v < 0 || v != floor(v) || v > 1e15 ? "is not a whole number"
+        : next.nparams == MAX_PARAMS ? "is one too many" /* CLBlast's have 16 */
+        : (next.names[next.nparams] = clg_strdup(name)) == NULL ? "is out of host memory"
+                                                                : NULL;
+    if (bad) {
+      note(t, 'W', "CLBlast tuning file %s: entry %d, result %zu: parameter %s %s; result ignored",
+           t->file, i, r, name, bad);
       choice_clear(&next);
       return;
     }
-    next.names[next.nparams] = clg_strdup(name);
     next.values[next.nparams++] = (size_t)v;
   }
   choice_clear(c);
