@@ -8,9 +8,10 @@ set -euo pipefail
 # tests/test_browser.c decodes the PNG screenshots headless chromium takes of the pictures.
 # libopenmpi-dev, openmpi-bin: tasks of /job:worker as MPI ranks (src/cluster/) and mpirun for
 # their tests.
+# python3: ci/gpu-check.sh writes its report with it (its dry run is a test).
 packages=(build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev
           pocl-opencl-icd libopenblas-dev clinfo valgrind clang libclang-rt-14-dev
-          libjansson-dev zlib1g-dev chromium libopenmpi-dev openmpi-bin)
+          libjansson-dev zlib1g-dev chromium libopenmpi-dev openmpi-bin python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

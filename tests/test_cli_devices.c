@@ -192,6 +192,15 @@ int main(void)
   CHECK_CONTAINS(out, "\"device_mapping\": \"Device mapping:\\n/job:localhost/replica:0/task:0/"
                       "device:GPU:0 -> device: 0, name: ");
   CHECK_CONTAINS(out, "\"cl_type\": \"host\"");
+  /* Each GPU says where its CLBlast tuning would be (the cache folder, keyed by name and
+   * driver); the host has none. */
+  CHECK_CONTAINS(out, "/clgraph/clblast/");
+  const char *t = out, *prev = NULL;
+  int files = 0;
+  while (t && (t = strstr(t, "\"clblast_tuning_file\": \"")) != NULL)
+    files++, prev = t++;
+  CHECK_MSG(files == 4, "%d clblast_tuning_file entries, want one per GPU", files);
+  CHECK(prev && strstr(prev, "--") && strstr(prev, ".json\""));
   free(out);
 
   /* The table, with the mapping block at the end. */

@@ -594,6 +594,10 @@ int main(void)
                 "usage: clgraph bench matmul");
   check_refused("bench matmul --f64-sizes", "clgraph bench matmul: --f64-sizes needs a value",
                 "usage: clgraph bench matmul");
+  check_refused("bench matmul --f16-sizes", "clgraph bench matmul: --f16-sizes needs a value",
+                "usage: clgraph bench matmul");
+  check_refused("bench matmul --device", "clgraph bench matmul: --device needs a value",
+                "usage: clgraph bench matmul");
 
   /* checkpoint. */
   check_refused("checkpoint", "clgraph checkpoint: missing subcommand",

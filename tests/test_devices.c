@@ -2,11 +2,15 @@
  * the visible-device list, virtual devices, the types setting, names and errors.
  *
  * CLG_TEST_MODE says what the variant's environment provides; unset means "four", the
- * default test environment, so that running the binary by hand without PoCL fails. */
+ * default test environment, so that running the binary by hand without PoCL fails. Under
+ * CLGRAPH_VIRTUAL_DEVICES (the split4 variant, and the native mode of tests/CMakeLists.txt)
+ * the GPUs are parts of fewer physical devices, and the checks against OpenCL's own answers
+ * expect what a part reports. */
 // ctest: four CLG_TEST_MODE=four
 // ctest: one POCL_DEVICES=pthread CLG_TEST_MODE=one
 // ctest: default_types CLGRAPH_DEVICE_TYPES= CLG_TEST_MODE=default_types
 // ctest: no_platform OCL_ICD_VENDORS=@EMPTY_ICD@ CLG_TEST_MODE=no_platform
+// ctest: split4 POCL_DEVICES=pthread POCL_MEMORY_LIMIT=8 CLGRAPH_VIRTUAL_DEVICES=4x2048
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -181,6 +185,29 @@ static bool pci_id_well_formed(const char *s)
   return true;
 }
 
+/* The parts of each physical device (clg_test_parts) and the size of a part in MiB in the
+ * "NxMiB" form (*mib 0: equal parts). */
+static int env_parts(uint64_t *mib)
+{
+  const char *v = getenv("CLGRAPH_VIRTUAL_DEVICES");
+  const char *x = v ? strchr(v, 'x') : NULL;
+  *mib = x ? strtoull(x + 1, NULL, 10) : 0;
+  return clg_test_parts();
+}
+
+/* How many distinct OpenCL devices the GPUs of devs are parts of. */
+static int distinct_cl_devices(clg_devices *devs)
+{
+  int n = 0;
+  for (int i = 1; i < clg_devices_count(devs); i++) {
+    bool seen = false;
+    for (int j = 1; j < i; j++)
+      seen = seen || clg_devices_at(devs, j)->cl_device == clg_devices_at(devs, i)->cl_device;
+    n += !seen;
+  }
+  return n;
+}
+
 /* Checks one GPU against direct OpenCL queries. */
 static void check_gpu_info(const clg_devices *devs, int index, int id, int physical)
 {
@@ -219,8 +246,26 @@ static void check_gpu_info(const clg_devices *devs, int index, int id, int physi
   CHECK(strlen(g->cl_vendor) > 0);
   CHECK(strlen(g->driver_version) > 0);
   CHECK(strlen(g->platform_name) > 0);
-  CHECK(g->global_mem == gmem && g->global_mem > 0);
-  CHECK(g->max_alloc == maxalloc && g->max_alloc > 0 && g->max_alloc <= g->global_mem);
+  uint64_t part_mib;
+  int parts = env_parts(&part_mib);
+  if (parts > 0) {
+    /* A part: its share of the memory, and the device's ratio of max_alloc to memory. */
+    uint64_t want_mem = part_mib ? part_mib << 20 : gmem / (uint64_t)parts >> 20 << 20;
+    uint64_t want_max =
+        (uint64_t)((double)(maxalloc >> 20) * (double)(want_mem >> 20) / (double)(gmem >> 20))
+        << 20;
+    CHECK_MSG(g->global_mem == want_mem, "%s: global_mem %llu, want %llu (a part of %llu)", g->name,
+              (unsigned long long)g->global_mem, (unsigned long long)want_mem,
+              (unsigned long long)gmem);
+    CHECK_MSG(g->max_alloc == want_max, "%s: max_alloc %llu, want %llu", g->name,
+              (unsigned long long)g->max_alloc, (unsigned long long)want_max);
+    CHECK(d->physical_mem == gmem); /* the card's memory, for its share of the driver's */
+  } else {
+    CHECK(g->global_mem == gmem);
+    CHECK(g->max_alloc == maxalloc);
+    CHECK(d->physical_mem == 0);
+  }
+  CHECK(g->global_mem > 0 && g->max_alloc > 0 && g->max_alloc <= g->global_mem);
   CHECK(g->compute_units == cu && cu > 0);
   CHECK(g->base_addr_align == align / 8 && g->base_addr_align >= 128);
   CHECK(g->has_fp16 == (strstr(ext, "cl_khr_fp16") != NULL));
@@ -336,17 +381,24 @@ static void test_four(void)
   CHECK(devs->num_contexts == 1);
   CHECK(devs->num_physical == 4);
   CHECK(devs->types == CLG_DEVTYPE_ALL);
+  /* Parts of one physical device (CLGRAPH_VIRTUAL_DEVICES) share its cl_device_id; whole
+   * devices are distinct. */
+  uint64_t part_mib;
+  int parts = env_parts(&part_mib);
+  int per = parts > 0 ? parts : 1;
   for (int i = 1; i <= 4; i++) {
     clg_device *d = clg_devices_at(devs, i);
     CHECK(d->context == devs->contexts[0] && d->context_index == 0);
     for (int j = 1; j < i; j++) {
       CHECK(d->queue != clg_devices_at(devs, j)->queue);
-      CHECK(d->cl_device != clg_devices_at(devs, j)->cl_device);
+      bool same_physical = (i - 1) / per == (j - 1) / per;
+      CHECK((d->cl_device == clg_devices_at(devs, j)->cl_device) == same_physical);
     }
   }
+  CHECK(distinct_cl_devices(devs) == (4 + per - 1) / per);
   cl_uint nctx = 0;
   clGetContextInfo(devs->contexts[0], CL_CONTEXT_NUM_DEVICES, sizeof nctx, &nctx, NULL);
-  CHECK(nctx == 4);
+  CHECK((int)nctx == distinct_cl_devices(devs));
   check_mapping(devs);
   char *m = clg_devices_mapping_string(devs);
   CHECK(m && strncmp(m,
@@ -416,7 +468,8 @@ static void test_four(void)
     CHECK(devs->num_contexts == 1);
     cl_uint n = 0;
     clGetContextInfo(devs->contexts[0], CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL);
-    CHECK(n == 2);
+    CHECK((int)n == distinct_cl_devices(devs));
+    CHECK(n == (3 / per == 1 / per ? 1u : 2u)); /* physical 3 and 1: parts of one device? */
     char *got = clg_devices_mapping_string(devs);
     char want[1024];
     const clg_device_info *g0 = clg_devices_get(devs, 1), *g1 = clg_devices_get(devs, 2);
@@ -612,6 +665,113 @@ static void test_four(void)
 
 /* --- the other environments ---------------------------------------------------------- */
 
+/* CLGRAPH_VIRTUAL_DEVICES on the four stand-ins (2 GiB, 512 MiB max_alloc each): the parts
+ * come before the visible list and the session's virtual devices, and look like smaller
+ * devices of the same kind. */
+static void test_split(void)
+{
+  clg_device_config cfg;
+  clg_device_config_init(&cfg);
+  cl_device_id phys[4];
+  clg_devices *devs = open_devices(&cfg);
+  CHECK(clg_devices_count(devs) == 5);
+  for (int i = 0; i < 4 && clg_devices_count(devs) == 5; i++)
+    phys[i] = clg_devices_at(devs, i + 1)->cl_device;
+  uint64_t gmem = clg_devices_get(devs, 1)->global_mem;
+  clg_devices_free(devs);
+
+  /* Two equal parts of each: eight GPUs, a pair per cl_device, one context of four. */
+  setenv("CLGRAPH_VIRTUAL_DEVICES", "2", 1);
+  devs = open_devices(&cfg);
+  CHECK(clg_devices_count(devs) == 9);
+  if (clg_devices_count(devs) == 9) {
+    for (int i = 1; i <= 8; i++) {
+      check_gpu_info(devs, i, i - 1, i - 1);
+      CHECK(clg_devices_at(devs, i)->cl_device == phys[(i - 1) / 2]);
+      CHECK(clg_devices_get(devs, i)->global_mem == gmem / 2);
+      CHECK(clg_devices_get(devs, i)->max_alloc == 256ull << 20);
+      CHECK(clg_devices_get(devs, i)->memory_limit == 0);
+    }
+    CHECK(devs->num_physical == 8 && devs->num_contexts == 1);
+    cl_uint n = 0;
+    clGetContextInfo(devs->contexts[0], CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL);
+    CHECK(n == 4);
+    check_mapping(devs);
+    check_shared_context_copy(devs, 1, 2, 8);
+  }
+  clg_devices_free(devs);
+
+  /* Parts of given sizes; the visible list picks parts, the session's virtual devices split
+   * them further. */
+  setenv("CLGRAPH_VIRTUAL_DEVICES", "1024,512", 1);
+  cfg.visible_device_list = "3,0";
+  devs = open_devices(&cfg);
+  CHECK(clg_devices_count(devs) == 3);
+  if (clg_devices_count(devs) == 3) {
+    CHECK(clg_devices_get(devs, 1)->physical_index == 3);
+    CHECK(clg_devices_get(devs, 2)->physical_index == 0);
+    CHECK(clg_devices_get(devs, 1)->global_mem == 512ull << 20);
+    CHECK(clg_devices_get(devs, 1)->max_alloc == 128ull << 20);
+    CHECK(clg_devices_get(devs, 2)->global_mem == 1024ull << 20);
+    CHECK(clg_devices_at(devs, 1)->cl_device == phys[1]);
+    CHECK(clg_devices_at(devs, 2)->cl_device == phys[0]);
+  }
+  clg_devices_free(devs);
+  setenv("CLGRAPH_VIRTUAL_DEVICES", "4x256", 1);
+  clg_virtual_devices vd = {.count = 2, .memory_limit_mb = {100, 50}};
+  cfg.visible_device_list = "5";
+  cfg.num_virtual = 1;
+  cfg.virtual_devices = &vd;
+  devs = open_devices(&cfg);
+  CHECK(clg_devices_count(devs) == 3);
+  if (clg_devices_count(devs) == 3) {
+    for (int i = 1; i <= 2; i++) {
+      CHECK(clg_devices_get(devs, i)->physical_index == 5);
+      CHECK(clg_devices_get(devs, i)->global_mem == 256ull << 20);
+      CHECK(clg_devices_at(devs, i)->cl_device == phys[1]);
+    }
+    CHECK(clg_devices_get(devs, 1)->memory_limit == 100ull << 20);
+    CHECK(clg_devices_get(devs, 2)->memory_limit == 50ull << 20);
+  }
+  clg_devices_free(devs);
+  clg_device_config_init(&cfg);
+
+  /* More than the device has, and bad syntax: INVALID_ARGUMENT naming the variable. */
+  char want[512];
+  setenv("CLGRAPH_VIRTUAL_DEVICES", "3x1024", 1);
+  devs = (clg_devices *)1;
+  CHECK_CODE(clg_devices_new(&cfg, &devs), CLG_INVALID_ARGUMENT);
+  CHECK(devs == NULL);
+  CHECK_CONTAINS(clg_last_error(), "CLGRAPH_VIRTUAL_DEVICES='3x1024' asks for 3072 MiB of "
+                                   "physical GPU 0 (pthread-");
+  CHECK_CONTAINS(clg_last_error(), "), which has 2048 MiB");
+  const char *bad[] = {"0",
+                       "17",
+                       "4x",
+                       "x4",
+                       "4x0",
+                       "a",
+                       "1,,2",
+                       "4X2",
+                       "2x1x1",
+                       "-1",
+                       "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("CLGRAPH_VIRTUAL_DEVICES", bad[i], 1);
+    snprintf(want, sizeof want,
+             "CLGRAPH_VIRTUAL_DEVICES='%s': expected N (N equal parts of each GPU), NxMiB (N "
+             "parts of MiB each) or a comma list of MiB, with 1 to 16 parts",
+             bad[i]);
+    check_new_fails(&cfg, want);
+  }
+  /* Unset or empty: whole devices. */
+  setenv("CLGRAPH_VIRTUAL_DEVICES", "", 1);
+  devs = open_devices(&cfg);
+  CHECK(clg_devices_count(devs) == 5);
+  clg_devices_free(devs);
+  unsetenv("CLGRAPH_VIRTUAL_DEVICES");
+}
+
 static void test_one(void)
 {
   clg_devices *devs = open_devices(NULL);
@@ -670,9 +830,14 @@ static void test_default_types(void)
    * the host alone. */
   const char *env = getenv("CLGRAPH_DEVICE_TYPES");
   CHECK(env != NULL && *env == '\0');
+  uint64_t part_mib;
+  int parts = env_parts(&part_mib);
   int gpus = count_cl_devices(CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR);
-  check_host_only(gpus);
-  CHECK(count_cl_devices(CL_DEVICE_TYPE_CPU) >= 1); /* PoCL is there but stays out */
+  check_host_only(gpus * (parts > 0 ? parts : 1));
+  /* PoCL is there but stays out (the native mode needs no PoCL). */
+  const char *platform = getenv("CLG_TEST_PLATFORM");
+  if (!platform || strcmp(platform, "native") != 0)
+    CHECK(count_cl_devices(CL_DEVICE_TYPE_CPU) >= 1);
 }
 
 static void test_no_platform(void)
@@ -689,9 +854,12 @@ int main(void)
   test_types_parser();
   test_cl_errors();
   const char *mode = getenv("CLG_TEST_MODE");
-  if (!mode || strcmp(mode, "four") == 0)
+  uint64_t part_mib;
+  if (!mode || strcmp(mode, "four") == 0) {
     test_four();
-  else if (strcmp(mode, "one") == 0)
+    if (env_parts(&part_mib) == 0) /* the stand-ins whole: split them here */
+      test_split();
+  } else if (strcmp(mode, "one") == 0)
     test_one();
   else if (strcmp(mode, "default_types") == 0)
     test_default_types();

@@ -14,6 +14,7 @@
  *  - this process, with the tests' POCL_MEMORY_LIMIT=2, still reserves each 2 GiB device
  *    whole when the host has room. */
 // ctest-serial
+// ctest-pocl-only: about devices whose memory is the host's (PoCL's)
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -34,6 +34,7 @@ static clg_device described(const clg_device *real, const char *type, uint64_t m
   d.info.global_mem = mem;
   d.info.nv_cc_major = cc;
   d.info.memory_limit = 0;
+  d.physical_mem = 0; /* a whole card unless a row says otherwise */
   return d;
 }
 
@@ -65,6 +66,18 @@ static void test_system_share(clg_device *real)
   CHECK(limit_of(&small) == 1311 * MiB);
   clg_device acc = described(real, "ACCELERATOR", total, 0);
   CHECK(limit_of(&acc) == total - 500 * MiB);
+  /* A part of a card (CLGRAPH_VIRTUAL_DEVICES) leaves its fraction of the card's share: a
+   * quarter of an 8 GiB card of compute capability 9 leaves 450 MiB of 1800; a part of a
+   * card under 2 GiB leaves its fraction of 225 MiB; on a CPU device none. */
+  clg_device part = described(real, "GPU", total, 9);
+  part.physical_mem = 4 * total;
+  CHECK(limit_of(&part) == total - 450 * MiB);
+  part = described(real, "GPU", 512 * MiB, 9);
+  part.physical_mem = 1536 * MiB;
+  CHECK(limit_of(&part) == 512 * MiB - 75 * MiB);
+  part = described(real, "CPU", total, 9);
+  part.physical_mem = 4 * total;
+  CHECK(limit_of(&part) == total);
 
   /* A fraction or a virtual device's limit is taken as given. */
   clg_device gpu = described(real, "GPU", total, 9);
@@ -86,6 +99,9 @@ static void test_env(clg_device *real)
   setenv("CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB", "300", 1);
   CHECK(limit_of(&gpu) == total - 300 * MiB);
   CHECK(limit_of(&cpu) == total - 300 * MiB); /* the variable applies to every device */
+  clg_device part = gpu; /* the variable names the card's share: a quarter part leaves 75 */
+  part.physical_mem = 4 * total;
+  CHECK(limit_of(&part) == total - 75 * MiB);
   setenv("CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB", "0", 1);
   CHECK(limit_of(&gpu) == total);
 

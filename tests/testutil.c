@@ -40,6 +40,14 @@ bool clg_test_require_gpus(int min_gpus)
   return gpus >= min_gpus;
 }
 
+int clg_test_parts(void)
+{
+  const char *v = getenv("CLGRAPH_VIRTUAL_DEVICES");
+  if (!v || !*v || strchr(v, ','))
+    return 0;
+  return atoi(v);
+}
+
 static char *cap_buf;
 static size_t cap_len, cap_cap;
 

@@ -69,6 +69,11 @@ int clg_test_summary(const char *name);
  * GPUs under the test environment. Returns true when they are. */
 bool clg_test_require_gpus(int min_gpus);
 
+/* The parts each physical device is split into by CLGRAPH_VIRTUAL_DEVICES in the forms the
+ * test environments use ("N" or "NxMiB"; the native mode and the split4 variants), or 0 when
+ * it is unset: GPUs that are parts of one device share its cl_device_id. */
+int clg_test_parts(void);
+
 /* Captures log messages into a buffer while active. */
 void clg_test_log_capture_start(clg_log_level min_level);
 /* Returns everything captured since start (one message per line) and stops capturing.

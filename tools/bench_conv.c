@@ -194,6 +194,7 @@ static double hand_run(hand_side *h, char *note, size_t size)
     return NAN;
   }
   cl_command_queue q = h->dev->queue;
+  clg_clblast_tune(h->dev); /* the parameters the session's GEMMs use (once per device) */
   CLBlastStatusCode st =
       CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, h->m, h->n, h->k,
                    1.0f, h->mp, 0, h->k, h->mf, 0, h->n, 0.0f, h->my, 0, h->n, &q, NULL);

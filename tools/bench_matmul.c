@@ -125,6 +125,13 @@ static int cmp_size(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+static size_t dtype_size(clg_dtype dt) { return dt == CLG_FLOAT32 ? 4 : dt == CLG_FLOAT16 ? 2 : 8; }
+
+static const char *dtype_word(clg_dtype dt)
+{
+  return dt == CLG_FLOAT32 ? "float" : dt == CLG_FLOAT16 ? "half" : "double";
+}
+
 static void fill_random(clg_dtype dt, void *p, size_t count, unsigned *seed)
 {
   for (size_t i = 0; i < count; i++) {
@@ -132,9 +139,18 @@ static void fill_random(clg_dtype dt, void *p, size_t count, unsigned *seed)
     double v = (double)(*seed >> 8) / 16777216.0 - 0.5;
     if (dt == CLG_FLOAT32)
       ((float *)p)[i] = (float)v;
+    else if (dt == CLG_FLOAT16)
+      ((uint16_t *)p)[i] = clg_half_from_double(v);
     else
       ((double *)p)[i] = v;
   }
+}
+
+static double element(clg_dtype dt, const void *p, size_t i)
+{
+  return dt == CLG_FLOAT32   ? ((const float *)p)[i]
+         : dt == CLG_FLOAT16 ? clg_half_to_double(((const uint16_t *)p)[i])
+                             : ((const double *)p)[i];
 }
 
 /* ||x - y|| / ||y|| */
@@ -142,8 +158,7 @@ static double rel_diff(clg_dtype dt, const void *x, const void *y, size_t count)
 {
   double num = 0, den = 0;
   for (size_t i = 0; i < count; i++) {
-    double a = dt == CLG_FLOAT32 ? ((const float *)x)[i] : ((const double *)x)[i];
-    double b = dt == CLG_FLOAT32 ? ((const float *)y)[i] : ((const double *)y)[i];
+    double a = element(dt, x, i), b = element(dt, y, i);
     num += (a - b) * (a - b);
     den += b * b;
   }
@@ -263,8 +278,11 @@ static bool direct_setup(direct_bench *db, clg_device *dev, clg_dtype dt, size_t
     return true;
   }
 #ifdef CLG_HAVE_CLBLAST
-  db->what = dt == CLG_FLOAT32 ? "CLBlastSgemm" : "CLBlastDgemm";
-  size_t bytes = n * n * (dt == CLG_FLOAT32 ? 4 : 8);
+  db->what = dt == CLG_FLOAT32   ? "CLBlastSgemm"
+             : dt == CLG_FLOAT16 ? "CLBlastHgemm"
+                                 : "CLBlastDgemm";
+  clg_clblast_tune(dev); /* the parameters a session would use (CLGRAPH_CLBLAST_TUNING) */
+  size_t bytes = n * n * dtype_size(dt);
   cl_int err = CL_SUCCESS;
   for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
     db->m[i] = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
@@ -310,7 +328,7 @@ static double direct_run(direct_bench *db, void *c, bool transfers, char *note, 
   }
 #ifdef CLG_HAVE_CLBLAST
   cl_command_queue q = db->dev->queue;
-  size_t bytes = n * n * (db->dt == CLG_FLOAT32 ? 4 : 8);
+  size_t bytes = n * n * dtype_size(db->dt);
   cl_int err = CL_SUCCESS;
   if (transfers) {
     err = clEnqueueWriteBuffer(q, db->m[0], CL_FALSE, 0, bytes, db->a, 0, NULL, NULL);
@@ -321,6 +339,9 @@ static double direct_run(direct_bench *db, void *c, bool transfers, char *note, 
   if (err == CL_SUCCESS && db->dt == CLG_FLOAT32)
     st = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, n, n, n, 1.0f,
                       db->m[0], 0, n, db->m[1], 0, n, 0.0f, db->m[2], 0, n, &q, NULL);
+  else if (err == CL_SUCCESS && db->dt == CLG_FLOAT16)
+    st = CLBlastHgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, n, n, n,
+                      0x3C00 /* 1 */, db->m[0], 0, n, db->m[1], 0, n, 0, db->m[2], 0, n, &q, NULL);
   else if (err == CL_SUCCESS)
     st = CLBlastDgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, n, n, n, 1.0,
                       db->m[0], 0, n, db->m[1], 0, n, 0.0, db->m[2], 0, n, &q, NULL);
@@ -387,6 +408,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
           "usage: clgraph bench matmul [--json] [--repeats N] [--sizes LIST] [--f64-sizes LIST]\n"
+          "                            [--f16-sizes LIST] [--device NAME]\n"
           "\n"
           "GFLOP/s (2n^3 / median time of N runs after a warm-up) of an n x n MatMul on every\n"
           "device: through a clgraph session (feed A and B, run, fetch C) and by a direct call\n"
@@ -395,6 +417,8 @@ static void usage(FILE *f)
           "  --repeats N      timed runs per measurement (default 5, at most 64)\n"
           "  --sizes LIST     float32 sizes (default 256,512,1024,2048)\n"
           "  --f64-sizes LIST float64 sizes (default 1024; \"\" for none)\n"
+          "  --f16-sizes LIST half sizes, on OpenCL devices only (default none)\n"
+          "  --device NAME    only this device (e.g. /device:GPU:0)\n"
           "OpenCL devices of CPU type (PoCL stand-ins) skip sizes above 1024 unless --sizes\n"
           "names them. Set CLGRAPH_DEVICE_TYPES=all to include such devices.\n");
 }
@@ -411,14 +435,18 @@ int clg_bench_matmul(int argc, char **argv)
 {
   bool json = false;
   int repeats = 5;
-  int s32[MAX_SIZES] = {256, 512, 1024, 2048}, s64[MAX_SIZES] = {1024};
-  int n32 = 4, n64 = 1;
+  int s32[MAX_SIZES] = {256, 512, 1024, 2048}, s64[MAX_SIZES] = {1024}, s16[MAX_SIZES];
+  int n32 = 4, n64 = 1, n16 = 0;
+  const char *only = NULL;
   clg_tool_opt opts[] = {{"--json", CLG_TOOL_FLAG, .flag = &json},
                          {"--repeats", CLG_TOOL_INT, .min = 1, .max = 64, .integer = &repeats},
                          {"--sizes", CLG_TOOL_LIST, .min = 1, .max = 16384, .max_items = MAX_SIZES,
                           .list = s32, .count = &n32},
                          {"--f64-sizes", CLG_TOOL_LIST, .min = 1, .max = 16384,
                           .max_items = MAX_SIZES, .list = s64, .count = &n64},
+                         {"--f16-sizes", CLG_TOOL_LIST, .min = 1, .max = 16384,
+                          .max_items = MAX_SIZES, .list = s16, .count = &n16},
+                         {"--device", CLG_TOOL_STRING, .meta = "NAME", .text = &only},
                          clg_tool_trace_opt(&clg_tool_bench_pictures),
                          {NULL}};
   clg_tool_cmd cmd = {.name = "bench matmul", .usage = usage, .opts = opts};
@@ -426,13 +454,16 @@ int clg_bench_matmul(int argc, char **argv)
   if (parsed != CLG_TOOL_RUN)
     return parsed;
   bool sizes_given = clg_tool_given(opts, "--sizes");
-  size_t f32[MAX_SIZES], f64[MAX_SIZES];
+  size_t f32[MAX_SIZES], f64[MAX_SIZES], f16[MAX_SIZES];
   for (int i = 0; i < n32; i++)
     f32[i] = (size_t)s32[i];
   for (int i = 0; i < n64; i++)
     f64[i] = (size_t)s64[i];
+  for (int i = 0; i < n16; i++)
+    f16[i] = (size_t)s16[i];
   qsort(f32, (size_t)n32, sizeof f32[0], cmp_size);
   qsort(f64, (size_t)n64, sizeof f64[0], cmp_size);
+  qsort(f16, (size_t)n16, sizeof f16[0], cmp_size);
 
   peak_info peak;
   peak_read(&peak);
@@ -447,7 +478,12 @@ int clg_bench_matmul(int argc, char **argv)
     return 1;
   }
   int ndev = clg_devices_count(devs);
-  result *res = calloc((size_t)ndev * (size_t)(n32 + n64), sizeof *res);
+  if (only && !clg_devices_find(devs, only)) {
+    fprintf(stderr, "clgraph bench matmul: --device %s: no such device\n", only);
+    clg_devices_free(devs);
+    return 2;
+  }
+  result *res = calloc((size_t)ndev * (size_t)(n32 + n64 + n16), sizeof *res);
   if (!res) {
     clg_devices_free(devs);
     return 1;
@@ -488,12 +524,16 @@ int clg_bench_matmul(int argc, char **argv)
 
   for (int d = 0; d < ndev; d++) {
     clg_device *dev = clg_devices_at(devs, d);
+    if (only && clg_devices_find(devs, only) != &dev->info)
+      continue;
     bool stand_in = !dev->is_host && dev->info.cl_type && strcmp(dev->info.cl_type, "CPU") == 0;
-    for (int pass = 0; pass < 2; pass++) {
-      clg_dtype dt = pass == 0 ? CLG_FLOAT32 : CLG_FLOAT64;
-      int count = pass == 0 ? n32 : n64;
+    for (int pass = 0; pass < 3; pass++) {
+      clg_dtype dt = pass == 0 ? CLG_FLOAT32 : pass == 1 ? CLG_FLOAT64 : CLG_FLOAT16;
+      int count = pass == 0 ? n32 : pass == 1 ? n64 : n16;
+      if (dt == CLG_FLOAT16 && dev->is_host) /* the host converts half to float: no GEMM */
+        continue;
       for (int i = 0; i < count; i++) {
-        size_t n = pass == 0 ? f32[i] : f64[i];
+        size_t n = pass == 0 ? f32[i] : pass == 1 ? f64[i] : f16[i];
         if (stand_in && n > 1024 && !sizes_given) {
           skipped_big = true;
           continue;
@@ -508,7 +548,11 @@ int clg_bench_matmul(int argc, char **argv)
           snprintf(r->note, sizeof r->note, "no fp64 on this device");
           goto print;
         }
-        size_t es = dt == CLG_FLOAT32 ? 4 : 8;
+        if (dt == CLG_FLOAT16 && !dev->info.has_fp16) {
+          snprintf(r->note, sizeof r->note, "no fp16 on this device");
+          goto print;
+        }
+        size_t es = dtype_size(dt);
         void *a = malloc(n * n * es), *b = malloc(n * n * es);
         void *c1 = malloc(n * n * es), *c2 = malloc(n * n * es);
         if (!a || !b || !c1 || !c2) {
@@ -524,9 +568,8 @@ int clg_bench_matmul(int argc, char **argv)
           /* CPU:0 float against the measured reference, not a nominal peak. */
           double pk = dt == CLG_FLOAT32 ? peak.ref_gflops_f32 : NAN;
           bool show_peak = dev->is_host && pk > 0;
-          printf("%-16s %-6s %5zu %9.1f %9.1f %6.2f", r->device,
-                 dt == CLG_FLOAT32 ? "float" : "double", n, r->clgraph, r->direct,
-                 r->clgraph / r->direct);
+          printf("%-16s %-6s %5zu %9.1f %9.1f %6.2f", r->device, dtype_word(dt), n, r->clgraph,
+                 r->direct, r->clgraph / r->direct);
           if (isnan(r->kernel))
             printf(" %9s", "-");
           else
@@ -536,7 +579,9 @@ int clg_bench_matmul(int argc, char **argv)
           else
             printf(" %7s %7s", "-", "-");
           printf("  %s%s%s\n", r->direct_what, r->note[0] ? "; " : "", r->note);
-          if (!isnan(r->diff) && r->diff > (dt == CLG_FLOAT32 ? 1e-5 : 1e-12))
+          if (!isnan(r->diff) && r->diff > (dt == CLG_FLOAT32   ? 1e-5
+                                            : dt == CLG_FLOAT16 ? 1e-2
+                                                                : 1e-12))
             printf("  WARNING: clgraph and direct results differ: relative %.3g\n", r->diff);
           fflush(stdout);
         }
@@ -566,7 +611,7 @@ int clg_bench_matmul(int argc, char **argv)
       double ref = r->dtype == CLG_FLOAT32 ? peak.ref_gflops_f32 : NAN;
       bool host = strcmp(r->device, "/device:CPU:0") == 0;
       printf("%s\n  {\"device\": \"%s\", \"dtype\": \"%s\", \"n\": %zu, \"clgraph_gflops\": ",
-             i ? "," : "", r->device, r->dtype == CLG_FLOAT32 ? "float" : "double", r->n);
+             i ? "," : "", r->device, dtype_word(r->dtype), r->n);
       print_json_number(r->clgraph);
       printf(", \"direct_gflops\": ");
       print_json_number(r->direct);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "clgraph.h"
+#include "kernels/kernels.h"
 #include "tool.h"
 
 static void usage(FILE *f)
@@ -76,10 +77,18 @@ static void print_json(FILE *f, const clg_devices *devs, const char *mapping)
     fprintf(f,
             ", \"index\": %d, \"id\": %d, \"physical_index\": %d, \"compute_units\": %u, "
             "\"global_mem\": %" PRIu64 ", \"max_alloc\": %" PRIu64 ", \"base_addr_align\": %u, "
-            "\"memory_limit\": %" PRIu64 ", \"has_fp64\": %s, \"has_fp16\": %s}",
+            "\"memory_limit\": %" PRIu64 ", \"has_fp64\": %s, \"has_fp16\": %s",
             d->index, d->id, d->physical_index, d->compute_units, d->global_mem, d->max_alloc,
             d->base_addr_align, d->memory_limit, d->has_fp64 ? "true" : "false",
             d->has_fp16 ? "true" : "false");
+    /* Where clgraph looks for this card's CLBlast tuning (README "CLBlast tuned per card"). */
+    char tuning[4096];
+    if (i > 0 &&
+        clg_clblast_tuning_path(d->cl_name, d->driver_version, tuning, sizeof tuning) == CLG_OK) {
+      fputs(", \"clblast_tuning_file\": ", f);
+      clg_tool_json_string(f, tuning);
+    }
+    fputs("}", f);
   }
   fputs("\n  ],\n  \"device_mapping\": ", f);
   clg_tool_json_string(f, mapping);

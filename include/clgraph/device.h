@@ -7,6 +7,13 @@
  * any, selects and reorders them; then each visible device may be split into several
  * virtual devices with their own memory limits.
  *
+ * CLGRAPH_VIRTUAL_DEVICES splits every physical device before all that, so that one GPU can
+ * play several: "4" (four equal parts of its memory), "4x2048" (four parts of 2048 MiB) or
+ * "1024,3072" (one part per size, in MiB); 1 to 16 parts, no more memory than the device
+ * has. A part shares its device's cl_device_id and context, and reports the part's memory
+ * as global_mem (max_alloc in the device's own ratio to it); the visible list, the virtual
+ * devices below and physical_index then count parts.
+ *
  *   clg_device_config cfg;
  *   clg_device_config_init(&cfg);               // types from CLGRAPH_DEVICE_TYPES, ...
  *   clg_devices *devs;

@@ -38,6 +38,9 @@ typedef struct clg_device {
   /* A device of another task (cluster): a description only, no handles; its table moves
    * nothing (the cluster module transfers values), its blocks are host memory. */
   bool remote;
+  /* A part of a physical device (CLGRAPH_VIRTUAL_DEVICES): that device's whole memory (the
+   * part's is info.global_mem); 0 for a whole device. */
+  uint64_t physical_mem;
 } clg_device;
 
 struct clg_devices {

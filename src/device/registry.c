@@ -238,6 +238,7 @@ typedef struct phys_device {
   int platform_index;
   cl_device_id id;
   cl_device_type type;
+  uint64_t slice_bytes; /* a part of the device (CLGRAPH_VIRTUAL_DEVICES), 0: all of it */
 } phys_device;
 
 static char *trimmed_copy(const char *s, size_t n)
@@ -486,12 +487,139 @@ static clg_code enumerate(clg_devices *devs, unsigned types, phys_device **out, 
       list[n].platform_index = (int)p;
       list[n].id = ids[i];
       list[n].type = t;
+      list[n].slice_bytes = 0;
       n++;
     }
     free(ids);
   }
   *out = list;
   *n_out = n;
+  return CLG_OK;
+}
+
+/* --- CLGRAPH_VIRTUAL_DEVICES: physical GPUs split into parts ------------------------- */
+
+static const char split_expected[] =
+    "expected N (N equal parts of each GPU), NxMiB (N parts of MiB each) or a comma list of "
+    "MiB, with 1 to 16 parts";
+
+/* A whole number in [1, max] spanning exactly [s, s+n) (surrounding spaces allowed). */
+static bool parse_count(const char *s, size_t n, unsigned long long max, unsigned long long *out)
+{
+  while (n > 0 && isspace((unsigned char)*s))
+    s++, n--;
+  while (n > 0 && isspace((unsigned char)s[n - 1]))
+    n--;
+  if (n == 0 || n > 20)
+    return false;
+  unsigned long long v = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return false;
+    v = v * 10 + (unsigned long long)(s[i] - '0');
+    if (v > max)
+      return false;
+  }
+  *out = v;
+  return v >= 1;
+}
+
+/* The split that CLGRAPH_VIRTUAL_DEVICES asks for: *count parts of mib[i] MiB each, or
+ * mib[i] == 0 for equal parts of whatever the device has. */
+static clg_code parse_split(const char *text, int *count, uint64_t mib[CLG_MAX_VIRTUAL_PER_GPU])
+{
+  const unsigned long long max_mib = (unsigned long long)CLG_MAX_LIMIT_MB;
+  unsigned long long v;
+  const char *x = strchr(text, 'x');
+  if (!strchr(text, ',') && !x) {
+    if (!parse_count(text, strlen(text), CLG_MAX_VIRTUAL_PER_GPU, &v))
+      goto bad;
+    *count = (int)v;
+    memset(mib, 0, sizeof *mib * CLG_MAX_VIRTUAL_PER_GPU);
+    return CLG_OK;
+  }
+  if (x) {
+    unsigned long long each;
+    if (!parse_count(text, (size_t)(x - text), CLG_MAX_VIRTUAL_PER_GPU, &v) ||
+        !parse_count(x + 1, strlen(x + 1), max_mib, &each))
+      goto bad;
+    *count = (int)v;
+    for (int i = 0; i < *count; i++)
+      mib[i] = each;
+    return CLG_OK;
+  }
+  int n = 0;
+  for (const char *p = text;;) {
+    size_t len = strcspn(p, ",");
+    if (n == CLG_MAX_VIRTUAL_PER_GPU || !parse_count(p, len, max_mib, &v))
+      goto bad;
+    mib[n++] = v;
+    if (!p[len])
+      break;
+    p += len + 1;
+  }
+  *count = n;
+  return CLG_OK;
+bad:
+  return clg_error(CLG_INVALID_ARGUMENT, "CLGRAPH_VIRTUAL_DEVICES='%s': %s", text, split_expected);
+}
+
+/* Replaces each physical device by the parts CLGRAPH_VIRTUAL_DEVICES asks for, before the
+ * visible list: the parts are then what the visible list, the session's virtual devices and
+ * the device names count, so one GPU can play the four devices a multi-GPU program (or the
+ * test suite) expects. Each part shares its device's cl_device_id, context and compiled
+ * programs, and looks like a device with that much memory (global_mem, max_alloc), so every
+ * memory mode works on it as on a card of that size. */
+static clg_code split_physical(phys_device **list, int *n)
+{
+  const char *text = getenv("CLGRAPH_VIRTUAL_DEVICES");
+  if (!text || !*text || *n == 0)
+    return CLG_OK;
+  int count = 0;
+  uint64_t mib[CLG_MAX_VIRTUAL_PER_GPU];
+  clg_code code = parse_split(text, &count, mib);
+  if (code != CLG_OK)
+    return code;
+  phys_device *parts = calloc((size_t)*n * (size_t)count, sizeof *parts);
+  if (!parts)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory splitting devices");
+  for (int d = 0; d < *n; d++) {
+    const phys_device *ph = &(*list)[d];
+    cl_ulong gmem = 0;
+    cl_int err = clGetDeviceInfo(ph->id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gmem, &gmem, NULL);
+    if (err != CL_SUCCESS) {
+      free(parts);
+      return clg_cl_error(err, "clGetDeviceInfo",
+                          " for CL_DEVICE_GLOBAL_MEM_SIZE of physical GPU %d", d);
+    }
+    uint64_t total_mib = 0; /* at most 16 x 2^43: no overflow */
+    for (int k = 0; k < count; k++) {
+      uint64_t bytes = mib[k] ? mib[k] << 20 : (uint64_t)gmem / (uint64_t)count >> 20 << 20;
+      total_mib += bytes >> 20;
+      parts[d * count + k] = *ph;
+      parts[d * count + k].slice_bytes = bytes;
+      if (bytes == 0) {
+        free(parts);
+        return clg_error(CLG_INVALID_ARGUMENT,
+                         "CLGRAPH_VIRTUAL_DEVICES='%s': physical GPU %d has %llu bytes, less "
+                         "than 1 MiB per part",
+                         text, d, (unsigned long long)gmem);
+      }
+    }
+    if (total_mib > (uint64_t)gmem >> 20) {
+      char name[256] = "";
+      clGetDeviceInfo(ph->id, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
+      free(parts);
+      return clg_error(CLG_INVALID_ARGUMENT,
+                       "CLGRAPH_VIRTUAL_DEVICES='%s' asks for %llu MiB of physical GPU %d (%s), "
+                       "which has %llu MiB",
+                       text, (unsigned long long)total_mib, d, name,
+                       (unsigned long long)(gmem >> 20));
+    }
+  }
+  free(*list);
+  *list = parts;
+  *n *= count;
   return CLG_OK;
 }
 
@@ -579,6 +707,16 @@ static clg_code fill_gpu(clg_device *d, const phys_device *ph, cl_platform_id pl
   if (code != CLG_OK) {
     free(ext);
     return clg_error_prefix("describing /device:GPU:%d: ", id);
+  }
+  if (ph->slice_bytes && gmem > 0) {
+    /* A part looks like a smaller card of the same kind: its memory, and the device's ratio
+     * of max_alloc to memory (a quarter on PoCL and NVIDIA: 512 MiB of 2 GiB, as CI's
+     * stand-ins have). Computed in MiB: bytes times bytes would overflow. */
+    uint64_t part_mib = ph->slice_bytes >> 20, gmem_mib = gmem >> 20 ? gmem >> 20 : 1;
+    uint64_t max_mib = (uint64_t)(((double)(maxalloc >> 20) * (double)part_mib) / (double)gmem_mib);
+    maxalloc = max_mib ? max_mib << 20 : ph->slice_bytes;
+    d->physical_mem = gmem;
+    gmem = ph->slice_bytes;
   }
   info->compute_units = cu;
   info->global_mem = gmem;
@@ -674,6 +812,8 @@ clg_code clg_devices_new(const clg_device_config *cfg, clg_devices **out)
   phys_device *phys = NULL;
   int nphys = 0, *order = NULL, nvis = 0;
   code = enumerate(devs, types, &phys, &nphys);
+  if (code == CLG_OK)
+    code = split_physical(&phys, &nphys);
   if (code != CLG_OK)
     goto fail;
   devs->num_physical = nphys;

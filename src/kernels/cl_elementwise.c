@@ -537,8 +537,6 @@ void clg_cl_release_all(void)
 #ifdef CLG_HAVE_CLBLAST
   /* CLBlast keeps compiled programs per context in process-global caches; drop them too
    * so that the contexts can really be released (PoCL's disk cache makes a rebuild cheap). */
-  clg_clblast_lock(); /* another process state's MatMul may be running in CLBlast */
-  CLBlastClearCache();
-  clg_clblast_unlock();
+  clg_clblast_clear(); /* under the CLBlast lock; the next process state tunes again */
 #endif
 }

@@ -156,9 +156,10 @@ static CLBlastStatusCode gemm_dispatch(clg_dtype dtype, const gemm_args *g, cl_c
   return CLBlastNotImplemented;
 }
 
-static CLBlastStatusCode gemm_call(clg_dtype dtype, const gemm_args *g, cl_command_queue *q,
-                                   cl_event *ev, cl_mem temp)
+static CLBlastStatusCode gemm_call(const clg_device *dev, clg_dtype dtype, const gemm_args *g,
+                                   cl_command_queue *q, cl_event *ev, cl_mem temp)
 {
+  clg_clblast_tune(dev);
   clg_clblast_lock();
   CLBlastStatusCode st = gemm_dispatch(dtype, g, q, ev, temp);
   clg_clblast_unlock();
@@ -185,9 +186,10 @@ static CLBlastStatusCode temp_size_dispatch(clg_dtype dtype, const gemm_args *g,
   return CLBlastNotImplemented;
 }
 
-static CLBlastStatusCode temp_size_call(clg_dtype dtype, const gemm_args *g, cl_command_queue *q,
-                                        size_t *bytes)
+static CLBlastStatusCode temp_size_call(const clg_device *dev, clg_dtype dtype, const gemm_args *g,
+                                        cl_command_queue *q, size_t *bytes)
 {
+  clg_clblast_tune(dev); /* the scratch size follows the tuned tile sizes */
   clg_clblast_lock();
   CLBlastStatusCode st = temp_size_dispatch(dtype, g, q, bytes);
   clg_clblast_unlock();
@@ -298,16 +300,16 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *s
 
   cl_command_queue q = dev->queue;
   if (!alloc) {
-    CLBlastStatusCode st = gemm_call(dtype, &g, &q, NULL, NULL);
+    CLBlastStatusCode st = gemm_call(dev, dtype, &g, &q, NULL, NULL);
     return st == CLBlastSuccess ? CLG_OK : clblast_error(st, gemm_name(dtype, false), dev, why);
   }
 
   size_t temp_bytes = 0;
-  CLBlastStatusCode st = temp_size_call(dtype, &g, &q, &temp_bytes);
+  CLBlastStatusCode st = temp_size_call(dev, dtype, &g, &q, &temp_bytes);
   if (st != CLBlastSuccess)
     return clblast_error(st, temp_size_name(dtype), dev, why);
   if (temp_bytes == 0) { /* the direct kernel: no scratch */
-    st = gemm_call(dtype, &g, &q, NULL, NULL);
+    st = gemm_call(dev, dtype, &g, &q, NULL, NULL);
     return st == CLBlastSuccess ? CLG_OK : clblast_error(st, gemm_name(dtype, false), dev, why);
   }
 
@@ -338,7 +340,7 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *s
                         dev->info.name);
   }
   cl_event ev = NULL;
-  st = gemm_call(dtype, &g, &q, &ev, sub);
+  st = gemm_call(dev, dtype, &g, &q, &ev, sub);
   /* OpenCL keeps sub alive until the commands using it finish. */
   clReleaseMemObject(sub);
   if (st != CLBlastSuccess) {
@@ -393,7 +395,7 @@ clg_code clg_cl_warm_matmul(clg_device *dev, clg_dtype dtype)
     gemm_args g = {
         CLBlastTransposeNo, CLBlastTransposeNo, N, N, N, buf[0], buf[1], buf[2], 0, N, 0, N, 0, N};
     cl_command_queue q = dev->queue;
-    CLBlastStatusCode st = gemm_call(dtype, &g, &q, NULL, NULL);
+    CLBlastStatusCode st = gemm_call(dev, dtype, &g, &q, NULL, NULL);
     if (st != CLBlastSuccess)
       code = clblast_error(st, gemm_name(dtype, false), dev, NULL);
     else if ((err = clFinish(q)) != CL_SUCCESS)
@@ -439,7 +441,7 @@ clg_code clg_cl_matmul_scratch(clg_device *dev, clg_dtype dtype, bool ta, bool t
                  n};
   cl_command_queue q = dev->queue;
   size_t temp = 0;
-  CLBlastStatusCode st = temp_size_call(dtype, &g, &q, &temp);
+  CLBlastStatusCode st = temp_size_call(dev, dtype, &g, &q, &temp);
   if (st != CLBlastSuccess) {
     /* What the host fallback serves (no fp16, no fp64) needs no scratch; the rest fails
      * the run as the GEMM would. */

@@ -322,6 +322,22 @@ void clg_cl_release_all(void);
 void clg_clblast_lock(void);
 void clg_clblast_unlock(void);
 
+/* CLBlast tuned per card (kernels/clblast_tuning.c): applies the tuning that
+ * CLGRAPH_CLBLAST_TUNING or the cache folder holds for dev's physical device, once per device
+ * and before CLBlast's first use of it (every CLBlast call of clgraph comes here first; a
+ * program calling CLBlast itself on a clgraph device calls it too). Problems are logged as
+ * warnings naming the file; CLBlast then keeps its defaults. */
+void clg_clblast_tune(const clg_device *dev);
+/* Clears CLBlast's program caches (CLBlastClearCache) and forgets which devices were tuned,
+ * so that the next call reads the tuning again. What an earlier override set stays until a
+ * new one replaces it: CLBlast has no way back to its own parameters within a process. */
+void clg_clblast_clear(void);
+/* The cache file for a device of this CL_DEVICE_NAME and CL_DRIVER_VERSION:
+ * $XDG_CACHE_HOME/clgraph/clblast/<name>--<driver>.json (~/.cache without XDG_CACHE_HOME),
+ * with characters other than [A-Za-z0-9._-] written '_'. NOT_FOUND without a home folder. */
+clg_code clg_clblast_tuning_path(const char *cl_name, const char *driver_version, char *buf,
+                                 size_t size);
+
 /* CLBlast's name for a status code ("CLBlastNoHalfPrecision" for -2045), also in builds
  * without CLBlast; "CLBlastUnknownStatus" for codes it does not define. */
 const char *clg_clblast_status_name(int status);

@@ -209,10 +209,12 @@ static void stats_on_reserve(clg_allocator *a, uint64_t size)
  * 1050 MiB for 7.x, 1536 MiB for 8.x, 1800 MiB from 9.0; other vendors get the 500 MiB of
  * the oldest class), or CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB (TF_DEVICE_MIN_SYS_MEMORY_IN_MB).
  * On the H200 a limit of the whole memory failed: its fourth 35 GiB region was refused.
- * OpenCL devices of CPU type (PoCL) take host memory, which has no such driver share. */
-static uint64_t system_memory(const clg_device *dev, logq *q)
+ * OpenCL devices of CPU type (PoCL) take host memory, which has no such driver share. This is
+ * the share of the whole card; system_memory gives a part of it its own. */
+static uint64_t card_system_memory(const clg_device *dev, logq *q)
 {
-  const uint64_t MiB = 1ull << 20, total = dev->info.global_mem;
+  const uint64_t MiB = 1ull << 20;
+  const uint64_t total = dev->physical_mem ? dev->physical_mem : dev->info.global_mem;
   uint64_t want = 0;
   const char *raw;
   int got = clg_env_mib("CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB", &want, &raw);
@@ -242,6 +244,16 @@ static uint64_t system_memory(const clg_device *dev, logq *q)
   else if (cc == 7)
     sys = 1050 * MiB;
   return sys < total ? sys : 0;
+}
+
+/* A part of a card (CLGRAPH_VIRTUAL_DEVICES) leaves its fraction of the card's share: the
+ * whole share on each 2 GiB part of an H200 would leave 248 MiB of it. */
+static uint64_t system_memory(const clg_device *dev, logq *q)
+{
+  uint64_t sys = card_system_memory(dev, q);
+  if (!dev->physical_mem || dev->physical_mem <= dev->info.global_mem)
+    return sys;
+  return (uint64_t)((double)sys * (double)dev->info.global_mem / (double)dev->physical_mem);
 }
 
 /* --- devices whose memory is the host's ---------------------------------------------- */

@@ -207,7 +207,11 @@ clg_node *clg_apply_gradients(clg_graph *g, const clg_optimizer *opt, int num,
     snprintf(sname, sizeof sname, "%s/step", name ? name : "train");
     clg_node *inc = NULL;
     if (global_step) {
+      /* On the step's device whatever the scope (TensorFlow's colocate_with(global_step)):
+       * under a GPU scope an int64 AssignAdd would have no kernel there. */
+      clg_graph_push_device(g, clg_node_requested_device(global_step));
       inc = clg_assign_add(g, sname, global_step, scalar(g, clg_node_dtype(global_step), 1));
+      clg_graph_pop_device(g);
       for (int i = 0; inc && i < nu; i++)
         clg_node_add_control_input(inc, updates[i]);
     }
