@@ -97,6 +97,8 @@ clg_code clg_file_open_read(const char *path, int *fd)
  * folder) looks dead, another host's writer cannot be asked, and a paused writer writes
  * nothing. OFD locks, not POSIX ones: they belong to the open file, so another thread's save
  * in this process conflicts too, and closing some other descriptor of the file drops none.
+ * Where locks are local to each host (NFS mounted nolock), another host's lock is not seen
+ * and its writer's temporary may go: share checkpoint folders over locking file systems.
  * Earlier versions named theirs ".<name>.tmp.XXXXXX" (mkstemp) and took no lock. */
 #define TMP_TAG ".clgraph-tmp."
 #define OLD_TAG ".tmp."
