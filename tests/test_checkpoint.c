@@ -4,7 +4,9 @@
  * its error and no variable changed; save errors; every file save writes is read back (empty
  * tensors of huge shapes); FIFOs refused at once; names of 255 bytes; modes under the umask;
  * a writer killed in the middle of a save leaves the previous checkpoint intact, and the next
- * save removes its temporary file but never a live writer's; and `clgraph checkpoint ls`. */
+ * save removes its temporary file (and an earlier version's, once old) but never a live
+ * writer's, whatever its pid or host, only its lock says; and `clgraph checkpoint ls`. */
+#define _GNU_SOURCE /* F_OFD_SETLK */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -663,6 +665,31 @@ static void test_umask(void)
  * host, its process ended, or the process that has its pid now started after the file was
  * last written; on another host, the file was last written before this process started.
  * Never a live writer's, nor another file's. */
+/* A fresh OFD write lock on the whole of path (an open file description of its own, so it
+ * conflicts with every other, this process's included); the descriptor, -1 on failure. */
+static int lock_file(const char *path)
+{
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+  if (fd >= 0 && fcntl(fd, F_OFD_SETLK, &l) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  CHECK_MSG(fd >= 0, "locking %s: %s", path, strerror(errno));
+  return fd;
+}
+
+/* Whether another open file holds a lock on path. */
+static bool locked(const char *path)
+{
+  struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  bool held = fd >= 0 && fcntl(fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+  if (fd >= 0)
+    close(fd);
+  return held;
+}
+
 static void test_stale_temps(void)
 {
   clg_graph *g = NULL;
@@ -681,59 +708,115 @@ static void test_stale_temps(void)
     clg_graph_free(g);
     return;
   }
-  /* As short for a name of 255 bytes as for one of 1, with room for a pid and the rest. */
+  /* As short for a name of 255 bytes as for one of 1, with room for the rest. */
   char longest[600], *pl;
   snprintf(longest, sizeof longest, "%s/%0255d", sub, 7);
   pl = clg_atomic_file_temp_prefix(longest);
-  CHECK(pl && strlen(pl) == strlen(pf) && strlen(strrchr(pf, '/') + 1) + 20 + 1 + 6 < 100);
+  CHECK(pl && strlen(pl) == strlen(pf) && strlen(strrchr(pf, '/') + 1) + 20 < 100);
   free(pl);
-  char ph[400]; /* the same file's, written on another host */
-  snprintf(ph, sizeof ph, "%s", pf);
-  memcpy(ph + strlen(ph) - 9, "zzzzzzzz", 8);
   pid_t dead = fork();
   if (dead == 0)
     _exit(0);
   waitpid(dead, NULL, 0);
-  pid_t live = fork();
-  if (live == 0) {
-    pause();
-    _exit(0);
-  }
-  nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+  /* Whose a temporary is shows in its lock alone: a writer holds one on its temporary from
+   * creation to rename, and its pid or host (in the names of earlier versions) tell nothing
+   * of a writer in another PID namespace, or paused on another host. */
+  enum { UNLOCKED, LOCKED_HERE, LOCKED_CHILD };
   static const struct {
-    int who; /* 0: this file, 1: another file, 2: this file from another host */
-    int pid; /* 0: dead, 1: live, 2: this process */
-    bool old, removed;
+    int kind; /* 0: this file's; 1: another file's; 2: this file's by an earlier version;
+               * 3, 4: this file's, named with a dead pid, with another host and a pid
+               * (as one earlier version named them); 5: another file's by an earlier one */
+    int lock; /* UNLOCKED, LOCKED_HERE (another thread's save), LOCKED_CHILD */
+    bool old; /* last written in 2001 */
+    bool removed;
     const char *what;
   } cases[] = {
-      {0, 0, false, true, "a dead writer's"},
-      {0, 1, false, false, "a live writer's"},
-      {0, 1, true, true, "a reused pid's (written before its process started)"},
-      {0, 2, false, false, "this process's (another thread's save)"},
-      {1, 0, false, false, "another file's"},
-      {2, 0, false, false, "another host's"},
-      {2, 0, true, true, "another host's, written before this process started"},
+      {0, UNLOCKED, false, true, "a killed writer's"},
+      {0, LOCKED_HERE, false, false, "this process's (another thread's save)"},
+      {0, LOCKED_CHILD, false, false, "a live child's"},
+      {0, LOCKED_CHILD, true, false, "a live writer's, last written long ago (paused)"},
+      {3, LOCKED_CHILD, false, false,
+       "a live writer's named with a dead pid (another PID namespace)"},
+      {4, LOCKED_CHILD, true, false, "a live writer's on another host, paused"},
+      {3, UNLOCKED, false, true, "a killed writer's whose name has a pid"},
+      {1, UNLOCKED, false, false, "another file's"},
+      {1, UNLOCKED, true, false, "another file's, old"},
+      {2, UNLOCKED, false, false, "an earlier version's, recent (its writer took no lock)"},
+      {2, UNLOCKED, true, true, "an earlier version's, old"},
+      {2, LOCKED_HERE, true, false, "an earlier version's, old but locked"},
+      {5, UNLOCKED, true, false, "an earlier version's of another file, old"},
   };
   enum { NC = sizeof cases / sizeof cases[0] };
   char names[NC][700];
+  int fds[NC];
   for (int i = 0; i < NC; i++) {
-    const char *p = cases[i].who == 0 ? pf : cases[i].who == 1 ? po : ph;
-    long pid = cases[i].pid == 0 ? (long)dead : cases[i].pid == 1 ? (long)live : (long)getpid();
-    snprintf(names[i], sizeof names[i], "%s%ld.case%02d", p, pid, i);
+    const char *k = "XYZ12";
+    switch (cases[i].kind) {
+    case 0:
+      snprintf(names[i], sizeof names[i], "%scase%02d", pf, i);
+      break;
+    case 1:
+      snprintf(names[i], sizeof names[i], "%scase%02d", po, i);
+      break;
+    case 2:
+      snprintf(names[i], sizeof names[i], "%s/.model.safetensors.tmp.%s%d", sub, k, i % 10);
+      break;
+    case 3: /* a dead pid */
+      snprintf(names[i], sizeof names[i], "%s%ld.case%02d", pf, (long)dead, i);
+      break;
+    case 4: /* another host's */
+      snprintf(names[i], sizeof names[i], "%szzzzzzzz.%ld.case%02d", pf, (long)getpid(), i);
+      break;
+    default:
+      snprintf(names[i], sizeof names[i], "%s/.other.safetensors.tmp.%s%d", sub, k, i % 10);
+      break;
+    }
     put_file(names[i], "partial", 7);
     if (cases[i].old) {
       struct timespec t[2] = {{1000000000, 0}, {1000000000, 0}}; /* 2001 */
       CHECK(utimensat(AT_FDCWD, names[i], t, 0) == 0);
     }
+    fds[i] = cases[i].lock != UNLOCKED ? lock_file(names[i]) : -1;
   }
+  /* The child shares the open file descriptions, so their locks, and this process closes
+   * its own: each lock is then the child's alone. */
+  pid_t live = fork();
+  if (live == 0) {
+    pause();
+    _exit(0);
+  }
+  CHECK(live > 0);
+  for (int i = 0; i < NC; i++)
+    if (cases[i].lock == LOCKED_CHILD) {
+      close(fds[i]);
+      fds[i] = -1;
+    }
   CHECK_OK(clg_session_save(s, f, 0, NULL));
   for (int i = 0; i < NC; i++)
     CHECK_MSG((access(names[i], F_OK) != 0) == cases[i].removed, "%s temporary file was %s",
               cases[i].what, cases[i].removed ? "kept" : "removed");
+
+  /* A writer of this process keeps its temporary, and its lock, through another's save. */
+  clg_atomic_file a;
+  CHECK_OK(clg_atomic_file_open(&a, f));
+  CHECK_OK(clg_atomic_file_write(&a, "x", 1));
+  CHECK_OK(clg_session_save(s, f, 0, NULL));
+  CHECK_MSG(a.tmp && access(a.tmp, F_OK) == 0, "a save removed another save's temporary %s",
+            a.tmp ? a.tmp : "?");
+  CHECK_MSG(a.tmp && locked(a.tmp), "a writer holds no lock on its temporary file");
+  CHECK_OK(clg_atomic_file_commit(&a));
+  int kept = 0;
+  for (int i = 0; i < NC; i++)
+    kept += !cases[i].removed;
+  CHECK_MSG(hidden_in(sub) == kept, "%d temporary files left, not %d", hidden_in(sub), kept);
+
   kill(live, SIGKILL);
   waitpid(live, NULL, 0);
-  for (int i = 0; i < NC; i++)
+  for (int i = 0; i < NC; i++) {
+    if (fds[i] >= 0)
+      close(fds[i]);
     unlink(names[i]);
+  }
   unlink(f);
   CHECK(rmdir(sub) == 0);
   free(pf);
@@ -862,14 +945,18 @@ static void test_kill_writer(const char *self)
   CHECK_MSG(count_temps() == 0, "a save left %d temporary file(s) of a killed writer",
             count_temps());
 
-  /* A live writer's temporary file stays: a writer stopped in the middle of a save. */
+  /* A live writer's temporary file stays: a writer stopped in the middle of a save, once it
+   * holds the lock (stopped between the file's creation and the lock, its file may go, and it
+   * then takes another: its save still succeeds, as the end checks). */
   remove_temps();
   pid_t pid = start_child_save(self, f);
   char temp[700] = "";
   for (int i = 0; i < 30000 && !temp[0]; i++) {
     if (count_temps() > 0) {
       kill(pid, SIGSTOP);
-      one_temp(temp, sizeof temp); /* still there once stopped? */
+      one_temp(temp, sizeof temp); /* still there, and locked, once stopped? */
+      if (temp[0] && !locked(temp))
+        temp[0] = '\0';
       if (!temp[0])
         kill(pid, SIGCONT);
     } else {

@@ -4,7 +4,6 @@
  * staircase-decayed learning rate, moving averages of the weights for evaluation, the
  * tutorial's log line every --log-every steps and a checkpoint every 1,000 steps. */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include "cifar10_model.h"
 #include "cifar10_run.h"
 #include "clgraph.h"
+#include "core/core.h"
 #include "pictures.h"
 #include "tool.h"
 
@@ -356,18 +356,16 @@ static bool find_tasks(train_config *c)
   return ok;
 }
 
-/* FNV-1a of the bytes of path; false when it is not a regular file this task can read (a
- * FIFO is not opened for good: O_NONBLOCK, then fstat). */
+/* FNV-1a of the bytes of path; false when it is not a regular file this task can read
+ * (opened as every reader opens one, by clg_file_open_read: a FIFO refused at once). It
+ * reads the whole checkpoint, on every task, once per run that resumes: the only sure way to
+ * know that the tasks see the same file (a size and a time could agree on different bytes),
+ * and little beside the restore that then reads it all again. */
 static bool file_hash(const char *path, uint64_t *hash)
 {
-  int fd = open(path, O_RDONLY | O_NONBLOCK);
-  struct stat st;
-  if (fd < 0)
+  int fd;
+  if (clg_file_open_read(path, &fd) != CLG_OK)
     return false;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return false;
-  }
   uint64_t h = 14695981039346656037ull;
   unsigned char buf[65536];
   ssize_t n;

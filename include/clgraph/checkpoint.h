@@ -9,7 +9,9 @@
  * A save is atomic: it writes a temporary file in the same folder (".clgraph-tmp.*", short
  * whatever the name's length), syncs it and renames it over the real name, so a crash never
  * leaves a half-written checkpoint there; the next save of that name removes the temporary
- * file a writer killed in the middle left (never a live writer's). The file is created as
+ * file a writer killed in the middle left (never a live writer's: a writer holds a lock on
+ * its temporary until the rename, so even one in another container or on another host keeps
+ * it; a file system without locks keeps every temporary). The file is created as
  * open(path, ..., 0666) creates one, under the umask. A restore reads regular files only (a
  * FIFO is INVALID_ARGUMENT at once, not waited on), and reads back every file a save writes;
  * it checks the whole file (header, every name, dtype and shape) before it changes any

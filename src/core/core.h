@@ -85,11 +85,15 @@ void clg_strbuf_append(clg_strbuf *s, const char *text);
  * syncs it, renames it over path and syncs the folder; on any failure, and on abort, the
  * temporary file is removed and path is unchanged. The file is created as open(path, ...,
  * 0666) creates one: under the umask. Its temporary name is short whatever path's length
- * (".clgraph-tmp.<hashes>.<pid>.<random>"), and open first removes the temporaries of path
- * that a writer now gone left (killed during a save), never a live writer's. Errors name the
- * file and the call: PERMISSION_DENIED, NOT_FOUND (no such folder), RESOURCE_EXHAUSTED (disk
- * full), INVALID_ARGUMENT for an empty path or a name the file system refuses, INTERNAL.
- * commit and abort free f's strings. */
+ * (".clgraph-tmp.<name hash>.<random>"), and the writer holds an OFD write lock on it
+ * (fcntl F_OFD_SETLK) from open to the rename. open first removes the temporaries of path
+ * that no writer holds (one killed during a save): those it can lock itself, and the
+ * ".<name>.tmp.XXXXXX" of earlier versions, which took no lock, once unlocked and an hour
+ * old; never a live writer's, whatever process, PID namespace or host it runs in (on a file
+ * system without locks nothing is removed). Errors name the file and the call:
+ * PERMISSION_DENIED, NOT_FOUND (no such folder), RESOURCE_EXHAUSTED (disk full),
+ * INVALID_ARGUMENT for an empty path or a name the file system refuses, INTERNAL. commit and
+ * abort free f's strings. */
 typedef struct clg_atomic_file {
   int fd;
   char *tmp, *path;
@@ -100,8 +104,8 @@ clg_code clg_atomic_file_commit(clg_atomic_file *f);
 void clg_atomic_file_abort(clg_atomic_file *f);
 /* open, write, commit. */
 clg_code clg_file_write_atomic(const char *path, const void *data, size_t size);
-/* "<folder>/.clgraph-tmp.<name hash>.<host hash>.": what every temporary name of path begins
- * with, before "<pid>.<random>" (malloc'd; NULL when out of memory). */
+/* "<folder>/.clgraph-tmp.<name hash>.": what every temporary name of path begins with,
+ * before "<random>" (malloc'd; NULL when out of memory). */
 char *clg_atomic_file_temp_prefix(const char *path);
 
 /* Opens path for reading, a regular file only: the open does not wait on a FIFO (O_NONBLOCK,

@@ -3,11 +3,11 @@
  * never leaves a half-written file under the real name. Checkpoints stream into one; traces,
  * memory maps and pages are written in one call. And files opened for reading: regular files
  * only, found out before any call could block on a FIFO. */
+#define _GNU_SOURCE /* F_OFD_SETLK; libgen.h keeps basename POSIX's */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,12 +88,23 @@ clg_code clg_file_open_read(const char *path, int *fd)
 
 /* --- temporary files --------------------------------------------------------------------- */
 
-/* Temporary names are ".clgraph-tmp.<name>.<host>.<pid>.<random>": hashes of the real name
- * and of the host, so that they stay short whatever the name's length (a name of 255 bytes
- * must still be writable) yet say whose they are; the host and the pid tell a later save
- * whether their writer is gone. */
+/* Temporary names are ".clgraph-tmp.<name hash>.<random>": a hash of the real name, so that
+ * they stay short whatever the name's length (a name of 255 bytes must still be writable) yet
+ * say whose file they are. Whether a writer still needs one shows in a lock alone: the writer
+ * holds an open-file-description lock (F_OFD_SETLK, a write lock on the whole file) from
+ * creation to rename, which the kernel drops when the writer dies however it dies. A pid or
+ * a host name would tell nothing sure: a pid in another PID namespace (containers sharing a
+ * folder) looks dead, another host's writer cannot be asked, and a paused writer writes
+ * nothing. OFD locks, not POSIX ones: they belong to the open file, so another thread's save
+ * in this process conflicts too, and closing some other descriptor of the file drops none.
+ * Where locks are local to each host (NFS mounted nolock), another host's lock is not seen
+ * and its writer's temporary may go: share checkpoint folders over locking file systems.
+ * Earlier versions named theirs ".<name>.tmp.XXXXXX" (mkstemp) and took no lock. */
 #define TMP_TAG ".clgraph-tmp."
-#define HOST_HEX 8
+#define OLD_TAG ".tmp."
+#define OLD_RANDOM 6          /* mkstemp's XXXXXX */
+#define OLD_STALE_S (60 * 60) /* an unlocked old-style temporary: stale after an hour */
+#define RANDOM_LEN 8
 
 static uint64_t fnv1a(const char *s)
 {
@@ -103,118 +114,117 @@ static uint64_t fnv1a(const char *s)
   return h;
 }
 
-/* The stem of the temporary names of the file `name` in its folder:
- * ".clgraph-tmp.<name hash>." (*name_len bytes), then "<host hash>.". */
-static void temp_stem(const char *name, char out[64], size_t *name_len)
+/* The stem of the temporary names of the file `name` in its folder: ".clgraph-tmp.<name
+ * hash>.". */
+static void temp_stem(const char *name, char out[64])
 {
-  char host[256] = "";
-  if (gethostname(host, sizeof host - 1) != 0)
-    host[0] = '\0';
-  *name_len = (size_t)snprintf(out, 64, TMP_TAG "%016llx.", (unsigned long long)fnv1a(name));
-  snprintf(out + *name_len, 64 - *name_len, "%0*lx.", HOST_HEX,
-           (unsigned long)(fnv1a(host) & 0xffffffffu));
+  snprintf(out, 64, TMP_TAG "%016llx.", (unsigned long long)fnv1a(name));
 }
 
-/* path's folder (malloc'd) and the stem of its temporary names; false when out of memory. */
-static bool temp_parts(const char *path, char **folder, char stem[64], size_t *name_len)
+/* path's folder and name (malloc'd); false when out of memory. */
+static bool path_parts(const char *path, char **folder, char **name)
 {
   char *a = clg_strdup(path), *b = clg_strdup(path);
-  *folder = NULL;
+  *folder = *name = NULL;
   if (a && b) {
-    temp_stem(basename(b), stem, name_len);
+    *name = clg_strdup(basename(b));
     *folder = clg_strdup(dirname(a));
   }
   free(a);
   free(b);
-  return *folder != NULL;
+  if (*folder && *name)
+    return true;
+  free(*folder);
+  free(*name);
+  *folder = *name = NULL;
+  return false;
 }
 
 char *clg_atomic_file_temp_prefix(const char *path)
 {
-  char *folder = NULL, stem[64];
-  size_t name_len;
-  if (!path || !temp_parts(path, &folder, stem, &name_len))
+  char *folder, *name, stem[64];
+  if (!path || !path_parts(path, &folder, &name))
     return NULL;
+  temp_stem(name, stem);
   clg_strbuf s;
   clg_strbuf_init(&s);
   clg_strbuf_printf(&s, "%s/%s", folder, stem);
   free(folder);
+  free(name);
   return clg_strbuf_take(&s);
 }
 
-/* When process pid started, in seconds since the epoch; 0 where /proc does not say. */
-static long long process_start(long pid)
+/* Takes a whole-file OFD lock of type (F_WRLCK, F_RDLCK) on fd without waiting; 0, or -1 with
+ * errno (EAGAIN: another holds a conflicting lock). */
+static int lock_whole(int fd, short type)
 {
-  char p[64], buf[1024];
-  snprintf(p, sizeof p, "/proc/%ld/stat", pid);
-  FILE *f = fopen(p, "r");
-  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-  if (f)
-    fclose(f);
-  buf[n] = '\0';
-  /* Field 22 (starttime, in clock ticks since boot); the command name before it, in
-   * parentheses, may hold spaces and parentheses of its own. */
-  char *at = strrchr(buf, ')');
-  for (int field = 2; at && field < 22; field++)
-    at = strchr(at + 1, ' ');
-  long long ticks = at ? strtoll(at + 1, NULL, 10) : 0;
-  long long boot = 0;
-  f = ticks > 0 ? fopen("/proc/stat", "r") : NULL;
-  while (f && fgets(buf, sizeof buf, f))
-    if (strncmp(buf, "btime ", 6) == 0)
-      boot = strtoll(buf + 6, NULL, 10);
-  if (f)
-    fclose(f);
-  long hz = sysconf(_SC_CLK_TCK);
-  return boot > 0 && hz > 0 ? boot + ticks / hz : 0;
+  struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+  return fcntl(fd, F_OFD_SETLK, &l);
 }
 
-/* Whether a file last written at mtime was written before a process started at start (0:
- * unknown, so not); 2 s of slack, as the boot time is in whole seconds. */
-static bool written_before(time_t mtime, long long start)
+/* Whether entry is an earlier version's temporary of `name`: ".<name>.tmp." and 6 of
+ * mkstemp's letters and digits. */
+static bool old_style_temp(const char *entry, const char *name)
 {
-  return start > 0 && (long long)mtime + 2 < start;
+  size_t n = strlen(name);
+  if (entry[0] != '.' || strncmp(entry + 1, name, n) != 0 ||
+      strncmp(entry + 1 + n, OLD_TAG, strlen(OLD_TAG)) != 0)
+    return false;
+  const char *r = entry + 1 + n + strlen(OLD_TAG);
+  if (strlen(r) != OLD_RANDOM)
+    return false;
+  for (; *r; r++)
+    if (!((*r >= 'a' && *r <= 'z') || (*r >= 'A' && *r <= 'Z') || (*r >= '0' && *r <= '9')))
+      return false;
+  return true;
 }
 
-/* Removes the temporary files of the same name that a writer now gone left (killed in the
- * middle of a save). Of this host's: those whose process has ended, or whose pid the process
- * that now has it got after they were last written (a reused pid). Of another host's, whose
- * processes cannot be asked: those last written before this process started (a live writer
- * keeps writing; a new container is often a new host name). Best effort: a folder that cannot
- * be listed keeps its files. */
-static void remove_stale(const char *folder, const char *stem, size_t name_len)
+/* Removes folder's entry if it is a regular file no one holds a lock on: opened (without
+ * following a link or waiting on anything), locked by this open file (a read lock, which any
+ * writer's write lock refuses), and unlinked under that lock only if the name still names
+ * the locked file. A writer that created it and has yet to lock it finds it gone once it has
+ * (create_temp checks), so no writer ever goes on with a removed file. min_age: seconds since
+ * it was last written, 0 for any. */
+static void remove_if_unlocked(int dirfd_, const char *entry, time_t min_age)
 {
+  struct stat at, locked;
+  if (fstatat(dirfd_, entry, &at, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(at.st_mode) ||
+      (min_age > 0 && at.st_mtime > time(NULL) - min_age))
+    return;
+  int fd = openat(dirfd_, entry, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  if (lock_whole(fd, F_RDLCK) == 0 && fstat(fd, &locked) == 0 &&
+      fstatat(dirfd_, entry, &at, AT_SYMLINK_NOFOLLOW) == 0 && at.st_dev == locked.st_dev &&
+      at.st_ino == locked.st_ino)
+    unlinkat(dirfd_, entry, 0);
+  close(fd); /* drops the lock */
+}
+
+/* Removes the temporary files of `name` in folder that no writer holds any more (killed in
+ * the middle of a save): this version's when unlocked, an earlier version's (which took no
+ * lock) when unlocked and not written for an hour. Best effort: a folder that cannot be
+ * listed keeps its files, and so does a file system without locks (nothing can be locked). */
+static void remove_stale(const char *folder, const char *name)
+{
+  char stem[64];
+  temp_stem(name, stem);
+  size_t stem_len = strlen(stem);
   DIR *d = opendir(folder);
-  long long mine = -1; /* this process's start, looked up once */
   for (struct dirent *e; d && (e = readdir(d));) {
-    const char *host = e->d_name + name_len, *p = host + HOST_HEX + 1;
-    if (strncmp(e->d_name, stem, name_len) != 0 || strlen(host) < HOST_HEX + 1 ||
-        host[HOST_HEX] != '.')
-      continue;
-    char *end = NULL;
-    long pid = strtol(p, &end, 10);
-    struct stat sb;
-    if (pid <= 0 || end == p || *end != '.' ||
-        fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
-      continue;
-    bool stale;
-    if (strncmp(host, stem + name_len, HOST_HEX) == 0) {
-      stale = (kill((pid_t)pid, 0) != 0 && errno == ESRCH) ||
-              written_before(sb.st_mtime, process_start(pid));
-    } else {
-      if (mine < 0)
-        mine = process_start((long)getpid());
-      stale = written_before(sb.st_mtime, mine);
-    }
-    if (stale)
-      unlinkat(dirfd(d), e->d_name, 0);
+    if (strncmp(e->d_name, stem, stem_len) == 0 && e->d_name[stem_len])
+      remove_if_unlocked(dirfd(d), e->d_name, 0);
+    else if (old_style_temp(e->d_name, name))
+      remove_if_unlocked(dirfd(d), e->d_name, OLD_STALE_S);
   }
   if (d)
     closedir(d);
 }
 
-/* Creates "<prefix><pid>.<random>" with O_EXCL, mode 0666 under the umask (as any new file);
- * another name on a collision. */
+/* Creates "<prefix><random>" with O_EXCL, mode 0666 under the umask (as any new file), and
+ * takes its lock; another name on a collision, or when a cleaner removed it before the lock
+ * was taken (the name no longer names the locked file) or holds it. A file system that has
+ * no locks leaves the file unlocked; no cleaner can lock it there either. */
 static int create_temp(clg_strbuf *name, const char *prefix)
 {
   static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -222,25 +232,43 @@ static int create_temp(clg_strbuf *name, const char *prefix)
   uint64_t x = clg_now_ns() ^ ((uint64_t)getpid() << 32);
   for (int attempt = 0; attempt < 100; attempt++) {
     x ^= (uint64_t)(atomic_fetch_add(&counter, 1) + 1) * 0x9e3779b97f4a7c15ull;
-    char rnd[7];
-    for (int i = 0; i < 6; i++) {
+    char rnd[RANDOM_LEN + 1];
+    for (int i = 0; i < RANDOM_LEN; i++) {
       x ^= x << 13; /* xorshift64 */
       x ^= x >> 7;
       x ^= x << 17;
       rnd[i] = digits[x % 36];
     }
-    rnd[6] = '\0';
+    rnd[RANDOM_LEN] = '\0';
     clg_strbuf_free(name);
     clg_strbuf_init(name);
-    clg_strbuf_printf(name, "%s%ld.%s", prefix, (long)getpid(), rnd);
+    clg_strbuf_printf(name, "%s%s", prefix, rnd);
     if (name->failed) {
       errno = ENOMEM;
       return -1;
     }
     int fd = open(name->buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0 || errno != EEXIST)
-      return fd;
+    if (fd < 0) {
+      if (errno == EEXIST)
+        continue;
+      return -1;
+    }
+    struct stat mine, named;
+    if (lock_whole(fd, F_WRLCK) != 0) {
+      int err = errno;
+      if (err == EAGAIN || err == EACCES) { /* a cleaner holds it, and removes it */
+        close(fd);
+        continue;
+      }
+      /* No locks here (ENOLCK, EINVAL, EOPNOTSUPP...): the file stays, unlocked. */
+    } else if (fstat(fd, &mine) != 0 || stat(name->buf, &named) != 0 ||
+               mine.st_dev != named.st_dev || mine.st_ino != named.st_ino) {
+      close(fd); /* removed by a cleaner between open and lock */
+      continue;
+    }
+    return fd;
   }
+  errno = EEXIST;
   return -1;
 }
 
@@ -256,23 +284,24 @@ clg_code clg_atomic_file_open(clg_atomic_file *f, const char *path)
   if (lstat(path, &sb) != 0 && errno == ENAMETOOLONG)
     return clg_error(CLG_INVALID_ARGUMENT, "%s: cannot create it: %s", path,
                      strerror(ENAMETOOLONG));
-  char *folder = NULL, stem[64];
-  size_t name_len;
+  char *folder = NULL, *name = NULL, stem[64];
   clg_strbuf s, prefix;
   clg_strbuf_init(&s);
   clg_strbuf_init(&prefix);
-  if (temp_parts(path, &folder, stem, &name_len)) {
-    remove_stale(folder, stem, name_len);
+  if (path_parts(path, &folder, &name)) {
+    remove_stale(folder, name);
+    temp_stem(name, stem);
     clg_strbuf_printf(&prefix, "%s/%s", folder, stem);
   }
   f->path = clg_strdup(path);
-  if (!folder || prefix.failed || !f->path) {
-    free(folder);
+  free(folder);
+  bool no_memory = !name || prefix.failed || !f->path;
+  free(name);
+  if (no_memory) {
     clg_strbuf_free(&prefix);
     clg_atomic_file_abort(f);
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory writing %s", path);
   }
-  free(folder);
   f->fd = create_temp(&s, prefix.buf);
   int err = errno;
   clg_strbuf_free(&prefix);
@@ -308,20 +337,20 @@ clg_code clg_atomic_file_write(clg_atomic_file *f, const void *data, size_t size
 clg_code clg_atomic_file_commit(clg_atomic_file *f)
 {
   clg_code code = CLG_OK;
-  /* The data on disk before the name points at it. */
+  /* The data on disk before the name points at it; renamed while the descriptor, so the
+   * lock, is still held (a cleaner would take a closed temporary for a killed writer's). */
   if (fsync(f->fd) != 0)
     code = clg_error(file_code(errno), "%s: fsync: %s", f->tmp, strerror(errno));
-  int closed = close(f->fd); /* closed even when fsync failed */
-  f->fd = -1;
-  if (closed != 0 && code == CLG_OK)
-    code = clg_error(file_code(errno), "%s: close: %s", f->tmp, strerror(errno));
-  if (code == CLG_OK && rename(f->tmp, f->path) != 0)
+  else if (rename(f->tmp, f->path) != 0)
     code = clg_error(file_code(errno), "%s: renaming %s over it: %s", f->path, f->tmp,
                      strerror(errno));
   if (code != CLG_OK) {
     clg_atomic_file_abort(f);
     return code;
   }
+  if (close(f->fd) != 0) /* the data was synced, so an error here is a rare one */
+    code = clg_error(file_code(errno), "%s: close: %s", f->path, strerror(errno));
+  f->fd = -1;
   /* The rename itself on disk; a folder that cannot be opened cannot be synced. */
   char *a = clg_strdup(f->path);
   int dfd = a ? open(dirname(a), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
@@ -333,15 +362,15 @@ clg_code clg_atomic_file_commit(clg_atomic_file *f)
   free(f->tmp);
   free(f->path);
   f->tmp = f->path = NULL;
-  return CLG_OK;
+  return code;
 }
 
 void clg_atomic_file_abort(clg_atomic_file *f)
 {
+  if (f->tmp) /* removed before the lock goes with the descriptor */
+    unlink(f->tmp);
   if (f->fd >= 0)
     close(f->fd);
-  if (f->tmp)
-    unlink(f->tmp);
   free(f->tmp);
   free(f->path);
   f->fd = -1;
