@@ -4,7 +4,8 @@
 #     reached through their table (src/device/interface.c);
 #  2. src/runtime/ never asks whether a device is the host (no is_host);
 #  3. graph building does not pull in CL/cl.h;
-#  4. no op type name is compared outside the registry (src/ops/).
+#  4. no op type name is compared outside the registry (src/ops/);
+#  5. src/memory/ calls OpenCL only in its region backend (src/memory/region_cl.c).
 # Usage: tests/check_layering.sh SOURCE_DIR
 set -euo pipefail
 src=${1:?usage: check_layering.sh SOURCE_DIR}
@@ -17,6 +18,9 @@ report() {
 hits=$(grep -nE '\bcl[A-Z][A-Za-z]*[[:space:]]*\(|\bcl_[a-z_]+\b|\bCL_[A-Z_]+\b' \
   "$src"/src/runtime/*.[ch] || true)
 [ -z "$hits" ] || report "src/runtime/ uses OpenCL directly:" "$hits"
+hits=$(grep -nE '\bcl[A-Z][A-Za-z]*[[:space:]]*\(' "$src"/src/memory/*.[ch] |
+  grep -v '^'"$src"'/src/memory/region_cl\.c:' || true)
+[ -z "$hits" ] || report "src/memory/ calls OpenCL outside region_cl.c:" "$hits"
 hits=$(grep -n 'is_host' "$src"/src/runtime/*.[ch] || true)
 [ -z "$hits" ] || report "src/runtime/ branches on the host:" "$hits"
 cc=${CC:-cc}
@@ -32,5 +36,5 @@ for op in $ops; do
   hits=$(grep -rnE "strcmp\([^;]*\"$op\"" "$src/src" --include='*.c' | grep -v '^'"$src"'/src/ops/' || true)
   [ -z "$hits" ] || report "op name '$op' compared outside src/ops/:" "$hits"
 done
-[ "$fail" -eq 0 ] && echo "check_layering: runtime without OpenCL, graph.h without CL/cl.h, op names in the registry only"
+[ "$fail" -eq 0 ] && echo "check_layering: runtime without OpenCL, memory/ OpenCL in region_cl.c only, graph.h without CL/cl.h, op names in the registry only"
 exit "$fail"

@@ -62,6 +62,10 @@ void clg_suballoc_walk(const clg_suballoc *a, clg_suballoc_visit visit, void *us
 
 typedef struct clg_allocator clg_allocator;
 
+/* The event a free may wait for. OpenCL's today, as callers hold it; named here once, so
+ * that the allocator's files treat it as the region backend's handle (memory_internal.h). */
+typedef cl_event clg_mem_event;
+
 /* Creates the allocator for dev with the given options (NULL: the defaults). A fraction
  * outside [0, 1] (or NaN) is INVALID_ARGUMENT. For an OpenCL device the limit is: the
  * virtual device's memory_limit if set, else fraction x global memory if fraction > 0,
@@ -105,7 +109,7 @@ clg_code clg_allocator_alloc(clg_allocator *a, size_t bytes, clg_block *out);
  * before that event completes (or fails); the allocator retains the event and releases it.
  * The block counts as freed in the statistics at once (bytes_pending until reclaimed).
  * A block that is not live in this allocator is logged as an error and ignored. */
-void clg_allocator_free(clg_allocator *a, const clg_block *b, cl_event pending);
+void clg_allocator_free(clg_allocator *a, const clg_block *b, clg_mem_event pending);
 
 void clg_allocator_stats(clg_allocator *a, clg_memory_stats *out);
 /* Peak in use := in use; num_allocs := 0; largest_alloc_size := 0. */

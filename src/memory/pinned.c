@@ -8,16 +8,16 @@
  * buffer handed out holds a reference: the pool (its context and queue, needed to unmap)
  * goes when the owner has closed it and the last buffer has come back. Freed buffers are
  * kept for the next tensor of the same size while the pool is open; everything pinned, kept
- * or in use, stays under the limit. */
+ * or in use, stays under the limit. Buffers, queue and context are the region backend's
+ * (region_cl.c), which makes every OpenCL call. */
 #include <pthread.h>
-#include <stdint.h>
 #include <stdlib.h>
 
-#include "memory/memory.h"
+#include "memory/memory_internal.h"
 
 struct clg_host_buf {
   clg_pinned *pool;
-  cl_mem mem;
+  void *mem; /* the backend's buffer */
   void *ptr;
   size_t bytes;
   clg_host_buf *next; /* in the pool's cache */
@@ -25,30 +25,24 @@ struct clg_host_buf {
 
 struct clg_pinned {
   pthread_mutex_t mu;
-  cl_context context;
-  cl_command_queue queue;
-  int refs;             /* the owner's, while open, and one per buffer handed out */
-  bool open;            /* the owner has not closed it */
-  size_t limit, pinned; /* pinned: bytes in buffers, in use or kept */
+  void *context, *queue; /* the backend's */
+  int refs;              /* the owner's, while open, and one per buffer handed out */
+  bool open;             /* the owner has not closed it */
+  size_t limit, pinned;  /* pinned: bytes in buffers, in use or kept */
   clg_host_buf *cache;
 };
 
 static void buf_destroy(clg_pinned *p, clg_host_buf *b)
 {
-  cl_event ev = NULL;
-  if (clEnqueueUnmapMemObject(p->queue, b->mem, b->ptr, 0, NULL, &ev) == CL_SUCCESS && ev) {
-    clWaitForEvents(1, &ev);
-    clReleaseEvent(ev);
-  }
-  clReleaseMemObject(b->mem);
+  clg_region_unmap_host(p->queue, b->mem, b->ptr);
   p->pinned -= b->bytes;
   free(b);
 }
 
 static void pool_destroy(clg_pinned *p)
 {
-  clReleaseCommandQueue(p->queue);
-  clReleaseContext(p->context);
+  clg_region_queue_release(p->queue);
+  clg_region_context_release(p->context);
   pthread_mutex_destroy(&p->mu);
   free(p);
 }
@@ -60,16 +54,15 @@ clg_pinned *clg_pinned_new(const clg_device *dev, size_t limit)
   clg_pinned *p = calloc(1, sizeof *p);
   if (!p)
     return NULL;
-  cl_int err = CL_SUCCESS;
-  p->queue = clCreateCommandQueue(dev->context, dev->cl_device, 0, &err);
-  if (err != CL_SUCCESS || !p->queue) {
-    clg_log(CLG_LOG_WARNING, "pinned host memory is off: clCreateCommandQueue on %s failed: %s",
-            dev->info.name, clg_cl_error_name(err));
+  clg_region_err err;
+  p->queue = clg_region_queue_new(dev, &err);
+  if (!p->queue) {
+    clg_log(CLG_LOG_WARNING, "pinned host memory is off: %s on %s failed: %s", err.call,
+            dev->info.name, err.name);
     free(p);
     return NULL;
   }
-  clRetainContext(dev->context);
-  p->context = dev->context;
+  p->context = clg_region_context_retain(dev);
   pthread_mutex_init(&p->mu, NULL);
   p->refs = 1;
   p->open = true;
@@ -112,22 +105,14 @@ void *clg_pinned_alloc(void *pool, size_t bytes, clg_host_buf **out)
     buf_destroy(p, old);
   }
   if (!b && bytes <= p->limit - p->pinned) {
-    cl_int err = CL_SUCCESS;
-    cl_mem mem =
-        clCreateBuffer(p->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &err);
-    void *ptr = NULL;
-    if (err == CL_SUCCESS && mem)
-      ptr = clEnqueueMapBuffer(p->queue, mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0,
-                               NULL, NULL, &err);
-    b = err == CL_SUCCESS && ptr && (uintptr_t)ptr % 64 == 0 ? malloc(sizeof *b) : NULL;
+    void *mem = NULL;
+    void *ptr = clg_region_map_host(p->context, p->queue, bytes, 64, &mem);
+    b = ptr ? malloc(sizeof *b) : NULL;
     if (b) {
       *b = (clg_host_buf){p, mem, ptr, bytes, NULL};
       p->pinned += bytes;
-    } else if (mem) { /* declined: the tensor takes plain memory */
-      if (ptr)
-        clEnqueueUnmapMemObject(p->queue, mem, ptr, 0, NULL, NULL);
-      clFinish(p->queue);
-      clReleaseMemObject(mem);
+    } else if (ptr) { /* declined: the tensor takes plain memory */
+      clg_region_decline_host(p->queue, mem, ptr);
     }
   }
   if (b)
