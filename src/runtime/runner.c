@@ -107,11 +107,15 @@ static clg_block arena_block(clg_executor *x, int d, size_t offset, size_t bytes
   return b;
 }
 
-static clg_code const_block(clg_executor *x, const clg_node *n, int d)
+/* Const v's block on its device, uploaded on first use and kept for the session. Its size
+ * comes from the plan, not from the graph. */
+static clg_code const_block(clg_executor *x, const pval *v)
 {
+  const clg_node *n = clg_exec_node(x, v->node);
+  int d = v->dev;
   if (x->const_ready[n->index])
     return CLG_OK;
-  size_t bytes = clg_node_out_bytes(n, 0);
+  size_t bytes = v->bytes;
   clg_code code = clg_allocator_alloc(x->alloc[d], bytes ? bytes : 1, &x->consts[n->index]);
   if (code == CLG_OK) {
     char shape[96], what[200];
@@ -360,7 +364,7 @@ static clg_code bind_values(clg_executor *x, const plan *p, clg_tensor *const *f
     x->ready[i] = x->copied[i] = NULL;
     x->outs[i] = NULL;
     if (v->kind == PV_CONST) {
-      if ((code = const_block(x, clg_exec_node(x, v->node), v->dev)) == CLG_OK)
+      if ((code = const_block(x, v)) == CLG_OK)
         x->blk[i] = x->consts[v->node];
     } else if (v->kind == PV_VAR) {
       code = clg_var_store_block(x->vars, clg_exec_node(x, v->node), v->dev, &x->blk[i]);
