@@ -89,7 +89,7 @@ clg_code clg_executor_set_tracing(clg_executor *x, bool on);
 clg_code clg_executor_node_times(const clg_executor *x, const clg_node *n, uint64_t *start_ns,
                                  uint64_t *end_ns);
 
-/* --- traces of runs (executor.c records them, tracing.c draws them) ------------------- */
+/* --- traces of runs (run_trace.c records them, tracing.c draws them) ------------------ */
 
 /* A slice of a traced run, on the host's clock: a node's work on its device, or a copy of a
  * value (node's output `out`) from src_dev to dev. */

@@ -11,6 +11,7 @@
 typedef struct slot {
   bool allocated, initialized;
   int dev;
+  size_t bytes; /* the variable's bytes, kept so that a run does not ask graph and ops again */
   clg_block blk;
 } slot;
 
@@ -91,13 +92,14 @@ clg_code clg_var_store_block(clg_var_store *s, const clg_node *n, int dev, clg_b
     v->allocated = true;
     v->initialized = false;
     v->dev = dev;
+    v->bytes = bytes;
     char shape[96], what[200];
     snprintf(what, sizeof what, "%s (%s) %s", n->name, n->op,
              clg_node_shape_string(n, shape, sizeof shape));
     clg_allocator_label(a, &v->blk, what); /* for memory maps; a failure only loses the name */
   }
   *out = v->blk;
-  out->size = clg_node_out_bytes(n, 0);
+  out->size = v->bytes;
   return CLG_OK;
 }
 
