@@ -16,6 +16,8 @@
  *                           still reduces afterwards
  *   mpi_cluster mixed       AllReduce on CPU:0 on some tasks and a GPU on others, in place on
  *                           some and not on others: every task gets the sum
+ *   mpi_cluster stage-fault task 1 cannot download its GPU value for an AllReduce: every task
+ *                           fails at once, naming it, and the cluster still reduces
  *   mpi_cluster late FILE   task 0's receive from task 1 passes its deadline (task 1 stopped);
  *                           task 1 then sends while task 0 keeps calling MPI: the receive was
  *                           cancelled, so nothing lands in task 0's freed memory and task 1's
@@ -35,6 +37,10 @@
 
 #include <mpi.h>
 
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include "faultinject.h"
 #include "testutil.h"
 
 static clg_session *open_session(clg_graph *g, double timeout_s, bool log)
@@ -579,6 +585,44 @@ static void mixed(void)
     }
 }
 
+/* --- a task whose device value cannot be staged ------------------------------------------- */
+
+/* Task 1's download of its GPU value for an AllReduce fails (tests/faultinject.c): task 1
+ * fails with its OpenCL error, every other task at once (not at the deadline) naming task 1
+ * and that error, and the cluster still reduces afterwards (no task was left out of step). */
+static void stage_fault(void)
+{
+  int task = rank_of_world(), tasks = world_size();
+  clg_tensor *out = NULL;
+  CHECK_OK(reduce_once("/device:GPU:1", CLG_FLOAT32, 5, true, &out)); /* kernels built */
+  clg_tensor_free(out);
+  if (task == 1)
+    clg_fault_arm("clEnqueueReadBuffer", 1, CL_OUT_OF_RESOURCES);
+  double t0 = now_s();
+  clg_code code = reduce_once("/device:GPU:1", CLG_FLOAT32, 5, true, &out);
+  double took = now_s() - t0;
+  bool fired = task == 1 && clg_fault_fired();
+  clg_fault_disarm();
+  CHECK_MSG(code != CLG_OK && code != CLG_DEADLINE_EXCEEDED && took < 10,
+            "task %d: a failed staging on task 1 gave %s after %.1f s: %s", task,
+            clg_code_name(code), took, clg_last_error());
+  CHECK_CONTAINS(clg_last_error(), "clEnqueueReadBuffer");
+  if (task == 1)
+    CHECK_MSG(fired, "the armed clEnqueueReadBuffer failure did not fire");
+  else
+    CHECK_CONTAINS(clg_last_error(), "task 1 of /job:worker could not take part");
+  clg_tensor_free(out);
+  for (int in_place = 0; in_place < 2; in_place++) {
+    out = NULL;
+    CHECK_OK(reduce_once("/device:GPU:1", CLG_FLOAT32, 5, in_place, &out));
+    const float *v = out ? clg_tensor_const_data(out) : NULL;
+    CHECK_MSG(v && v[0] == (float)tasks && v[4] == 5.0f * (float)tasks,
+              "AllReduce after the failed staging: [%g .. %g], want [%d .. %d]", v ? v[0] : -1,
+              v ? v[4] : -1, tasks, 5 * tasks);
+    clg_tensor_free(out);
+  }
+}
+
 /* --- a receive past its deadline ------------------------------------------------------------ */
 
 static double now_s(void);
@@ -788,6 +832,8 @@ int main(int argc, char **argv)
     mismatch();
   else if (strcmp(what, "mixed") == 0)
     mixed();
+  else if (strcmp(what, "stage-fault") == 0)
+    stage_fault();
   else if (own) {
     clg_graph_free(keep_g);
     if (strcmp(what, "late") == 0 && argc > 2)
@@ -806,7 +852,8 @@ int main(int argc, char **argv)
     fprintf(
         stderr,
         "usage: mpi_cluster s7|random [rounds]|allreduce [MiB]|gpu-transfer|fault-stop|fault-kill|"
-        "fault-collective|mismatch|mixed|late FILE|silent-join|thread-level funneled|serialized\n");
+        "fault-collective|mismatch|mixed|stage-fault|late FILE|silent-join|thread-level "
+        "funneled|serialized\n");
     return 2;
   }
   clg_session_free(keep);
