@@ -30,9 +30,10 @@ elapsed() { echo "$(($(date +%s) - start)) s"; }
 has_step() { [[ " $steps " == *" $1 "* ]]; }
 # The clusters under the sanitizers (about 1.5 min under ASan, half a minute under TSan on 2
 # cores): every path of src/cluster/ (transfers, staged transfers, the exchange, the ring and
-# MPI_Allreduce, the meetings, faults, joining, thread levels); TSan where a thread runs beside
-# the one in MPI (the reductions' watchdog, the polled reductions).
-MPI_ASAN='^mpi_(s7|gpu_transfer|random_2|allreduce_3|fault_stop|fault_collective|fault_kill|mismatch_[23]|late_receive|silent_join|thread_funneled|thread_serialized)$'
+# MPI_Allreduce, the meetings, mixed placements, a failed staging, faults, joining, thread
+# levels); TSan where a thread runs beside the one in MPI (the reductions' watchdog, the
+# polled reductions).
+MPI_ASAN='^mpi_(s7|gpu_transfer|random_2|allreduce_3|fault_stop|fault_collective|fault_kill|mismatch_[23]|mixed_2|stage_fault|late_receive|silent_join|thread_funneled|thread_serialized)$'
 MPI_TSAN='^mpi_(allreduce_small|fault_collective|mismatch_2|mixed_3|late_receive|thread_serialized)$'
 # Whether a CTest log holds a sanitizer report (from any task: a fault test's surviving task
 # may report after the line its test greps for, and the test passes).
