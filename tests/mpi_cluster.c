@@ -14,6 +14,10 @@
  *   mpi_cluster mismatch    AllReduce of other sizes or dtypes on each task: INVALID_ARGUMENT
  *                           on every task, naming the op and both values, and the cluster
  *                           still reduces afterwards
+ *   mpi_cluster mixed       AllReduce on CPU:0 on some tasks and a GPU on others, in place on
+ *                           some and not on others: every task gets the sum
+ *   mpi_cluster stage-fault task 1 cannot download its GPU value for an AllReduce: every task
+ *                           fails at once, naming it, and the cluster still reduces
  *   mpi_cluster late FILE   task 0's receive from task 1 passes its deadline (task 1 stopped);
  *                           task 1 then sends while task 0 keeps calling MPI: the receive was
  *                           cancelled, so nothing lands in task 0's freed memory and task 1's
@@ -33,6 +37,10 @@
 
 #include <mpi.h>
 
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include "faultinject.h"
 #include "testutil.h"
 
 static clg_session *open_session(clg_graph *g, double timeout_s, bool log)
@@ -435,16 +443,17 @@ static int rank_of_world(void)
   return r ? atoi(r) : 0;
 }
 
-/* One AllReduce whose input is a placeholder of `count` elements of dtype, reduced from the
- * fed input (in_place false) or in place (an Identity's buffer), on `device`. */
-static clg_code reduce_once(const char *device, clg_dtype dtype, int64_t count, bool in_place,
-                            clg_tensor **out)
+/* One AllReduce named `name` whose input is a placeholder of `count` elements of dtype
+ * (element i is i + 1 on every task), reduced from the fed input (in_place false) or in place
+ * (an Identity's buffer), on `device`. */
+static clg_code reduce_named(const char *name, const char *device, clg_dtype dtype, int64_t count,
+                             bool in_place, clg_tensor **out)
 {
   clg_graph *g = clg_graph_new();
   clg_graph_push_device(g, device);
   int64_t dims[1] = {count};
   clg_node *x = clg_placeholder(g, "x", dtype, 1, dims);
-  clg_node *y = clg_all_reduce(g, "y", in_place ? clg_identity(g, NULL, x) : x, "sum");
+  clg_node *y = clg_all_reduce(g, name, in_place ? clg_identity(g, NULL, x) : x, "sum");
   clg_graph_pop_device(g);
   clg_session *s = open_session(g, 20, false);
   clg_tensor *in = clg_tensor_new(dtype, 1, dims, NULL);
@@ -460,6 +469,18 @@ static clg_code reduce_once(const char *device, clg_dtype dtype, int64_t count, 
   clg_session_free(s);
   clg_graph_free(g);
   return code;
+}
+
+static clg_code reduce_once(const char *device, clg_dtype dtype, int64_t count, bool in_place,
+                            clg_tensor **out)
+{
+  return reduce_named("y", device, dtype, count, in_place, out);
+}
+
+static int world_size(void)
+{
+  const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+  return size ? atoi(size) : 1;
 }
 
 /* Task t reduces 4 + 2t elements (or task 1 float64): every task must fail, before any data
@@ -502,18 +523,17 @@ static void mismatch(void)
   CHECK_CONTAINS(clg_last_error(), "task 0 has AllReduce 'y' of float [4] (4 elements), task 1 "
                                    "has AllReduce 'y' of double [4] (4 elements)");
   clg_tensor_free(out);
-  /* The same value, on host memory on one task and on a GPU on the others. */
-  CHECK_CODE(reduce_once(task == 0 ? "/cpu:0" : "/device:GPU:1", CLG_FLOAT32, 4, true, &out),
-             CLG_INVALID_ARGUMENT);
-  CHECK_CONTAINS(clg_last_error(), "task 1 has AllReduce 'y' of float [4] (4 elements) staged "
-                                   "from a device that is not host memory");
-  CHECK_CONTAINS(clg_last_error(), "and on the same kind of device");
-  clg_tensor_free(out);
+  /* The same dtype and count under another name (two AllReduces run in another order on
+   * task 0): refused, naming both, never paired. */
+  for (int d = 0; d < 2; d++) {
+    CHECK_CODE(reduce_named(task == 0 ? "a" : "b", devices[d], CLG_FLOAT32, 4, d == 1, &out),
+               CLG_INVALID_ARGUMENT);
+    CHECK_CONTAINS(clg_last_error(), "task 0 has AllReduce 'a' of float [4] (4 elements), task 1 "
+                                     "has AllReduce 'b' of float [4] (4 elements)");
+    clg_tensor_free(out);
+  }
   /* Nothing was left half done: the cluster reduces as before. */
-  int tasks = 1;
-  const char *size = getenv("OMPI_COMM_WORLD_SIZE");
-  if (size)
-    tasks = atoi(size);
+  int tasks = world_size();
   for (int d = 0; d < 2; d++)
     for (int in_place = 0; in_place < 2; in_place++) {
       CHECK_OK(reduce_once(devices[d], CLG_FLOAT32, 5, in_place, &out));
@@ -523,6 +543,84 @@ static void mismatch(void)
                 v ? v[0] : -1, v ? v[4] : -1, tasks, 5 * tasks);
       clg_tensor_free(out);
     }
+}
+
+/* --- placements and in-place decisions that differ between tasks -------------------------- */
+
+/* Where a task keeps its value and whether it reduces in place are its own: every mix of
+ * host memory (CPU:0) and a device (GPU:1), in place (an Identity's buffer) or from the fed
+ * input, gives every task the sum, below one 4 MiB chunk, above it, and round the ring
+ * (32 MiB, CPU:0 only: PoCL's stand-in GPUs have little memory). */
+static void mixed(void)
+{
+  int task = rank_of_world(), tasks = world_size();
+  const int64_t counts[3] = {5, ((int64_t)1 << 20) + 17, (int64_t)8 << 20};
+  /* pattern p for task t: bit 0 of p ^ (t & 1) on the GPU, bit 1 of p ^ (t & 1) in place;
+   * 4 and 5: all on one device, in place on odd tasks only. */
+  for (int ci = 0; ci < 3; ci++)
+    for (int p = 0; p < 6; p++) {
+      int odd = task & 1;
+      bool gpu = p < 4 ? ((p & 1) ^ odd) != 0 : p == 5;
+      bool in_place = p < 4 ? (((p >> 1) & 1) ^ odd) != 0 : odd != 0;
+      if (ci == 2 && p != 4)
+        continue;
+      clg_tensor *out = NULL;
+      clg_code code =
+          reduce_once(gpu ? "/device:GPU:1" : "/cpu:0", CLG_FLOAT32, counts[ci], in_place, &out);
+      CHECK_MSG(code == CLG_OK, "AllReduce of %lld floats, pattern %d (task %d on %s, %s): %s",
+                (long long)counts[ci], p, task, gpu ? "GPU:1" : "CPU:0",
+                in_place ? "in place" : "from the fed input", clg_last_error());
+      const float *v = out ? clg_tensor_const_data(out) : NULL;
+      int64_t bad = -1;
+      for (int64_t i = 0; v && i < counts[ci] && bad < 0; i++)
+        if (v[i] != (float)(tasks * (i + 1)))
+          bad = i;
+      CHECK_MSG(v && bad < 0,
+                "AllReduce of %lld floats, pattern %d (task %d on %s, %s): element %lld is %g, "
+                "want %lld",
+                (long long)counts[ci], p, task, gpu ? "GPU:1" : "CPU:0",
+                in_place ? "in place" : "from the fed input", (long long)bad,
+                v && bad >= 0 ? v[bad] : -1, (long long)(tasks * (bad + 1)));
+      clg_tensor_free(out);
+    }
+}
+
+/* --- a task whose device value cannot be staged ------------------------------------------- */
+
+/* Task 1's download of its GPU value for an AllReduce fails (tests/faultinject.c): task 1
+ * fails with its OpenCL error, every other task at once (not at the deadline) naming task 1
+ * and that error, and the cluster still reduces afterwards (no task was left out of step). */
+static void stage_fault(void)
+{
+  int task = rank_of_world(), tasks = world_size();
+  clg_tensor *out = NULL;
+  CHECK_OK(reduce_once("/device:GPU:1", CLG_FLOAT32, 5, true, &out)); /* kernels built */
+  clg_tensor_free(out);
+  if (task == 1)
+    clg_fault_arm("clEnqueueReadBuffer", 1, CL_OUT_OF_RESOURCES);
+  double t0 = now_s();
+  clg_code code = reduce_once("/device:GPU:1", CLG_FLOAT32, 5, true, &out);
+  double took = now_s() - t0;
+  bool fired = task == 1 && clg_fault_fired();
+  clg_fault_disarm();
+  CHECK_MSG(code != CLG_OK && code != CLG_DEADLINE_EXCEEDED && took < 10,
+            "task %d: a failed staging on task 1 gave %s after %.1f s: %s", task,
+            clg_code_name(code), took, clg_last_error());
+  CHECK_CONTAINS(clg_last_error(), "clEnqueueReadBuffer");
+  if (task == 1)
+    CHECK_MSG(fired, "the armed clEnqueueReadBuffer failure did not fire");
+  else
+    CHECK_CONTAINS(clg_last_error(), "task 1 of /job:worker could not take part");
+  clg_tensor_free(out);
+  for (int in_place = 0; in_place < 2; in_place++) {
+    out = NULL;
+    CHECK_OK(reduce_once("/device:GPU:1", CLG_FLOAT32, 5, in_place, &out));
+    const float *v = out ? clg_tensor_const_data(out) : NULL;
+    CHECK_MSG(v && v[0] == (float)tasks && v[4] == 5.0f * (float)tasks,
+              "AllReduce after the failed staging: [%g .. %g], want [%d .. %d]", v ? v[0] : -1,
+              v ? v[4] : -1, tasks, 5 * tasks);
+    clg_tensor_free(out);
+  }
 }
 
 /* --- a receive past its deadline ------------------------------------------------------------ */
@@ -732,6 +830,10 @@ int main(int argc, char **argv)
     allreduce(argc > 2 ? (size_t)atoi(argv[2]) << 20 : (size_t)64 << 20);
   else if (strcmp(what, "mismatch") == 0)
     mismatch();
+  else if (strcmp(what, "mixed") == 0)
+    mixed();
+  else if (strcmp(what, "stage-fault") == 0)
+    stage_fault();
   else if (own) {
     clg_graph_free(keep_g);
     if (strcmp(what, "late") == 0 && argc > 2)
@@ -750,7 +852,8 @@ int main(int argc, char **argv)
     fprintf(
         stderr,
         "usage: mpi_cluster s7|random [rounds]|allreduce [MiB]|gpu-transfer|fault-stop|fault-kill|"
-        "fault-collective|mismatch|late FILE|silent-join|thread-level funneled|serialized\n");
+        "fault-collective|mismatch|mixed|stage-fault|late FILE|silent-join|thread-level "
+        "funneled|serialized\n");
     return 2;
   }
   clg_session_free(keep);

@@ -58,33 +58,34 @@ clg_code clg_cluster_allreduce_block(clg_cluster *c, struct clg_device *dev,
                                      const char *what, const char *shape)
 {
   const clg_device_ops *ops = clg_device_ops_of(dev);
-  size_t esize = clg_dtype_size(dtype);
+  size_t bytes = count * clg_dtype_size(dtype);
   if (!clg_cluster_reduce_dtype_ok(dtype))
     return clg_cluster_allreduce(c, NULL, count, dtype, op, what);
   if (ops->host_memory) /* a fed input may not be written: reduced into dst, not copied */
     return clg_cluster_allreduce_to(c, src->host, dst->host, count, dtype, op, what, shape);
-  /* The chunks' sizes follow from the whole value's: the tasks agree on that first. */
-  clg_code code = clg_cluster_agree(c, count, dtype, what, shape);
-  if (code != CLG_OK)
-    return code;
-  /* Chunk by chunk through a host buffer (pinned from 1 MiB on: the process's pool serves
-   * host tensors): download, reduce across tasks, upload. */
-  size_t per = CLG_CLUSTER_CHUNK / esize, first = count < per ? count : per;
-  int64_t dims[1] = {(int64_t)(first * esize / 4 + 1)};
+  /* The whole value through host memory (pinned from 1 MiB on: the process's pool serves
+   * host tensors), reduced there in place as host memory is: the same messages as a task
+   * whose value is in host memory, or that reduces from another buffer. A task that cannot
+   * stage its value still meets the others (clg_cluster_withdraw): every task fails, nothing
+   * moves. */
+  int64_t dims[1] = {(int64_t)(bytes / 4 + 1)};
   clg_tensor *stage = clg_tensor_new_uninit(CLG_FLOAT32, 1, dims);
+  clg_code code = CLG_OK;
   if (!stage)
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "%s: out of host memory for a staging buffer", what);
-  void *buf = clg_tensor_data(stage);
-  for (size_t off = 0; off < count && code == CLG_OK; off += per) {
-    size_t n = count - off < per ? count - off : per;
-    clg_block s = *src, d = *dst;
-    s.offset += off * esize;
-    d.offset += off * esize;
-    s.size = d.size = n * esize;
-    if ((code = ops->download(dev, &s, buf, n * esize)) == CLG_OK &&
-        (code = clg_cluster_allreduce(c, buf, n, dtype, op, what)) == CLG_OK)
-      code = ops->upload(dev, &d, buf, n * esize);
+    code =
+        clg_error(CLG_RESOURCE_EXHAUSTED, "%s: no host memory for staging %zu bytes", what, bytes);
+  void *buf = stage ? clg_tensor_data(stage) : NULL;
+  if (code == CLG_OK && bytes)
+    code = ops->download(dev, src, buf, bytes);
+  if (code != CLG_OK) {
+    clg_tensor_free(stage);
+    return clg_cluster_withdraw(c, code, count, dtype, what, shape);
   }
+  code = clg_cluster_allreduce_to(c, buf, buf, count, dtype, op, what, shape);
+  /* An upload that fails leaves the tasks in step (every one finished the reduction): this
+   * task's run fails, the cluster does not. */
+  if (code == CLG_OK && bytes)
+    code = ops->upload(dev, dst, buf, bytes);
   clg_cluster_release_tensor(c, stage);
   return code;
 }
@@ -162,11 +163,11 @@ clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, si
   return clg_cluster_allreduce(c, dst, count, dtype, op, what);
 }
 
-clg_code clg_cluster_agree(clg_cluster *c, size_t count, clg_dtype dtype, const char *what,
-                           const char *shape)
+clg_code clg_cluster_withdraw(clg_cluster *c, clg_code code, size_t count, clg_dtype dtype,
+                              const char *what, const char *shape)
 {
   (void)c, (void)count, (void)dtype, (void)what, (void)shape;
-  return CLG_OK;
+  return code;
 }
 
 void clg_cluster_release_tensor(clg_cluster *c, clg_tensor *t)

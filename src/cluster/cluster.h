@@ -87,9 +87,12 @@ bool clg_cluster_reduce_dtype_ok(clg_dtype dtype);
  * Without a cluster (c NULL) the sum of one task is buf itself. */
 clg_code clg_cluster_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
                                clg_reduce_op op, const char *what);
-/* Every task must reduce the same dtype and number of elements, in the same order: the tasks
- * compare what they bring before any data moves, and a mismatch is INVALID_ARGUMENT on every
- * task, naming `what` and both tasks' values (the cluster stays usable). */
+/* Every task must reduce the same dtype and number of elements, under the same name (the
+ * op's), in the same order: the tasks compare what they bring before any data moves, and a
+ * mismatch is INVALID_ARGUMENT on every task, naming `what` and both tasks' values (the
+ * cluster stays usable). Where each task keeps its value (host memory or a device) and
+ * whether it reduces in place need not agree: how the data moves follows from the dtype,
+ * the element count and the number of tasks only. */
 /* The same from src into dst (count elements of host memory each, not overlapping unless
  * the same): src is read, never written, and not copied first. shape: the value's shape
  * for messages ("[2,3]"; NULL: [count]). */
@@ -97,17 +100,19 @@ clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, si
                                   clg_dtype dtype, clg_reduce_op op, const char *what,
                                   const char *shape);
 /* The same from a block of a device into another (or the same) block of it: host blocks
- * by clg_cluster_allreduce_to; other devices chunk by chunk through a pinned staging buffer
- * (download, reduce, upload), once the tasks agree on the whole value
- * (clg_cluster_agree). */
+ * by clg_cluster_allreduce_to; other devices through a host buffer of the whole value
+ * (download, clg_cluster_allreduce_to in place, upload). */
 clg_code clg_cluster_allreduce_block(clg_cluster *c, struct clg_device *dev,
                                      const struct clg_block *src, const struct clg_block *dst,
                                      size_t count, clg_dtype dtype, clg_reduce_op op,
                                      const char *what, const char *shape);
-/* The meeting of a reduction staged in parts: every task checks that all reduce count
- * elements of dtype this way (INVALID_ARGUMENT on every task otherwise), moving nothing. */
-clg_code clg_cluster_agree(clg_cluster *c, size_t count, clg_dtype dtype, const char *what,
-                           const char *shape);
+/* A task that cannot bring its value to a reduction (staging it failed with code, the
+ * message in clg_last_error) still meets the others with that error: every other task fails
+ * the reduction with code, naming this task and its message, nothing moves and the cluster
+ * stays usable. Returns code with the message (or the meeting's own failure, a deadline,
+ * which fails the cluster). */
+clg_code clg_cluster_withdraw(clg_cluster *c, clg_code code, size_t count, clg_dtype dtype,
+                              const char *what, const char *shape);
 /* Frees t, a buffer given to the cluster's calls, or keeps it for the life of the process
  * when MPI may still write into it (a failed call's receive whose message was under way, a
  * collective that never completed). */

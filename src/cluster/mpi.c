@@ -4,18 +4,21 @@
  * a nonblocking request against the deadline, so an error becomes UNAVAILABLE and silence
  * DEADLINE_EXCEEDED, both naming the task; the requests a failed call leaves are cancelled
  * (settle). A collective first meets every task: each task sends its meeting record (the
- * collective, dtype, element count) to every other on a communicator of its own and polls
+ * collective, dtype, element count, op name) to every other on a communicator of its own and polls
  * for theirs against the deadline, so a task that stopped answering is found, and named,
  * before anything blocks, and tasks that would reduce different values fail alike before any
- * data moves. Joining meets the same way on MPI_COMM_WORLD before any collective call. An
- * AllReduce in place below RING_MIN then runs the blocking MPI_Allreduce (Open MPI's
- * nonblocking MPI_Iallreduce reached 0.65-0.8x of it here) under a watchdog that aborts the
- * job (MPI_Abort) if it outlives the deadline: a task that stops inside the reduction ends
- * the job instead of hanging it (with MPI_THREAD_SERIALIZED only: MPI_Iallreduce, polled).
- * The watchdog costs no system call per reduction: it wakes on a tick and reads the
- * reduction's start time. From RING_MIN on, and from a buffer into another, reductions are
- * point-to-point messages (a ring, or one exchange for two tasks) whose every wait has the
- * deadline.
+ * data moves. Joining meets the same way on MPI_COMM_WORLD before any collective call. How an
+ * AllReduce moves its data follows from what every task shares (dtype, element count, number
+ * of tasks), never from where a task keeps the value or whether it reduces in place: a value
+ * on a device is downloaded whole into host memory first and uploaded after, and both ways
+ * of reducing (in place or from another buffer) send the same messages. Below RING_MIN,
+ * three tasks or more run the blocking MPI_Allreduce in place (Open MPI's nonblocking
+ * MPI_Iallreduce reached 0.65-0.8x of it here) under a watchdog that aborts the job
+ * (MPI_Abort) if it outlives the deadline: a task that stops inside the reduction ends the
+ * job instead of hanging it (with MPI_THREAD_SERIALIZED only: MPI_Iallreduce, polled). The
+ * watchdog costs no system call per reduction: it wakes on a tick and reads the reduction's
+ * start time. Two tasks below RING_MIN, and any number from it on, reduce by point-to-point
+ * messages (one exchange, or a ring) whose every wait has the deadline.
  *
  * Open MPI 4.1 under mpirun (measured, README "Clusters"): when a rank dies, mpirun kills the
  * others within about a second (exit status 137); with `mpirun --enable-recovery` the
@@ -49,22 +52,26 @@
 #define REDUCE_MAX ((size_t)1 << 28)
 
 /* What a task brings to a collective, sent to every other task as its arrival token: every
- * task must bring the same kind (the collective and how it moves the data), dtype and element
- * count, or the collective does not start (desc names it in the message). */
+ * task must bring the same kind (the collective and how it moves the data, chosen from facts
+ * every task shares: the dtype, the element count and the number of tasks), dtype, element
+ * count and name (a hash of the op's: two AllReduces of one size run in another order on
+ * some task must not pair), or the collective does not start (desc names it in the message).
+ * failed: a task that cannot bring its value (its local staging failed) still comes, with
+ * its error code and message (why), so every task fails alike and nothing moves. */
 typedef struct meeting {
-  uint64_t count;
-  int32_t kind, dtype;
+  uint64_t count, name;
+  int32_t kind, dtype, failed, unused;
   char desc[112];
+  char why[160];
 } meeting;
 
 enum {
   MEET_JOIN = 1,
   MEET_DEVICES,
   MEET_BARRIER,
-  MEET_REDUCE_MPI,      /* in place below RING_MIN, or copied there first: MPI_Allreduce */
-  MEET_REDUCE_EXCHANGE, /* two tasks, from another buffer: one exchange */
+  MEET_REDUCE_MPI,      /* three tasks or more below RING_MIN: MPI_Allreduce in place */
+  MEET_REDUCE_EXCHANGE, /* two tasks below RING_MIN: one exchange */
   MEET_REDUCE_RING,     /* RING_MIN and more */
-  MEET_REDUCE_STAGED,   /* the whole of a value staged from a device, chunk by chunk */
 };
 
 struct clg_cluster {
@@ -283,22 +290,6 @@ static void meeting_text(char *out, size_t size, const meeting *m)
     snprintf(out, size, "%s", m->desc);
 }
 
-static const char *meeting_how(int kind)
-{
-  switch (kind) {
-  case MEET_REDUCE_MPI:
-    return "in place (MPI_Allreduce)";
-  case MEET_REDUCE_EXCHANGE:
-    return "from another buffer (one exchange)";
-  case MEET_REDUCE_RING:
-    return "round the ring";
-  case MEET_REDUCE_STAGED:
-    return "staged from a device that is not host memory";
-  default:
-    return "another collective";
-  }
-}
-
 /* Every task meets the others before a collective: its meeting record to each, and each
  * one's record polled for against the deadline. On a timeout the tasks whose records did not
  * come are named (cheaper than MPI_Ibarrier here, and a barrier cannot say who is missing).
@@ -377,24 +368,29 @@ static clg_code arrive_on(clg_cluster *c, MPI_Comm comm, int tag, const meeting 
                   missing == 1 ? "" : "s", who, c->timeout_s, doing, c->task, c->tasks);
     }
   }
+  for (int t = 0; t < c->tasks; t++) { /* what came is printed */
+    in[t].desc[sizeof in[t].desc - 1] = 0;
+    in[t].why[sizeof in[t].why - 1] = 0;
+  }
+  /* A task that could not bring its value: every other task fails the same way (that task
+   * returns its own error), nothing moves, the cluster stays usable. */
   for (int t = 0; t < c->tasks; t++)
-    in[t].desc[sizeof in[t].desc - 1] = 0; /* what came is printed */
+    if (in[t].failed != CLG_OK && t != c->task)
+      return clg_error((clg_code)in[t].failed,
+                       "%s: task %d of /job:worker could not take part (%s); nothing was reduced",
+                       mine->desc, t, in[t].why);
   for (int t = 1; t < c->tasks; t++) {
     const meeting *a = &in[0], *b = &in[t];
-    if (a->kind == b->kind && a->dtype == b->dtype && a->count == b->count)
+    if (a->kind == b->kind && a->dtype == b->dtype && a->count == b->count && a->name == b->name)
       continue;
     char ta[160], tb[160];
     meeting_text(ta, sizeof ta, a);
     meeting_text(tb, sizeof tb, b);
-    bool same_values = a->dtype == b->dtype && a->count == b->count;
     return clg_error(CLG_INVALID_ARGUMENT,
-                     "%s: the tasks of /job:worker do not agree: task 0 has %s%s%s, task %d has "
-                     "%s%s%s; every task must run the same collectives in the same order, each "
-                     "on the same dtype and number of elements%s",
-                     mine->desc, ta, same_values ? " " : "",
-                     same_values ? meeting_how(a->kind) : "", t, tb, same_values ? " " : "",
-                     same_values ? meeting_how(b->kind) : "",
-                     same_values ? " and on the same kind of device" : "");
+                     "%s: the tasks of /job:worker do not agree: task 0 has %s, task %d has %s; "
+                     "every task must run the same collectives in the same order, each on the "
+                     "same dtype and number of elements",
+                     mine->desc, ta, t, tb);
   }
   return CLG_OK;
 }
@@ -418,6 +414,16 @@ static meeting meeting_of(int kind, const char *fmt, ...)
   return m;
 }
 
+/* FNV-1a of a name: what the tasks compare of an op's name (the record has room for a
+ * clipped one only, in desc). */
+static uint64_t name_hash(const char *name)
+{
+  uint64_t h = 1469598103934665603u;
+  for (const unsigned char *p = (const unsigned char *)(name ? name : ""); *p; p++)
+    h = (h ^ *p) * 1099511628211u;
+  return h;
+}
+
 /* A reduction's record: what ("AllReduce 'y' of float32 [4]"; shape NULL: [count]). */
 static meeting reduce_meeting(int kind, const char *what, size_t count, clg_dtype dtype,
                               const char *shape)
@@ -429,6 +435,7 @@ static meeting reduce_meeting(int kind, const char *what, size_t count, clg_dtyp
     m = meeting_of(kind, "AllReduce '%s' of %s [%zu]", what, clg_dtype_name(dtype), count);
   m.count = count;
   m.dtype = (int32_t)dtype;
+  m.name = name_hash(what);
   return m;
 }
 
@@ -955,16 +962,17 @@ static clg_code ring_reduce(clg_cluster *c, const void *src, void *dst, size_t c
 static clg_code exchange_reduce(clg_cluster *c, const void *src, void *dst, size_t count,
                                 clg_dtype dtype, const char *doing);
 
-/* How count elements move from src into dst (the same memory: in place), as every task
- * must agree: round the ring from RING_MIN on (2-3x MPI_Allreduce from 64 MiB on, README
- * "Benchmarks", and every wait has the deadline); below it, two tasks from another buffer
- * exchange their buffers in one round; else MPI_Allreduce in place (a copy first). */
-static int reduce_kind(const clg_cluster *c, const void *src, const void *dst, size_t count,
-                       clg_dtype dtype)
+/* How count elements move, from facts every task shares (the dtype, the element count, the
+ * number of tasks), never from local ones (whether the value is in host memory, whether it
+ * is reduced in place): every local variant of a kind sends and receives the same messages.
+ * Round the ring from RING_MIN on (2-3x MPI_Allreduce from 64 MiB on, README "Benchmarks",
+ * and every wait has the deadline); below it, two tasks exchange their buffers in one round;
+ * three or more run MPI_Allreduce in place (from another buffer: a copy first). */
+static int reduce_kind(const clg_cluster *c, size_t count, clg_dtype dtype)
 {
   if (count * clg_dtype_size(dtype) >= RING_MIN)
     return MEET_REDUCE_RING;
-  return src != dst && c->tasks == 2 ? MEET_REDUCE_EXCHANGE : MEET_REDUCE_MPI;
+  return c->tasks == 2 ? MEET_REDUCE_EXCHANGE : MEET_REDUCE_MPI;
 }
 
 /* Every AllReduce: the meeting (the same kind, dtype and count on every task, or
@@ -981,7 +989,7 @@ static clg_code reduce(clg_cluster *c, const void *src, void *dst, size_t count,
       memcpy(dst, src, count * clg_dtype_size(dtype));
     return CLG_OK;
   }
-  int kind = reduce_kind(c, src, dst, count, dtype);
+  int kind = reduce_kind(c, count, dtype);
   meeting m = reduce_meeting(kind, what, count, dtype, shape);
   char doing[256];
   snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
@@ -1019,20 +1027,27 @@ clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, si
   return reduce(c, src, dst, count, dtype, op, what, shape);
 }
 
-clg_code clg_cluster_agree(clg_cluster *c, size_t count, clg_dtype dtype, const char *what,
-                           const char *shape)
+clg_code clg_cluster_withdraw(clg_cluster *c, clg_code code, size_t count, clg_dtype dtype,
+                              const char *what, const char *shape)
 {
-  if (!c || c->tasks == 1)
-    return CLG_OK;
-  meeting m = reduce_meeting(MEET_REDUCE_STAGED, what, count, dtype, shape);
+  if (!c || c->tasks == 1 || code == CLG_OK)
+    return code;
+  char why[512];
+  snprintf(why, sizeof why, "%s", clg_last_error());
+  meeting m = reduce_meeting(reduce_kind(c, count, dtype), what, count, dtype, shape);
+  m.failed = (int32_t)code;
+  snprintf(m.why, sizeof m.why, "%.*s", (int)sizeof m.why - 1, why);
   char doing[256];
   snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
   pthread_mutex_lock(&c->lock);
-  clg_code code = check_failed(c);
-  if (code == CLG_OK)
-    code = arrive(c, &m, doing);
+  clg_code met = check_failed(c);
+  if (met == CLG_OK)
+    met = arrive(c, &m, doing);
+  bool failed = c->failed != CLG_OK;
   pthread_mutex_unlock(&c->lock);
-  return code;
+  if (failed)
+    return met; /* the meeting itself failed (a deadline): the cluster failed with it */
+  return clg_error(code, "%s", why);
 }
 
 /* dst[i] = a[i] + b[i] over n elements (one loop per type, so that it vectorises; integers
@@ -1164,40 +1179,62 @@ static clg_code ring_reduce(clg_cluster *c, const void *src, void *dst, size_t c
   return midway(c, code);
 }
 
-/* Two tasks, below RING_MIN: each sends its whole src and receives the other's straight into
- * dst, in CHUNK messages, adding its own src into each piece as it lands (one round, no
- * copy; the sum src0 + src1 is the same on both tasks: addition of two numbers commutes). */
+/* Two tasks, below RING_MIN: each sends its whole src and receives the other's in CHUNK
+ * messages, adding into dst each piece as it lands (one round; the sum src0 + src1 is the
+ * same on both tasks: addition of two numbers commutes). From another buffer the pieces land
+ * straight in dst, which then gets src added (no copy); in place they land in the two
+ * staging buffers, and a piece of dst is summed only once its own send is done. Both send
+ * and receive the same messages, so one task may reduce in place and the other not. */
 static clg_code exchange_reduce(clg_cluster *c, const void *src, void *dst, size_t count,
                                 clg_dtype dtype, const char *doing)
 {
   int peer = 1 - c->task;
+  bool in_place = src == dst;
   size_t esize = clg_dtype_size(dtype), per = CHUNK / esize;
   size_t n = (count + per - 1) / per;
+  clg_code code = in_place ? staging(c) : CLG_OK;
+  if (code != CLG_OK)
+    return midway(c, code);
+  void *tmp[2] = {NULL, NULL};
+  if (in_place) {
+    tmp[0] = clg_tensor_data(c->stage[0]);
+    tmp[1] = clg_tensor_data(c->stage[1]);
+  }
   MPI_Request *r = malloc(sizeof *r * 2 * n);
   if (!r)
     return midway(c, clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory: %s", doing));
   for (size_t i = 0; i < 2 * n; i++)
     r[i] = MPI_REQUEST_NULL;
-  clg_code code = CLG_OK;
-  size_t posted = 0;
-  for (; posted < n && code == CLG_OK; posted++) {
-    size_t at = posted * per, len = count - at < per ? count - at : per;
-    if (MPI_Irecv((char *)dst + at * esize, (int)(len * esize), MPI_BYTE, peer, 1, c->arrivals,
-                  &r[2 * posted]) != MPI_SUCCESS ||
-        MPI_Isend((const char *)src + at * esize, (int)(len * esize), MPI_BYTE, peer, 1,
-                  c->arrivals, &r[2 * posted + 1]) != MPI_SUCCESS)
-      code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", peer, doing);
-  }
+  /* r[2i]: the receive of piece i, r[2i + 1]: its send. */
   for (size_t i = 0; i < n && code == CLG_OK; i++) {
     size_t at = i * per, len = count - at < per ? count - at : per;
-    if ((code = wait_request(c, &r[2 * i], peer, doing)) == CLG_OK)
+    if ((!in_place && MPI_Irecv((char *)dst + at * esize, (int)(len * esize), MPI_BYTE, peer, 1,
+                                c->arrivals, &r[2 * i]) != MPI_SUCCESS) ||
+        MPI_Isend((const char *)src + at * esize, (int)(len * esize), MPI_BYTE, peer, 1,
+                  c->arrivals, &r[2 * i + 1]) != MPI_SUCCESS)
+      code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", peer, doing);
+  }
+  size_t posted = 0; /* in place: receives posted ahead into the staging buffers */
+  for (size_t i = 0; i < n && code == CLG_OK; i++) {
+    size_t at = i * per, len = count - at < per ? count - at : per;
+    for (; in_place && posted < n && posted <= i + 1 && code == CLG_OK; posted++) {
+      size_t pa = posted * per, pl = count - pa < per ? count - pa : per;
+      if (MPI_Irecv(tmp[posted % 2], (int)(pl * esize), MPI_BYTE, peer, 1, c->arrivals,
+                    &r[2 * posted]) != MPI_SUCCESS)
+        code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", peer, doing);
+    }
+    if (code == CLG_OK)
+      code = wait_request(c, &r[2 * i], peer, doing);
+    if (code == CLG_OK && in_place)
+      code = wait_request(c, &r[2 * i + 1], peer, doing); /* piece i of src is sent */
+    if (code == CLG_OK)
       add_into((char *)dst + at * esize, (const char *)dst + at * esize,
-               (const char *)src + at * esize, len, dtype);
+               in_place ? (const void *)tmp[i % 2] : (const char *)src + at * esize, len, dtype);
   }
   for (size_t i = 0; i < n && code == CLG_OK; i++)
     code = wait_request(c, &r[2 * i + 1], peer, doing);
   if (code != CLG_OK)
-    settle(c, (int)(2 * n), r); /* no receive stays posted into dst */
+    settle(c, (int)(2 * n), r); /* no receive stays posted into dst or the staging buffers */
   free(r);
   return midway(c, code);
 }
