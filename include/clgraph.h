@@ -37,6 +37,7 @@
 #include "clgraph/checkpoint.h"
 #include "clgraph/device.h"
 #include "clgraph/graph.h"
+#include "clgraph/import.h"
 #include "clgraph/log.h"
 #include "clgraph/memory.h"
 #include "clgraph/session.h"
