@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backends/opencl/opencl.h"
 #include "core/core.h"
 #include "device/device.h"
 #include "memory/memory.h"
@@ -686,7 +687,7 @@ static void test_pending(void)
   /* Freed with a user event pending: not handed out while it is. */
   cl_event ue = clCreateUserEvent(gpu->context, &err);
   CHECK(err == CL_SUCCESS);
-  clg_allocator_free(a, &x, ue);
+  clg_allocator_free(a, &x, clg_event_from_cl(ue));
   CHECK(event_refs(ue) == 2); /* the allocator holds one */
   clg_memory_stats st = stats(a);
   CHECK(st.bytes_in_use == MiB && st.bytes_pending == MiB && st.live_allocs == 1);
@@ -711,7 +712,7 @@ static void test_pending(void)
 
   /* Full except a pending block: the allocation waits for the event. */
   cl_event ue2 = clCreateUserEvent(gpu->context, &err);
-  clg_allocator_free(a, &w, ue2);
+  clg_allocator_free(a, &w, clg_event_from_cl(ue2));
   CHECK_OK(clg_allocator_alloc(a, MiB, &v)); /* the last free MiB */
   completer c = {ue2, 200};
   pthread_t t;
@@ -732,7 +733,7 @@ static void test_pending(void)
   cl_event wev;
   CHECK(clEnqueueWriteBuffer(gpu->queue, y.mem, CL_FALSE, y.offset, sizeof data, data, 0, NULL,
                              &wev) == CL_SUCCESS);
-  clg_allocator_free(a, &y, wev);
+  clg_allocator_free(a, &y, clg_event_from_cl(wev));
   clReleaseEvent(wev);
   clFinish(gpu->queue);
   clg_block big;
@@ -747,7 +748,7 @@ static void test_pending(void)
   /* Destroyed with a block still pending: the event is released. */
   cl_event ue3 = clCreateUserEvent(gpu->context, &err);
   CHECK_OK(clg_allocator_alloc(a, MiB, &x));
-  clg_allocator_free(a, &x, ue3);
+  clg_allocator_free(a, &x, clg_event_from_cl(ue3));
   CHECK_OK(clg_allocator_validate(a));
   clg_allocator_destroy(a);
   CHECK(event_refs(ue3) == 1);
@@ -862,7 +863,7 @@ static void test_host(clg_devices *devs)
   /* Pending frees work on the host too (an asynchronous write may still read it). */
   cl_int err;
   cl_event ue = clCreateUserEvent(clg_devices_at(devs, 1)->context, &err);
-  clg_allocator_free(a, &b[2], ue);
+  clg_allocator_free(a, &b[2], clg_event_from_cl(ue));
   st = stats(a);
   CHECK(st.bytes_in_use == 1152 && st.bytes_pending == MiB - 1152);
   CHECK(st.largest_free_block == 0);

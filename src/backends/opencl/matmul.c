@@ -355,7 +355,7 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *s
   /* The event is that of CLBlast's last kernel; the queue is in order, so it completes
    * after every kernel that uses the scratch. */
   if (!planned)
-    clg_allocator_free(alloc, &tmp, ev);
+    clg_allocator_free(alloc, &tmp, clg_event_from_cl(ev));
   if (ev)
     clReleaseEvent(ev);
   return CLG_OK;

@@ -208,7 +208,7 @@ clg_code clg_cl_conv2d(clg_device *dev, clg_allocator *alloc, const clg_block *s
     if (code == CLG_OK)
       code = clg_cl_error(err, "clEnqueueMarkerWithWaitList", " for Conv2D on %s", dev->info.name);
   }
-  clg_allocator_free(alloc, &tmp, ev);
+  clg_allocator_free(alloc, &tmp, clg_event_from_cl(ev));
   if (ev)
     clReleaseEvent(ev);
   return code;
@@ -332,7 +332,7 @@ static clg_code release_after(clg_device *dev, clg_allocator *alloc, clg_block *
       code =
           clg_cl_error(err, "clEnqueueMarkerWithWaitList", " for %s on %s", what, dev->info.name);
   }
-  clg_allocator_free(alloc, tmp, ev);
+  clg_allocator_free(alloc, tmp, clg_event_from_cl(ev));
   if (ev)
     clReleaseEvent(ev);
   return code;

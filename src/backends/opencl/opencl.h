@@ -17,6 +17,33 @@ static inline cl_context clg_cl_context(const clg_device *dev) { return dev->con
 static inline cl_device_id clg_cl_device_id(const clg_device *dev) { return dev->cl_device; }
 static inline cl_mem clg_cl_mem(const clg_block *b) { return b->mem; }
 
+static inline cl_platform_id clg_cl_platform(const clg_device *dev) { return dev->platform; }
+
+/* The OpenCL event behind e, and the reverse: clg_event is a cast of cl_event. */
+static inline cl_event clg_event_cl(clg_event *e) { return (cl_event)(void *)e; }
+static inline clg_event *clg_event_from_cl(cl_event e) { return (clg_event *)(void *)e; }
+
+/* --- the device table (device.c, transfer.c, clock.c, events.c, buffers.c) ----------------- */
+
+/* OpenCL devices' table and their buffer table (clg_device_ops_of picks them). */
+extern const clg_device_ops clg_cl_device_ops;
+extern const clg_buffer_ops clg_cl_buffer_ops;
+
+/* An event that completes when everything enqueued on dev's queue so far has completed. */
+clg_code clg_device_marker(clg_device *dev, cl_event *event);
+/* Waits for everything enqueued on dev's queue (OK at once for the host). */
+clg_code clg_device_finish(clg_device *dev);
+/* How far the host's monotonic clock (clg_now_ns) is ahead of dev's profiling clock: device
+ * time + *host_minus_device_ns = host time, to within +-*error_ns (0 and 0 for the host).
+ * From clGetDeviceAndHostTimer bracketed by two host readings when the device is OpenCL >=
+ * 2.1 and its platform has a host timer; else from markers: a marker's QUEUED time is taken
+ * during the enqueue call and its END before the wait returns, so each marker bounds the
+ * offset from both sides, and the bounds of a few markers are intersected. */
+clg_code clg_device_clock_offset(clg_device *dev, int64_t *host_minus_device_ns,
+                                 uint64_t *error_ns);
+/* Profiling times (ns, device clock) of a completed event. */
+clg_code clg_device_event_times(cl_event event, uint64_t *start_ns, uint64_t *end_ns);
+
 /* The map as OpenCL kernels take it (struct clg_map in cl/broadcast.cl and cl/reduce.cl). */
 typedef struct clg_cl_map {
   cl_ulong rank;
