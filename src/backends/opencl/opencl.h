@@ -209,8 +209,18 @@ clg_code clg_cl_unary(clg_device *dev, const clg_cl_text *src, clg_dtype dtype, 
 /* The user's CLGRAPH_CL_BUILD_OPTIONS, checked, into buf ("" when unset). */
 clg_code clg_cl_build_options(char *buf, size_t size);
 
-/* Drops the cached op programs (part of clg_cl_release_all). */
-void clg_cl_programs_release(void);
+/* How the cache (program.c) builds a source: with a T prelude (clg_cl_launch's sources), or
+ * as a file that defines T itself from -DCLG_DOUBLE (cl/elementwise.cl), whose build errors
+ * name the file, the options and each failing device's log. One style per source. */
+typedef enum clg_cl_style { CLG_CL_PRELUDE, CLG_CL_OWN_T } clg_cl_style;
+
+/* As clg_cl_launch, for a CLG_CL_OWN_T source. */
+clg_code clg_cl_launch_own(clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
+                           const char *kernel, const clg_cl_arg *args, int nargs, size_t count);
+
+/* Builds src for dev's context and dtype now (cached), so that launches find it built. */
+clg_code clg_cl_program_prepare(const clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
+                                clg_cl_style style);
 
 /* Releases the programs and kernels cached for all contexts, and CLBlast's caches (at
  * process-wide teardown, with no kernel call in flight). The cache holds a reference to
