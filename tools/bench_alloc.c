@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/opencl/opencl.h"
 #include "clgraph.h"
 #include "core/core.h"
 #include "device/device.h"
@@ -193,7 +194,7 @@ static double run_clcreate(clg_device *dev, const trace *t, cl_mem *mems)
     const op *o = &t->ops[i];
     if (o->size) {
       cl_int err;
-      mems[o->slot] = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, o->size, NULL, &err);
+      mems[o->slot] = clCreateBuffer(clg_cl_context(dev), CL_MEM_READ_WRITE, o->size, NULL, &err);
       if (err != CL_SUCCESS)
         return -1;
     } else {

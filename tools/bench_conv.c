@@ -156,11 +156,11 @@ static bool hand_open(hand_side *h, clg_device *dev, const clg_window *g, const 
   cl_mem *bufs[4] = {&h->mx, &h->mf, &h->mp, &h->my};
   size_t bytes[4] = {xb, fb, h->m * h->k * 4, h->m * h->n * 4};
   for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
-    *bufs[i] = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes[i], NULL, &err);
+    *bufs[i] = clCreateBuffer(clg_cl_context(dev), CL_MEM_READ_WRITE, bytes[i], NULL, &err);
   if (err == CL_SUCCESS)
-    err = clEnqueueWriteBuffer(dev->queue, h->mx, CL_TRUE, 0, xb, x, 0, NULL, NULL);
+    err = clEnqueueWriteBuffer(clg_cl_queue(dev), h->mx, CL_TRUE, 0, xb, x, 0, NULL, NULL);
   if (err == CL_SUCCESS)
-    err = clEnqueueWriteBuffer(dev->queue, h->mf, CL_TRUE, 0, fb, f, 0, NULL, NULL);
+    err = clEnqueueWriteBuffer(clg_cl_queue(dev), h->mf, CL_TRUE, 0, fb, f, 0, NULL, NULL);
   if (err != CL_SUCCESS) {
     snprintf(note, size, "hand: %s (%d)", clg_cl_error_name(err), err);
     return false;
@@ -194,7 +194,7 @@ static double hand_run(hand_side *h, char *note, size_t size)
     snprintf(note, size, "hand im2col: %s", clg_last_error());
     return NAN;
   }
-  cl_command_queue q = h->dev->queue;
+  cl_command_queue q = clg_cl_queue(h->dev);
   clg_clblast_tune(h->dev); /* the parameters the session's GEMMs use (once per device) */
   CLBlastStatusCode st =
       CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, h->m, h->n, h->k,
@@ -219,7 +219,7 @@ static bool hand_result(hand_side *h, float *out)
     memcpy(out, h->y, h->m * h->n * 4);
     return true;
   }
-  return clEnqueueReadBuffer(h->dev->queue, h->my, CL_TRUE, 0, h->m * h->n * 4, out, 0, NULL,
+  return clEnqueueReadBuffer(clg_cl_queue(h->dev), h->my, CL_TRUE, 0, h->m * h->n * 4, out, 0, NULL,
                              NULL) == CL_SUCCESS;
 }
 

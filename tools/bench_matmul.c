@@ -286,11 +286,11 @@ static bool direct_setup(direct_bench *db, clg_device *dev, clg_dtype dt, size_t
   size_t bytes = n * n * dtype_size(dt);
   cl_int err = CL_SUCCESS;
   for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
-    db->m[i] = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    db->m[i] = clCreateBuffer(clg_cl_context(dev), CL_MEM_READ_WRITE, bytes, NULL, &err);
   if (err == CL_SUCCESS)
-    err = clEnqueueWriteBuffer(dev->queue, db->m[0], CL_TRUE, 0, bytes, a, 0, NULL, NULL);
+    err = clEnqueueWriteBuffer(clg_cl_queue(dev), db->m[0], CL_TRUE, 0, bytes, a, 0, NULL, NULL);
   if (err == CL_SUCCESS)
-    err = clEnqueueWriteBuffer(dev->queue, db->m[1], CL_TRUE, 0, bytes, b, 0, NULL, NULL);
+    err = clEnqueueWriteBuffer(clg_cl_queue(dev), db->m[1], CL_TRUE, 0, bytes, b, 0, NULL, NULL);
   if (err != CL_SUCCESS) {
     snprintf(note, note_size, "direct: %s (%d)", clg_cl_error_name(err), err);
     return false;
@@ -328,7 +328,7 @@ static double direct_run(direct_bench *db, void *c, bool transfers, char *note, 
     return (double)(clg_now_ns() - t0) * 1e-9;
   }
 #ifdef CLG_HAVE_CLBLAST
-  cl_command_queue q = db->dev->queue;
+  cl_command_queue q = clg_cl_queue(db->dev);
   size_t bytes = n * n * dtype_size(db->dt);
   cl_int err = CL_SUCCESS;
   if (transfers) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/opencl/opencl.h"
 #include "clgraph.h"
 #include "core/core.h"
 #include "device/device.h"
@@ -162,16 +163,18 @@ static bool direct_cl_open(direct_side *d, const clg_device *dev)
   memset(d, 0, sizeof *d);
   d->dev = dev;
   cl_int err;
-  d->q = clCreateCommandQueue(dev->context, dev->cl_device, 0, &err);
+  d->q = clCreateCommandQueue(clg_cl_context(dev), clg_cl_device_id(dev), 0, &err);
   const char *src = clg_cl_source("elementwise");
   if (err == CL_SUCCESS && src)
-    d->prog = clCreateProgramWithSource(dev->context, 1, &src, NULL, &err);
+    d->prog = clCreateProgramWithSource(clg_cl_context(dev), 1, &src, NULL, &err);
+  cl_device_id id = clg_cl_device_id(dev);
   if (d->prog)
-    err = clBuildProgram(d->prog, 1, &dev->cl_device, "", NULL, NULL);
+    err = clBuildProgram(d->prog, 1, &id, "", NULL, NULL);
   if (d->prog && err == CL_SUCCESS)
     d->k = clCreateKernel(d->prog, "clg_add", &err);
   for (int i = 0; d->k && i < 3; i++) {
-    cl_mem m = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, ELEMS * sizeof(float), NULL, &err);
+    cl_mem m =
+        clCreateBuffer(clg_cl_context(dev), CL_MEM_READ_WRITE, ELEMS * sizeof(float), NULL, &err);
     *(i == 0 ? &d->c : &d->buf[i - 1]) = m;
   }
   if (!(d->c && d->buf[0] && d->buf[1])) {

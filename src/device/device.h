@@ -1,40 +1,28 @@
-/* The device module's door: device-name specifications (TensorFlow's grammar), OpenCL
- * error names and info queries, and the device set with its OpenCL handles. */
+/* The device module's door: the device set, the device interface that each kind implements
+ * (src/backends/<kind>/), and opaque events. No OpenCL type here: an OpenCL device's
+ * handles, OpenCL error names and clg_cl_error are in device/opencl_handles.h, for the
+ * enumeration and the OpenCL backend. */
 #ifndef CLG_DEVICE_H
 #define CLG_DEVICE_H
 
 #include <stdbool.h>
 
-#ifndef CL_TARGET_OPENCL_VERSION /* device/clock.c asks for 2.1's declarations */
-#define CL_TARGET_OPENCL_VERSION 120
-#endif
-#include <CL/cl.h>
-
 #include "clgraph/device.h"
 #include "core/core.h"
 
-/* --- OpenCL errors and queries ------------------------------------------------------- */
-
-/* "CL_INVALID_BUFFER_SIZE" for -61, "CL_UNKNOWN_ERROR" otherwise. */
-const char *clg_cl_error_name(cl_int err);
-/* Records "<NAME> (<err>) in <call><context>" as an error with the code that fits
- * (RESOURCE_EXHAUSTED for -4/-5/-6 and CL_INVALID_BUFFER_SIZE, INTERNAL otherwise) and
- * returns it. context is free text such as " for node 'MatMul' on /device:GPU:1". */
-clg_code clg_cl_error(cl_int err, const char *call, const char *context_fmt, ...) CLG_PRINTF(3, 4);
-
 /* --- the device set ---------------------------------------------------------------- */
 
-/* One logical device. For the host, is_host is true and the cl_* handles are NULL. Virtual
- * devices of one physical device share its cl_device_id and context, each with its own
- * queue. */
+/* An OpenCL device's handles and the set's platforms and contexts (device/opencl_handles.h,
+ * for the enumeration and the OpenCL backend only; elsewhere they are opaque). */
+struct clg_cl_device;
+struct clg_cl_set;
+
+/* One logical device. For the host, is_host is true and cl is NULL. */
 typedef struct clg_device {
   clg_device_info info;
   bool is_host;
-  cl_platform_id platform;
-  cl_device_id cl_device;
-  cl_context context;     /* shared by the devices of one platform */
-  int context_index;      /* equal for devices that share a context */
-  cl_command_queue queue; /* in-order, profiling enabled */
+  struct clg_cl_device *cl; /* a local OpenCL device's handles: clg_cl_queue(dev), ... */
+  int context_index;        /* equal for devices that share a context */
   /* A device of another task (cluster): a description only, no handles; its table moves
    * nothing (the cluster module transfers values), its blocks are host memory. */
   bool remote;
@@ -47,10 +35,9 @@ struct clg_devices {
   int count;
   clg_device *devs; /* devs[0] is the host */
   int num_contexts;
-  cl_context *contexts; /* contexts[d.context_index] == d.context */
   /* Registry internals (device/registry.c). */
   int num_platforms;         /* every platform the ICD loader returned */
-  cl_platform_id *platforms; /* in the order the ICD loader returned them */
+  struct clg_cl_set *cl;     /* the platforms, contexts and devices' handles */
   int num_physical;          /* OpenCL devices of the chosen types, before the visible list */
   unsigned types;            /* the CLG_DEVTYPE_* mask in effect */
   /* Cluster: this process's task (-1 outside a cluster) and how many of devs are its own
@@ -185,18 +172,19 @@ const clg_device_ops *clg_device_ops_of(const clg_device *dev);
 /* --- OpenCL data movement (backends/opencl/transfer.c) ---------------------------------- */
 
 /* Declared here, not in the OpenCL backend's door, while src/ops/ still calls them; their
- * callers move to the device table (upload, download, copy_from_peer). */
+ * callers move to the device table (upload, download, copy_from_peer). mem is a block's
+ * region handle (an OpenCL device's cl_mem). */
 
 /* Blocking write of bytes from host to (mem, offset) on dev's queue. */
-clg_code clg_device_upload(clg_device *dev, cl_mem mem, size_t offset, const void *host,
+clg_code clg_device_upload(clg_device *dev, void *mem, size_t offset, const void *host,
                            size_t bytes);
 /* Blocking read of bytes from (mem, offset) on dev's queue (after all work queued there). */
-clg_code clg_device_download(clg_device *dev, cl_mem mem, size_t offset, void *host, size_t bytes);
+clg_code clg_device_download(clg_device *dev, void *mem, size_t offset, void *host, size_t bytes);
 /* Copies within one context, enqueued on dst's queue after `wait` (may be NULL); *done
  * (if not NULL) receives an event for the copy. Devices of different contexts:
  * UNIMPLEMENTED (callers stage through the host). */
-clg_code clg_device_copy(clg_device *dst, cl_mem dst_mem, size_t dst_offset, const clg_device *src,
-                         cl_mem src_mem, size_t src_offset, size_t bytes, cl_event wait,
-                         cl_event *done);
+clg_code clg_device_copy(clg_device *dst, void *dst_mem, size_t dst_offset, const clg_device *src,
+                         void *src_mem, size_t src_offset, size_t bytes, clg_event *wait,
+                         clg_event **done);
 
 #endif

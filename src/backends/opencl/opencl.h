@@ -9,15 +9,33 @@
 #define CLG_BACKEND_OPENCL_H
 
 #include "backends/backend.h"
+#include "device/opencl_handles.h"
 
 /* --- a device's and a block's OpenCL handles ------------------------------------------ */
 
-static inline cl_command_queue clg_cl_queue(const clg_device *dev) { return dev->queue; }
-static inline cl_context clg_cl_context(const clg_device *dev) { return dev->context; }
-static inline cl_device_id clg_cl_device_id(const clg_device *dev) { return dev->cl_device; }
-static inline cl_mem clg_cl_mem(const clg_block *b) { return b->mem; }
-
-static inline cl_platform_id clg_cl_platform(const clg_device *dev) { return dev->platform; }
+/* NULL for a device that is not a local OpenCL device (the host, a remote device). */
+static inline cl_command_queue clg_cl_queue(const clg_device *dev)
+{
+  return dev->cl ? dev->cl->queue : NULL;
+}
+static inline cl_context clg_cl_context(const clg_device *dev)
+{
+  return dev->cl ? dev->cl->context : NULL;
+}
+static inline cl_device_id clg_cl_device_id(const clg_device *dev)
+{
+  return dev->cl ? dev->cl->device : NULL;
+}
+static inline cl_platform_id clg_cl_platform(const clg_device *dev)
+{
+  return dev->cl ? dev->cl->platform : NULL;
+}
+static inline cl_mem clg_cl_mem(const clg_block *b) { return (cl_mem)b->mem; }
+/* The set's context i (0 <= i < devs->num_contexts). */
+static inline cl_context clg_cl_set_context(const clg_devices *devs, int i)
+{
+  return devs->cl->contexts[i];
+}
 
 /* The OpenCL event behind e, and the reverse: clg_event is a cast of cl_event. */
 static inline cl_event clg_event_cl(clg_event *e) { return (cl_event)(void *)e; }

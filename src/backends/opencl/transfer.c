@@ -2,7 +2,7 @@
  * the destination's queue, ordered after the source's event, so no queue is drained. */
 #include "backends/opencl/opencl.h"
 
-clg_code clg_device_upload(clg_device *dev, cl_mem mem, size_t offset, const void *host,
+clg_code clg_device_upload(clg_device *dev, void *mem, size_t offset, const void *host,
                            size_t bytes)
 {
   if (bytes == 0)
@@ -14,7 +14,7 @@ clg_code clg_device_upload(clg_device *dev, cl_mem mem, size_t offset, const voi
   return CLG_OK;
 }
 
-clg_code clg_device_download(clg_device *dev, cl_mem mem, size_t offset, void *host, size_t bytes)
+clg_code clg_device_download(clg_device *dev, void *mem, size_t offset, void *host, size_t bytes)
 {
   if (bytes == 0)
     return CLG_OK;
@@ -25,9 +25,9 @@ clg_code clg_device_download(clg_device *dev, cl_mem mem, size_t offset, void *h
   return CLG_OK;
 }
 
-clg_code clg_device_copy(clg_device *dst, cl_mem dst_mem, size_t dst_offset, const clg_device *src,
-                         cl_mem src_mem, size_t src_offset, size_t bytes, cl_event wait,
-                         cl_event *done)
+clg_code clg_device_copy(clg_device *dst, void *dst_mem, size_t dst_offset, const clg_device *src,
+                         void *src_mem, size_t src_offset, size_t bytes, clg_event *wait,
+                         clg_event **done)
 {
   if (dst->is_host || src->is_host || clg_cl_context(dst) != clg_cl_context(src))
     return clg_error(CLG_UNIMPLEMENTED, "no direct copy from %s to %s", src->info.name,
@@ -36,8 +36,11 @@ clg_code clg_device_copy(clg_device *dst, cl_mem dst_mem, size_t dst_offset, con
     *done = NULL;
   if (bytes == 0)
     return CLG_OK;
+  cl_event ev = clg_event_cl(wait), copied = NULL;
   cl_int err = clEnqueueCopyBuffer(clg_cl_queue(dst), src_mem, dst_mem, src_offset, dst_offset,
-                                   bytes, wait ? 1 : 0, wait ? &wait : NULL, done);
+                                   bytes, ev ? 1 : 0, ev ? &ev : NULL, done ? &copied : NULL);
+  if (done)
+    *done = clg_event_from_cl(copied);
   if (err != CL_SUCCESS)
     return clg_cl_error(err, "clEnqueueCopyBuffer", " of %zu bytes from %s to %s", bytes,
                         src->info.name, dst->info.name);
