@@ -3,8 +3,8 @@
 #  1. no OpenCL call (cl[A-Z]...(), type (cl_...) or constant (CL_...) in src/ outside the
 #     OpenCL backend (src/backends/opencl/) and the device module's enumeration files
 #     (ENUMERATION below: registry.c makes the contexts and queues, clerror.c names OpenCL's
-#     errors, device.h declares the handles they fill in); src/ops/ is left out while its
-#     kernels move into src/backends/. Comments and string literals do not count; a type or
+#     errors, opencl_handles.h types the handles for registry.c and the OpenCL backend);
+#     src/ops/ is left out while its kernels move into src/backends/. Comments and string literals do not count; a type or
 #     constant is a name CL/cl.h defines, so clgraph's own cl_name or CL_CHUNK_BYTES pass;
 #  2. src/runtime/ never asks whether a device is the host (no is_host);
 #  3. graph building does not pull in CL/cl.h;
@@ -19,7 +19,7 @@ report() {
   fail=1
 }
 cc=${CC:-cc}
-ENUMERATION="src/device/registry.c src/device/clerror.c src/device/device.h"
+ENUMERATION="src/device/registry.c src/device/clerror.c src/device/opencl_handles.h"
 
 # OpenCL's own names, from its header: every CL_ macro and cl_ typedef.
 names=$(mktemp)
