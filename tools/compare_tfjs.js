@@ -22,6 +22,8 @@
 //   --rtol X --atol X the tolerances (default 1e-3, 1e-4; TOLERANCES below per graph)
 //   --work DIR        where the .npy files go (default build/compare_tfjs)
 //   --fixtures DIR    also write DIR/<graph>/: inputs, tfjs cpu outputs, manifest.json
+//   --pb              give clgraph the frozen GraphDef that tools/tfjs_to_pb.py makes of each
+//                     graph (with Debian's /usr/bin/python3) instead of its model.json
 //   --no-wasm         numerics only: no wasm backend, no latency
 //   --no-clgraph      tfjs only (the clgraph column says "not run")
 //   --json            one JSON object on stdout instead of the table
@@ -96,7 +98,7 @@ function usage(msg) {
   if (msg) process.stderr.write(`tools/compare_tfjs.js: ${msg}\n`);
   process.stderr.write("usage: node tools/compare_tfjs.js [--models DIR] [--tfjs DIR] " +
     "[--clgraph PATH] [--device DEV] [--repeats N] [--seed S] [--shape NAME=D,...] " +
-    "[--rtol X] [--atol X] [--work DIR] [--fixtures DIR] [--no-wasm] [--no-clgraph] " +
+    "[--rtol X] [--atol X] [--work DIR] [--fixtures DIR] [--pb] [--no-wasm] [--no-clgraph] " +
     "[--json] [GRAPH ...]\n");
   process.exit(2);
 }
@@ -128,6 +130,7 @@ function parseArgs(argv) {
     else if (a === "--work") o.work = val();
     else if (a === "--fixtures") o.fixtures = val();
     else if (a === "--no-wasm") o.wasm = false;
+    else if (a === "--pb") o.pb = true;
     else if (a === "--no-clgraph") o.runClgraph = false;
     else if (a === "--json") o.json = true;
     else if (a === "--shape") {
@@ -415,18 +418,29 @@ async function tfRun(m, g, names) {
 
 // ---- clgraph -----------------------------------------------------------------------------
 
-function clgraphRun(o, g, outDir, repeats) {
-  const args = ["run", g.file, "--json", "--repeats", String(repeats)];
-  for (const i of g.inputs) {
-    args.push("--input", `${i.name}=${i.file}`);
-    if (i.unknown) args.push("--shape", `${i.name}=${i.shape.join(",")}`);
+// The graph as clgraph gets it: its model.json, or (--pb) the .pb made of it once per run.
+function clgraphModel(o, g, dir) {
+  if (!o.pb) return g.file;
+  if (!g.pbFile) {
+    const pb = path.join(dir, `${g.name}.pb`);
+    const r = spawnSync("/usr/bin/python3", [path.join(ROOT, "tools/tfjs_to_pb.py"), g.file, pb],
+      { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`tools/tfjs_to_pb.py: ${(r.stderr || r.error || "").toString().trim()}`);
+    g.pbFile = pb;
   }
+  return g.pbFile;
+}
+
+function clgraphRun(o, g, outDir, repeats) {
+  const args = ["run", g.model, "--json", "--repeats", String(repeats)];
+  // Each input's file gives its shape (clgraph run takes --shape only for inputs not given).
+  for (const i of g.inputs) args.push("--input", `${i.name}=${i.file}`);
   for (const n of g.outputs) args.push("--output", n);
   if (outDir) args.push("--out-dir", outDir);
   if (o.device) args.push("--device", o.device);
   const r = spawnSync(o.clgraph, args, { encoding: "utf8", maxBuffer: 64 << 20 });
   if (r.error) return { error: `clgraph: not run (${r.error.code === "ENOENT" ? `no ${o.clgraph}` : r.error.message})` };
-  const firstErr = (r.stderr || "").trim().split("\n").filter(Boolean).slice(-1)[0] || "";
+  const firstErr = (r.stderr || "").trim().split("\n").filter(Boolean)[0] || "";
   if (r.status !== 0) return { error: `clgraph run: exit ${r.status}${firstErr ? `: ${firstErr}` : ""}` };
   try {
     return { result: JSON.parse(r.stdout) };
@@ -536,6 +550,8 @@ async function runGraph(o, file) {
   const clgMs = [], wasmMs = [];
   rec.clgraph = "clgraph: not run";
   let clgOk = o.runClgraph;
+  if (clgOk) g.model = clgraphModel(o, g, dir);
+  rec.clgraph_model = o.runClgraph ? (o.pb ? "pb" : "json") : null;
   if (!o.runClgraph) rec.clgraph = "clgraph: not run (--no-clgraph)";
   const rounds = o.wasm ? o.repeats : 1;
   for (let k = 0; k < rounds; k++) {
@@ -548,6 +564,12 @@ async function runGraph(o, file) {
       } else {
         if (k === 0) {
           rec.clgraph_devices = r.result.devices;
+          // The import-cost goal: import plus session creation against the first run.
+          for (const f of ["import_ms", "session_ms", "first_run_ms"])
+            if (typeof r.result[f] === "number") rec[`clgraph_${f}`] = r.result[f];
+          if (rec.clgraph_first_run_ms > 0 && rec.clgraph_import_ms !== undefined)
+            rec.clgraph_import_share = (rec.clgraph_import_ms + (rec.clgraph_session_ms || 0)) /
+              rec.clgraph_first_run_ms;
           rec.clgraph = checkClgraph(r.result, g, ref, rtol, atol, rec);
         }
         if (Array.isArray(r.result.run_ms) && r.result.run_ms.length) clgMs.push(r.result.run_ms[0]);
@@ -643,11 +665,18 @@ function isMatch(r) {
 // ---- the table ---------------------------------------------------------------------------
 
 function fmt(x, d) {
-  return x === null || x === undefined ? "-" : x.toFixed(d);
+  if (x === null || x === undefined) return "-";
+  // Three significant digits at least, so that a graph of microseconds does not read 0.00.
+  return x !== 0 && Math.abs(x) < 10 ** (3 - d) ? x.toPrecision(3) : x.toFixed(d);
 }
 
-function describe(c) {
-  if (typeof c === "string") return c;
+function describe(c, short) {
+  if (typeof c === "string") {
+    if (!short) return c;
+    // The table keeps the reason, not clgraph's own prefix and the model's path.
+    const t = c.replace(/^clgraph run: exit (\d+): clgraph run: [^:]*: /, "exit $1: ");
+    return t.length > 80 ? `${t.slice(0, 79)}~` : t;
+  }
   if (c.match) return `match (worst ${c.worst ? c.worst.abs.toExponential(1) : "0"})`;
   const w = c.worst ? ` worst |d| ${c.worst.abs.toExponential(2)} at ${c.worst.at}` : "";
   return `DIFFERS ${c.output}: ${c.what}${w}`;
@@ -655,19 +684,22 @@ function describe(c) {
 
 function printTable(o, recs, errors) {
   const rows = [["graph", "nodes", "ops", "MFLOP", "clgraph vs tfjs cpu", "clgraph ms",
-    "tfjs ms", "tfjs/clg", "wasm vs cpu"]];
+    "tfjs ms", "tfjs/clg", "import", "wasm vs cpu"]];
   for (const r of recs) {
     rows.push([r.graph, String(r.nodes), String(r.op_types.length), fmt(r.mflop, 1),
-      describe(r.clgraph), fmt(r.clgraph_median_ms, 2),
+      describe(r.clgraph, true), fmt(r.clgraph_median_ms, 2),
       fmt(r.wasm_median_ms, 2) + (r.tfjs_backend === "cpu" ? " (cpu)" : ""),
-      fmt(r.speedup_median, 2), r.wasm_vs_cpu ? describe(r.wasm_vs_cpu) : "-"]);
+      fmt(r.speedup_median, 2),
+      r.clgraph_import_share === undefined ? "-" : `${(100 * r.clgraph_import_share).toFixed(1)}%`,
+      r.wasm_vs_cpu ? describe(r.wasm_vs_cpu, true) : "-"]);
   }
   const w = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  const line = (r) => r.map((s, c) => (c === 0 || c === 4 || c === 8 ? s.padEnd(w[c]) : s.padStart(w[c]))).join("  ").trimEnd();
+  const line = (r) => r.map((s, c) => (c === 0 || c === 4 || c === 9 ? s.padEnd(w[c]) : s.padStart(w[c]))).join("  ").trimEnd();
   console.log(`# tfjs ${tfInfo.version}: reference numerics from the cpu backend; latency from ` +
     `${o.wasm ? `the wasm backend (simd ${tfInfo.wasm_simd}, threads ${tfInfo.wasm_threads})` : "nothing (--no-wasm)"}`);
-  console.log(`# clgraph: ${o.runClgraph ? o.clgraph : "not run"}${o.device ? ` --device ${o.device}` : ""}; ` +
-    `seed ${o.seed}; ${o.repeats} alternated rounds; ms are medians; tfjs/clg: median of the pairs' ratios; (cpu): tfjs's wasm backend cannot run the graph`);
+  console.log(`# clgraph: ${o.runClgraph ? o.clgraph : "not run"}${o.device ? ` --device ${o.device}` : ""}` +
+    `${o.pb ? " on the .pb files tools/tfjs_to_pb.py makes" : ""}; ` +
+    `seed ${o.seed}; ${o.repeats} alternated rounds; ms are medians; tfjs/clg: median of the pairs' ratios; (cpu): tfjs's wasm backend cannot run the graph; import: clgraph's import + session creation / its first run`);
   console.log(line(rows[0]));
   console.log(w.map((n) => "-".repeat(n)).join("  "));
   for (const r of rows.slice(1)) console.log(line(r));
@@ -676,6 +708,9 @@ function printTable(o, recs, errors) {
   console.log(`\n${matched} of ${recs.length + errors.length} graphs match tfjs (every output)`);
   const sp = recs.map((r) => r.speedup_median).filter((x) => x !== null);
   if (sp.length) console.log(`median over graphs of tfjs ms / clgraph ms: ${fmt(median(sp), 2)}`);
+  const long = recs.filter((r) => typeof r.clgraph === "string" && describe(r.clgraph, true) !== r.clgraph);
+  if (long.length) console.log("\nclgraph in full:");
+  for (const r of long) console.log(`  ${r.graph}: ${r.clgraph}`);
   const why = recs.filter((r) => r.tolerance_reason || r.note);
   if (why.length) console.log("\ntolerances and notes:");
   for (const r of why) {
