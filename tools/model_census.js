@@ -86,7 +86,8 @@ function main() {
     if (!fs.existsSync(o.models)) fail(`no models folder ${o.models} (run ci/get-models.sh)`);
     files = fs.readdirSync(o.models).filter((f) => f.endsWith(".json")).sort().map((f) => path.join(o.models, f));
   }
-  let have = null, source = null;
+  let have = null;
+  const sources = {};
   const graphs = [];
   for (const f of files) {
     let m;
@@ -98,15 +99,15 @@ function main() {
     if (!m.modelTopology || !Array.isArray(m.modelTopology.node)) fail(`${f}: not a tfjs graph model`);
     const ops = {};
     for (const n of m.modelTopology.node) ops[n.op] = (ops[n.op] || 0) + 1;
-    let missing = inspectMissing(o, f);
-    if (missing) source = "clgraph inspect --json";
-    else {
+    let missing = inspectMissing(o, f), from = "clgraph inspect --json";
+    if (!missing) {
       if (!have) have = registryOps();
       missing = new Set(Object.keys(ops).filter((op) => !have.has(op)));
-      source = source || "src/ops/registry.c (by name)";
+      from = "src/ops/registry.c (by name)";
     }
+    sources[from] = (sources[from] || 0) + 1;
     graphs.push({ graph: path.basename(f, ".json"), nodes: m.modelTopology.node.length,
-      op_types: Object.keys(ops).sort(), op_counts: ops, missing: [...missing].sort() });
+      op_types: Object.keys(ops).sort(), op_counts: ops, missing: [...missing].sort(), source: from });
   }
 
   // How many graphs use each missing op type.
@@ -129,6 +130,7 @@ function main() {
     }
   }
   const totalNodes = graphs.reduce((s, g) => s + g.nodes, 0);
+  const source = Object.entries(sources).map(([k, n]) => `${k} (${n} graphs)`).join(", ");
   const allOps = new Set(graphs.flatMap((g) => g.op_types));
   if (o.json) {
     console.log(JSON.stringify({ source, graphs, total_nodes: totalNodes, op_types: allOps.size,
