@@ -63,11 +63,11 @@ const DEFAULT_VALUES = {
 // Per-graph tolerances where a graph's own arithmetic needs more than rtol 1e-3, atol 1e-4.
 // The measure: tfjs's own two backends (cpu and wasm, both float32, summing in different
 // orders) on seeds 1-3; a third float32 implementation cannot be held closer than they are
-// to each other. Each atol is about 3x the worst difference measured between them.
+// to each other. Each atol is 2-5x the worst difference measured between them.
 const BLAZEPOSE = {
   atol: 1e-2,
   why: "deep MobileNet-style regressor whose landmark and heatmap outputs near 1 drift by " +
-    "up to 3.4e-3 between tfjs's cpu and wasm backends (seeds 1-3: 4.5e-4 to 3.4e-3)",
+    "up to 4.6e-3 between tfjs's cpu and wasm backends (seeds 1-3: 4.5e-4 to 4.6e-3)",
 };
 const TOLERANCES = {
   "blazepose-detector": BLAZEPOSE,
