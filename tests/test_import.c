@@ -1097,6 +1097,8 @@ static void test_bad_tfjs(void)
 /* --- real models (CLGRAPH_MODELS_DIR) --------------------------------------------------------- */
 
 static int real_checks;
+static clg_graph *keep_graphs[8];
+static int num_keep;
 
 /* The census from the JSON, counted here: nodes and the count of one op type. */
 static void json_census(const char *path, int *nodes, const char *op, int *count)
@@ -1145,14 +1147,170 @@ static void check_census(const char *models, const char *model, const char *op, 
   real_checks++;
 }
 
-/* Imports a real model at batch 1 and runs it on input[i] = ((i * 7919) % 256) / 255, against
- * TensorFlow.js's outputs on the same input (tests/import_tfjs_reference.js printed them:
- * @tensorflow/tfjs 4.x, CPU backend), within rtol 1e-3 and atol 1e-4. */
-static void check_run(const char *models, const char *model, int n_out, const char *const *names,
-                      const int *sizes, const float *const *want)
+/* --- a tfjs model written back as a frozen GraphDef, by this test's own writer --------------- */
+
+static int b64(char c)
 {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s.json", models, model);
+  const char *abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const char *p = strchr(abc, c);
+  return c && p ? (int)(p - abc) : -1;
+}
+
+static void b64_field(pbuf *out, int field, const char *text)
+{
+  uint8_t buf[1024];
+  size_t n = 0;
+  unsigned acc = 0;
+  int bits = 0;
+  for (const char *p = text; *p && *p != '=' && n < sizeof buf; p++) {
+    acc = acc << 6 | (unsigned)b64(*p);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      buf[n++] = (uint8_t)(acc >> bits);
+    }
+  }
+  pb_bytes(out, field, buf, n);
+}
+
+static int64_t json_i(const json_t *v)
+{
+  return json_is_string(v) ? strtoll(json_string_value(v), NULL, 10) : json_integer_value(v);
+}
+
+static int dt_number(const char *name)
+{
+  static const struct {
+    const char *name;
+    int v;
+  } map[] = {{"DT_FLOAT", 1}, {"DT_DOUBLE", 2}, {"DT_INT32", 3},
+             {"DT_INT64", 9}, {"DT_BOOL", 10},  {"DT_HALF", 19}};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (strcmp(map[i].name, name) == 0)
+      return map[i].v;
+  CHECK_MSG(0, "dtype %s", name);
+  return 0;
+}
+
+static void json_shape(pbuf *out, const json_t *shape)
+{
+  if (json_is_true(json_object_get(shape, "unknownRank"))) {
+    pb_vint(out, 3, 1);
+    return;
+  }
+  size_t i;
+  json_t *d;
+  json_array_foreach(json_object_get(shape, "dim"), i, d)
+  {
+    pbuf dim = {0};
+    pb_vint(&dim, 1, json_i(json_object_get(d, "size")));
+    pb_msg(out, 2, &dim);
+  }
+}
+
+/* An AttrValue of protobuf's JSON mapping in the wire format. */
+static void json_attr(pbuf *out, const char *key, const json_t *v)
+{
+  const json_t *x;
+  size_t i;
+  json_t *e;
+  if ((x = json_object_get(v, "s")))
+    b64_field(out, 2, json_string_value(x));
+  else if ((x = json_object_get(v, "i")))
+    pb_vint(out, 3, json_i(x));
+  else if ((x = json_object_get(v, "f"))) {
+    float f = (float)json_number_value(x);
+    pb_tag(out, 4, 5);
+    pb_raw(out, &f, 4);
+  } else if ((x = json_object_get(v, "b")))
+    pb_vint(out, 5, json_is_true(x));
+  else if ((x = json_object_get(v, "type")))
+    pb_vint(out, 6, dt_number(json_string_value(x)));
+  else if ((x = json_object_get(v, "shape"))) {
+    pbuf sh = {0};
+    json_shape(&sh, x);
+    pb_msg(out, 7, &sh);
+  } else if ((x = json_object_get(v, "list"))) {
+    pbuf l = {0}, packed = {0};
+    json_array_foreach(json_object_get(x, "s"), i, e) b64_field(&l, 2, json_string_value(e));
+    json_array_foreach(json_object_get(x, "i"), i, e) pb_varint(&packed, (uint64_t)json_i(e));
+    if (packed.n)
+      pb_msg(&l, 3, &packed);
+    json_array_foreach(json_object_get(x, "f"), i, e)
+    {
+      float f = (float)json_number_value(e);
+      pb_raw(&packed, &f, 4);
+    }
+    if (packed.n)
+      pb_msg(&l, 4, &packed);
+    json_array_foreach(json_object_get(x, "type"), i, e)
+        pb_varint(&packed, (uint64_t)dt_number(json_string_value(e)));
+    if (packed.n)
+      pb_msg(&l, 6, &packed);
+    pb_msg(out, 1, &l);
+  } else
+    CHECK_MSG(0, "attribute '%s' of a kind this converter does not write", key);
+}
+
+/* model.json's topology as a GraphDef, each Const's value the one the tfjs import gave it
+ * (its weights dequantized), as tensor_content. */
+static bool tfjs_to_graphdef(const char *json_path, const clg_import_result *r, pbuf *out)
+{
+  json_error_t err;
+  json_t *root = json_load_file(json_path, 0, &err);
+  CHECK_MSG(root != NULL, "%s: %s", json_path, err.text);
+  if (!root)
+    return false;
+  size_t i;
+  json_t *n;
+  json_array_foreach(json_object_get(json_object_get(root, "modelTopology"), "node"), i, n)
+  {
+    const char *name = json_string_value(json_object_get(n, "name"));
+    const char *op = json_string_value(json_object_get(n, "op"));
+    const json_t *dev = json_object_get(n, "device");
+    pbuf nd;
+    node_begin(&nd, name, op, NULL, dev ? json_string_value(dev) : NULL);
+    size_t k;
+    json_t *in;
+    json_array_foreach(json_object_get(n, "input"), k, in) pb_str(&nd, 3, json_string_value(in));
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(n, "attr"), key, v)
+    {
+      pbuf val = {0};
+      if (strcmp(op, "Const") == 0 && strcmp(key, "value") == 0) {
+        clg_output c;
+        CHECK_OK(clg_import_find(r, name, &c));
+        const clg_tensor *t = c.node ? clg_node_value(c.node) : NULL;
+        CHECK(t != NULL);
+        if (!t)
+          continue;
+        pbuf tp = {0}, sh = {0};
+        pb_vint(&tp, 1, clg_tensor_dtype(t)); /* clg_dtype numbers are TF's DataType */
+        int64_t dims[CLG_MAX_RANK];
+        for (int d = 0; d < clg_tensor_rank(t); d++)
+          dims[d] = clg_tensor_dim(t, d);
+        shape_msg(&sh, clg_tensor_rank(t), dims);
+        pb_msg(&tp, 2, &sh);
+        pb_bytes(&tp, 4, clg_tensor_const_data(t), clg_tensor_bytes(t));
+        pb_msg(&val, 8, &tp);
+      } else
+        json_attr(&val, key, v);
+      attr_entry(&nd, key, &val);
+    }
+    node_end(out, &nd);
+  }
+  json_decref(root);
+  return true;
+}
+
+/* Imports a real model at batch 1 (from its model.json, then from the GraphDef this test
+ * writes of it) and runs it on input[i] = ((i * 7919) % 256) / 255, against TensorFlow.js's
+ * outputs on the same input (tests/import_tfjs_reference.js printed them: @tensorflow/tfjs
+ * 4.22, CPU backend), within rtol 1e-3 and atol 1e-4. */
+static void check_run_path(const char *path, const char *model, int n_out, const char *const *names,
+                           const int *sizes, const float *const *want, clg_import_result **keep)
+{
   clg_import_result *ins = NULL;
   char err[512];
   CHECK_MSG(clg_import_inspect(path, NULL, &ins, err, sizeof err) == CLG_OK, "%s", err);
@@ -1168,7 +1326,7 @@ static void check_run(const char *models, const char *model, int n_out, const ch
   o.num_input_shapes = 1;
   clg_graph *g = clg_graph_new();
   clg_import_result *r = NULL;
-  CHECK_MSG(clg_graph_import(g, path, &o, &r) == CLG_OK, "%s: %s", model, clg_graph_error(g));
+  CHECK_MSG(clg_graph_import(g, path, &o, &r) == CLG_OK, "%s: %s", path, clg_graph_error(g));
   if (r) {
     const clg_import_tensor *in = clg_import_input(r, 0);
     clg_tensor *x = clg_tensor_new(CLG_FLOAT32, in->rank, in->dims, NULL);
@@ -1189,10 +1347,35 @@ static void check_run(const char *models, const char *model, int n_out, const ch
     }
     clg_tensor_free(x);
   }
-  clg_import_result_free(r);
   clg_import_result_free(ins);
-  clg_graph_free(g);
+  if (keep) /* the graph stays alive with the result: its nodes hold the values */
+    *keep = r, r = NULL;
+  clg_import_result_free(r);
+  if (!keep)
+    clg_graph_free(g);
+  else
+    keep_graphs[num_keep++] = g;
   real_checks++;
+}
+
+static void check_run(const char *models, const char *model, int n_out, const char *const *names,
+                      const int *sizes, const float *const *want)
+{
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.json", models, model);
+  clg_import_result *r = NULL;
+  check_run_path(path, model, n_out, names, sizes, want, &r);
+  if (!r)
+    return;
+  pbuf gd = {0};
+  char name[300];
+  snprintf(name, sizeof name, "%s.pb", model);
+  if (tfjs_to_graphdef(path, r, &gd)) {
+    write_file(name, gd.p, gd.n);
+    check_run_path(path_in(name), model, n_out, names, sizes, want, NULL);
+  }
+  pb_free(&gd);
+  clg_import_result_free(r);
 }
 
 static void test_real_models(void)
@@ -1223,6 +1406,8 @@ static void test_real_models(void)
   static const float live[2] = {0.808140576f, 0.191859469f};
   check_run(models, "liveness", 1, (const char *const[]){"Identity"}, (const int[]){2},
             (const float *const[]){live});
+  for (int i = 0; i < num_keep; i++)
+    clg_graph_free(keep_graphs[i]);
   printf("test_import: %d real-model checks in %s\n", real_checks, models);
 }
 
