@@ -427,6 +427,104 @@ static void test_folding(void)
   pb_free(&b);
 }
 
+/* A Const of int32 values (int_val, packed) as a node of the GraphDef. */
+static void const_i32(pbuf *g, const char *name, int rank, const int64_t *dims, int n,
+                      const int32_t *v)
+{
+  pbuf nd, val = {0}, t = {0}, sh = {0}, packed = {0};
+  node_begin(&nd, name, "Const", NULL, NULL);
+  pb_vint(&t, 1, 3);
+  shape_msg(&sh, rank, dims);
+  pb_msg(&t, 2, &sh);
+  for (int i = 0; i < n; i++)
+    pb_varint(&packed, (uint64_t)(int64_t)v[i]);
+  pb_msg(&t, 7, &packed);
+  pb_msg(&val, 8, &t);
+  attr_entry(&nd, "value", &val);
+  node_end(g, &nd);
+}
+
+/* Folding is bounded: a Fill of 2^21 elements stays a Fill (computed at run time), one of 6
+ * folds into a Const of the same values. */
+static void test_fold_bound(void)
+{
+  pbuf b = {0};
+  const_i32(&b, "big_dims", 1, (const int64_t[]){2}, 2, (const int32_t[]){2048, 1024});
+  const_i32(&b, "small_dims", 1, (const int64_t[]){2}, 2, (const int32_t[]){2, 3});
+  const_f32(&b, "v", 0, NULL, 1, (const float[]){2.5f}, false);
+  op2(&b, "big", "Fill", "big_dims", "v", NULL);
+  op2(&b, "small", "Fill", "small_dims", "v", NULL);
+  clg_graph *g = clg_graph_new();
+  clg_import_result *r = NULL;
+  CHECK_OK(import_pb(g, &b, NULL, &r));
+  clg_output big, small;
+  CHECK_OK(clg_import_find(r, "big", &big));
+  CHECK_OK(clg_import_find(r, "small", &small));
+  CHECK_STR(clg_node_op(big.node), "Fill");
+  CHECK_STR(clg_node_op(small.node), "Const");
+  const clg_tensor *t = clg_node_value(small.node);
+  CHECK(t && clg_tensor_count(t) == 6 && clg_tensor_dim(t, 0) == 2 && clg_tensor_dim(t, 1) == 3);
+  for (int i = 0; t && i < 6; i++)
+    CHECK(((const float *)clg_tensor_const_data(t))[i] == 2.5f);
+  clg_import_result_free(r);
+  clg_graph_free(g);
+  pb_free(&b);
+}
+
+/* _FusedConv2D: Conv2D, BiasAdd and Relu as nodes; relu(x * 2 - 3) for a 1x1 filter of 2.
+ * An epilogue clgraph lacks and args that do not match the fused ops are errors. */
+static void test_fused_conv(void)
+{
+  const char *ops[2] = {"BiasAdd", "Relu"};
+  for (int variant = 0; variant < 3; variant++) {
+    pbuf b = {0}, n;
+    placeholder(&b, "x", 4, (const int64_t[]){1, 2, 2, 1});
+    const_f32(&b, "k", 4, (const int64_t[]){1, 1, 1, 1}, 1, (const float[]){2}, true);
+    const_f32(&b, "bias", 1, (const int64_t[]){1}, 1, (const float[]){-3}, true);
+    const char *in[4] = {"x", "k", variant == 2 ? NULL : "bias", NULL};
+    node_begin(&n, "conv", "_FusedConv2D", in, NULL);
+    attr_type(&n, "T", 1);
+    pbuf v = {0}, l = {0}, packed = {0};
+    for (int i = 0; i < 4; i++)
+      pb_varint(&packed, 1);
+    pb_msg(&l, 3, &packed);
+    pb_msg(&v, 1, &l);
+    attr_entry(&n, "strides", &v);
+    attr_s(&n, "padding", "VALID");
+    attr_s(&n, "data_format", "NHWC");
+    attr_b(&n, "use_cudnn_on_gpu", 1);
+    const char *bad_ops[2] = {"BiasAdd", "NoSuchEpilogue"};
+    attr_list_s(&n, "fused_ops", 2, variant == 1 ? bad_ops : ops);
+    node_end(&b, &n);
+    if (variant == 1) {
+      CHECK_CONTAINS(import_error(&b, NULL, CLG_UNIMPLEMENTED), "fuses NoSuchEpilogue");
+    } else if (variant == 2) {
+      CHECK_CONTAINS(import_error(&b, NULL, CLG_INVALID_ARGUMENT), "its fused ops take 2 + 1");
+    } else {
+      clg_graph *g = clg_graph_new();
+      clg_import_result *r = NULL;
+      CHECK_OK(import_pb(g, &b, NULL, &r));
+      CHECK(clg_graph_find(g, "conv/Conv2D") && clg_graph_find(g, "conv/BiasAdd"));
+      clg_output out, x;
+      CHECK_OK(clg_import_find(r, "conv", &out));
+      CHECK_OK(clg_import_find(r, "x", &x));
+      CHECK_STR(clg_node_op(out.node), "Relu");
+      float xv[4] = {0, 1, 2, 3.5f};
+      clg_tensor *xt = clg_tensor_new(CLG_FLOAT32, 4, (const int64_t[]){1, 2, 2, 1}, xv);
+      clg_tensor *res = run1(g, x, xt, out);
+      for (int i = 0; res && i < 4; i++) {
+        float want = xv[i] * 2 - 3 > 0 ? xv[i] * 2 - 3 : 0;
+        CHECK(((const float *)clg_tensor_const_data(res))[i] == want);
+      }
+      clg_tensor_free(res);
+      clg_tensor_free(xt);
+      clg_import_result_free(r);
+      clg_graph_free(g);
+    }
+    pb_free(&b);
+  }
+}
+
 /* Device fields as device scopes (merged over the caller's), the prefix as a name scope. */
 static void test_devices_and_prefix(void)
 {
@@ -1422,6 +1520,8 @@ int main(void)
   test_mlp(false);
   test_mlp(true);
   test_folding();
+  test_fold_bound();
+  test_fused_conv();
   if (clg_test_require_gpus(2))
     test_devices_and_prefix();
   test_input_map_and_control();
