@@ -1471,6 +1471,24 @@ static void check_run(const char *models, const char *model, int n_out, const ch
   if (tfjs_to_graphdef(path, r, &gd)) {
     write_file(name, gd.p, gd.n);
     check_run_path(path_in(name), model, n_out, names, sizes, want, NULL);
+    /* inspect reads both files to the same census. */
+    clg_import_result *a = NULL, *b = NULL;
+    char err[512];
+    CHECK_OK(clg_import_inspect(path, NULL, &a, err, sizeof err));
+    CHECK_OK(clg_import_inspect(path_in(name), NULL, &b, err, sizeof err));
+    if (a && b) {
+      CHECK_STR(clg_import_format_name(b), "graphdef");
+      CHECK(clg_import_num_model_nodes(a) == clg_import_num_model_nodes(b));
+      CHECK(clg_import_num_op_types(a) == clg_import_num_op_types(b));
+      for (int i = 0; i < clg_import_num_op_types(a) && i < clg_import_num_op_types(b); i++) {
+        const clg_import_op_type *ta = clg_import_op_type_at(a, i),
+                                 *tb = clg_import_op_type_at(b, i);
+        CHECK(strcmp(ta->op, tb->op) == 0 && ta->count == tb->count &&
+              ta->supported == tb->supported);
+      }
+    }
+    clg_import_result_free(a);
+    clg_import_result_free(b);
   }
   pb_free(&gd);
   clg_import_result_free(r);

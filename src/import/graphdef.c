@@ -203,7 +203,7 @@ clg_code clg_imp_read_tensor(const clg_pb *parent, clg_imp_tensor *t, const char
   clg_pb r = *parent;
   clg_code code;
   clg_pb_field f, content = {0};
-  bool has_content = false, has_shape = false;
+  bool has_content = false;
   t->tf_dtype = 0;
   t->shape.rank = 0;
   int k;
@@ -217,7 +217,6 @@ clg_code clg_imp_read_tensor(const clg_pb *parent, clg_imp_tensor *t, const char
         return code;
       if ((code = read_shape(&r, &f, &t->shape)) != CLG_OK)
         return code;
-      has_shape = true;
     } else if (f.number == 4) {
       if ((code = clg_pb_want(&r, &f, CLG_PB_BYTES, "tensor_content")) != CLG_OK)
         return code;
@@ -227,7 +226,6 @@ clg_code clg_imp_read_tensor(const clg_pb *parent, clg_imp_tensor *t, const char
   }
   if (k < 0)
     return CLG_INVALID_ARGUMENT;
-  (void)has_shape;
   char dt[24];
   if (!clg_imp_tf_dtype_known(t->tf_dtype))
     return clg_error(CLG_INVALID_ARGUMENT, "%s: %s: TensorProto has unknown dtype %s",
