@@ -253,6 +253,7 @@ typedef struct imp {
   bool *map_used;     /* per input_map entry */
   clg_graph *scratch; /* folding: Consts and the node on CPU:0 */
   clg_session *sess;
+  bool no_fold;
 } imp;
 
 static const char *file_of(const imp *c) { return c->m->file[0] ? c->m->file : "(memory)"; }
@@ -524,7 +525,7 @@ static clg_code try_fold(imp *c, const clg_imp_node *n, const clg_op_def *def, i
                          clg_node **built, clg_output *outs, int *nouts)
 {
   *done = false;
-  if (nin < 1 ||
+  if (c->no_fold || nin < 1 ||
       def->flags & (CLG_OP_CONST | CLG_OP_MUST_FEED | CLG_OP_VARIABLE | CLG_OP_ASSIGNS) ||
       def->ref_inputs || def->num_outputs < 1)
     return CLG_OK;
@@ -555,6 +556,7 @@ static clg_code try_fold(imp *c, const clg_imp_node *n, const clg_op_def *def, i
       return CLG_OK;
   if (!c->sess && clg_process_helper_session(c->scratch, &c->sess) != CLG_OK) {
     c->sess = NULL;
+    c->no_fold = true; /* no host session here: nothing folds in this import */
     clg_error_clear();
     return CLG_OK;
   }
