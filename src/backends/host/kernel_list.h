@@ -3,3 +3,4 @@
 CLG_KERNELS(relu)
 CLG_KERNELS(matmul)
 CLG_KERNELS(reduce)
+CLG_KERNELS(shape_ops)
