@@ -23,6 +23,19 @@ hits=$(grep -nE '\bcl[A-Z][A-Za-z]*[[:space:]]*\(' "$src"/src/memory/*.[ch] |
 [ -z "$hits" ] || report "src/memory/ calls OpenCL outside region_cl.c:" "$hits"
 hits=$(grep -n 'is_host' "$src"/src/runtime/*.[ch] || true)
 [ -z "$hits" ] || report "src/runtime/ branches on the host:" "$hits"
+# The op files whose kernels moved to src/backends/<kind>/ (issue 22: an op file holds what
+# the op is, not where it runs) name no CLG_KIND_OPENCL, no cl_ type, no OpenCL or clg_cl_
+# call and include nothing from src/backends/.
+moved_op_files=()
+for name in conv2d conv2d_grad matmul nn nn_grad reduce shape_ops softmax; do
+  moved_op_files+=("$src/src/ops/$name.c")
+done
+for f in "${moved_op_files[@]}"; do
+  [ -f "$f" ] || report "op file checked for device code is missing:" "$f"
+done
+hits=$(grep -nHE '\bCLG_KIND_OPENCL\b|\bcl_[a-z_]+\b|\bcl[A-Z][A-Za-z]*[[:space:]]*\(|\bclg_cl_[a-z_]+|#[[:space:]]*include[[:space:]]*["<]backends/' \
+  "${moved_op_files[@]}" 2>/dev/null || true)
+[ -z "$hits" ] || report "op files name device code (it belongs in src/backends/<kind>/):" "$hits"
 cc=${CC:-cc}
 if pre=$(echo '#include "graph/graph.h"' |
   "$cc" -E -I "$src/include" -I "$src/src" -x c - 2>&1); then

@@ -77,6 +77,29 @@ void clg_strided_merge(clg_strided *m);
 /* Whether the input itself is the patch matrix (1x1, stride 1, no padding). */
 bool clg_conv_is_direct(const clg_window *g);
 
+/* What both kinds' kernels of reductions, Transpose and the float-only NN ops read off a
+ * node (node_maps.c). */
+/* Whether dtype t is float, or double on a device that has it (the host; OpenCL with fp64). */
+bool clg_kernel_float_dtype(clg_dtype t, const clg_device *dev);
+
+/* Sum, Mean, Max, L2Loss: the reduction, numbered as cl/reduce.cl's clg_reduce takes it. */
+typedef enum clg_reduction {
+  CLG_REDUCTION_SUM,
+  CLG_REDUCTION_MEAN,
+  CLG_REDUCTION_MAX,
+  CLG_REDUCTION_L2
+} clg_reduction;
+
+clg_reduction clg_reduction_of(const clg_node *n);
+
+/* The maps of the kept dims (nout outputs) and the reduced dims (nred elements each) over
+ * input 0 of a reduction or ArgMax (whose reduced map stays one dim). */
+void clg_reduce_maps(const clg_node *n, clg_strided *keep, clg_strided *red, size_t *nout,
+                     size_t *nred);
+
+/* Transpose's gather: output element i reads input 0 at clg_strided_offset(m, i). */
+void clg_transpose_map(const clg_node *n, clg_strided *m);
+
 /* Rows of one scratch chunk for a patch row of kdim elements of es bytes. */
 size_t clg_conv_chunk_rows(bool opencl, size_t kdim, size_t es, size_t rows);
 

@@ -250,6 +250,32 @@ clg_code clg_grad_pool(clg_graph *g, clg_node *n, const clg_output *dy, clg_outp
 clg_code clg_grad_lrn(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 clg_code clg_grad_bias_add(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 
+/* What the kernels of these ops read off a node, defined in the op files (the op's
+ * semantics: the backends' kernels compute with them; attributes checked at build). */
+/* MatMul: the transposes, op(a) [m,k] and op(b) [k,n]. */
+void clg_matmul_dims(const clg_node *n, bool *ta, bool *tb, size_t *m, size_t *nn, size_t *k);
+/* Conv2D's geometry; Conv2DBackpropInput's and Conv2DBackpropFilter's (the forward
+ * convolution's). */
+clg_code clg_conv2d_geometry(const clg_node *n, clg_window *g);
+clg_code clg_conv2d_grad_geometry(const clg_node *n, clg_window *g);
+/* MaxPool's and AvgPool's geometry; MaxPoolGrad's and AvgPoolGrad's (the forward pooling's). */
+clg_code clg_pool_geometry(const clg_node *n, clg_window *g);
+clg_code clg_pool_grad_geometry(const clg_node *n, clg_window *g);
+/* LRN's and LRNGrad's parameters. */
+typedef struct clg_lrn_params {
+  int64_t depth_radius;
+  double bias, alpha, beta;
+} clg_lrn_params;
+clg_lrn_params clg_lrn_params_of(const clg_node *n);
+/* SparseSoftmaxCrossEntropyWithLogits: TensorFlow's INVALID_ARGUMENT for the first of b labels
+ * (of dtype t, int32 or int64) outside [0, k), naming the node. */
+clg_code clg_xent_check_labels(const clg_node *n, const void *labels, clg_dtype t, size_t b,
+                               size_t k);
+/* InTopKV2's k (its Const input). */
+int64_t clg_in_top_k_k(const clg_node *n);
+/* Sum, Mean, Max, L2Loss, ArgMax: which axes of input 0 are reduced (red[CLG_MAX_RANK]). */
+clg_code clg_reduce_axes(const clg_node *n, bool *red);
+
 /* Whether attribute i of n, as its op's inference left it, is the value the caller gave:
  * INVALID_ARGUMENT "attribute T is int32 but the inputs make it float" naming the node
  * otherwise. The builder asks it of every given attribute the op infers (graph.h: given
