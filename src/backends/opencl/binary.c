@@ -1,0 +1,38 @@
+/* Add, Sub, Mul, RealDiv, Maximum, Equal and GreaterEqual on OpenCL devices: the flat
+ * kernels for equal shapes or a scalar operand, else cl/broadcast.cl. */
+#include "backends/opencl/opencl.h"
+
+static clg_code binary_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  size_t na, nb, count = clg_out_count(&n->outs[0]);
+  clg_dtype dt = clg_node_in(n, 0)->dtype;
+  if (count == 0)
+    return CLG_OK;
+  if (clg_binop_flat(n, &na, &nb))
+    return clg_cl_binary(c->dev, clg_binop_of(n), dt, &c->in[0], na, &c->in[1], nb, &c->out[0],
+                         count);
+  clg_strided m;
+  clg_binop_map(n, &m);
+  return clg_cl_broadcast(c->dev, clg_binop_of(n), dt, &c->in[0], &c->in[1], &c->out[0], &m);
+}
+
+#define ARITH(OP)                                                                                  \
+  {                                                                                                \
+    &clg_op_##OP, { CLG_KIND_OPENCL, clg_kernel_float_or_double, binary_run, NULL, NULL }          \
+  }
+#define COMPARE(OP)                                                                                \
+  {                                                                                                \
+    &clg_op_##OP, { CLG_KIND_OPENCL, clg_binop_compare_supports, binary_run, NULL, NULL }          \
+  }
+
+static const clg_kernel_entry entries[] = {
+    ARITH(Add),
+    ARITH(Sub),
+    ARITH(Mul),
+    ARITH(RealDiv),
+    ARITH(Maximum),
+    COMPARE(Equal),
+    COMPARE(GreaterEqual),
+};
+CLG_KERNEL_SET(clg_opencl_kernels_binary, entries);
