@@ -18,22 +18,13 @@ static clg_code binary_run(const clg_kernel_ctx *c)
   return CLG_OK;
 }
 
-#define ARITH(OP)                                                                                  \
-  {                                                                                                \
-    &clg_op_##OP, { CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL }            \
-  }
-#define COMPARE(OP)                                                                                \
-  {                                                                                                \
-    &clg_op_##OP, { CLG_KIND_HOST, clg_binop_compare_supports, binary_run, NULL, NULL }            \
-  }
-
 static const clg_kernel_entry entries[] = {
-    ARITH(Add),
-    ARITH(Sub),
-    ARITH(Mul),
-    ARITH(RealDiv),
-    ARITH(Maximum),
-    COMPARE(Equal),
-    COMPARE(GreaterEqual),
+    {&clg_op_Add, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
+    {&clg_op_Sub, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
+    {&clg_op_Mul, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
+    {&clg_op_RealDiv, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
+    {&clg_op_Maximum, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
+    {&clg_op_Equal, {CLG_KIND_HOST, clg_binop_compare_supports, binary_run, NULL, NULL}},
+    {&clg_op_GreaterEqual, {CLG_KIND_HOST, clg_binop_compare_supports, binary_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_host_kernels_binary, entries);
