@@ -54,6 +54,17 @@ typedef enum clg_binop {
   CLG_BINOP_GREATER_EQUAL /* GreaterEqual: x >= y, a bool output (false with a NaN) */
 } clg_binop;
 
+/* Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg: element-wise math (ops/math.c). */
+typedef enum clg_unop {
+  CLG_UNOP_EXP,
+  CLG_UNOP_LOG,
+  CLG_UNOP_SQRT,
+  CLG_UNOP_RSQRT,
+  CLG_UNOP_SQUARE,
+  CLG_UNOP_FLOOR,
+  CLG_UNOP_NEG
+} clg_unop;
+
 /* An output of `rank` dims (merged where the inputs allow) and, per dim, the strides in
  * elements of up to two inputs (0 where an input is broadcast): numpy broadcasting, and
  * Transpose (input a's strides permuted). rank >= 1 (a scalar is [1]). */
@@ -84,6 +95,9 @@ size_t clg_conv_chunk_rows(bool opencl, size_t kdim, size_t es, size_t rows);
 size_t clg_strided_count(const clg_strided *m);
 
 /* --- what both kinds' element-wise kernels read off a node (elementwise.c) ------------ */
+
+/* The unop of a node of Exp, Log, Sqrt, Rsqrt, Square, Floor or Neg. */
+clg_unop clg_unop_of(const clg_node *n);
 
 /* The binop of a node of Add, Sub, Mul, RealDiv, Maximum, Equal or GreaterEqual. */
 clg_binop clg_binop_of(const clg_node *n);

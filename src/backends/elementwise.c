@@ -1,8 +1,22 @@
 /* What the host's and the OpenCL kernels of the element-wise families read off a node alike:
- * which binop, flat or broadcast, Select's span, a fill element. */
+ * which unop or binop, flat or broadcast, Select's span, a fill element. */
 #include <string.h>
 
 #include "backends/backend.h"
+
+extern const clg_op_def clg_op_Floor;
+
+clg_unop clg_unop_of(const clg_node *n)
+{
+  const clg_op_def *d = n->def;
+  return d == &clg_op_Exp      ? CLG_UNOP_EXP
+         : d == &clg_op_Log    ? CLG_UNOP_LOG
+         : d == &clg_op_Sqrt   ? CLG_UNOP_SQRT
+         : d == &clg_op_Square ? CLG_UNOP_SQUARE
+         : d == &clg_op_Floor  ? CLG_UNOP_FLOOR
+         : d == &clg_op_Neg    ? CLG_UNOP_NEG
+                               : CLG_UNOP_RSQRT;
+}
 
 clg_binop clg_binop_of(const clg_node *n)
 {

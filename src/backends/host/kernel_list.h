@@ -3,3 +3,4 @@
 CLG_KERNELS(relu)
 CLG_KERNELS(add_n)
 CLG_KERNELS(binary)
+CLG_KERNELS(math)
