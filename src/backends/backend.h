@@ -54,6 +54,17 @@ typedef enum clg_binop {
   CLG_BINOP_GREATER_EQUAL /* GreaterEqual: x >= y, a bool output (false with a NaN) */
 } clg_binop;
 
+/* Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg: element-wise math (ops/math.c). */
+typedef enum clg_unop {
+  CLG_UNOP_EXP,
+  CLG_UNOP_LOG,
+  CLG_UNOP_SQRT,
+  CLG_UNOP_RSQRT,
+  CLG_UNOP_SQUARE,
+  CLG_UNOP_FLOOR,
+  CLG_UNOP_NEG
+} clg_unop;
+
 /* An output of `rank` dims (merged where the inputs allow) and, per dim, the strides in
  * elements of up to two inputs (0 where an input is broadcast): numpy broadcasting, and
  * Transpose (input a's strides permuted). rank >= 1 (a scalar is [1]). */
@@ -105,5 +116,34 @@ size_t clg_conv_chunk_rows(bool opencl, size_t kdim, size_t es, size_t rows);
 
 /* The element count of the map (the product of its dims). */
 size_t clg_strided_count(const clg_strided *m);
+
+/* --- what both kinds' element-wise kernels read off a node (elementwise.c) ------------ */
+
+/* The unop of a node of Exp, Log, Sqrt, Rsqrt, Square, Floor or Neg. */
+clg_unop clg_unop_of(const clg_node *n);
+
+/* The binop of a node of Add, Sub, Mul, RealDiv, Maximum, Equal or GreaterEqual. */
+clg_binop clg_binop_of(const clg_node *n);
+
+/* Whether n takes the flat kernels (add, sub, mul of equal shapes, or a scalar against a
+ * tensor), with its inputs' element counts into *na and *nb. */
+bool clg_binop_flat(const clg_node *n, size_t *na, size_t *nb);
+
+/* The broadcast map of n's two inputs onto its output. */
+void clg_binop_map(const clg_node *n, clg_strided *m);
+
+/* Equal, GreaterEqual: inputs float, double (with fp64 on OpenCL), int32 or int64; a bool
+ * output. */
+bool clg_binop_compare_supports(const clg_node *n, const clg_device *dev);
+
+/* Select: output elements per condition element (1: one shape, all: a scalar, or a row). */
+size_t clg_select_span(const clg_node *n);
+
+/* Select: elements of 1, 2, 4 or 8 bytes (every dtype). */
+bool clg_select_supports(const clg_node *n, const clg_device *dev);
+
+/* One element of value 0 or 1 (one) in dtype t into buf (8 bytes, the rest zero):
+ * ZerosLike, OnesLike. */
+void clg_fill_element(clg_dtype t, bool one, void *buf);
 
 #endif
