@@ -20,6 +20,7 @@
 #include "cluster/cluster.h"
 #include "core/core.h"
 #include "pictures.h"
+#include "runtime/runtime.h"
 #include "tool.h"
 
 static void usage(FILE *f)
@@ -79,7 +80,7 @@ int clg_bench_allreduce(int argc, char **argv)
     /* --trace: task 0's session runs (every task would write the same file). */
     if (task == 0)
       clg_tool_bench_session_setup(s);
-    clg_cluster *c = clg_cluster_current();
+    clg_cluster *c = clg_session_cluster(s);
     double *t_sess = calloc((size_t)repeats, sizeof(double));
     double *t_op = calloc((size_t)repeats, sizeof(double));
     double *t_mpi = calloc((size_t)repeats, sizeof(double));

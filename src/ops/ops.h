@@ -20,6 +20,7 @@
 struct clg_device;
 struct clg_block;
 struct clg_allocator;
+struct clg_cluster;
 
 /* --- attributes ------------------------------------------------------------------------ */
 
@@ -75,6 +76,7 @@ typedef struct clg_kernel_ctx {
   /* Logs a warning once per (device, reason) for the life of the process state. */
   void (*warn_once)(void *warn_ctx, int device, const char *reason, const char *message);
   void *warn_ctx;
+  struct clg_cluster *cluster; /* the run's cluster (collective ops), or NULL: one task */
 } clg_kernel_ctx;
 
 typedef struct clg_kernel_def {
