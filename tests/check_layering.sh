@@ -8,7 +8,9 @@
 #     tells its ops apart by their definitions (n->def == &clg_op_X), never by name;
 #  5. src/memory/ calls OpenCL only in its region backend (src/memory/region_cl.c);
 #  6. ops are registered in one place: src/ops/op_list.h (one CLG_OP(Name) line per op),
-#     which ops.h expands into the declarations; no file declares an op definition itself.
+#     which ops.h expands into the declarations; no file declares an op definition itself;
+#  7. the benchmarks (tools/bench_*.c) and `clgraph devices` (tools/cmd_devices.c) reach the
+#     library through the public API and their one door, src/bench/bench.h, only.
 # Usage: tests/check_layering.sh SOURCE_DIR
 set -euo pipefail
 src=${1:?usage: check_layering.sh SOURCE_DIR}
@@ -55,5 +57,8 @@ for d in $defs; do
   grep -q "^CLG_OP($d)" "$src/src/ops/op_list.h" ||
     report "op clg_op_$d is defined but not listed in src/ops/op_list.h:" "$d"
 done
-[ "$fail" -eq 0 ] && echo "check_layering: runtime without OpenCL, memory/ OpenCL in region_cl.c only, graph.h without CL/cl.h, op names in the registry only, ops listed in op_list.h only"
+hits=$(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[a-z_]+/' "$src"/tools/bench_*.c \
+  "$src"/tools/cmd_devices.c | grep -vE '"(bench/bench\.h|clgraph/[a-z_]+\.h)"' || true)
+[ -z "$hits" ] || report "a benchmark includes a module's header (use src/bench/bench.h):" "$hits"
+[ "$fail" -eq 0 ] && echo "check_layering: runtime without OpenCL, memory/ OpenCL in region_cl.c only, graph.h without CL/cl.h, op names in the registry only, ops listed in op_list.h only, benchmarks through bench.h"
 exit "$fail"

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "clgraph.h"
-#include "kernels/kernels.h"
 #include "tool.h"
 
 static void usage(FILE *f)
