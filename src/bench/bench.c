@@ -2,11 +2,12 @@
  * bench.h makes the compiler check every declaration bench.h repeats against its module's. */
 #include <stdlib.h>
 
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "bench/bench.h"
 #include "cluster/cluster.h"
 #include "core/core.h"
 #include "device/device.h"
-#include "kernels/kernels.h"
 #include "memory/memory.h"
 #include "runtime/runtime.h"
 

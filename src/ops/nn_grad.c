@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
 static bool float_kernel(const clg_node *n, const clg_device *dev, int first, int last)

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
 static const clg_cl_text source = {"reduce", NULL};

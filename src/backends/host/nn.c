@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
 
 /* Loops over channels compiled twice on x86-64 (GCC, clang): for the baseline and for AVX2,
  * picked at run time, since the baseline's SSE2 has no blend and leaves selects as branches. */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kernels.h"
+#include "backends/opencl/opencl.h"
 
 #define WG_MAX 256
 #define MAX_KERNELS 32

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
 
 #define S_MR 6
 #define S_NR 64

@@ -2,7 +2,7 @@
  * device's allocator followed by CLBlast GEMMs, a few large ones per convolution. */
 #include <string.h>
 
-#include "kernels/kernels.h"
+#include "backends/opencl/opencl.h"
 
 static const clg_cl_text source = {"nn", NULL};
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
 
 #ifdef CLG_HAVE_CBLAS
 #include <cblas.h>
@@ -82,7 +82,7 @@ const char *clg_host_matmul_portable_isa(void) { return gemm_isa_names[gemm_isa(
 #define GEMM_FN(name) name##_f32
 #define GEMM_MR 8
 #define GEMM_NR 16
-#include "kernels/host_gemm_tmpl.h"
+#include "backends/host/gemm_tmpl.h"
 #undef GEMM_T
 #undef GEMM_FN
 #undef GEMM_MR
@@ -92,7 +92,7 @@ const char *clg_host_matmul_portable_isa(void) { return gemm_isa_names[gemm_isa(
 #define GEMM_FN(name) name##_f64
 #define GEMM_MR 8
 #define GEMM_NR 8
-#include "kernels/host_gemm_tmpl.h"
+#include "backends/host/gemm_tmpl.h"
 #undef GEMM_T
 #undef GEMM_FN
 #undef GEMM_MR

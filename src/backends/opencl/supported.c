@@ -1,5 +1,5 @@
 /* What this build's kernels can do, for the ops' kernel predicates. */
-#include "kernels/kernels.h"
+#include "backends/opencl/opencl.h"
 
 bool clg_kernels_have_clblast(void)
 {

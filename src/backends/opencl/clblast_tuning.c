@@ -33,7 +33,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "kernels/kernels.h"
+#include "backends/opencl/opencl.h"
 
 #ifdef CLG_HAVE_CLBLAST
 #include <clblast_c.h>

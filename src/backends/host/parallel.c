@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
 
 #define MAX_THREADS 64
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kernels.h"
+#include "backends/opencl/opencl.h"
 
 #ifdef CLG_HAVE_CLBLAST
 #include <clblast_c.h>

@@ -1,6 +1,6 @@
 /* CLBlast's status codes: their names and what they mean for clgraph. Pure data, so it
  * exists (and is tested) in builds without CLBlast too. */
-#include "kernels/kernels.h"
+#include "backends/opencl/opencl.h"
 
 /* CLBlast 1.5's status codes (clblast_c.h), kept here so that the names exist in builds
  * without CLBlast too. */
