@@ -9,6 +9,7 @@
 #include "cluster/cluster.h"
 #include "device/device.h"
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 enum { A_T, A_REDUCTION };
 

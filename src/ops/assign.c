@@ -8,6 +8,7 @@
 
 #include "device/device.h"
 #include "graph/graph.h"
+#include "ops/ops.h"
 #include "backends/host/host.h"
 #include "backends/opencl/opencl.h"
 

@@ -5,6 +5,7 @@
 
 #include "device/device.h"
 #include "graph/graph.h"
+#include "ops/ops.h"
 #include "memory/memory.h"
 
 static const clg_attr_def attrs[] = {{.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true}};

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "ops/ops.h"
 #include "backends/host/host.h"
 #include "backends/opencl/opencl.h"
 #include "memory/memory.h"

@@ -1,11 +1,14 @@
 /* The ops module's door: the op registry.
  *
- * An op is a record (clg_op_def): its TensorFlow type name, inputs and outputs, typed
- * attributes with defaults, shape and dtype inference, its kernels per device kind (each
- * with a predicate saying which nodes and devices it serves), whether an output may reuse
- * an input's buffer, and a slot for its gradient. One file per op (or small family) under
- * src/ops/ defines it; registry.c lists them. Graph building, the placer, the executor and
- * error texts ask this module; nothing else compares op names.
+ * An op is a record (clg_op_def, declared below the graph in schema/schema.h): its
+ * TensorFlow type name, inputs and outputs, typed attributes with defaults, shape and dtype
+ * inference, its kernels per device kind (each with a predicate saying which nodes and
+ * devices it serves), whether an output may reuse an input's buffer, and a slot for its
+ * gradient. One file per op (or small family) under src/ops/ defines it, with its gradient
+ * and typed builder; op_list.h lists them, registry.c finds them by name (clg_op, the
+ * by-name builder, is here too), gradients.c walks a graph's gradients. This module sits
+ * above the graph: it builds through graph/graph.h, and the graph never includes it. The
+ * placer, the executor and error texts ask this module; nothing else compares op names.
  *
  * This header sees no OpenCL: devices, blocks and allocators are opaque here. */
 #ifndef CLG_OPS_H
@@ -16,49 +19,13 @@
 
 #include "clgraph/graph.h"
 #include "core/core.h"
+#include "graph/graph.h"
+#include "schema/schema.h"
 
 struct clg_device;
 struct clg_block;
 struct clg_allocator;
 struct clg_cluster;
-
-/* --- attributes ------------------------------------------------------------------------ */
-
-/* A node's attribute value (owned by the node: strings, lists and tensors are copies). */
-typedef struct clg_attr_value {
-  bool set;
-  clg_attr_type type;
-  int64_t i;
-  double f;
-  bool b;
-  char *s;
-  clg_dtype dtype;
-  int n;      /* list length (INT_LIST), rank (SHAPE) */
-  int64_t *v; /* list values or dims */
-  clg_tensor *tensor;
-} clg_attr_value;
-
-/* How an attribute is declared by its op. Listed in TensorFlow's printing order (sorted by
- * name, upper case first), which is also the order of a node's attrs[]. */
-typedef struct clg_attr_def {
-  const char *name;
-  clg_attr_type type;
-  /* Without a default: required, unless the op infers it (inferred is then true). */
-  bool has_default;
-  bool inferred;
-  int64_t def_i; /* default of INT and BOOL */
-  double def_f;
-  const char *def_s;
-} clg_attr_def;
-
-/* --- nodes as the ops see them ----------------------------------------------------------- */
-
-/* An output's dtype and static shape. */
-typedef struct clg_out_desc {
-  clg_dtype dtype;
-  int rank;
-  int64_t dims[CLG_MAX_RANK];
-} clg_out_desc;
 
 /* --- kernels --------------------------------------------------------------------------- */
 
@@ -93,55 +60,6 @@ typedef struct clg_kernel_def {
   clg_code (*warm)(const clg_node *n, struct clg_device *dev);
 } clg_kernel_def;
 
-/* --- op definitions ---------------------------------------------------------------------- */
-
-enum {
-  CLG_OP_VARIADIC = -1, /* num_inputs: one or more */
-};
-
-/* Flags of an op. */
-enum {
-  CLG_OP_CONST = 1u << 0,         /* its value is attribute "value": cached per session */
-  CLG_OP_MUST_FEED = 1u << 1,     /* a Placeholder: running it unfed is an error */
-  CLG_OP_FOLLOWS_INPUT = 1u << 2, /* placed with its input when unconstrained (Identity) */
-  /* State: a VariableV2. Its value lives in the session (one per session), on its device;
-   * it is not a step of a run and its consumers read the stored buffer. */
-  CLG_OP_VARIABLE = 1u << 3,
-  /* Input 0 is overwritten whole, so it need not be initialized (Assign). */
-  CLG_OP_ASSIGNS = 1u << 4
-};
-
-typedef struct clg_op_def clg_op_def;
-
-/* An op's gradient: given n and the gradients of its outputs (grad_outputs[i].node NULL
- * where output i has none), adds the nodes that compute the gradients of its inputs into
- * grad_inputs (left {NULL, 0} for an input that gets none, as TensorFlow's None). Called by
- * clg_gradients inside the name scope "gradients/<node>_grad" and the device scope the
- * caller chose; errors are the graph's sticky error. */
-typedef clg_code (*clg_grad_fn)(clg_graph *g, clg_node *n, const clg_output *grad_outputs,
-                                clg_output *grad_inputs);
-
-struct clg_op_def {
-  const char *name;
-  int num_inputs; /* or CLG_OP_VARIADIC */
-  int num_outputs;
-  int num_attrs;
-  const clg_attr_def *attrs;
-  /* Checks the inputs and attributes, fills inferred attributes and sets every output with
-   * clg_node_set_output. Errors with clg_node_error, naming the node. */
-  clg_code (*infer)(clg_node *n);
-  const clg_kernel_def *kernels;
-  int num_kernels;
-  /* The input whose buffer output 0 may reuse (same byte size, last use), or -1. */
-  int inplace;
-  unsigned flags;
-  clg_grad_fn grad;
-  /* Bit i: input i is a variable (a reference edge) updated in place by the kernel, which
-   * gets the variable's buffer as in[i]; output 0 is then the variable of input 0 (out[0]
-   * is that same buffer). Such nodes are placed on their variable's device. */
-  unsigned ref_inputs;
-};
-
 /* --- the registry ---------------------------------------------------------------------- */
 
 /* The op named `name`, or NULL. */
@@ -156,8 +74,6 @@ const clg_node *clg_node_ref_variable(const clg_node *n, int i);
 
 /* --- helpers for op files --------------------------------------------------------------- */
 
-/* Records "<Op> '<name>': <message>" as this thread's error and returns code. */
-clg_code clg_node_error(const clg_node *n, clg_code code, const char *fmt, ...) CLG_PRINTF(3, 4);
 /* Sets output i's dtype and shape through the one checked path: rank in range, dims >= 0,
  * element count bounded so that byte sizes fit (INVALID_ARGUMENT naming the node). */
 clg_code clg_node_set_output(clg_node *n, int i, clg_dtype dtype, int rank, const int64_t *dims);
@@ -168,14 +84,6 @@ const clg_out_desc *clg_node_out(const clg_node *n, int i);
 /* Attribute i (in the def's order). */
 const clg_attr_value *clg_node_attr(const clg_node *n, int i);
 clg_attr_value *clg_node_attr_mut(clg_node *n, int i);
-/* Checked shape arithmetic (operands >= 0): false when the result passes INT64_MAX. The
- * product of n dims is 0 when one of them is, whatever the others. */
-bool clg_checked_mul(int64_t a, int64_t b, int64_t *r);
-bool clg_dims_product(int n, const int64_t *dims, int64_t *count);
-/* Elements of a descriptor (1 for a scalar). */
-size_t clg_out_count(const clg_out_desc *d);
-/* "[2,3]" into buf. */
-char *clg_out_shape_string(const clg_out_desc *d, char *buf, size_t size);
 /* Predicates for kernels: every input and output has dtype float32 (or float32/float64 with
  * fp64 on dev). */
 bool clg_node_all_dtype(const clg_node *n, clg_dtype dtype);
@@ -218,8 +126,6 @@ clg_code clg_nhwc_attr(const clg_node *n, const clg_attr_value *f);
  * (k): int32, or int64 when a value does not fit in int32, so that no value is cut. */
 clg_node *clg_const_ints(clg_graph *g, int n, const int64_t *v);
 clg_node *clg_const_int(clg_graph *g, int64_t v);
-/* Element i of a host tensor of any dtype, as a double. */
-double clg_tensor_element_double(const clg_tensor *t, size_t i);
 
 /* Inference of an element-wise op with one input: attribute 0 is T (clg_attrs_T), the
  * output has the input's dtype and shape. */
@@ -244,15 +150,5 @@ clg_code clg_grad_conv2d(clg_graph *g, clg_node *n, const clg_output *dy, clg_ou
 clg_code clg_grad_pool(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 clg_code clg_grad_lrn(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 clg_code clg_grad_bias_add(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
-
-/* Whether attribute i of n, as its op's inference left it, is the value the caller gave:
- * INVALID_ARGUMENT "attribute T is int32 but the inputs make it float" naming the node
- * otherwise. The builder asks it of every given attribute the op infers (graph.h: given
- * ones must agree). */
-clg_code clg_node_attr_agrees(const clg_node *n, int i, const clg_attr *given);
-/* TensorFlow's node summary for errors: "b = Const[dtype=DT_FLOAT, value=Tensor<type: float
- * shape: [3,2] values: 1 2 3...>, _device=\"/device:GPU:2\"]()", attributes in the op's
- * order. malloc'd; NULL when memory runs out. */
-char *clg_node_def_string(const clg_node *n);
 
 #endif

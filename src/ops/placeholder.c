@@ -1,6 +1,7 @@
 /* Placeholder: a value fed at run time, with a static shape. Running one unfed is
  * TensorFlow's INVALID_ARGUMENT ("You must feed a value for placeholder tensor ..."). */
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 enum { A_DTYPE, A_SHAPE };
 

@@ -15,6 +15,7 @@
 
 #include "device/device.h"
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 /* --- Philox4x32-10 --------------------------------------------------------------------- */
 

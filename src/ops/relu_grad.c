@@ -3,6 +3,7 @@
  * everywhere, double on the host and on devices with fp64; the output may reuse the
  * gradients' buffer. */
 #include "graph/graph.h"
+#include "ops/ops.h"
 #include "backends/host/host.h"
 #include "backends/opencl/opencl.h"
 #include "memory/memory.h"

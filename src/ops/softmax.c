@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "graph/graph.h"
+#include "ops/ops.h"
 #include "backends/host/host.h"
 #include "backends/opencl/opencl.h"
 #include "memory/memory.h"
