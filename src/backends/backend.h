@@ -18,6 +18,41 @@
 #include "memory/memory.h"
 #include "ops/ops.h"
 
+struct clg_cluster;
+
+/* --- kernels --------------------------------------------------------------------------- */
+
+/* What a kernel gets to run one node. in[i] and out[i] are blocks of the device: host
+ * pointers in .host for the host kind, (cl_mem, offset) for OpenCL. An output may be the
+ * same block as the input the op allows in place (clg_op_def.inplace). */
+typedef struct clg_kernel_ctx {
+  clg_device *dev;
+  int device_index;
+  const clg_node *node;
+  const clg_block *in;
+  const clg_block *out;
+  clg_allocator *alloc;     /* the device's allocator, for scratch not planned */
+  const clg_block *scratch; /* the plan's scratch for this node (kernel's scratch()) */
+  /* Logs a warning once per (device, reason) for the life of the process state. */
+  void (*warn_once)(void *warn_ctx, int device, const char *reason, const char *message);
+  void *warn_ctx;
+  struct clg_cluster *cluster; /* the run's cluster (collective ops), or NULL: one task */
+} clg_kernel_ctx;
+
+typedef struct clg_kernel_def {
+  clg_device_kind kind;
+  /* Whether this kernel serves node n (its dtypes and attributes) on dev; NULL: always. n has
+   * every input, output and attribute its op declares (a variadic op: num_inputs >= 1), on a
+   * built node as on clg_backend_supported's stand-in, so a predicate may read any of them. */
+  bool (*supports)(const clg_node *n, const clg_device *dev);
+  clg_code (*run)(const clg_kernel_ctx *ctx);
+  /* Optional: bytes of scratch the kernel wants for n on dev; the plan holds them in the
+   * device's arena for the node's step (ctx->scratch), so no run allocates them. */
+  clg_code (*scratch)(const clg_node *n, clg_device *dev, size_t *bytes);
+  /* Optional: compiles what the first run would (a session's warm option). */
+  clg_code (*warm)(const clg_node *n, clg_device *dev);
+} clg_kernel_def;
+
 /* --- kernel registration ------------------------------------------------------------- */
 
 /* One kernel of a device kind for one op (kernel.kind is the kind of its folder). */

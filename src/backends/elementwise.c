@@ -4,7 +4,6 @@
 
 #include "backends/backend.h"
 
-extern const clg_op_def clg_op_Floor;
 
 clg_unop clg_unop_of(const clg_node *n)
 {

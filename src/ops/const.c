@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 enum { A_DTYPE, A_VALUE };
 

@@ -5,8 +5,6 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 
-extern const clg_op_def clg_op_ZerosLike, clg_op_OnesLike;
-
 static bool fillable(clg_dtype t)
 {
   return t == CLG_FLOAT32 || t == CLG_FLOAT64 || t == CLG_INT32 || t == CLG_INT64 || t == CLG_BOOL;

@@ -7,8 +7,6 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 
-extern const clg_op_def clg_op_MaxPool, clg_op_AvgPool;
-
 /* --- BiasAdd ------------------------------------------------------------------------------ */
 
 enum { B_T, B_DATA_FORMAT };

@@ -11,7 +11,6 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 
-extern const clg_op_def clg_op_MaxPoolGrad, clg_op_AvgPoolGrad, clg_op_LRNGrad, clg_op_BiasAddGrad;
 
 static char *shape_of(const clg_out_desc *d, char *buf, size_t size)
 {

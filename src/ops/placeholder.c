@@ -2,6 +2,7 @@
  * TensorFlow's INVALID_ARGUMENT ("You must feed a value for placeholder tensor ...").
  * Kernels: backends/host/placeholder.c, backends/opencl/placeholder.c. */
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 enum { A_DTYPE, A_SHAPE };
 

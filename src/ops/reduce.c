@@ -8,7 +8,6 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 
-extern const clg_op_def clg_op_Sum, clg_op_Mean, clg_op_Max, clg_op_L2Loss, clg_op_ArgMax;
 
 /* The reduced axes of n's input 0 (all for L2Loss, the const axes otherwise). */
 clg_code clg_reduce_axes(const clg_node *n, bool *red)

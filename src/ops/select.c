@@ -6,8 +6,6 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 
-extern const clg_op_def clg_op_Select;
-
 enum { A_T };
 
 static const clg_attr_def attrs[] = {{.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true}};

@@ -7,7 +7,6 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 
-extern const clg_op_def clg_op_Softmax, clg_op_LogSoftmax;
 
 /* --- Softmax, LogSoftmax -------------------------------------------------------------------- */
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 enum { A_CONTAINER, A_DTYPE, A_SHAPE, A_SHARED_NAME };
 

@@ -49,7 +49,6 @@ static clg_code math_run(const clg_kernel_ctx *c)
   return CLG_OK;
 }
 
-extern const clg_op_def clg_op_Floor;
 
 static const clg_kernel_entry entries[] = {
     {&clg_op_Exp, {CLG_KIND_HOST, clg_kernel_float_or_double, math_run, NULL, NULL}},

@@ -3,7 +3,6 @@
  * does nothing. */
 #include "backends/host/host.h"
 
-extern const clg_op_def clg_op_VariableV2, clg_op_NoOp;
 
 static clg_code noop_run(const clg_kernel_ctx *c)
 {

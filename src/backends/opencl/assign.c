@@ -3,8 +3,6 @@
  * copy through the device's table. */
 #include "backends/opencl/opencl.h"
 
-extern const clg_op_def clg_op_Assign, clg_op_AssignAdd, clg_op_AssignSub,
-    clg_op_ApplyGradientDescent, clg_op_ApplyMomentum;
 
 static size_t count_of(const clg_kernel_ctx *c) { return clg_out_count(&c->node->outs[0]); }
 

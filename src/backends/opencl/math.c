@@ -18,7 +18,6 @@ static clg_code math_run(const clg_kernel_ctx *c)
                       &c->out[0], clg_out_count(&c->node->outs[0]));
 }
 
-extern const clg_op_def clg_op_Floor;
 
 static const clg_kernel_entry entries[] = {
     {&clg_op_Exp, {CLG_KIND_OPENCL, clg_kernel_float_or_double, math_run, NULL, NULL}},
