@@ -13,6 +13,7 @@ int clg_tool_checkpoint(int argc, char **argv);
 int clg_tool_train(int argc, char **argv);
 int clg_tool_eval(int argc, char **argv);
 int clg_tool_trace_html(int argc, char **argv);
+int clg_tool_export(int argc, char **argv);
 
 /* Benchmarks, called by clg_tool_bench with argv[0] = "matmul" etc. */
 int clg_bench_matmul(int argc, char **argv);
