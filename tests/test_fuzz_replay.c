@@ -14,6 +14,8 @@
 #include "fuzz/fuzz_suballoc.c"
 #define FUZZ_SAFETENSORS_ENTRY fuzz_safetensors_one
 #include "fuzz/fuzz_safetensors.c"
+#define FUZZ_NPY_ENTRY fuzz_npy_one
+#include "fuzz/fuzz_npy.c"
 #define FUZZ_GRAPH_ENTRY fuzz_graph_one
 #define FUZZ_GRAPH_INIT fuzz_graph_init
 #include "fuzz/fuzz_graph.c"
@@ -87,6 +89,7 @@ int main(void)
   replay("fuzz_devname", fuzz_devname_one, 10);
   replay("fuzz_suballoc", fuzz_suballoc_one, 5);
   replay("fuzz_safetensors", fuzz_safetensors_one, 8);
+  replay("fuzz_npy", fuzz_npy_one, 10);
   if (clg_test_require_gpus(4)) {
     fuzz_graph_init(NULL, NULL);
     replay("fuzz_graph", fuzz_graph_one, 10);
