@@ -380,6 +380,9 @@ static void test_run_refused(const char *model)
   snprintf(args, sizeof args, "run '%s' --input x=%s", model, tmp("x33.npy"));
   check_fails(args, 1, "clgraph run: --input x: the shape [3,3] does not fit the model's input x",
               "[2,3]");
+  snprintf(args, sizeof args, "run '%s' --input x=%s --shape x:0=2,3", model, tmp("x.npy"));
+  check_fails(args, 1, "clgraph run: --shape x:0 and --input both give the shape of input x",
+              "give one");
   snprintf(args, sizeof args, "run '%s' --shape x=2,4", model);
   check_fails(args, 1, "clgraph run: --shape x: the shape [2,4] does not fit", NULL);
   snprintf(args, sizeof args, "run '%s' --input x=%s", model, tmp("xi.npy"));

@@ -388,9 +388,9 @@ static bool bind_shapes(run_state *st, const char *model, int *num_bind)
       if (same_name(st->shape_names[k], t->name)) {
         if (from[0]) {
           fprintf(stderr,
-                  "clgraph run: --shape %s and --input %s both give the shape of input %s: give "
+                  "clgraph run: --shape %s and --input both give the shape of input %s: give "
                   "one\n",
-                  st->shape_names[k], st->shape_names[k], t->name);
+                  st->shape_names[k], t->name);
           ok = false;
         }
         snprintf(from, sizeof from, "--shape");
