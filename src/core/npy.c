@@ -156,6 +156,9 @@ static clg_code parse_shape(cursor *c, npy_header *h)
   return CLG_OK;
 }
 
+/* The header's keys, in the order np.save writes them. */
+static const char *const npy_keys[3] = {"descr", "fortran_order", "shape"};
+
 static clg_code parse_dict(cursor *c, npy_header *h)
 {
   bool seen[3] = {false, false, false};
@@ -167,10 +170,10 @@ static clg_code parse_dict(cursor *c, npy_header *h)
     char key[32];
     if (!quoted(c, key, sizeof key))
       return bad_header(c, "a key is not a quoted string");
-    int which = strcmp(key, "descr") == 0           ? 0
-                : strcmp(key, "fortran_order") == 0 ? 1
-                : strcmp(key, "shape") == 0         ? 2
-                                                    : -1;
+    int which = -1;
+    for (int k = 0; k < 3 && which < 0; k++)
+      if (strcmp(key, npy_keys[k]) == 0)
+        which = k;
     if (which < 0)
       return clg_error(CLG_INVALID_ARGUMENT,
                        "%s: bad .npy header: unknown key '%s' (want 'descr', 'fortran_order' and "
