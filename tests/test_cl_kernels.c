@@ -7,7 +7,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "ops/ops.h"
 #include "testutil.h"
 
@@ -477,7 +478,7 @@ static void test_matmul_errors(clg_device *dev, clg_allocator *alloc, arena *ar)
   CHECK_CODE(clg_cl_warm_matmul(dev, CLG_FLOAT16), CLG_UNIMPLEMENTED);
   CHECK_CONTAINS(clg_last_error(), "CLBlastNoHalfPrecision (-2045)");
   /* ...yet the table offers it: the runtime runs it on the host (tests/test_fallback.c). */
-  CHECK(clg_op_supported("MatMul", CLG_FLOAT16, dev));
+  CHECK(clg_backend_supported("MatMul", CLG_FLOAT16, dev));
 
   /* Arguments are checked before CLBlast sees them. */
   CHECK_CODE(
@@ -545,10 +546,10 @@ int main(void)
   test_concurrent(d0, d1, &ar0, &ar1);
   measure_overhead(d0, &ar0);
 
-  CHECK(clg_op_supported("Add", CLG_FLOAT64, d0));
+  CHECK(clg_backend_supported("Add", CLG_FLOAT64, d0));
 #ifdef CLG_HAVE_CLBLAST
-  CHECK(clg_op_supported("MatMul", CLG_FLOAT32, d0));
-  CHECK(clg_op_supported("MatMul", CLG_FLOAT64, d1));
+  CHECK(clg_backend_supported("MatMul", CLG_FLOAT32, d0));
+  CHECK(clg_backend_supported("MatMul", CLG_FLOAT64, d1));
   clg_memory_options mo;
   memset(&mo, 0, sizeof mo);
   mo.allow_growth = 1; /* reserving the whole limit would touch 2 GiB per device */
@@ -568,9 +569,9 @@ int main(void)
   clg_allocator_destroy(al1);
 #else
   /* Built without CLBlast: MatMul has no OpenCL kernel, and says so. */
-  CHECK(!clg_op_supported("MatMul", CLG_FLOAT32, d0));
-  CHECK(!clg_op_supported("MatMul", CLG_FLOAT64, d0));
-  CHECK(!clg_op_supported("MatMul", CLG_FLOAT16, d0));
+  CHECK(!clg_backend_supported("MatMul", CLG_FLOAT32, d0));
+  CHECK(!clg_backend_supported("MatMul", CLG_FLOAT64, d0));
+  CHECK(!clg_backend_supported("MatMul", CLG_FLOAT16, d0));
   {
     arena_reset(&ar0);
     clg_block a = arena_block(&ar0, 64), b = arena_block(&ar0, 64), c = arena_block(&ar0, 64);
@@ -581,10 +582,10 @@ int main(void)
     (void)check_matmul;
   }
 #endif
-  CHECK(clg_op_supported("MatMul", CLG_FLOAT32, host));
-  CHECK(clg_op_supported("MatMul", CLG_FLOAT16, host));
-  CHECK(!clg_op_supported("Add", CLG_FLOAT16, d0));
-  CHECK(clg_op_supported("Identity", CLG_FLOAT16, d0));
+  CHECK(clg_backend_supported("MatMul", CLG_FLOAT32, host));
+  CHECK(clg_backend_supported("MatMul", CLG_FLOAT16, host));
+  CHECK(!clg_backend_supported("Add", CLG_FLOAT16, d0));
+  CHECK(clg_backend_supported("Identity", CLG_FLOAT16, d0));
 
   clReleaseMemObject(ar0.mem);
   clReleaseMemObject(ar1.mem);

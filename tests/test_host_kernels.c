@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "ops/ops.h"
 #include "testutil.h"
 
@@ -274,60 +275,60 @@ static void test_supported(void)
   for (size_t i = 0; i < 3; i++)
     for (size_t d = 0; d < 4; d++)
       for (size_t t = 0; t < 3; t++)
-        CHECK_MSG(clg_op_supported(movers[i], dtypes[t], all[d]), "%s %s on %s unsupported",
+        CHECK_MSG(clg_backend_supported(movers[i], dtypes[t], all[d]), "%s %s on %s unsupported",
                   movers[i], clg_dtype_name(dtypes[t]), all[d]->info.name);
   /* Arithmetic: float everywhere, double on the host and with fp64, half nowhere. */
   static const char *ops[] = {"Add", "Sub", "Mul", "AddN"};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-    CHECK(clg_op_supported(ops[i], CLG_FLOAT32, &host));
-    CHECK(clg_op_supported(ops[i], CLG_FLOAT64, &host));
-    CHECK(!clg_op_supported(ops[i], CLG_FLOAT16, &host));
-    CHECK(clg_op_supported(ops[i], CLG_FLOAT32, &gpu));
-    CHECK(!clg_op_supported(ops[i], CLG_FLOAT64, &gpu));
-    CHECK(clg_op_supported(ops[i], CLG_FLOAT64, &gpu64));
-    CHECK(!clg_op_supported(ops[i], CLG_FLOAT16, &gpu64));
-    CHECK(!clg_op_supported(ops[i], CLG_FLOAT16, &gpu16));
+    CHECK(clg_backend_supported(ops[i], CLG_FLOAT32, &host));
+    CHECK(clg_backend_supported(ops[i], CLG_FLOAT64, &host));
+    CHECK(!clg_backend_supported(ops[i], CLG_FLOAT16, &host));
+    CHECK(clg_backend_supported(ops[i], CLG_FLOAT32, &gpu));
+    CHECK(!clg_backend_supported(ops[i], CLG_FLOAT64, &gpu));
+    CHECK(clg_backend_supported(ops[i], CLG_FLOAT64, &gpu64));
+    CHECK(!clg_backend_supported(ops[i], CLG_FLOAT16, &gpu64));
+    CHECK(!clg_backend_supported(ops[i], CLG_FLOAT16, &gpu16));
   }
   /* MatMul: every dtype on the host (half through float). */
   for (size_t t = 0; t < 3; t++)
-    CHECK(clg_op_supported("MatMul", dtypes[t], &host));
+    CHECK(clg_backend_supported("MatMul", dtypes[t], &host));
   /* On OpenCL devices CLBlast decides at run time, whatever the device's extensions: what
    * it cannot run falls back to the host. Without CLBlast there is no kernel at all. */
   for (size_t d = 1; d < 4; d++)
     for (size_t t = 0; t < 3; t++) {
 #ifdef CLG_HAVE_CLBLAST
-      CHECK_MSG(clg_op_supported("MatMul", dtypes[t], all[d]),
+      CHECK_MSG(clg_backend_supported("MatMul", dtypes[t], all[d]),
                 "MatMul %s unsupported on a device with fp64 %d, fp16 %d",
                 clg_dtype_name(dtypes[t]), all[d]->info.has_fp64, all[d]->info.has_fp16);
 #else
-      CHECK_MSG(!clg_op_supported("MatMul", dtypes[t], all[d]),
+      CHECK_MSG(!clg_backend_supported("MatMul", dtypes[t], all[d]),
                 "MatMul %s supported on a device without CLBlast", clg_dtype_name(dtypes[t]));
 #endif
     }
-  CHECK(!clg_op_supported("Conv3D", CLG_FLOAT32, &host));
+  CHECK(!clg_backend_supported("Conv3D", CLG_FLOAT32, &host));
   /* The integer and bool dtypes: data ops take them, arithmetic refuses them. */
   const clg_dtype ints[3] = {CLG_INT32, CLG_INT64, CLG_BOOL};
   const char *const arith[] = {"MatMul", "Add", "Sub", "Mul", "AddN", "Relu", "Neg", "Square"};
   for (int t = 0; t < 3; t++) {
     for (size_t o = 0; o < sizeof arith / sizeof arith[0]; o++)
       for (size_t d = 0; d < 2; d++)
-        CHECK_MSG(!clg_op_supported(arith[o], ints[t], d ? all[1] : &host), "%s %s supported",
+        CHECK_MSG(!clg_backend_supported(arith[o], ints[t], d ? all[1] : &host), "%s %s supported",
                   arith[o], clg_dtype_name(ints[t]));
-    CHECK(clg_op_supported("Const", ints[t], &host) && clg_op_supported("Const", ints[t], all[1]));
-    CHECK(clg_op_supported("Placeholder", ints[t], &host) &&
-          clg_op_supported("Placeholder", ints[t], all[1]));
-    CHECK(clg_op_supported("Identity", ints[t], &host) &&
-          clg_op_supported("Identity", ints[t], all[1]));
+    CHECK(clg_backend_supported("Const", ints[t], &host) && clg_backend_supported("Const", ints[t], all[1]));
+    CHECK(clg_backend_supported("Placeholder", ints[t], &host) &&
+          clg_backend_supported("Placeholder", ints[t], all[1]));
+    CHECK(clg_backend_supported("Identity", ints[t], &host) &&
+          clg_backend_supported("Identity", ints[t], all[1]));
   }
-  CHECK(!clg_op_supported("matmul", CLG_FLOAT32, &host));
-  CHECK(!clg_op_supported(NULL, CLG_FLOAT32, &host));
-  CHECK(!clg_op_supported("Add", CLG_FLOAT32, NULL));
-  CHECK(!clg_op_supported("Add", (clg_dtype)7, &host));
-  CHECK(!clg_op_supported("Const", (clg_dtype)7, &gpu));
-  CHECK(!clg_op_supported("MatMul", (clg_dtype)0, &host));
+  CHECK(!clg_backend_supported("matmul", CLG_FLOAT32, &host));
+  CHECK(!clg_backend_supported(NULL, CLG_FLOAT32, &host));
+  CHECK(!clg_backend_supported("Add", CLG_FLOAT32, NULL));
+  CHECK(!clg_backend_supported("Add", (clg_dtype)7, &host));
+  CHECK(!clg_backend_supported("Const", (clg_dtype)7, &gpu));
+  CHECK(!clg_backend_supported("MatMul", (clg_dtype)0, &host));
 }
 
-/* clg_op_supported builds a stand-in node for any op: every input, output and attribute the
+/* clg_backend_supported builds a stand-in node for any op: every input, output and attribute the
  * op declares must be there for its kernels' predicates to read (a predicate of a
  * three-input op read past a two-input array: a stack overflow under ASan). Every op, dtype
  * and device kind; the gradient ops of the CNN set exactly. */
@@ -345,17 +346,17 @@ static void test_supported_every_op(void)
   int supported = 0;
   for (int i = 0; i < clg_op_count(); i++)
     for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
-      supported += clg_op_supported(clg_op_at(i)->name, dtypes[t], &host) +
-                   clg_op_supported(clg_op_at(i)->name, dtypes[t], &gpu);
+      supported += clg_backend_supported(clg_op_at(i)->name, dtypes[t], &host) +
+                   clg_backend_supported(clg_op_at(i)->name, dtypes[t], &gpu);
   CHECK(supported > 0);
   static const char *grads[] = {"MaxPoolGrad", "AvgPoolGrad",         "LRNGrad",
                                 "InTopKV2",    "Conv2DBackpropInput", "Conv2DBackpropFilter",
                                 "ReluGrad"};
   for (size_t i = 0; i < sizeof grads / sizeof grads[0]; i++) {
-    CHECK_MSG(clg_op_supported(grads[i], CLG_FLOAT32, &host), "%s float on the host", grads[i]);
-    CHECK_MSG(clg_op_supported(grads[i], CLG_FLOAT64, &host), "%s double on the host", grads[i]);
-    CHECK_MSG(!clg_op_supported(grads[i], CLG_FLOAT16, &host), "%s half on the host", grads[i]);
-    CHECK_MSG(!clg_op_supported(grads[i], CLG_BOOL, &gpu), "%s bool on a GPU", grads[i]);
+    CHECK_MSG(clg_backend_supported(grads[i], CLG_FLOAT32, &host), "%s float on the host", grads[i]);
+    CHECK_MSG(clg_backend_supported(grads[i], CLG_FLOAT64, &host), "%s double on the host", grads[i]);
+    CHECK_MSG(!clg_backend_supported(grads[i], CLG_FLOAT16, &host), "%s half on the host", grads[i]);
+    CHECK_MSG(!clg_backend_supported(grads[i], CLG_BOOL, &gpu), "%s bool on a GPU", grads[i]);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "backends/backend.h"
 #include "core/core.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
@@ -268,7 +269,7 @@ static void test_unsupported_refused(void)
   clg_graph_free(g);
   const clg_devices *unused = NULL;
   (void)unused;
-  CHECK(!clg_op_supported("Relu", CLG_FLOAT16, NULL));
+  CHECK(!clg_backend_supported("Relu", CLG_FLOAT16, NULL));
 }
 
 /* --- control inputs, targets, feeding any output ------------------------------------------- */

@@ -3,7 +3,8 @@
  * its input, nested scopes, soft placement, and TensorFlow's error texts. */
 #include <stdlib.h>
 
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
 #include "testutil.h"
@@ -196,7 +197,7 @@ static void test_no_kernel(void)
   clg_node *m = clg_add(g, "m", a, a);
   CHECK_OK(clg_graph_pop_device(g));
   CHECK_MSG(m != NULL, "float16 Add could not be built: %s", clg_graph_error(g));
-  CHECK(!clg_op_supported("Add", CLG_FLOAT16, clg_devices_at(devs, 1)));
+  CHECK(!clg_backend_supported("Add", CLG_FLOAT16, clg_devices_at(devs, 1)));
   CHECK(place(g, false) == NULL);
   CHECK_CONTAINS(clg_last_error(),
                  "Cannot assign a device to node 'm': Could not satisfy explicit device "

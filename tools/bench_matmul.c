@@ -16,7 +16,8 @@
 #include <string.h>
 
 #include "clgraph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "pictures.h"
 #include "tool.h"
 

@@ -5,7 +5,8 @@
 #include <string.h>
 
 #include "clgraph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "tool.h"
 
 static void usage(FILE *f)

@@ -3,7 +3,8 @@
 #include <stdlib.h>
 
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
 enum { A_N, A_T };

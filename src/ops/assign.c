@@ -8,7 +8,8 @@
 
 #include "device/device.h"
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 
 /* --- inference --------------------------------------------------------------------------- */
 

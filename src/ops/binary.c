@@ -4,7 +4,8 @@
  * bool. The arithmetic ops'
  * output may reuse input 0's buffer (only when input 0 has the output's shape). */
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
 enum { A_T };

@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
 enum { A_DSTT, A_SRCT, A_TRUNCATE };

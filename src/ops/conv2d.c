@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
 enum { A_T, A_DATA_FORMAT, A_DILATIONS, A_PADDING, A_STRIDES, A_USE_CUDNN };

@@ -6,7 +6,8 @@
 #include <math.h>
 
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
 enum { M_EXP, M_LOG, M_SQRT, M_RSQRT, M_SQUARE, M_FLOOR, M_NEG };

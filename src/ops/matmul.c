@@ -6,7 +6,8 @@
 #include <stdlib.h>
 
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
 enum { A_T, A_TRANSPOSE_A, A_TRANSPOSE_B };

@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
 extern const clg_op_def clg_op_MaxPoolGrad, clg_op_AvgPoolGrad, clg_op_LRNGrad, clg_op_BiasAddGrad;

@@ -81,7 +81,7 @@ typedef struct clg_kernel_def {
   clg_device_kind kind;
   /* Whether this kernel serves node n (its dtypes and attributes) on dev; NULL: always. n has
    * every input, output and attribute its op declares (a variadic op: num_inputs >= 1), on a
-   * built node as on clg_op_supported's stand-in, so a predicate may read any of them. */
+   * built node as on clg_backend_supported's stand-in, so a predicate may read any of them. */
   bool (*supports)(const clg_node *n, const struct clg_device *dev);
   clg_code (*run)(const clg_kernel_ctx *ctx);
   /* Optional: bytes of scratch the kernel wants for n on dev; the plan holds them in the
@@ -147,13 +147,6 @@ const clg_op_def *clg_op_find(const char *name);
 /* Every registered op (for listings and tests). */
 int clg_op_count(void);
 const clg_op_def *clg_op_at(int i);
-/* The kernel that runs n on dev, or NULL when none does. */
-const clg_kernel_def *clg_op_kernel(const clg_node *n, const struct clg_device *dev);
-/* Whether an op of this name has a kernel for `dtype` on dev, as placement sees it for a
- * node whose inputs and outputs all have that dtype (tests and tools): a stand-in node with
- * the op's inputs (two of a variadic op), outputs and attributes (defaults; dtype ones set to
- * dtype). */
-bool clg_op_supported(const char *name, clg_dtype dtype, const struct clg_device *dev);
 
 /* The VariableV2 node whose buffer input i of n refers to (following update ops, whose
  * output 0 is their variable), or NULL when input i is not a variable reference. */
@@ -186,6 +179,18 @@ char *clg_out_shape_string(const clg_out_desc *d, char *buf, size_t size);
 bool clg_node_all_dtype(const clg_node *n, clg_dtype dtype);
 bool clg_kernel_float_or_double(const clg_node *n, const struct clg_device *dev);
 
+/* The geometry of a window op over an NHWC input; the layout matches clg_window in
+ * cl/nn.cl. Output (oh, ow) reads input rows oh*sh - pt + a*dh (a < kh), and so on. */
+typedef struct clg_window {
+  int64_t n, h, w, c; /* input */
+  int64_t oh, ow;     /* output */
+  int64_t kh, kw;     /* window or filter */
+  int64_t sh, sw;     /* strides */
+  int64_t dh, dw;     /* dilations */
+  int64_t pt, pl;     /* padding before */
+  int64_t cout, kdim; /* Conv2D: output channels, kh*kw*c */
+} clg_window;
+
 /* The values of input i when its producer is a Const of int32 or int64 holding a scalar or
  * a vector of at most max values (axes, shapes, perms): INVALID_ARGUMENT naming the node and
  * `what` otherwise (shapes are static here, so these inputs must be constants). */
@@ -200,9 +205,8 @@ clg_code clg_node_const_ints(const clg_node *n, int i, const char *what, int max
  * INT64_MAX becomes a smaller one reaching the same input elements (only an odd filter's
  * centre tap can), so that every index a kernel computes fits in int64. Then kdim, the taps
  * per output kh * kw * c (Conv2D), checked the same way. Errors name the node. */
-struct clg_window;
-clg_code clg_window_geometry(const clg_node *n, bool same, struct clg_window *g);
-clg_code clg_window_taps(const clg_node *n, struct clg_window *g);
+clg_code clg_window_geometry(const clg_node *n, bool same, clg_window *g);
+clg_code clg_window_taps(const clg_node *n, clg_window *g);
 /* A [1,h,w,1] list attribute; padding "SAME" or "VALID"; data_format "NHWC". */
 clg_code clg_window_attrs(const clg_node *n, const clg_attr_value *list, const char *what,
                           int64_t *h, int64_t *w);

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
 enum { R_SUM, R_MEAN, R_MAX, R_L2 };

@@ -1,51 +1,8 @@
 /* Relu: max(x, 0), element-wise (tf.nn.relu). NaN stays NaN, as in TensorFlow. Float everywhere,
- * double on the host and on devices with fp64; the output may reuse the input's buffer. */
+ * double on the host and on devices with fp64; the output may reuse the input's buffer.
+ * Kernels: backends/host/relu.c, backends/opencl/relu.c. */
 #include "graph/graph.h"
-#include "kernels/kernels.h"
-#include "memory/memory.h"
-
-/* !(x <= 0) holds for x > 0 and for NaN: one compare and a select, no branch, so the loop
- * vectorises (a branch on the sign mispredicts half the time on activations). */
-#define LOOP(T)                                                                                    \
-  do {                                                                                             \
-    const T *x = c->in[0].host;                                                                    \
-    T *y = c->out[0].host;                                                                         \
-    for (size_t i = begin; i < end; i++) {                                                         \
-      T v = x[i];                                                                                  \
-      y[i] = !(v <= 0) ? v : 0;                                                                    \
-    }                                                                                              \
-  } while (0)
-
-static void host_range(void *ctx, size_t begin, size_t end)
-{
-  const clg_kernel_ctx *c = ctx;
-  if (c->node->outs[0].dtype == CLG_FLOAT64)
-    LOOP(double);
-  else
-    LOOP(float);
-}
-
-static clg_code host_run(const clg_kernel_ctx *c)
-{
-  /* Element ranges across the cores (each element written once, by one thread; in place is
-   * fine: each element is read before it is written, by the same thread). */
-  clg_host_parallel_for(clg_out_count(&c->node->outs[0]), 1 << 15, host_range, (void *)c);
-  return CLG_OK;
-}
-
-static const clg_cl_text source = {
-    "Relu",
-    "T clg_op(T x) { return x > (T)0 ? x : (isnan(x) ? x : (T)0); }\n" CLG_CL_UNARY_TEMPLATE};
-
-static clg_code cl_run(const clg_kernel_ctx *c)
-{
-  return clg_cl_unary(c->dev, &source, c->node->outs[0].dtype, &c->in[0], &c->out[0],
-                      clg_out_count(&c->node->outs[0]));
-}
-
-static const clg_kernel_def kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL, NULL}};
+#include "ops/ops.h"
 
 /* ReluGrad(dy, y): TensorFlow passes the Relu's output, which is 0 wherever x <= 0. */
 static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
@@ -61,8 +18,6 @@ const clg_op_def clg_op_Relu = {
     .num_attrs = 1,
     .attrs = clg_attrs_T,
     .infer = clg_infer_elementwise_unary,
-    .kernels = kernels,
-    .num_kernels = 2,
     .inplace = 0,
     .grad = grad,
 };

@@ -3,7 +3,8 @@
  * everywhere, double on the host and on devices with fp64; the output may reuse the
  * gradients' buffer. */
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
 static clg_code infer(clg_node *n)

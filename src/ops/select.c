@@ -3,7 +3,8 @@
  * scalar, or a vector along t's first dimension. Any dtype (a copy of the chosen element's
  * bytes), so an infinite or NaN element reaches the output only where it is chosen. */
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
 extern const clg_op_def clg_op_Select;

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 
 #include "graph/graph.h"
-#include "kernels/kernels.h"
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
 extern const clg_op_def clg_op_Softmax, clg_op_LogSoftmax;

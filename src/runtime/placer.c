@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "runtime/runtime.h"
 
 typedef struct placer {
@@ -36,7 +37,7 @@ static const char *short_type(const clg_device_info *d) { return d->type; }
 
 static bool supported(const placer *p, const clg_node *n, int dev)
 {
-  return clg_op_kernel(n, &p->devs->devs[dev]) != NULL;
+  return clg_backend_find_kernel(n, &p->devs->devs[dev]) != NULL;
 }
 
 /* Cluster: a node whose spec names no task runs on every task, each its own copy, so it

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "runtime/plan.h"
 
 void clg_plan_free(plan *p)
@@ -508,7 +509,7 @@ static clg_code plan_step(builder *b, int k, int i)
   int s = k + 1;
   st->node = i;
   st->dev = x->dev_of[i];
-  st->kernel = clg_op_kernel(n, clg_exec_device(x, st->dev));
+  st->kernel = clg_backend_find_kernel(n, clg_exec_device(x, st->dev));
   st->in = malloc(sizeof(int) * (size_t)(n->num_inputs ? n->num_inputs : 1));
   st->out = malloc(sizeof(int) * (size_t)n->num_outputs);
   if (!st->in || !st->out)

@@ -10,7 +10,7 @@
 
 #include "cluster/cluster.h"
 #include "device/device.h"
-#include "kernels/kernels.h"
+#include "backends/opencl/opencl.h"
 #include "runtime/runtime.h"
 
 struct clg_process {

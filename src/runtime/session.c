@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/backend.h"
 #include "cluster/cluster.h"
 #include "runtime/runtime.h"
 
@@ -167,7 +168,7 @@ static clg_code warm_kernels(clg_session *s)
   for (int i = 0; i < s->placed; i++) {
     const clg_node *n = clg_graph_node(s->graph, i);
     clg_device *dev = clg_devices_at(devs, s->placement[i].device);
-    const clg_kernel_def *k = clg_op_kernel(n, dev);
+    const clg_kernel_def *k = clg_backend_find_kernel(n, dev);
     if (k && k->warm && k->warm(n, dev) != CLG_OK)
       return clg_error_prefix("warming %s on %s: ", n->op, dev->info.name);
   }

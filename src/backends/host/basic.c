@@ -1,0 +1,342 @@
+/* Host (CPU:0) kernels: MatMul through CBLAS or the portable blocked kernel, element-wise
+ * binary ops with scalar broadcasting, and AddN. Inputs are validated by the caller (the
+ * executor checks shapes and clg_kernels_supported first); an unsupported dtype leaves the
+ * output untouched. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "backends/host/host.h"
+
+#ifdef CLG_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+/* Cache blocking of the portable kernel: a KC x NR strip of B (16 KiB for float) stays in
+ * L1 while the micro-kernel runs; the MC x KC panel of A in L2; the KC x NC panel of B in
+ * L2/L3. */
+#define GEMM_KC 256
+#define GEMM_MC 128
+#define GEMM_NC 2048
+
+/* On x86-64 with GCC or clang the micro-kernel is also compiled for AVX2+FMA and for
+ * AVX-512, and the widest one the CPU runs is picked at run time (__builtin_cpu_supports),
+ * so the portable kernel is fast without -march=native (CLGRAPH_HOST_GEMM_ISA=base|avx2
+ * lowers the choice). Plain functions and a pointer, not
+ * target_clones: ifunc resolvers run before sanitizer runtimes start (TSan crashes in
+ * them) and do not exist on every libc. Elsewhere it is plain C that the compiler
+ * vectorises for the target's baseline. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define CLG_GEMM_X86_DISPATCH 1
+#define CLG_GEMM_INLINE __attribute__((always_inline))
+#elif defined(__GNUC__)
+#define CLG_GEMM_INLINE __attribute__((always_inline))
+#else
+#define CLG_GEMM_INLINE
+#endif
+
+enum { GEMM_ISA_BASE, GEMM_ISA_AVX2, GEMM_ISA_AVX512 };
+static const char *const gemm_isa_names[] = {"base", "avx2", "avx512"};
+static int gemm_isa_level;
+static pthread_once_t gemm_isa_once = PTHREAD_ONCE_INIT;
+
+/* Decided once per process: what the CPU runs, lowered by CLGRAPH_HOST_GEMM_ISA (base,
+ * avx2 or avx512), which lets tests cover every variant on one machine. */
+static void gemm_isa_init(void)
+{
+  int level = GEMM_ISA_BASE;
+#ifdef CLG_GEMM_X86_DISPATCH
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
+    level = GEMM_ISA_AVX512;
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    level = GEMM_ISA_AVX2;
+#endif
+  const char *want = getenv("CLGRAPH_HOST_GEMM_ISA");
+  if (want && *want) {
+    int limit = -1;
+    for (int i = 0; i < 3; i++)
+      if (strcmp(want, gemm_isa_names[i]) == 0)
+        limit = i;
+    if (limit < 0)
+      clg_log(CLG_LOG_WARNING, "CLGRAPH_HOST_GEMM_ISA='%s' ignored: want base, avx2 or avx512",
+              want);
+    else if (limit < level)
+      level = limit;
+  }
+  gemm_isa_level = level;
+}
+
+static int gemm_isa(void)
+{
+  pthread_once(&gemm_isa_once, gemm_isa_init);
+  return gemm_isa_level;
+}
+
+const char *clg_host_matmul_portable_isa(void) { return gemm_isa_names[gemm_isa()]; }
+
+#define GEMM_T float
+#define GEMM_FN(name) name##_f32
+#define GEMM_MR 8
+#define GEMM_NR 16
+#include "backends/host/gemm_tmpl.h"
+#undef GEMM_T
+#undef GEMM_FN
+#undef GEMM_MR
+#undef GEMM_NR
+
+#define GEMM_T double
+#define GEMM_FN(name) name##_f64
+#define GEMM_MR 8
+#define GEMM_NR 8
+#include "backends/host/gemm_tmpl.h"
+#undef GEMM_T
+#undef GEMM_FN
+#undef GEMM_MR
+#undef GEMM_NR
+
+void clg_host_matmul_portable(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k,
+                              const void *a, const void *b, void *c)
+{
+  if (dtype == CLG_FLOAT32)
+    gemm_f32(ta, tb, m, n, k, a, b, c);
+  else if (dtype == CLG_FLOAT64)
+    gemm_f64(ta, tb, m, n, k, a, b, c);
+}
+
+#ifdef CLG_HAVE_CBLAS
+static size_t max1(size_t x) { return x ? x : 1; }
+#endif
+
+/* A float GEMM on the AVX-512 kernel, its rows (or, for few rows, its columns) split across
+ * the cores in whole tiles; each element is computed by one task in one order. */
+typedef struct split_gemm {
+  bool ta, tb, by_rows, failed[64];
+  size_t m, n, k, parts;
+  const float *a, *b;
+  float *c;
+} split_gemm;
+
+static void split_gemm_task(void *ctx, int t)
+{
+  split_gemm *j = ctx;
+  size_t unit = j->by_rows ? 6 : 64, total = j->by_rows ? j->m : j->n;
+  size_t tiles = (total + unit - 1) / unit;
+  size_t s0 = tiles * (size_t)t / j->parts * unit, s1 = tiles * (size_t)(t + 1) / j->parts * unit;
+  s1 = s1 < total ? s1 : total;
+  if (s0 >= s1)
+    return;
+  size_t lda = j->ta ? j->m : j->k, ldb = j->tb ? j->k : j->n;
+  bool ok;
+  if (j->by_rows) /* rows s0..s1 of op(A) */
+    ok = clg_host_sgemm512(j->ta, j->tb, s1 - s0, j->n, j->k, j->a + (j->ta ? s0 : s0 * lda), lda,
+                           j->b, ldb, j->c + s0 * j->n, j->n, false, NULL);
+  else /* columns s0..s1 of op(B) */
+    ok = clg_host_sgemm512(j->ta, j->tb, j->m, s1 - s0, j->k, j->a, lda,
+                           j->b + (j->tb ? s0 * ldb : s0), ldb, j->c + s0, j->n, false, NULL);
+  j->failed[t] = !ok;
+}
+
+static bool matmul_split512(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a,
+                            const float *b, float *c)
+{
+  int threads = clg_host_threads();
+  split_gemm j = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c};
+  j.parts = (size_t)(threads < 64 ? threads : 64);
+  if ((double)m * (double)n * (double)k < (double)(1 << 21))
+    j.parts = 1; /* a few microseconds of work: not worth starting a thread */
+  /* Rows when each part gets a few tiles of them, else columns. */
+  j.by_rows = m >= 6 * 4 * j.parts || n < 64 * 2 * j.parts;
+  clg_host_parallel((int)j.parts, split_gemm_task, &j);
+  for (size_t t = 0; t < j.parts; t++)
+    if (j.failed[t])
+      return false;
+  return true;
+}
+
+void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k, const void *a,
+                     const void *b, void *c)
+{
+  /* Where OpenBLAS runs AVX2 kernels on an AVX-512 CPU, the AVX-512 kernel is up to twice as
+   * fast on thin products (a side of 128 or less: a model's batch, its fully connected layers)
+   * and avoids OpenBLAS's threads spinning beside the host kernels' teams; on larger squares
+   * OpenBLAS's blocking wins (bench matmul: 224-239 against 193-215 GFLOP/s from n = 1024), so
+   * it keeps them. Tasks that fail to allocate their packs leave the product to the paths
+   * below. */
+  const bool thin = m <= 128 || n <= 128 || k <= 128;
+  if (dtype == CLG_FLOAT32 && thin && m > 0 && n > 0 && k > 0 && clg_host_sgemm512_usable() &&
+      matmul_split512(ta, tb, m, n, k, a, b, c))
+    return;
+#ifdef CLG_HAVE_CBLAS
+  /* CBLAS takes int dimensions; anything larger goes to the portable kernel. k == 0 is
+   * handled there too (BLAS would accept it, but an lda of 0 is rejected with a message
+   * on stderr). */
+  bool fits = m <= INT_MAX && n <= INT_MAX && k <= INT_MAX;
+  if (fits && m > 0 && n > 0 && k > 0) {
+    enum CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE opb = tb ? CblasTrans : CblasNoTrans;
+    int lda = (int)max1(ta ? m : k), ldb = (int)max1(tb ? k : n), ldc = (int)n;
+    if (dtype == CLG_FLOAT32) {
+      cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0f, a, lda, b, ldb, 0.0f, c,
+                  ldc);
+      return;
+    }
+    if (dtype == CLG_FLOAT64) {
+      cblas_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0, a, lda, b, ldb, 0.0, c,
+                  ldc);
+      return;
+    }
+  }
+#endif
+  clg_host_matmul_portable(dtype, ta, tb, m, n, k, a, b, c);
+}
+
+/* rows x cols floats, or NULL when that many bytes cannot exist or be allocated. */
+static float *float_array(size_t rows, size_t cols)
+{
+  size_t count = rows * cols;
+  if (rows != 0 && count / rows != cols)
+    return NULL;
+  if (count > SIZE_MAX / sizeof(float))
+    return NULL;
+  return malloc(count ? count * sizeof(float) : 1);
+}
+
+clg_code clg_host_matmul_half(bool ta, bool tb, size_t m, size_t n, size_t k, const uint16_t *a,
+                              const uint16_t *b, uint16_t *c)
+{
+  /* Every half is exactly a float, so the only rounding besides sgemm's is the last one. */
+  float *fa = float_array(m, k), *fb = float_array(k, n), *fc = float_array(m, n);
+  if (!fa || !fb || !fc) {
+    free(fa);
+    free(fb);
+    free(fc);
+    return clg_error(CLG_RESOURCE_EXHAUSTED,
+                     "out of host memory for the float copies of a half MatMul "
+                     "[%zu,%zu]x[%zu,%zu]",
+                     m, k, k, n);
+  }
+  for (size_t i = 0; i < m * k; i++)
+    fa[i] = (float)clg_half_to_double(a[i]);
+  for (size_t i = 0; i < k * n; i++)
+    fb[i] = (float)clg_half_to_double(b[i]);
+  clg_host_matmul(CLG_FLOAT32, ta, tb, m, n, k, fa, fb, fc);
+  for (size_t i = 0; i < m * n; i++)
+    c[i] = clg_half_from_double(fc[i]);
+  free(fa);
+  free(fb);
+  free(fc);
+  return CLG_OK;
+}
+
+const char *clg_host_matmul_backend(void)
+{
+#ifdef CLG_HAVE_CBLAS
+  return "OpenBLAS";
+#else
+  return "portable";
+#endif
+}
+
+/* One loop per (op, broadcast) pair keeps every inner loop a plain vectorisable stream.
+ * out may alias a or b exactly (each element is read before it is written). */
+#define BINARY_LOOPS(T, OP)                                                                        \
+  do {                                                                                             \
+    const T *x = a, *y = b;                                                                        \
+    T *o = out;                                                                                    \
+    if (na == count && nb == count) {                                                              \
+      for (size_t i = 0; i < count; i++)                                                           \
+        o[i] = x[i] OP y[i];                                                                       \
+    } else if (na == count) {                                                                      \
+      T s = y[0];                                                                                  \
+      for (size_t i = 0; i < count; i++)                                                           \
+        o[i] = x[i] OP s;                                                                          \
+    } else if (nb == count) {                                                                      \
+      T s = x[0];                                                                                  \
+      for (size_t i = 0; i < count; i++)                                                           \
+        o[i] = s OP y[i];                                                                          \
+    } else {                                                                                       \
+      T s = x[0] OP y[0];                                                                          \
+      for (size_t i = 0; i < count; i++)                                                           \
+        o[i] = s;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+#define BINARY_OPS(T)                                                                              \
+  do {                                                                                             \
+    switch (op) {                                                                                  \
+    case CLG_BINOP_ADD:                                                                            \
+      BINARY_LOOPS(T, +);                                                                          \
+      break;                                                                                       \
+    case CLG_BINOP_SUB:                                                                            \
+      BINARY_LOOPS(T, -);                                                                          \
+      break;                                                                                       \
+    case CLG_BINOP_MUL:                                                                            \
+      BINARY_LOOPS(T, *);                                                                          \
+      break;                                                                                       \
+    default:                                                                                       \
+      break;                                                                                       \
+    }                                                                                              \
+  } while (0)
+
+void clg_host_binary(clg_binop op, clg_dtype dtype, const void *a, size_t na, const void *b,
+                     size_t nb, void *out, size_t count)
+{
+  if (count == 0)
+    return;
+  if (dtype == CLG_FLOAT32)
+    BINARY_OPS(float);
+  else if (dtype == CLG_FLOAT64)
+    BINARY_OPS(double);
+}
+
+/* Sums in chunks that stay in L1: each output chunk is accumulated over all inputs, in
+ * input order (so the result equals ((x0 + x1) + x2) + ..., as on OpenCL devices), then
+ * stored once. out may alias an input exactly. */
+#define ADDN_CHUNK 512
+#define ADDN_LOOP(T)                                                                               \
+  do {                                                                                             \
+    T acc[ADDN_CHUNK];                                                                             \
+    for (size_t s = 0; s < count; s += ADDN_CHUNK) {                                               \
+      size_t len = count - s < ADDN_CHUNK ? count - s : ADDN_CHUNK;                                \
+      const T *x0 = (const T *)inputs[0] + s;                                                      \
+      for (size_t i = 0; i < len; i++)                                                             \
+        acc[i] = x0[i];                                                                            \
+      for (int j = 1; j < n; j++) {                                                                \
+        const T *xj = (const T *)inputs[j] + s;                                                    \
+        for (size_t i = 0; i < len; i++)                                                           \
+          acc[i] += xj[i];                                                                         \
+      }                                                                                            \
+      memcpy((T *)out + s, acc, len * sizeof(T));                                                  \
+    }                                                                                              \
+  } while (0)
+
+void clg_host_addn(clg_dtype dtype, const void *const *inputs, int n, void *out, size_t count)
+{
+  if (n < 1 || count == 0)
+    return;
+  if (dtype == CLG_FLOAT32)
+    ADDN_LOOP(float);
+  else if (dtype == CLG_FLOAT64)
+    ADDN_LOOP(double);
+}
+
+bool clg_host_sgemm512_usable(void)
+{
+  if (gemm_isa() != GEMM_ISA_AVX512)
+    return false;
+#ifdef CLG_HAVE_CBLAS
+  /* An OpenBLAS that picked an AVX-512 core for this CPU is as fast on one core and threads
+   * itself; one that fell back to AVX2 (Zen 4/5 on OpenBLAS < 0.3.22) is half as fast. */
+  const char *core = openblas_get_corename();
+  static const char *const avx512_cores[] = {"skylakex", "cooperlake", "sapphirerapids", "zen4",
+                                             "zen5"};
+  for (size_t i = 0; core && i < sizeof avx512_cores / sizeof *avx512_cores; i++)
+    if (strncasecmp(core, avx512_cores[i], strlen(avx512_cores[i])) == 0)
+      return false;
+#endif
+  return true;
+}

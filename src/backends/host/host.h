@@ -1,0 +1,144 @@
+/* The host backend's door (src/backends/host/): kernels on plain host pointers, CPU:0.
+ *
+ * Host kernels run in the calling thread (and the host thread team of parallel.c); all
+ * tensors are dense row-major, counts are element counts. */
+#ifndef CLG_BACKEND_HOST_H
+#define CLG_BACKEND_HOST_H
+
+#include "backends/backend.h"
+
+/* out[i] = a[ia(i)] op b[ib(i)] over the map (count elements). out may alias a or b when
+ * that input is not broadcast. float, double; EQUAL and GREATER_EQUAL take float, double,
+ * int32, int64 and write bytes 0/1. */
+void clg_host_broadcast(clg_binop op, clg_dtype dtype, const void *a, const void *b, void *out,
+                        const clg_strided *m);
+
+/* out[i] = a[ia(i)] for elements of es bytes (1, 2, 4, 8): Transpose. */
+void clg_host_gather(size_t es, const void *a, void *out, const clg_strided *m);
+
+/* c[m,n] = op(a) x op(b) where op(a) is [m,k] (a stored [k,m] when ta) and op(b) is
+ * [k,n] (b stored [n,k] when tb). CBLAS when built with it, else the portable kernel. */
+void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k, const void *a,
+                     const void *b, void *c);
+
+/* The same for half-precision operands (IEEE binary16 bit patterns): converted to float,
+ * multiplied by clg_host_matmul (accumulating in float), rounded back to half (nearest,
+ * ties to even). RESOURCE_EXHAUSTED (c untouched) when the
+ * float copies cannot be allocated. */
+clg_code clg_host_matmul_half(bool ta, bool tb, size_t m, size_t n, size_t k, const uint16_t *a,
+                              const uint16_t *b, uint16_t *c);
+
+/* The portable cache-blocked kernel alone (tests compare both paths). */
+void clg_host_matmul_portable(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k,
+                              const void *a, const void *b, void *c);
+
+/* "OpenBLAS" or "portable". */
+const char *clg_host_matmul_backend(void);
+
+/* The portable kernel's instruction-set variant on this CPU: "avx512", "avx2" or "base"
+ * (x86-64 builds with GCC or clang pick at run time; CLGRAPH_HOST_GEMM_ISA=base|avx2|avx512
+ * can lower the choice, e.g. to test every variant on one machine). */
+const char *clg_host_matmul_portable_isa(void);
+
+/* Float GEMM on AVX-512 (host_sgemm512.c), single-threaded: c [m,n] with row stride ldc =
+ * op(a) x op(b), or += when accumulate; lda/ldb are the stored rows' strides. work: NULL
+ * (packing buffers malloc'd per call) or clg_host_sgemm512_work() floats of the caller's.
+ * false (c untouched) when the build lacks it or the buffers cannot be allocated. Use only
+ * where clg_host_sgemm512_usable(). */
+bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate,
+                       float *work);
+
+size_t clg_host_sgemm512_work(void);
+
+/* Whether clg_host_sgemm512 runs here (the portable ISA choice is avx512) and is faster than
+ * the CBLAS of this build (which lacks AVX-512 kernels on this CPU, or is absent). */
+bool clg_host_sgemm512_usable(void);
+
+/* Runs fn(ctx, t) for every t < ntasks on up to clg_host_threads() threads (the caller is
+ * one of them) and returns when all are done. Tasks must write disjoint outputs; which thread
+ * runs a task is unspecified, so results must depend on t only. A call from inside a task
+ * runs its tasks serially in that thread (no nesting of thread teams). */
+void clg_host_parallel(int ntasks, void (*fn)(void *ctx, int task), void *ctx);
+
+/* Threads a parallel call uses: the cores online (CLGRAPH_HOST_THREADS=N lowers it, 1..). */
+int clg_host_threads(void);
+
+/* fn over [0, count) cut into contiguous ranges, one per thread, each of at least grain
+ * items (fewer threads, or one call in the caller, when count is small). */
+void clg_host_parallel_for(size_t count, size_t grain,
+                           void (*fn)(void *ctx, size_t begin, size_t end), void *ctx);
+
+/* out[i] = a[i % na] op b[i % nb] for i < count, where na and nb are count or 1. */
+void clg_host_binary(clg_binop op, clg_dtype dtype, const void *a, size_t na, const void *b,
+                     size_t nb, void *out, size_t count);
+
+/* out = sum of n inputs of count elements, added in input order. */
+void clg_host_addn(clg_dtype dtype, const void *const *inputs, int n, void *out, size_t count);
+
+/* The taps [*lo, *hi) of a window of k taps from start that lie inside [0, n), found before
+ * any index arithmetic (as clip_window in cl/nn.cl): a window far larger than the input is
+ * never walked, and no sum overflows (for start < n, n - start is exact as a uint64_t). */
+static inline void clg_window_clip(int64_t start, int64_t k, int64_t n, int64_t *lo, int64_t *hi)
+{
+  *lo = start < 0 ? 0 : start;
+  *hi = start >= n ? *lo : (uint64_t)k >= (uint64_t)n - (uint64_t)start ? n : start + k;
+  if (*hi < *lo)
+    *hi = *lo;
+}
+
+/* MaxPool (avg false) or AvgPool over x [n,h,w,c] into y [n,oh,ow,c]. */
+void clg_host_pool(clg_dtype dtype, bool avg, const void *x, void *y, const clg_window *g);
+
+/* LRN along the last axis (c channels) of count elements. */
+void clg_host_lrn(clg_dtype dtype, const void *x, void *y, size_t count, int64_t c, int64_t radius,
+                  double bias, double alpha, double beta);
+
+/* Conv2D (cross-correlation) of x [n,h,w,c] with the filter [kh,kw,c,cout] into y
+ * [n,oh,ow,cout]: im2col of a chunk of output rows into scratch, then one GEMM per chunk
+ * (CBLAS or the portable GEMM on the host, CLBlast on OpenCL devices). A 1x1 filter with
+ * stride 1 and no padding is one GEMM on the input itself. Scratch: the plan's block
+ * `scratch` when it holds what *_conv2d_scratch asked for, else from alloc (the host's may
+ * be NULL: malloc). OpenCL: errors as clg_cl_matmul's (UNIMPLEMENTED with *why where the host
+ * could serve). */
+clg_code clg_host_conv2d(clg_allocator *alloc, const clg_block *scratch, clg_dtype dtype,
+                         const void *x, const void *f, void *y, const clg_window *g);
+
+/* The scratch those want for g, for the run's plan (the patches of one chunk; on OpenCL also
+ * CLBlast's GEMM scratch for it). */
+size_t clg_host_conv2d_scratch(clg_dtype dtype, const clg_window *g);
+
+/* The im2col rows [row0, row0 + rows) of x into p (host), for benchmarks and tests. */
+void clg_host_im2col(clg_dtype dtype, const void *x, void *p, size_t row0, size_t rows,
+                     const clg_window *g);
+
+/* Gradients. Conv2DBackpropInput: dx = col2im(dy x f^T) over chunks of patch rows;
+ * Conv2DBackpropFilter: df = sum over chunks of patches^T x dy. Scratch as clg_*_conv2d's
+ * (the plan's block when large enough, else alloc; host: malloc when alloc is NULL); sizes
+ * from *_conv2d_grad_scratch (filter: true for the filter's gradient). OpenCL errors as
+ * clg_cl_conv2d's. in is the filter for the input's gradient, x for the filter's. */
+void clg_host_col2im(clg_dtype dtype, const void *p, void *x, size_t row0, size_t rows,
+                     const clg_window *g);
+
+size_t clg_host_conv2d_grad_scratch(clg_dtype dtype, const clg_window *g, bool filter);
+
+clg_code clg_host_conv2d_backprop_input(clg_allocator *alloc, const clg_block *scratch,
+                                        clg_dtype dtype, const void *f, const void *dy, void *dx,
+                                        const clg_window *g);
+
+clg_code clg_host_conv2d_backprop_filter(clg_allocator *alloc, const clg_block *scratch,
+                                         clg_dtype dtype, const void *x, const void *dy, void *df,
+                                         const clg_window *g);
+
+/* MaxPoolGrad (avg false: dy to each window's first maximum in scan order, overlapping
+ * windows adding) or AvgPoolGrad (dy / the window's unpadded count; x unused, may be NULL)
+ * into dx [n,h,w,c]. */
+void clg_host_pool_grad(clg_dtype dtype, bool avg, const void *x, const void *dy, void *dx,
+                        const clg_window *g);
+
+/* LRNGrad along the last axis (c channels) of count elements. */
+void clg_host_lrn_grad(clg_dtype dtype, const void *dy, const void *x, const void *y, void *dx,
+                       size_t count, int64_t c, int64_t radius, double bias, double alpha,
+                       double beta);
+
+#endif

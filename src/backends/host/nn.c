@@ -1,0 +1,881 @@
+/* Host NHWC kernels: pooling, LRN, and Conv2D as im2col + GEMM over chunks of output rows
+ * (the chunk's patches stay in cache while the GEMM reads them). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/host/host.h"
+
+/* Loops over channels compiled twice on x86-64 (GCC, clang): for the baseline and for AVX2,
+ * picked at run time, since the baseline's SSE2 has no blend and leaves selects as branches. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PG_INLINE __attribute__((always_inline)) /* into each ISA variant */
+#else
+#define PG_INLINE
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define ISA_VARIANTS(name)                                                                         \
+  static void name##_base(void *ctx, size_t a, size_t b) { name##_body(ctx, a, b); }               \
+  __attribute__((target("avx2,fma"))) static void name##_avx2(void *ctx, size_t a, size_t b)       \
+  {                                                                                                \
+    name##_body(ctx, a, b);                                                                        \
+  }                                                                                                \
+  static void name(void *ctx, size_t a, size_t b)                                                  \
+  {                                                                                                \
+    if (host_avx2())                                                                               \
+      name##_avx2(ctx, a, b);                                                                      \
+    else                                                                                           \
+      name##_base(ctx, a, b);                                                                      \
+  }
+#else
+#define ISA_VARIANTS(name)                                                                         \
+  static void name(void *ctx, size_t a, size_t b) { name##_body(ctx, a, b); }
+#endif
+
+/* The CPU runs AVX2 and FMA (within CLGRAPH_HOST_GEMM_ISA's limit). */
+static bool host_avx2(void) { return strcmp(clg_host_matmul_portable_isa(), "base") != 0; }
+
+/* Scratch per chunk of patch rows: host chunks stay near the last-level cache; OpenCL
+ * chunks are large, so a convolution is a few large GEMMs. */
+#define HOST_CHUNK_BYTES ((size_t)4 << 20)
+#define CL_CHUNK_BYTES ((size_t)64 << 20)
+
+size_t clg_conv_chunk_rows(bool opencl, size_t kdim, size_t es, size_t rows)
+{
+  size_t budget = opencl ? CL_CHUNK_BYTES : HOST_CHUNK_BYTES;
+  /* CLGRAPH_CONV_CHUNK_BYTES (tests): smaller chunks, so that small shapes take many. */
+  const char *env = getenv("CLGRAPH_CONV_CHUNK_BYTES");
+  if (env && atol(env) > 0)
+    budget = (size_t)atol(env);
+  size_t per = kdim * es, chunk = budget / (per > 0 ? per : 1);
+  if (chunk < 1)
+    chunk = 1;
+  return chunk < rows ? chunk : rows;
+}
+
+/* Each output pixel's channels at once (the channel is the contiguous axis): the window's
+ * taps in scan order, accumulated in the output row itself. Output rows (n, oh) are split
+ * across the cores. */
+typedef struct pool_job {
+  bool avg;
+  const void *x;
+  void *y;
+  const clg_window *g;
+} pool_job;
+
+#define POOL_LOOP(T)                                                                               \
+  do {                                                                                             \
+    const T *xs = j->x;                                                                            \
+    for (size_t row = r0; row < r1; row++) {                                                       \
+      int64_t n = (int64_t)row / g->oh, oh = (int64_t)row % g->oh;                                 \
+      int64_t hs, he, ws, we;                                                                      \
+      clg_window_clip(oh * g->sh - g->pt, g->kh, g->h, &hs, &he);                                  \
+      for (int64_t ow = 0; ow < g->ow; ow++) {                                                     \
+        T *ys = (T *)j->y + (row * (size_t)g->ow + (size_t)ow) * (size_t)g->c;                     \
+        clg_window_clip(ow * g->sw - g->pl, g->kw, g->w, &ws, &we);                                \
+        for (int64_t c = 0; c < g->c; c++)                                                         \
+          ys[c] = j->avg ? (T)0 : (T)-INFINITY;                                                    \
+        for (int64_t ih = hs; ih < he; ih++)                                                       \
+          for (int64_t iw = ws; iw < we; iw++) {                                                   \
+            const T *v = xs + (size_t)((n * g->h + ih) * g->w + iw) * (size_t)g->c;                \
+            if (j->avg)                                                                            \
+              for (int64_t c = 0; c < g->c; c++)                                                   \
+                ys[c] += v[c];                                                                     \
+            else                                                                                   \
+              for (int64_t c = 0; c < g->c; c++)                                                   \
+                ys[c] = ys[c] < v[c] ? v[c] : ys[c];                                               \
+          }                                                                                        \
+        if (j->avg) {                                                                              \
+          T valid = (T)((he - hs) * (we - ws));                                                    \
+          for (int64_t c = 0; c < g->c; c++)                                                       \
+            ys[c] /= valid;                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
+
+static inline PG_INLINE void pool_f32_body(void *ctx, size_t r0, size_t r1)
+{
+  const pool_job *j = ctx;
+  const clg_window *g = j->g;
+  POOL_LOOP(float);
+}
+ISA_VARIANTS(pool_f32)
+
+static void pool_f64(void *ctx, size_t r0, size_t r1)
+{
+  const pool_job *j = ctx;
+  const clg_window *g = j->g;
+  POOL_LOOP(double);
+}
+
+/* Rows per task such that a task has some 64 KiB of output at least. */
+static size_t grain_rows(size_t row_bytes)
+{
+  return row_bytes >= ((size_t)64 << 10) ? 1 : ((size_t)64 << 10) / (row_bytes ? row_bytes : 1);
+}
+
+void clg_host_pool(clg_dtype dtype, bool avg, const void *x, void *y, const clg_window *g)
+{
+  pool_job j = {avg, x, y, g};
+  size_t rows = (size_t)(g->n * g->oh), es = clg_dtype_size(dtype);
+  size_t grain = grain_rows((size_t)(g->ow * g->c) * es);
+  clg_host_parallel_for(rows, grain, dtype == CLG_FLOAT64 ? pool_f64 : pool_f32, &j);
+}
+
+/* acc[ch] += src[ch + q] for q = 0 .. w-1 in that order, three taps per pass over the channels
+ * (the same sums, a third of the stores). */
+#define WINDOW_SUM(acc, src, w, c)                                                                 \
+  do {                                                                                             \
+    int64_t q_ = 0;                                                                                \
+    for (; q_ + 3 <= (w); q_ += 3)                                                                 \
+      for (int64_t ch_ = 0; ch_ < (c); ch_++)                                                      \
+        (acc)[ch_] = (((acc)[ch_] + (src)[ch_ + q_]) + (src)[ch_ + q_ + 1]) + (src)[ch_ + q_ + 2]; \
+    for (; q_ < (w); q_++)                                                                         \
+      for (int64_t ch_ = 0; ch_ < (c); ch_++)                                                      \
+        (acc)[ch_] += (src)[ch_ + q_];                                                             \
+  } while (0)
+
+/* LRN per pixel: the squares in a buffer padded with radius zeros on each side, so each
+ * channel's window sum is a fixed-length loop (adding the zeros first changes no sum); beta
+ * 0.75 (the CIFAR-10 model's) as sqrt(v) * sqrt(sqrt(v)) rather than pow. Pixels are split
+ * across the cores. */
+typedef struct lrn_job {
+  const void *x, *dy, *y;
+  void *out;
+  int64_t c, radius;
+  double bias, alpha, beta;
+} lrn_job;
+
+static inline float sqrt_float(float v) { return sqrtf(v); }
+static inline double sqrt_double(double v) { return sqrt(v); }
+
+#define LRN_FAST(T, POW)                                                                           \
+  do {                                                                                             \
+    const T *xs = j->x;                                                                            \
+    T *ys = j->out, *sq = buf, *sum = buf + j->c + 2 * j->radius, bias = (T)j->bias;               \
+    T alpha = (T)j->alpha, beta = (T)j->beta;                                                      \
+    bool b075 = beta == (T)0.75;                                                                   \
+    int64_t c = j->c, r = j->radius, w = 2 * r + 1;                                                \
+    for (int64_t i = 0; i < r; i++)                                                                \
+      sq[i] = sq[c + r + i] = 0;                                                                   \
+    for (size_t px = p0; px < p1; px++) {                                                          \
+      const T *xp = xs + px * (size_t)c;                                                           \
+      T *yp = ys + px * (size_t)c;                                                                 \
+      for (int64_t ch = 0; ch < c; ch++)                                                           \
+        sq[r + ch] = xp[ch] * xp[ch], sum[ch] = 0;                                                 \
+      WINDOW_SUM(sum, sq, w, c); /* per channel the same order, k ascending */                     \
+      if (b075)                  /* the test out of the loop, which then vectorises */             \
+        for (int64_t ch = 0; ch < c; ch++) {                                                       \
+          T v = bias + alpha * sum[ch];                                                            \
+          yp[ch] = xp[ch] / (sqrt_##T(v) * sqrt_##T(sqrt_##T(v)));                                 \
+        }                                                                                          \
+      else                                                                                         \
+        for (int64_t ch = 0; ch < c; ch++)                                                         \
+          yp[ch] = xp[ch] / POW(bias + alpha * sum[ch], beta);                                     \
+    }                                                                                              \
+  } while (0)
+
+#define LRN_LOOP(T, POW)                                                                           \
+  do {                                                                                             \
+    const T *xs = j->x;                                                                            \
+    T *ys = j->out;                                                                                \
+    int64_t c = j->c, radius = j->radius;                                                          \
+    for (size_t base = p0 * (size_t)c; base < p1 * (size_t)c; base += (size_t)c)                   \
+      for (int64_t ch = 0; ch < c; ch++) {                                                         \
+        int64_t lo = ch - radius < 0 ? 0 : ch - radius;                                            \
+        int64_t hi = ch + radius >= c ? c - 1 : ch + radius;                                       \
+        T sq = 0;                                                                                  \
+        for (int64_t k = lo; k <= hi; k++)                                                         \
+          sq += xs[base + (size_t)k] * xs[base + (size_t)k];                                       \
+        ys[base + (size_t)ch] =                                                                    \
+            xs[base + (size_t)ch] / POW((T)j->bias + (T)j->alpha * sq, (T)j->beta);                \
+      }                                                                                            \
+  } while (0)
+
+static inline PG_INLINE void lrn_f32_body(void *ctx, size_t p0, size_t p1)
+{
+  const lrn_job *j = ctx;
+  float *buf = malloc((size_t)(2 * j->c + 2 * j->radius) * sizeof(float));
+  if (buf)
+    LRN_FAST(float, powf);
+  else
+    LRN_LOOP(float, powf);
+  free(buf);
+}
+ISA_VARIANTS(lrn_f32)
+
+static void lrn_f64(void *ctx, size_t p0, size_t p1)
+{
+  const lrn_job *j = ctx;
+  double *buf = malloc((size_t)(2 * j->c + 2 * j->radius) * sizeof(double));
+  if (buf)
+    LRN_FAST(double, pow);
+  else
+    LRN_LOOP(double, pow);
+  free(buf);
+}
+
+void clg_host_lrn(clg_dtype dtype, const void *x, void *y, size_t count, int64_t c, int64_t radius,
+                  double bias, double alpha, double beta)
+{
+  if (c <= 0)
+    return;
+  /* A radius beyond the channels sums them all: clamp it so the padded buffer stays small. */
+  lrn_job j = {x, NULL, NULL, y, c, radius < c ? radius : c, bias, alpha, beta};
+  size_t pixels = count / (size_t)c;
+  clg_host_parallel_for(pixels, grain_rows((size_t)c * clg_dtype_size(dtype)),
+                        dtype == CLG_FLOAT64 ? lrn_f64 : lrn_f32, &j);
+}
+
+void clg_host_im2col(clg_dtype dtype, const void *x, void *p, size_t row0, size_t rows,
+                     const clg_window *g)
+{
+  size_t es = clg_dtype_size(dtype), cb = (size_t)g->c * es;
+  const char *xs = x;
+  char *dst = p;
+  for (size_t r = row0; r < row0 + rows; r++) {
+    int64_t ow = (int64_t)(r % (size_t)g->ow), t = (int64_t)(r / (size_t)g->ow);
+    int64_t oh = t % g->oh, n = t / g->oh;
+    int64_t iw0 = ow * g->sw - g->pl, iw_last = iw0 + (g->kw - 1) * g->dw;
+    for (int64_t a = 0; a < g->kh; a++) {
+      int64_t ih = oh * g->sh - g->pt + a * g->dh;
+      if (g->dw == 1 && ih >= 0 && ih < g->h && iw0 >= 0 && iw_last < g->w) {
+        /* The whole filter row is inside the input: one contiguous run of kw * c. */
+        memcpy(dst, xs + (size_t)((n * g->h + ih) * g->w + iw0) * cb, (size_t)g->kw * cb);
+        dst += (size_t)g->kw * cb;
+        continue;
+      }
+      for (int64_t b = 0; b < g->kw; b++, dst += cb) {
+        int64_t iw = ow * g->sw - g->pl + b * g->dw;
+        if (ih < 0 || ih >= g->h || iw < 0 || iw >= g->w)
+          memset(dst, 0, cb);
+        else
+          memcpy(dst, xs + (size_t)((n * g->h + ih) * g->w + iw) * cb, cb);
+      }
+    }
+  }
+}
+
+/* Whether the input itself is the patch matrix (1x1, stride 1, no padding). */
+bool clg_conv_is_direct(const clg_window *g)
+{
+  return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0 &&
+         g->oh == g->h && g->ow == g->w;
+}
+
+/* The scratch of a host gradient kernel: the plan's block, else alloc's, else malloc. */
+typedef struct host_scratch {
+  void *p;
+  clg_block blk;
+  bool planned, from_alloc;
+} host_scratch;
+
+static clg_code scratch_get(clg_allocator *alloc, const clg_block *scratch, size_t bytes,
+                            host_scratch *s, const char *what)
+{
+  memset(s, 0, sizeof *s);
+  if (bytes == 0)
+    return CLG_OK;
+  if (scratch && scratch->host && scratch->size >= bytes) {
+    s->p = scratch->host;
+    s->planned = true;
+  } else if (alloc) {
+    if (clg_allocator_alloc(alloc, bytes, &s->blk) != CLG_OK)
+      return clg_error_prefix("%s scratch: ", what);
+    s->p = s->blk.host;
+    s->from_alloc = true;
+  } else if (!(s->p = malloc(bytes))) {
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for %s scratch (%zu bytes)", what,
+                     bytes);
+  }
+  return CLG_OK;
+}
+
+static void scratch_put(clg_allocator *alloc, host_scratch *s)
+{
+  if (s->from_alloc)
+    clg_allocator_free(alloc, &s->blk, NULL);
+  else if (!s->planned)
+    free(s->p);
+}
+
+/* --- the AVX-512 path: the rows split across cores ---------------------------------------- *
+ * Where clg_host_sgemm512_usable(), float convolutions and their gradients give each of T =
+ * clg_host_threads() tasks a contiguous share of the patch rows (whole images for the input's
+ * gradient, whose col2im scatters within an image); each task runs its own chunks (im2col,
+ * then the single-threaded AVX-512 GEMM) in its own part of the scratch. The filter's
+ * gradient sums per-task partials in task order: the same result in every run. */
+#define FAST_ALIGN 64
+
+typedef struct fast_layout {
+  int tasks;
+  size_t chunk;                   /* patch rows per chunk */
+  size_t patch, work, part, each; /* bytes per task: patches, GEMM packs, partial df */
+} fast_layout;
+
+static bool conv_fast(clg_dtype dtype, const clg_window *g)
+{
+  return dtype == CLG_FLOAT32 && !clg_conv_is_direct(g) && g->cout > 0 && g->kdim > 0 &&
+         g->n * g->oh * g->ow > 0 && clg_host_sgemm512_usable();
+}
+
+static size_t round_up(size_t v) { return (v + FAST_ALIGN - 1) / FAST_ALIGN * FAST_ALIGN; }
+
+static fast_layout fast_plan(const clg_window *g, bool filter)
+{
+  fast_layout l;
+  size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim;
+  l.tasks = clg_host_threads();
+  size_t share = (rows + (size_t)l.tasks - 1) / (size_t)l.tasks;
+  l.chunk = clg_conv_chunk_rows(false, k, sizeof(float), share);
+  l.patch = round_up(l.chunk * k * sizeof(float));
+  l.work = round_up(clg_host_sgemm512_work() * sizeof(float));
+  l.part = filter ? round_up(k * (size_t)g->cout * sizeof(float)) : 0;
+  l.each = l.patch + l.work + l.part;
+  return l;
+}
+
+static size_t fast_scratch(const clg_window *g, bool filter)
+{
+  fast_layout l = fast_plan(g, filter);
+  /* + the filter transposed, after the tasks' parts (used by the input's gradient only) */
+  size_t ft = filter ? 0 : round_up((size_t)g->kdim * (size_t)g->cout * sizeof(float));
+  return (size_t)l.tasks * l.each + ft + FAST_ALIGN;
+}
+
+typedef struct fast_job {
+  const clg_window *g;
+  fast_layout l;
+  char *base; /* aligned scratch */
+  const float *x, *f, *dy;
+  float *y;  /* forward: y; input gradient: dx; filter gradient: df */
+  float *ft; /* input gradient: f transposed, [cout][kdim] */
+} fast_job;
+
+/* Task t's rows [r0, r1): a fair share of rows, or of whole images (by_image). */
+static void task_rows(const fast_job *j, int t, bool by_image, size_t *r0, size_t *r1)
+{
+  size_t per = (size_t)(j->g->oh * j->g->ow), T = (size_t)j->l.tasks;
+  size_t units = by_image ? (size_t)j->g->n : (size_t)j->g->n * per, step = by_image ? per : 1;
+  *r0 = units * (size_t)t / T * step;
+  *r1 = units * (size_t)(t + 1) / T * step;
+}
+
+static void fast_forward_task(void *ctx, int t)
+{
+  fast_job *j = ctx;
+  size_t r0, r1, k = (size_t)j->g->kdim, cout = (size_t)j->g->cout;
+  task_rows(j, t, false, &r0, &r1);
+  float *p = (float *)(j->base + (size_t)t * j->l.each), *w = p + j->l.patch / sizeof(float);
+  for (size_t r = r0; r < r1; r += j->l.chunk) {
+    size_t nr = r1 - r < j->l.chunk ? r1 - r : j->l.chunk;
+    clg_host_im2col(CLG_FLOAT32, j->x, p, r, nr, j->g);
+    clg_host_sgemm512(false, false, nr, cout, k, p, k, j->f, cout, j->y + r * cout, cout, false, w);
+  }
+}
+
+static void fast_input_task(void *ctx, int t)
+{
+  fast_job *j = ctx;
+  const clg_window *g = j->g;
+  size_t r0, r1, k = (size_t)g->kdim, cout = (size_t)g->cout;
+  task_rows(j, t, true, &r0, &r1);
+  size_t img = (size_t)(g->h * g->w * g->c), per = (size_t)(g->oh * g->ow);
+  memset(j->y + r0 / per * img, 0, (r1 - r0) / per * img * sizeof(float));
+  float *p = (float *)(j->base + (size_t)t * j->l.each), *w = p + j->l.patch / sizeof(float);
+  for (size_t r = r0; r < r1; r += j->l.chunk) {
+    size_t nr = r1 - r < j->l.chunk ? r1 - r : j->l.chunk;
+    /* The chunk's patch gradients dy x f^T, then each added back where its patch came from. */
+    clg_host_sgemm512(false, false, nr, k, cout, j->dy + r * cout, cout, j->ft, k, p, k, false, w);
+    clg_host_col2im(CLG_FLOAT32, p, j->y, r, nr, g);
+  }
+}
+
+static void fast_filter_task(void *ctx, int t)
+{
+  fast_job *j = ctx;
+  size_t r0, r1, k = (size_t)j->g->kdim, cout = (size_t)j->g->cout;
+  task_rows(j, t, false, &r0, &r1);
+  float *p = (float *)(j->base + (size_t)t * j->l.each), *w = p + j->l.patch / sizeof(float);
+  float *part = t == 0 ? j->y : w + j->l.work / sizeof(float);
+  if (r0 == r1)
+    memset(part, 0, k * cout * sizeof(float));
+  for (size_t r = r0; r < r1; r += j->l.chunk) {
+    size_t nr = r1 - r < j->l.chunk ? r1 - r : j->l.chunk;
+    clg_host_im2col(CLG_FLOAT32, j->x, p, r, nr, j->g);
+    /* part (+)= patches^T x dy over the chunk */
+    clg_host_sgemm512(true, false, k, cout, nr, p, k, j->dy + r * cout, cout, part, cout, r > r0,
+                      w);
+  }
+}
+
+/* The filter gradient's partials after task 0's (which is df itself) added in task order,
+ * element ranges split across the tasks. */
+static void fast_filter_sum(void *ctx, int t)
+{
+  fast_job *j = ctx;
+  size_t count = (size_t)j->g->kdim * (size_t)j->g->cout, T = (size_t)j->l.tasks;
+  size_t e0 = count * (size_t)t / T, e1 = count * (size_t)(t + 1) / T;
+  for (int s = 1; s < j->l.tasks; s++) {
+    const float *part = (const float *)(j->base + (size_t)s * j->l.each + j->l.patch + j->l.work);
+    for (size_t e = e0; e < e1; e++)
+      j->y[e] += part[e];
+  }
+}
+
+static clg_code fast_run(clg_allocator *alloc, const clg_block *scratch, fast_job *j, bool filter,
+                         void (*task)(void *, int), const char *what)
+{
+  j->l = fast_plan(j->g, filter);
+  host_scratch s;
+  clg_code code = scratch_get(alloc, scratch, fast_scratch(j->g, filter), &s, what);
+  if (code != CLG_OK)
+    return code;
+  j->base = (char *)(((uintptr_t)s.p + FAST_ALIGN - 1) & ~(uintptr_t)(FAST_ALIGN - 1));
+  if (task == fast_input_task) {
+    /* f^T once, so that each chunk's GEMM packs B with row copies (a transposed B is packed
+     * element by element, again for every chunk). */
+    size_t k = (size_t)j->g->kdim, cout = (size_t)j->g->cout;
+    j->ft = (float *)(j->base + (size_t)j->l.tasks * j->l.each);
+    for (size_t a = 0; a < k; a++)
+      for (size_t o = 0; o < cout; o++)
+        j->ft[o * k + a] = j->f[a * cout + o];
+  }
+  clg_host_parallel(j->l.tasks, task, j);
+  if (filter && j->l.tasks > 1)
+    clg_host_parallel(j->l.tasks, fast_filter_sum, j);
+  scratch_put(alloc, &s);
+  return CLG_OK;
+}
+
+size_t clg_host_conv2d_scratch(clg_dtype dtype, const clg_window *g)
+{
+  if (conv_fast(dtype, g))
+    return fast_scratch(g, false);
+  size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, es = clg_dtype_size(dtype);
+  if (rows == 0 || g->cout == 0 || k == 0 || clg_conv_is_direct(g))
+    return 0;
+  return clg_conv_chunk_rows(false, k, es, rows) * k * es;
+}
+
+clg_code clg_host_conv2d(clg_allocator *alloc, const clg_block *scratch, clg_dtype dtype,
+                         const void *x, const void *f, void *y, const clg_window *g)
+{
+  size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, cout = (size_t)g->cout;
+  size_t es = clg_dtype_size(dtype);
+  if (rows == 0 || cout == 0)
+    return CLG_OK;
+  if (clg_conv_is_direct(g) || k == 0) {
+    clg_host_matmul(dtype, false, false, rows, cout, k, x, f, y);
+    return CLG_OK;
+  }
+  if (conv_fast(dtype, g)) {
+    fast_job j = {.g = g, .x = x, .f = f, .y = y};
+    return fast_run(alloc, scratch, &j, false, fast_forward_task, "Conv2D");
+  }
+  size_t chunk = clg_conv_chunk_rows(false, k, es, rows);
+  clg_block blk = {0};
+  void *p = NULL;
+  bool planned = scratch && scratch->host && scratch->size >= chunk * k * es;
+  if (planned) {
+    p = scratch->host;
+  } else if (alloc) {
+    clg_code code = clg_allocator_alloc(alloc, chunk * k * es, &blk);
+    if (code != CLG_OK)
+      return clg_error_prefix("Conv2D scratch: ");
+    p = blk.host;
+  } else if (!(p = malloc(chunk * k * es))) {
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for Conv2D scratch (%zu bytes)",
+                     chunk * k * es);
+  }
+  for (size_t r0 = 0; r0 < rows; r0 += chunk) {
+    size_t nr = rows - r0 < chunk ? rows - r0 : chunk;
+    clg_host_im2col(dtype, x, p, r0, nr, g);
+    clg_host_matmul(dtype, false, false, nr, cout, k, p, f, (char *)y + r0 * cout * es);
+  }
+  if (planned)
+    return CLG_OK;
+  if (alloc)
+    clg_allocator_free(alloc, &blk, NULL);
+  else
+    free(p);
+  return CLG_OK;
+}
+
+/* --- gradients ------------------------------------------------------------------------- */
+
+/* Scatter-adds patch rows [row0, row0 + rows) of p into x (Conv2DBackpropInput): the host
+ * walks the chunk once, where a gather would walk the whole input per chunk. */
+#define COL2IM_LOOP(T)                                                                             \
+  do {                                                                                             \
+    const T *ps = p;                                                                               \
+    T *xs = x;                                                                                     \
+    for (size_t r = row0; r < row0 + rows; r++) {                                                  \
+      int64_t ow = (int64_t)(r % (size_t)g->ow), t = (int64_t)(r / (size_t)g->ow);                 \
+      int64_t oh = t % g->oh, n = t / g->oh;                                                       \
+      const T *pr = ps + (r - row0) * (size_t)g->kdim;                                             \
+      for (int64_t a = 0; a < g->kh; a++) {                                                        \
+        int64_t ih = oh * g->sh - g->pt + a * g->dh;                                               \
+        if (ih < 0 || ih >= g->h)                                                                  \
+          continue;                                                                                \
+        for (int64_t b = 0; b < g->kw; b++) {                                                      \
+          int64_t iw = ow * g->sw - g->pl + b * g->dw;                                             \
+          if (iw < 0 || iw >= g->w)                                                                \
+            continue;                                                                              \
+          T *dst = xs + (size_t)((n * g->h + ih) * g->w + iw) * (size_t)g->c;                      \
+          const T *src = pr + (size_t)((a * g->kw + b) * g->c);                                    \
+          for (int64_t c = 0; c < g->c; c++)                                                       \
+            dst[c] += src[c];                                                                      \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
+
+/* Compiled for the baseline and for AVX2 (its channel loop is the hot one of the input's
+ * gradient). */
+static inline PG_INLINE void col2im_f32_body(const void *p, void *x, size_t row0, size_t rows,
+                                             const clg_window *g)
+{
+  COL2IM_LOOP(float);
+}
+
+static void col2im_f32_base(const void *p, void *x, size_t row0, size_t rows, const clg_window *g)
+{
+  col2im_f32_body(p, x, row0, rows, g);
+}
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+__attribute__((target("avx2,fma"))) static void col2im_f32_avx2(const void *p, void *x, size_t row0,
+                                                                size_t rows, const clg_window *g)
+{
+  col2im_f32_body(p, x, row0, rows, g);
+}
+#else
+#define col2im_f32_avx2 col2im_f32_base
+#endif
+
+void clg_host_col2im(clg_dtype dtype, const void *p, void *x, size_t row0, size_t rows,
+                     const clg_window *g)
+{
+  if (dtype == CLG_FLOAT64)
+    COL2IM_LOOP(double);
+  else if (host_avx2())
+    col2im_f32_avx2(p, x, row0, rows, g);
+  else
+    col2im_f32_base(p, x, row0, rows, g);
+}
+
+size_t clg_host_conv2d_grad_scratch(clg_dtype dtype, const clg_window *g, bool filter)
+{
+  size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, es = clg_dtype_size(dtype);
+  if (rows == 0 || g->cout == 0 || k == 0 || clg_conv_is_direct(g))
+    return 0;
+  if (conv_fast(dtype, g))
+    return fast_scratch(g, filter);
+  size_t chunk = clg_conv_chunk_rows(false, k, es, rows);
+  return chunk * k * es + (filter && chunk < rows ? k * (size_t)g->cout * es : 0);
+}
+
+clg_code clg_host_conv2d_backprop_input(clg_allocator *alloc, const clg_block *scratch,
+                                        clg_dtype dtype, const void *f, const void *dy, void *dx,
+                                        const clg_window *g)
+{
+  size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, cout = (size_t)g->cout;
+  size_t es = clg_dtype_size(dtype);
+  if (rows > 0 && k > 0 && conv_fast(dtype, g)) { /* each task clears its images */
+    fast_job j = {.g = g, .f = f, .dy = dy, .y = dx};
+    return fast_run(alloc, scratch, &j, false, fast_input_task, "Conv2DBackpropInput");
+  }
+  memset(dx, 0, (size_t)(g->n * g->h * g->w * g->c) * es);
+  if (rows == 0 || k == 0)
+    return CLG_OK;
+  if (clg_conv_is_direct(g)) { /* dx = dy x f^T */
+    clg_host_matmul(dtype, false, true, rows, k, cout, dy, f, dx);
+    return CLG_OK;
+  }
+  size_t chunk = clg_conv_chunk_rows(false, k, es, rows);
+  host_scratch s;
+  clg_code code = scratch_get(alloc, scratch, chunk * k * es, &s, "Conv2DBackpropInput");
+  if (code != CLG_OK)
+    return code;
+  for (size_t r0 = 0; r0 < rows; r0 += chunk) {
+    size_t nr = rows - r0 < chunk ? rows - r0 : chunk;
+    /* The chunk's patch gradients, then each added back where its patch came from. */
+    clg_host_matmul(dtype, false, true, nr, k, cout, (const char *)dy + r0 * cout * es, f, s.p);
+    clg_host_col2im(dtype, s.p, dx, r0, nr, g);
+  }
+  scratch_put(alloc, &s);
+  return CLG_OK;
+}
+
+clg_code clg_host_conv2d_backprop_filter(clg_allocator *alloc, const clg_block *scratch,
+                                         clg_dtype dtype, const void *x, const void *dy, void *df,
+                                         const clg_window *g)
+{
+  size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, cout = (size_t)g->cout;
+  size_t es = clg_dtype_size(dtype);
+  if (k == 0 || cout == 0)
+    return CLG_OK;
+  if (rows == 0) {
+    memset(df, 0, k * cout * es);
+    return CLG_OK;
+  }
+  if (clg_conv_is_direct(g)) { /* df = x^T x dy */
+    clg_host_matmul(dtype, true, false, k, cout, rows, x, dy, df);
+    return CLG_OK;
+  }
+  if (conv_fast(dtype, g)) {
+    fast_job j = {.g = g, .x = x, .dy = dy, .y = df};
+    return fast_run(alloc, scratch, &j, true, fast_filter_task, "Conv2DBackpropFilter");
+  }
+  size_t chunk = clg_conv_chunk_rows(false, k, es, rows);
+  size_t pbytes = chunk * k * es, tbytes = chunk < rows ? k * cout * es : 0;
+  host_scratch s;
+  clg_code code = scratch_get(alloc, scratch, pbytes + tbytes, &s, "Conv2DBackpropFilter");
+  if (code != CLG_OK)
+    return code;
+  void *part = (char *)s.p + pbytes;
+  for (size_t r0 = 0; r0 < rows; r0 += chunk) {
+    size_t nr = rows - r0 < chunk ? rows - r0 : chunk;
+    clg_host_im2col(dtype, x, s.p, r0, nr, g);
+    /* The first chunk writes df; later ones add their share (the GEMM has no beta). */
+    const char *dyc = (const char *)dy + r0 * cout * es;
+    clg_host_matmul(dtype, true, false, k, cout, nr, s.p, dyc, r0 == 0 ? df : part);
+    if (r0 > 0)
+      clg_host_binary(CLG_BINOP_ADD, dtype, df, k * cout, part, k * cout, df, k * cout);
+  }
+  scratch_put(alloc, &s);
+  return CLG_OK;
+}
+
+/* The host walks the output windows once and adds each window's gradient where it goes (a
+ * scatter: the OpenCL kernel's gather would rescan every window per input element), all
+ * channels of a window at once; images are split across the cores (a window adds only into
+ * its own image). */
+typedef struct pool_grad_job {
+  bool avg;
+  const void *x, *dy;
+  void *dx;
+  const clg_window *g;
+} pool_grad_job;
+
+/* One tap's channels against the running maximum (strictly greater leads: NaN never does). */
+#define PG_MAX(T)                                                                                  \
+  static inline PG_INLINE void pg_max_##T(int64_t ce, const T *restrict v, T *restrict best)       \
+  {                                                                                                \
+    for (int64_t c = 0; c < ce; c++)                                                               \
+      best[c] = best[c] < v[c] ? v[c] : best[c];                                                   \
+  }
+PG_MAX(float)
+PG_MAX(double)
+
+#define PG_ROUTE(T, sfx, attr)                                                                     \
+  /* The gradient into the tap where a channel equals its window's maximum, then that              \
+   * maximum made NaN so that no later tap matches (one select per loop: GCC if-converts one       \
+   * compare feeding two selects only without -ftrapping-math, the default). Not inlined:          \
+   * inlined into the window loop, GCC leaves these loops scalar. */                               \
+  attr static __attribute__((noinline)) void pg_route_##T##sfx(                                    \
+      int64_t ce, const T *restrict v, T *restrict d, const T *restrict gp, T *restrict best)      \
+  {                                                                                                \
+    for (int64_t c = 0; c < ce; c++) /* + 0 elsewhere: an add that is never conditional */         \
+      d[c] += v[c] == best[c] ? gp[c] : (T)0;                                                      \
+    for (int64_t c = 0; c < ce; c++)                                                               \
+      best[c] = v[c] == best[c] ? (T)NAN : best[c];                                                \
+  }
+
+PG_ROUTE(float, _base, )
+PG_ROUTE(double, _base, )
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+PG_ROUTE(float, _avx2, __attribute__((target("avx2,fma"))))
+PG_ROUTE(double, _avx2, __attribute__((target("avx2,fma"))))
+#endif
+
+#define POOL_GRAD_LOOP(T, sfx)                                                                     \
+  do {                                                                                             \
+    const T *xs = j->x, *gs = j->dy;                                                               \
+    T *out = j->dx, best[PG_BLOCK];                                                                \
+    size_t img = (size_t)(g->h * g->w * g->c);                                                     \
+    for (int64_t n = (int64_t)n0; n < (int64_t)n1; n++) {                                          \
+      /* an image's gradient cleared just before its windows add into it: still in cache */        \
+      memset(out + (size_t)n * img, 0, img * sizeof(T));                                           \
+      for (int64_t oh = 0; oh < g->oh; oh++)                                                       \
+        for (int64_t ow = 0; ow < g->ow; ow++) {                                                   \
+          const T *gp = gs + (size_t)((n * g->oh + oh) * g->ow + ow) * (size_t)g->c;               \
+          int64_t hs, he, ws, we;                                                                  \
+          clg_window_clip(oh * g->sh - g->pt, g->kh, g->h, &hs, &he);                              \
+          clg_window_clip(ow * g->sw - g->pl, g->kw, g->w, &ws, &we);                              \
+          T *base = out + (size_t)n * img;                                                         \
+          if (j->avg) {                                                                            \
+            T cnt = (T)((he - hs) * (we - ws));                                                    \
+            for (int64_t h2 = hs; h2 < he; h2++)                                                   \
+              for (int64_t w2 = ws; w2 < we; w2++) {                                               \
+                T *d = base + (size_t)(h2 * g->w + w2) * (size_t)g->c;                             \
+                for (int64_t c = 0; c < g->c; c++)                                                 \
+                  d[c] += gp[c] / cnt;                                                             \
+              }                                                                                    \
+            continue;                                                                              \
+          }                                                                                        \
+          /* Per channel the first maximum in scan order (strict <: NaN never leads, an all        \
+           * -inf window gives nothing): the maximum, then the tap that first equals it. */        \
+          const T *xb = xs + (size_t)n * img;                                                      \
+          for (int64_t c0 = 0; c0 < g->c; c0 += PG_BLOCK) {                                        \
+            int64_t ce = g->c - c0 < PG_BLOCK ? g->c - c0 : PG_BLOCK;                              \
+            for (int64_t c = 0; c < ce; c++)                                                       \
+              best[c] = (T)-INFINITY;                                                              \
+            for (int64_t h2 = hs; h2 < he; h2++)                                                   \
+              for (int64_t w2 = ws; w2 < we; w2++)                                                 \
+                pg_max_##T(ce, xb + (h2 * g->w + w2) * g->c + c0, best);                           \
+            for (int64_t c = 0; c < ce; c++) /* -inf: no tap led */                                \
+              best[c] = best[c] == (T)-INFINITY ? (T)NAN : best[c];                                \
+            for (int64_t h2 = hs; h2 < he; h2++)                                                   \
+              for (int64_t w2 = ws; w2 < we; w2++) {                                               \
+                int64_t off = (h2 * g->w + w2) * g->c + c0;                                        \
+                pg_route_##T##sfx(ce, xb + off, base + off, gp + c0, best);                        \
+              }                                                                                    \
+          }                                                                                        \
+        }                                                                                          \
+    }                                                                                              \
+  } while (0)
+
+#define PG_BLOCK 256 /* channels per pass over a window */
+
+/* Compiled twice on x86-64: for the baseline, and for AVX2, where the window scans become
+ * vector selects (the baseline's SSE2 has no blend, so they stay branches). */
+#define POOL_GRAD_TASK(name, attr, sfx)                                                            \
+  attr static void name(void *ctx, size_t n0, size_t n1, bool f64)                                 \
+  {                                                                                                \
+    const pool_grad_job *j = ctx;                                                                  \
+    const clg_window *g = j->g;                                                                    \
+    if (f64)                                                                                       \
+      POOL_GRAD_LOOP(double, sfx);                                                                 \
+    else                                                                                           \
+      POOL_GRAD_LOOP(float, sfx);                                                                  \
+  }
+
+POOL_GRAD_TASK(pool_grad_base, , _base)
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+POOL_GRAD_TASK(pool_grad_avx2, __attribute__((target("avx2,fma"))), _avx2)
+#else
+#define pool_grad_avx2 pool_grad_base
+#endif
+
+static void pool_grad_task(void *ctx, size_t n0, size_t n1, bool f64)
+{
+  /* "avx2" or wider: the CPU runs AVX2 and FMA (within CLGRAPH_HOST_GEMM_ISA's limit). */
+  if (host_avx2())
+    pool_grad_avx2(ctx, n0, n1, f64);
+  else
+    pool_grad_base(ctx, n0, n1, f64);
+}
+
+static void pool_grad_f32(void *ctx, size_t n0, size_t n1) { pool_grad_task(ctx, n0, n1, false); }
+static void pool_grad_f64(void *ctx, size_t n0, size_t n1) { pool_grad_task(ctx, n0, n1, true); }
+
+void clg_host_pool_grad(clg_dtype dtype, bool avg, const void *x, const void *dy, void *dx,
+                        const clg_window *g)
+{
+  pool_grad_job j = {avg, x, dy, dx, g};
+  size_t img = (size_t)(g->h * g->w * g->c) * clg_dtype_size(dtype);
+  clg_host_parallel_for((size_t)g->n, grain_rows(img),
+                        dtype == CLG_FLOAT64 ? pool_grad_f64 : pool_grad_f32, &j);
+}
+
+#define LRN_GRAD_LOOP(T, POW)                                                                      \
+  do {                                                                                             \
+    const T *gs = j->dy, *xs = j->x, *ys = j->y;                                                   \
+    T *out = j->out;                                                                               \
+    int64_t c = j->c, radius = j->radius;                                                          \
+    T alpha = (T)j->alpha, beta = (T)j->beta;                                                      \
+    for (size_t base = p0 * (size_t)c; base < p1 * (size_t)c; base += (size_t)c)                   \
+      for (int64_t ch = 0; ch < c; ch++) {                                                         \
+        int64_t lo = ch - radius < 0 ? 0 : ch - radius;                                            \
+        int64_t hi = ch + radius >= c ? c - 1 : ch + radius;                                       \
+        T own = 0, cross = 0;                                                                      \
+        for (int64_t k = lo; k <= hi; k++) {                                                       \
+          int64_t lo2 = k - radius < 0 ? 0 : k - radius;                                           \
+          int64_t hi2 = k + radius >= c ? c - 1 : k + radius;                                      \
+          T sq = 0;                                                                                \
+          for (int64_t jj = lo2; jj <= hi2; jj++)                                                  \
+            sq += xs[base + (size_t)jj] * xs[base + (size_t)jj];                                   \
+          T norm = (T)j->bias + alpha * sq;                                                        \
+          if (k == ch)                                                                             \
+            own = POW(norm, -beta);                                                                \
+          cross += gs[base + (size_t)k] * ys[base + (size_t)k] / norm;                             \
+        }                                                                                          \
+        size_t i = base + (size_t)ch;                                                              \
+        out[i] = gs[i] * own - (T)2 * alpha * beta * xs[i] * cross;                                \
+      }                                                                                            \
+  } while (0)
+
+/* The same with each channel's norm and dy*y/norm computed once per pixel, in buffers padded
+ * with radius zeros on each side: O(radius) per element, fixed-length window loops. */
+#define LRN_GRAD_FAST(T, POW)                                                                      \
+  do {                                                                                             \
+    const T *gs = j->dy, *xs = j->x, *ys = j->y;                                                   \
+    T *out = j->out, bias = (T)j->bias, alpha = (T)j->alpha, beta = (T)j->beta;                    \
+    bool b075 = beta == (T)0.75;                                                                   \
+    int64_t c = j->c, r = j->radius, w = 2 * r + 1;                                                \
+    T *sq = buf, *t = sq + c + 2 * r, *norm = t + c + 2 * r, *cross = norm + c;                    \
+    for (int64_t i = 0; i < r; i++)                                                                \
+      sq[i] = sq[c + r + i] = t[i] = t[c + r + i] = 0;                                             \
+    for (size_t px = p0; px < p1; px++) {                                                          \
+      size_t base = px * (size_t)c;                                                                \
+      for (int64_t k = 0; k < c; k++)                                                              \
+        sq[r + k] = xs[base + (size_t)k] * xs[base + (size_t)k], norm[k] = 0, cross[k] = 0;        \
+      WINDOW_SUM(norm, sq, w, c); /* per channel the same order, q ascending */                    \
+      for (int64_t k = 0; k < c; k++) {                                                            \
+        norm[k] = bias + alpha * norm[k];                                                          \
+        t[r + k] = gs[base + (size_t)k] * ys[base + (size_t)k] / norm[k];                          \
+      }                                                                                            \
+      WINDOW_SUM(cross, t, w, c);                                                                  \
+      if (b075) /* the test out of the loop, which then vectorises */                              \
+        for (int64_t ch = 0; ch < c; ch++) {                                                       \
+          size_t i = base + (size_t)ch;                                                            \
+          T v = norm[ch], own = (T)1 / (sqrt_##T(v) * sqrt_##T(sqrt_##T(v)));                      \
+          out[i] = gs[i] * own - (T)2 * alpha * beta * xs[i] * cross[ch];                          \
+        }                                                                                          \
+      else                                                                                         \
+        for (int64_t ch = 0; ch < c; ch++) {                                                       \
+          size_t i = base + (size_t)ch;                                                            \
+          T own = (T)1 / POW(norm[ch], beta);                                                      \
+          out[i] = gs[i] * own - (T)2 * alpha * beta * xs[i] * cross[ch];                          \
+        }                                                                                          \
+    }                                                                                              \
+  } while (0)
+
+static inline PG_INLINE void lrn_grad_f32_body(void *ctx, size_t p0, size_t p1)
+{
+  const lrn_job *j = ctx;
+  float *buf = malloc((size_t)(4 * j->c + 4 * j->radius) * sizeof(float));
+  if (buf)
+    LRN_GRAD_FAST(float, powf);
+  else
+    LRN_GRAD_LOOP(float, powf);
+  free(buf);
+}
+ISA_VARIANTS(lrn_grad_f32)
+
+static void lrn_grad_f64(void *ctx, size_t p0, size_t p1)
+{
+  const lrn_job *j = ctx;
+  double *buf = malloc((size_t)(4 * j->c + 4 * j->radius) * sizeof(double));
+  if (buf)
+    LRN_GRAD_FAST(double, pow);
+  else
+    LRN_GRAD_LOOP(double, pow);
+  free(buf);
+}
+
+void clg_host_lrn_grad(clg_dtype dtype, const void *dy, const void *x, const void *y, void *dx,
+                       size_t count, int64_t c, int64_t radius, double bias, double alpha,
+                       double beta)
+{
+  if (c <= 0)
+    return;
+  lrn_job j = {x, dy, y, dx, c, radius < c ? radius : c, bias, alpha, beta};
+  size_t pixels = count / (size_t)c;
+  clg_host_parallel_for(pixels, grain_rows((size_t)c * clg_dtype_size(dtype)),
+                        dtype == CLG_FLOAT64 ? lrn_grad_f64 : lrn_grad_f32, &j);
+}

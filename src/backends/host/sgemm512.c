@@ -1,0 +1,242 @@
+/* A float GEMM for x86-64 CPUs with AVX-512, single-threaded (callers split work across
+ * cores with clg_host_parallel). Debian's OpenBLAS 0.3.21 does not know AMD Zen 4/5 and runs
+ * its AVX2 (Haswell) kernels there, at half of what the 512-bit FMA units do; this kernel
+ * keeps a 6 x 64 tile of C in 24 zmm registers. Structure as the portable kernel's
+ * (host_gemm_tmpl.h): B packed in 64-wide strips per KC slice, A in 6-high strips per MC x KC
+ * block, edges zero-padded in the packs and masked at the stores. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/host/host.h"
+
+#define S_MR 6
+#define S_NR 64
+#define S_KC 256
+#define S_MC 120
+#define S_NC 512
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+
+#define S_TARGET __attribute__((target("avx512f")))
+
+/* One row r of the tile: four FMAs of the broadcast a value into accumulators c<r>0..3. */
+#define ROW_FMA(r)                                                                                 \
+  do {                                                                                             \
+    __m512 av = _mm512_set1_ps(ap[r * rs]);                                                        \
+    c##r##0 = _mm512_fmadd_ps(av, b0, c##r##0);                                                    \
+    c##r##1 = _mm512_fmadd_ps(av, b1, c##r##1);                                                    \
+    c##r##2 = _mm512_fmadd_ps(av, b2, c##r##2);                                                    \
+    c##r##3 = _mm512_fmadd_ps(av, b3, c##r##3);                                                    \
+  } while (0)
+
+/* Row r to c (ldc), columns masked by m0..m3, stored or added. */
+#define ROW_STORE(r)                                                                               \
+  do {                                                                                             \
+    if (r < mr) {                                                                                  \
+      float *cr = c + (size_t)r * ldc;                                                             \
+      if (acc) {                                                                                   \
+        c##r##0 = _mm512_add_ps(c##r##0, _mm512_maskz_loadu_ps(m0, cr));                           \
+        c##r##1 = _mm512_add_ps(c##r##1, _mm512_maskz_loadu_ps(m1, cr + 16));                      \
+        c##r##2 = _mm512_add_ps(c##r##2, _mm512_maskz_loadu_ps(m2, cr + 32));                      \
+        c##r##3 = _mm512_add_ps(c##r##3, _mm512_maskz_loadu_ps(m3, cr + 48));                      \
+      }                                                                                            \
+      _mm512_mask_storeu_ps(cr, m0, c##r##0);                                                      \
+      _mm512_mask_storeu_ps(cr + 16, m1, c##r##1);                                                 \
+      _mm512_mask_storeu_ps(cr + 32, m2, c##r##2);                                                 \
+      _mm512_mask_storeu_ps(cr + 48, m3, c##r##3);                                                 \
+    }                                                                                              \
+  } while (0)
+
+static __mmask16 col_mask(size_t nr, size_t from)
+{
+  if (nr <= from)
+    return 0;
+  return nr - from >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nr - from)) - 1);
+}
+
+/* c[0..mr) x [0..nr) = (or +=) the product over kc of six rows of A, element (r, p) at
+ * ap[r * rs + p * ps] (a packed strip: rs 1, ps 6; rows read in place: rs lda, ps 1), and a
+ * packed strip of B. */
+S_TARGET static void micro_6x64(size_t kc, const float *ap, size_t rs, size_t ps, const float *bp,
+                                float *c, size_t ldc, size_t mr, size_t nr, bool acc)
+{
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c03 = c00;
+  __m512 c10 = c00, c11 = c00, c12 = c00, c13 = c00, c20 = c00, c21 = c00, c22 = c00, c23 = c00;
+  __m512 c30 = c00, c31 = c00, c32 = c00, c33 = c00, c40 = c00, c41 = c00, c42 = c00, c43 = c00;
+  __m512 c50 = c00, c51 = c00, c52 = c00, c53 = c00;
+  for (size_t p = 0; p < kc; p++, ap += ps, bp += S_NR) {
+    __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
+    __m512 b2 = _mm512_load_ps(bp + 32), b3 = _mm512_load_ps(bp + 48);
+    ROW_FMA(0);
+    ROW_FMA(1);
+    ROW_FMA(2);
+    ROW_FMA(3);
+    ROW_FMA(4);
+    ROW_FMA(5);
+  }
+  __mmask16 m0 = col_mask(nr, 0), m1 = col_mask(nr, 16), m2 = col_mask(nr, 32);
+  __mmask16 m3 = col_mask(nr, 48);
+  ROW_STORE(0);
+  ROW_STORE(1);
+  ROW_STORE(2);
+  ROW_STORE(3);
+  ROW_STORE(4);
+  ROW_STORE(5);
+}
+
+/* Rows [i0, i0+mc) x columns [p0, p0+kc) of op(A) into 6-high strips (p-major). */
+static void pack_a(bool ta, const float *a, size_t lda, size_t i0, size_t mc, size_t p0, size_t kc,
+                   float *ap)
+{
+  for (size_t is = 0; is < mc; is += S_MR) {
+    size_t rows = mc - is < S_MR ? mc - is : S_MR;
+    float *dst = ap + is * kc;
+    if (ta) { /* op(A)[i][p] = a[p * lda + i]: S_MR consecutive values per p */
+      for (size_t p = 0; p < kc; p++) {
+        const float *src = a + (p0 + p) * lda + i0 + is;
+        for (size_t r = 0; r < S_MR; r++)
+          dst[p * S_MR + r] = r < rows ? src[r] : 0.0f;
+      }
+      continue;
+    }
+    for (size_t r = 0; r < S_MR; r++) {
+      if (r >= rows) {
+        for (size_t p = 0; p < kc; p++)
+          dst[p * S_MR + r] = 0.0f;
+        continue;
+      }
+      const float *src = a + (i0 + is + r) * lda + p0;
+      for (size_t p = 0; p < kc; p++)
+        dst[p * S_MR + r] = src[p];
+    }
+  }
+}
+
+/* Rows [p0, p0+kc) x columns [j0, j0+nc) of op(B) into 64-wide strips (p-major). */
+static void pack_b(bool tb, const float *b, size_t ldb, size_t p0, size_t kc, size_t j0, size_t nc,
+                   float *bp)
+{
+  for (size_t js = 0; js < nc; js += S_NR) {
+    size_t cols = nc - js < S_NR ? nc - js : S_NR;
+    float *dst = bp + js * kc;
+    if (!tb) {
+      for (size_t p = 0; p < kc; p++) {
+        const float *src = b + (p0 + p) * ldb + j0 + js;
+        float *d = dst + p * S_NR;
+        for (size_t q = 0; q < cols; q++) /* a loop: GCC inlines memcpy here as rep movsq */
+          d[q] = src[q];
+        if (cols < S_NR)
+          memset(d + cols, 0, (S_NR - cols) * sizeof(float));
+      }
+      continue;
+    }
+    /* op(B)[p][j] = b[j * ldb + p], in blocks of 16 p: a cache line of each source row, and
+     * 16 destination rows that stay in L1 (the whole strip's rows would not). */
+    for (size_t pb = 0; pb < kc; pb += 16) {
+      size_t pe = kc - pb < 16 ? kc : pb + 16;
+      for (size_t j = 0; j < S_NR; j++) {
+        if (j >= cols) {
+          for (size_t p = pb; p < pe; p++)
+            dst[p * S_NR + j] = 0.0f;
+          continue;
+        }
+        const float *src = b + (j0 + js + j) * ldb + p0;
+        for (size_t p = pb; p < pe; p++)
+          dst[p * S_NR + j] = src[p];
+      }
+    }
+  }
+}
+
+size_t clg_host_sgemm512_work(void)
+{
+  return (S_MC + S_MR) * S_KC + S_NC * S_KC + 16; /* + 16: room to align to 64 bytes */
+}
+
+bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate,
+                       float *work)
+{
+  if (m == 0 || n == 0)
+    return true;
+  if (k == 0) {
+    for (size_t i = 0; i < m && !accumulate; i++)
+      memset(c + i * ldc, 0, n * sizeof(float));
+    return true;
+  }
+  size_t kc_max = k < S_KC ? k : S_KC, mc_max = m < S_MC ? m : S_MC, nc_max = n < S_NC ? n : S_NC;
+  size_t mc_pad = (mc_max + S_MR - 1) / S_MR * S_MR, nc_pad = (nc_max + S_NR - 1) / S_NR * S_NR;
+  float *ap, *bp;
+  if (work) { /* the caller's: packs aligned to 64 bytes inside it */
+    ap = (float *)(((uintptr_t)work + 63) & ~(uintptr_t)63);
+    bp = ap + (S_MC + S_MR) * S_KC;
+  } else {
+    ap = clg_aligned_alloc(64, mc_pad * kc_max * sizeof(float));
+    bp = clg_aligned_alloc(64, nc_pad * kc_max * sizeof(float));
+    if (!ap || !bp) {
+      clg_aligned_free(ap);
+      clg_aligned_free(bp);
+      return false;
+    }
+  }
+  for (size_t jc = 0; jc < n; jc += S_NC) {
+    size_t nc = n - jc < S_NC ? n - jc : S_NC;
+    /* With one or two strips of B, packing A would cost as much as the FMAs that use it:
+     * full tiles read A where it lies (broadcasts from memory), ragged ones are packed. */
+    bool direct = nc <= 2 * S_NR;
+    /* B already in a packed strip's layout (one full strip, rows of 64 aligned to 64 bytes,
+     * as a convolution's dy with 64 channels): read in place, not copied per KC slice. */
+    bool b_in_place = !tb && nc == S_NR && ldb == S_NR && ((uintptr_t)(b + jc) & 63) == 0;
+    for (size_t pc = 0; pc < k; pc += S_KC) {
+      size_t kc = k - pc < S_KC ? k - pc : S_KC;
+      bool acc = accumulate || pc > 0;
+      const float *bs = b_in_place ? b + pc * ldb + jc : bp;
+      if (!b_in_place)
+        pack_b(tb, b, ldb, pc, kc, jc, nc, bp);
+      for (size_t ic = 0; ic < m; ic += S_MC) {
+        size_t mc = m - ic < S_MC ? m - ic : S_MC;
+        if (!direct)
+          pack_a(ta, a, lda, ic, mc, pc, kc, ap);
+        for (size_t jr = 0; jr < nc; jr += S_NR) {
+          size_t nr = nc - jr < S_NR ? nc - jr : S_NR;
+          for (size_t ir = 0; ir < mc; ir += S_MR) {
+            size_t mr = mc - ir < S_MR ? mc - ir : S_MR;
+            float *ct = c + (ic + ir) * ldc + jc + jr;
+            if (!direct) {
+              micro_6x64(kc, ap + ir * kc, 1, S_MR, bs + jr * kc, ct, ldc, mr, nr, acc);
+            } else if (mr < S_MR) {
+              pack_a(ta, a, lda, ic + ir, mr, pc, kc, ap);
+              micro_6x64(kc, ap, 1, S_MR, bs + jr * kc, ct, ldc, mr, nr, acc);
+            } else if (ta) { /* op(A)[i][p] = a[p * lda + i] */
+              micro_6x64(kc, a + pc * lda + ic + ir, 1, lda, bs + jr * kc, ct, ldc, mr, nr, acc);
+            } else {
+              micro_6x64(kc, a + (ic + ir) * lda + pc, lda, 1, bs + jr * kc, ct, ldc, mr, nr, acc);
+            }
+          }
+        }
+      }
+    }
+  }
+  if (!work) {
+    clg_aligned_free(ap);
+    clg_aligned_free(bp);
+  }
+  return true;
+}
+
+#else
+
+size_t clg_host_sgemm512_work(void) { return 0; }
+
+bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate,
+                       float *work)
+{
+  (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb;
+  (void)c, (void)ldc, (void)accumulate, (void)work;
+  return false;
+}
+
+#endif

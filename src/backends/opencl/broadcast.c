@@ -1,0 +1,75 @@
+/* Numpy broadcasting, Transpose and fills on OpenCL devices (cl/broadcast.cl). */
+#include <string.h>
+
+#include "backends/opencl/opencl.h"
+
+/* The layout of clg_map in cl/broadcast.cl. */
+static const clg_cl_text source = {"broadcast", NULL};
+
+void clg_strided_to_cl(const clg_strided *m, clg_cl_map *c)
+{
+  memset(c, 0, sizeof *c);
+  c->rank = (cl_ulong)m->rank;
+  for (int k = 0; k < m->rank; k++) {
+    c->dims[k] = m->dims[k];
+    c->sa[k] = m->sa[k];
+    c->sb[k] = m->sb[k];
+  }
+}
+
+clg_code clg_cl_broadcast(clg_device *dev, clg_binop op, clg_dtype dtype, const clg_block *a,
+                          const clg_block *b, const clg_block *out, const clg_strided *m)
+{
+  static const char *const names[] = {"clg_bc_add", "clg_bc_sub",   "clg_bc_mul", "clg_bc_div",
+                                      "clg_bc_max", "clg_bc_equal", "clg_bc_ge"};
+  static const char *const int_names[2][2] = {{"clg_bc_equal_i32", "clg_bc_equal_i64"},
+                                              {"clg_bc_ge_i32", "clg_bc_ge_i64"}};
+  bool compare = op == CLG_BINOP_EQUAL || op == CLG_BINOP_GREATER_EQUAL;
+  size_t es = clg_dtype_size(dtype), oes = compare ? 1 : es;
+  const char *kernel = names[op];
+  clg_dtype prog = dtype;
+  if (compare && (dtype == CLG_INT32 || dtype == CLG_INT64)) {
+    kernel = int_names[op == CLG_BINOP_GREATER_EQUAL][dtype == CLG_INT64];
+    prog = CLG_FLOAT32;
+  }
+  clg_cl_map cm;
+  clg_strided_to_cl(m, &cm);
+  cl_ulong ao = a->offset / es, bo = b->offset / es, oo = out->offset / oes,
+           n = clg_strided_count(m);
+  clg_cl_arg args[] = {{sizeof(cl_mem), &a->mem},
+                       {sizeof ao, &ao},
+                       {sizeof(cl_mem), &b->mem},
+                       {sizeof bo, &bo},
+                       {sizeof(cl_mem), &out->mem},
+                       {sizeof oo, &oo},
+                       {sizeof n, &n},
+                       {sizeof cm, &cm}};
+  return clg_cl_launch(dev, prog, &source, kernel, args, 8, (size_t)n);
+}
+
+clg_code clg_cl_gather(clg_device *dev, size_t es, const clg_block *a, const clg_block *out,
+                       const clg_strided *m)
+{
+  const char *kernel = es == 1   ? "clg_gather1"
+                       : es == 2 ? "clg_gather2"
+                       : es == 4 ? "clg_gather4"
+                                 : "clg_gather8";
+  clg_cl_map cm;
+  clg_strided_to_cl(m, &cm);
+  cl_ulong ao = a->offset / es, oo = out->offset / es, n = clg_strided_count(m);
+  clg_cl_arg args[] = {{sizeof(cl_mem), &a->mem}, {sizeof ao, &ao}, {sizeof(cl_mem), &out->mem},
+                       {sizeof oo, &oo},          {sizeof n, &n},   {sizeof cm, &cm}};
+  return clg_cl_launch(dev, CLG_FLOAT32, &source, kernel, args, 6, (size_t)n);
+}
+
+clg_code clg_cl_fill(clg_device *dev, const clg_block *out, const void *pattern, size_t es,
+                     size_t bytes)
+{
+  if (bytes == 0)
+    return CLG_OK;
+  cl_int err =
+      clEnqueueFillBuffer(dev->queue, out->mem, pattern, es, out->offset, bytes, 0, NULL, NULL);
+  if (err != CL_SUCCESS)
+    return clg_cl_error(err, "clEnqueueFillBuffer", " on %s", dev->info.name);
+  return CLG_OK;
+}
