@@ -686,7 +686,11 @@ static clg_code build_node(imp *c, int idx)
       bool isctrl;
       parse_tensor_name(in, &len, &index, &isctrl);
       int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in + 1, len);
-      if (p >= 0 && c->nodes[p] && nctrl < 256)
+      if (nctrl >= 256)
+        return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                                 "%s: node '%s' has more than 256 control inputs", file_of(c),
+                                 n->name));
+      if (p >= 0 && c->nodes[p])
         ctrl[nctrl++] = c->nodes[p];
       continue;
     }

@@ -589,6 +589,29 @@ static bool weight_dtype(const char *s, int *tf)
   return false;
 }
 
+/* IEEE half to float, exactly (every half is a float), by bits: the weights of real models are
+ * mostly float16, and this runs once per element at import. */
+static float half_to_float(uint16_t h)
+{
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+  if (exp == 0 && mant == 0)
+    bits = sign;
+  else if (exp == 0) { /* subnormal: normalise */
+    uint32_t e = 113;
+    while (!(mant & 0x400)) {
+      mant <<= 1;
+      e--;
+    }
+    bits = sign | e << 23 | (mant & 0x3ff) << 13;
+  } else if (exp == 31)
+    bits = sign | 0x7f800000u | mant << 13;
+  else
+    bits = sign | (exp + 112) << 23 | mant << 13;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
 /* One weight: its bytes from data (len available), dequantized, into node's value. Sets *used. */
 static clg_code read_weight(const tfjs_ctx *c, const json_t *wj, const char *shards,
                             const uint8_t *data, size_t len, size_t *used)
@@ -661,7 +684,7 @@ static clg_code read_weight(const tfjs_ctx *c, const json_t *wj, const char *sha
     }
     for (size_t i = 0; i < count; i++) {
       uint16_t h = (uint16_t)(data[2 * i] | data[2 * i + 1] << 8);
-      ((float *)vals)[i] = (float)clg_half_to_double(h);
+      ((float *)vals)[i] = half_to_float(h);
     }
   } else if (qdtype) {
     for (size_t i = 0; i < count; i++) {

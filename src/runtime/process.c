@@ -242,6 +242,9 @@ clg_code clg_process_helper_session(clg_graph *g, clg_session **out)
     opt.trace_runs = 0;
     opt.warm_matmul = 0;
     opt.oom_memory_map = "";
+  } else {
+    /* The state lives only as long as this session: reserve no device's whole memory. */
+    opt.gpu_options.allow_growth = 1;
   }
   /* Host work joins no cluster (first.cluster is the creator's pointer, not kept). */
   opt.cluster = "none";

@@ -27,7 +27,8 @@ clg_code clg_process_allocator(clg_process *p, int device, clg_allocator **out);
 void clg_process_warn_once(clg_process *p, int device, const char *reason, const char *message);
 /* A session on g for the library's own host work (import's constant folding): with the device
  * and memory options the process state was created with when one exists, so that it neither
- * warns about differing options nor changes them, else with the defaults. Logs nothing. */
+ * warns about differing options nor changes them, else with allow_growth (the state then lives
+ * only as long as this session). */
 clg_code clg_process_helper_session(clg_graph *g, clg_session **out);
 
 /* --- variables (variables.c) ----------------------------------------------------------- */
