@@ -59,8 +59,12 @@ static bool take(cursor *c, char ch)
 
 static clg_code bad_header(const cursor *c, const char *what)
 {
-  return clg_error(CLG_INVALID_ARGUMENT, "%s: bad .npy header: %s (at '%.20s')", c->name, what,
-                   c->p < c->end ? c->p : "the end");
+  /* The header is not NUL-terminated: quote at most 20 bytes, and none past its end. */
+  int n = c->end - c->p < 20 ? (int)(c->end - c->p) : 20;
+  if (n <= 0)
+    return clg_error(CLG_INVALID_ARGUMENT, "%s: bad .npy header: %s (at its end)", c->name, what);
+  return clg_error(CLG_INVALID_ARGUMENT, "%s: bad .npy header: %s (at '%.*s')", c->name, what, n,
+                   c->p);
 }
 
 /* A quoted Python string without escapes (numpy writes repr() of plain ASCII names). */
