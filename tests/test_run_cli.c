@@ -136,6 +136,17 @@ static bool write_small_model(const char *path)
     clg_output assign = clg_out(clg_graph_find(g, "W/Assign"), 0);
     CHECK_CODE(clg_session_export_graphdef(s, 1, &assign, path), CLG_INVALID_ARGUMENT);
     CHECK_CONTAINS(clg_last_error(), "node 'W/Assign' (Assign) updates a variable");
+    /* No outputs, a NULL one, an index the node lacks: each named. */
+    void *bytes = NULL;
+    size_t len = 0;
+    CHECK_CODE(clg_session_export_graphdef_memory(s, 0, NULL, &bytes, &len), CLG_INVALID_ARGUMENT);
+    CHECK_CONTAINS(clg_last_error(), "at least one output (got 0)");
+    clg_output none = {NULL, 0}, past = clg_out(r, 1);
+    CHECK_CODE(clg_session_export_graphdef_memory(s, 1, &none, &bytes, &len), CLG_INVALID_ARGUMENT);
+    CHECK_CONTAINS(clg_last_error(), "output 0 is NULL");
+    CHECK_CODE(clg_session_export_graphdef_memory(s, 1, &past, &bytes, &len), CLG_INVALID_ARGUMENT);
+    CHECK_CONTAINS(clg_last_error(), "output 0 is out/relu:1, but out/relu has 1 outputs");
+    CHECK(bytes == NULL && len == 0);
     clg_output outs[1] = {clg_out(r, 0)};
     ok = clg_session_export_graphdef(s, 1, outs, path) == CLG_OK;
     CHECK_MSG(ok, "export: %s", clg_last_error());
