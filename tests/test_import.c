@@ -1384,6 +1384,99 @@ static void test_tfjs_wide(void)
   clg_imp_model_free(m);
 }
 
+/* Folding in waves: the nodes whose inputs are all Consts wait until a node reads one, then one
+ * run computes them all. A node of the wave without a host kernel (MatMul of int32) does not
+ * keep the others from folding (the wave is split until it is alone, then built as is); a long
+ * chain folds wave after wave; a wide wave and a folded node with a control input fold too. */
+static void test_fold_waves(void)
+{
+  static char topo[1 << 17];
+  snprintf(topo, sizeof topo, "{\"node\": [");
+  json_node(topo, sizeof topo,
+            "{\"name\": \"m\", \"op\": \"Const\", \"attr\": {\"value\": {\"tensor\": {\"dtype\": "
+            "\"DT_INT32\", \"tensorShape\": {\"dim\": [{\"size\": \"1\"}, {\"size\": \"2\"}]}, "
+            "\"intVal\": [1, 2]}}}}");
+  json_node(topo, sizeof topo,
+            "{\"name\": \"mm\", \"op\": \"MatMul\", \"input\": [\"m\", \"m\"], \"attr\": {\"T\": "
+            "{\"type\": \"DT_INT32\"}, \"transpose_b\": {\"b\": true}}}");
+  json_node(
+      topo, sizeof topo,
+      "{\"name\": \"k\", \"op\": \"Const\", \"attr\": {\"value\": {\"tensor\": {\"dtype\": "
+      "\"DT_INT32\", \"tensorShape\": {\"dim\": [{\"size\": \"2\"}]}, \"intVal\": [5, 6]}}}}");
+  json_node(
+      topo, sizeof topo,
+      "{\"name\": \"f\", \"op\": \"Cast\", \"input\": [\"k\"], \"attr\": {\"SrcT\": {\"type\": "
+      "\"DT_INT32\"}, \"DstT\": {\"type\": \"DT_FLOAT\"}}}");
+  json_node(topo, sizeof topo,
+            "{\"name\": \"g2\", \"op\": \"Cast\", \"input\": [\"k\", \"^f\"], \"device\": "
+            "\"/device:CPU:0\", \"attr\": {\"DstT\": {\"type\": \"DT_INT64\"}}}");
+  char node[512];
+  for (int i = 0; i < 60; i++) {
+    snprintf(node, sizeof node,
+             "{\"name\": \"i%d\", \"op\": \"Identity\", \"input\": [\"%s\"], \"attr\": {\"T\": "
+             "{\"type\": \"DT_FLOAT\"}}}",
+             i, i ? "i" : "f");
+    if (i) /* "i<i-1>" */
+      snprintf(node, sizeof node,
+               "{\"name\": \"i%d\", \"op\": \"Identity\", \"input\": [\"i%d\"], \"attr\": {\"T\": "
+               "{\"type\": \"DT_FLOAT\"}}}",
+               i, i - 1);
+    json_node(topo, sizeof topo, node);
+  }
+  json_node(topo, sizeof topo,
+            "{\"name\": \"h\", \"op\": \"AddV2\", \"input\": [\"i59\", \"f\"], \"attr\": {\"T\": "
+            "{\"type\": \"DT_FLOAT\"}}}");
+  for (int i = 0; i < 300; i++) {
+    snprintf(
+        node, sizeof node,
+        "{\"name\": \"w%d\", \"op\": \"Const\", \"attr\": {\"value\": {\"tensor\": {\"dtype\": "
+        "\"DT_INT32\", \"tensorShape\": {\"dim\": [{\"size\": \"1\"}]}, \"intVal\": [%d]}}}}",
+        i, 3 * i - 100);
+    json_node(topo, sizeof topo, node);
+    snprintf(node, sizeof node,
+             "{\"name\": \"wc%d\", \"op\": \"Cast\", \"input\": [\"w%d\"], \"attr\": {\"DstT\": "
+             "{\"type\": \"DT_DOUBLE\"}}}",
+             i, i);
+    json_node(topo, sizeof topo, node);
+  }
+  size_t k = strlen(topo);
+  snprintf(topo + k, sizeof topo - k, "]}");
+  write_model("waves.json", topo, "[]", "");
+  clg_graph *g = clg_graph_new();
+  clg_import_result *r = NULL;
+  CHECK_MSG(clg_graph_import(g, path_in("waves.json"), NULL, &r) == CLG_OK, "%s",
+            clg_graph_error(g));
+  clg_output o = {0};
+  if (r && clg_import_find(r, "mm", &o) == CLG_OK)
+    CHECK_STR(clg_node_op(o.node), "MatMul");
+  const char *folded[] = {"f", "g2", "i0", "i59", "h", "wc0", "wc299"};
+  for (size_t i = 0; r && i < sizeof folded / sizeof folded[0]; i++) {
+    CHECK_OK(clg_import_find(r, folded[i], &o));
+    CHECK_MSG(o.node && strcmp(clg_node_op(o.node), "Const") == 0, "%s is %s", folded[i],
+              o.node ? clg_node_op(o.node) : "missing");
+  }
+  if (r && clg_import_find(r, "h", &o) == CLG_OK && o.node && clg_node_value(o.node)) {
+    const float *hv = clg_tensor_const_data(clg_node_value(o.node));
+    CHECK(hv[0] == 10 && hv[1] == 12);
+  }
+  if (r && clg_import_find(r, "g2", &o) == CLG_OK && o.node && clg_node_value(o.node)) {
+    const int64_t *gv = clg_tensor_const_data(clg_node_value(o.node));
+    CHECK(clg_node_dtype(o.node) == CLG_INT64 && gv[0] == 5 && gv[1] == 6);
+    CHECK(clg_node_num_control_inputs(o.node) == 1);
+  }
+  for (int i = 0; r && i < 300; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "wc%d", i);
+    CHECK_OK(clg_import_find(r, name, &o));
+    const clg_tensor *t = o.node ? clg_node_value(o.node) : NULL;
+    CHECK_MSG(t && clg_tensor_dtype(t) == CLG_FLOAT64 &&
+                  ((const double *)clg_tensor_const_data(t))[0] == 3 * i - 100,
+              "%s", name);
+  }
+  clg_import_result_free(r);
+  clg_graph_free(g);
+}
+
 /* --- real models (CLGRAPH_MODELS_DIR) --------------------------------------------------------- */
 
 static int real_checks;
@@ -1876,6 +1969,7 @@ int main(void)
   test_tfjs();
   test_bad_tfjs();
   test_tfjs_wide();
+  test_fold_waves();
   test_real_models();
   clg_session_free(keep);
   clg_graph_free(keep_graph);
