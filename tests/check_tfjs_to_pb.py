@@ -140,6 +140,11 @@ def main():
         bad("twice", lambda m: W(m)[1].update(name="w16"), "weight w16 is listed twice")
         bad("shape", lambda m: W(m)[4].update(shape=[1, 2]), "Const f32 has shape [2, 1], its weight [1, 2]")
         bad("mismatch", lambda m: W(m)[4].update(dtype="int32"), "Const f32 is DT_FLOAT, its weight DT_INT32")
+        # widened only where the Const's dtype attr and its value agree on the wide dtype (as the
+        # C reader: tests/test_import.c's test_tfjs_wide)
+        node = lambda m, name: [n for n in m["modelTopology"]["node"] if n["name"] == name][0]
+        bad("narrow", lambda m: node(m, "l")["attr"]["value"]["tensor"].update(dtype="DT_INT32"),
+            "Const l is DT_INT32, its weight DT_INT64")
         bad("negative", lambda m: W(m)[4].update(shape=[-1, 2]), "is not a list of sizes >= 0")
         bad("library", lambda m: m["modelTopology"]["library"].update(function=[{}]), "modelTopology:")
         bad("twonodes", lambda m: m["modelTopology"]["node"].append({"name": "x", "op": "NoOp"}),
@@ -150,7 +155,7 @@ def main():
     if failures:
         print("%d checks failed" % len(failures))
         return 1
-    print("tools/tfjs_to_pb.py: every weight encoding decoded as tfjs does; 16 malformed models refused")
+    print("tools/tfjs_to_pb.py: every weight encoding decoded as tfjs does; 17 malformed models refused")
     return 0
 
 

@@ -225,10 +225,12 @@ def convert(path, graph_pb2, types_pb2, json_format):
         # tfjs has no float64 or int64: its converter stores such a Const as a float32 or
         # int32 weight and keeps the node's TensorFlow dtype. Widened back here (exactly), so
         # that the .pb is the graph TensorFlow had and its consumers get the dtype they expect.
-        wide = WIDEN.get((dt, types_pb2.DataType.Name(t.dtype)))
+        # The Const declares it by its dtype attr, else its value's dtype (as the C reader).
+        declared = node.attr["dtype"].type if "dtype" in node.attr else t.dtype
+        wide = WIDEN.get((dt, types_pb2.DataType.Name(declared)))
         if wide is not None:
             value = wide(value)
-            dt, want = types_pb2.DataType.Name(t.dtype), t.dtype
+            dt, want = types_pb2.DataType.Name(declared), declared
             weights[wname] = (dt, value, shape)
         if t.dtype not in (0, want):
             raise Error(

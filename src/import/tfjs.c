@@ -612,6 +612,18 @@ static float half_to_float(uint16_t h)
   return f;
 }
 
+/* The dtype a Const declares: its dtype attr, else its value tensor's; 0 when neither, or when
+ * the two disagree (then the Const refuses its value, as tools/tfjs_to_pb.py does). */
+static int declared_dtype(const clg_imp_node *n)
+{
+  const clg_imp_attr *a = clg_imp_node_attr(n, "dtype"),
+                     *v = clg_imp_node_attr(n, const_value_attr);
+  int vt = v && v->kind == CLG_IMP_TENSOR ? v->tensor.tf_dtype : 0;
+  if (a && a->kind == CLG_IMP_TYPE)
+    return vt == 0 || vt == (int)a->i ? (int)a->i : 0;
+  return vt;
+}
+
 /* One weight: its bytes from data (len available), dequantized, into node's value. Sets *used. */
 static clg_code read_weight(const tfjs_ctx *c, const json_t *wj, const char *shards,
                             const uint8_t *data, size_t len, size_t *used)
@@ -703,6 +715,26 @@ static clg_code read_weight(const tfjs_ctx *c, const json_t *wj, const char *sha
     }
   } else
     memcpy(vals, data, (size_t)bytes);
+  /* tfjs has no int64 or float64: its converter stores such a Const's weight as int32 or
+   * float32 and keeps the node's TensorFlow dtype. Widened back (exactly) where the Const
+   * declares the wider dtype, as tools/tfjs_to_pb.py does, so that its consumers get the dtype
+   * the graph was made with. */
+  int wide = declared_dtype(n);
+  if ((t.tf_dtype == 3 && wide == 9) || (t.tf_dtype == 1 && wide == 2)) {
+    void *w64 = malloc(count ? (size_t)count * 8 : 1);
+    if (!w64) {
+      free(vals);
+      return oom(c);
+    }
+    for (size_t i = 0; i < count; i++)
+      if (wide == 9)
+        ((int64_t *)w64)[i] = ((const int32_t *)vals)[i];
+      else
+        ((double *)w64)[i] = ((const float *)vals)[i];
+    free(vals);
+    vals = w64;
+    t.tf_dtype = wide;
+  }
   char w[700];
   snprintf(w, sizeof w, "%s: %s", c->file, where);
   clg_code code =
