@@ -4,8 +4,13 @@
 #     reached through their table (src/device/interface.c);
 #  2. src/runtime/ never asks whether a device is the host (no is_host);
 #  3. graph building does not pull in CL/cl.h;
-#  4. no op type name is compared outside the registry (src/ops/);
-#  5. src/memory/ calls OpenCL only in its region backend (src/memory/region_cl.c).
+#  4. no op type name is compared outside the registry (src/ops/registry.c): an op file
+#     tells its ops apart by their definitions (n->def == &clg_op_X), never by name;
+#  5. src/memory/ calls OpenCL only in its region backend (src/memory/region_cl.c);
+#  6. ops are registered in one place: src/ops/op_list.h (one CLG_OP(Name) line per op),
+#     which ops.h expands into the declarations; no file declares an op definition itself;
+#  7. the benchmarks (tools/bench_*.c) and `clgraph devices` (tools/cmd_devices.c) reach the
+#     library through the public API and their one door, src/bench/bench.h, only.
 # Usage: tests/check_layering.sh SOURCE_DIR
 set -euo pipefail
 src=${1:?usage: check_layering.sh SOURCE_DIR}
@@ -31,10 +36,29 @@ if pre=$(echo '#include "graph/graph.h"' |
 else
   report "graph/graph.h does not preprocess on its own:" "$pre"
 fi
-ops=$(grep -ho '\.name = "[A-Za-z0-9]*"' "$src"/src/ops/*.c | sed 's/.*"\(.*\)"/\1/' | sort -u)
+# Op names: every registered op (op_list.h, complete by the last rule).
+ops=$(grep -ho '^CLG_OP([A-Za-z0-9]*)' "$src"/src/ops/op_list.h | sed 's/CLG_OP(\(.*\))/\1/')
+[ -n "$ops" ] || report "no op names found in src/ops/op_list.h" ""
 for op in $ops; do
-  hits=$(grep -rnE "strcmp\([^;]*\"$op\"" "$src/src" --include='*.c' | grep -v '^'"$src"'/src/ops/' || true)
-  [ -z "$hits" ] || report "op name '$op' compared outside src/ops/:" "$hits"
+  hits=$(grep -rnE "(str(n|case|ncase)?cmp|memcmp|strstr)\([^;]*\"$op\"" "$src/src" \
+    --include='*.c' --include='*.h' | grep -v '^'"$src"'/src/ops/registry\.c:' || true)
+  [ -z "$hits" ] || report "op name '$op' compared outside src/ops/registry.c:" "$hits"
 done
-[ "$fail" -eq 0 ] && echo "check_layering: runtime without OpenCL, memory/ OpenCL in region_cl.c only, graph.h without CL/cl.h, op names in the registry only"
+hits=$(grep -rnE '^[[:space:]]*extern[[:space:]]+const[[:space:]]+clg_op_def\b' "$src/src" \
+  "$src/tools" --include='*.c' --include='*.h' || true)
+[ -z "$hits" ] || report "op definitions declared by hand (list them in src/ops/op_list.h):" "$hits"
+# Definitions as the compiler sees them (many come out of a file's own macro).
+defs=$(for f in "$src"/src/ops/*.c; do
+  "$cc" -E -P -I "$src/include" -I "$src/src" -DCL_TARGET_OPENCL_VERSION=120 "$f" 2>/dev/null |
+    grep -oE '\bclg_op_def[[:space:]]+clg_op_[A-Za-z0-9]+[[:space:]]*=' || true
+done | sed -E 's/.*clg_op_([A-Za-z0-9]+).*/\1/' | sort -u)
+[ -n "$defs" ] || report "no op definitions found in src/ops/*.c (does it preprocess?)" ""
+for d in $defs; do
+  grep -q "^CLG_OP($d)" "$src/src/ops/op_list.h" ||
+    report "op clg_op_$d is defined but not listed in src/ops/op_list.h:" "$d"
+done
+hits=$(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[a-z_]+/' "$src"/tools/bench_*.c \
+  "$src"/tools/cmd_devices.c | grep -vE '"(bench/bench\.h|clgraph/[a-z_]+\.h)"' || true)
+[ -z "$hits" ] || report "a benchmark includes a module's header (use src/bench/bench.h):" "$hits"
+[ "$fail" -eq 0 ] && echo "check_layering: runtime without OpenCL, memory/ OpenCL in region_cl.c only, graph.h without CL/cl.h, op names in the registry only, ops listed in op_list.h only, benchmarks through bench.h"
 exit "$fail"

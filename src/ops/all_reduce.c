@@ -38,7 +38,7 @@ static clg_code run(const clg_kernel_ctx *c)
   clg_reduce_op op =
       strcmp(n->attrs[A_REDUCTION].s, "mean") == 0 ? CLG_REDUCE_MEAN : CLG_REDUCE_SUM;
   char shape[96]; /* for the message when the tasks' values differ */
-  return clg_cluster_allreduce_block(clg_cluster_current(), c->dev, &c->in[0], &c->out[0],
+  return clg_cluster_allreduce_block(c->cluster, c->dev, &c->in[0], &c->out[0],
                                      clg_out_count(&n->outs[0]), n->outs[0].dtype, op, n->name,
                                      clg_node_shape_string(n, shape, sizeof shape));
 }

@@ -271,8 +271,6 @@ static const clg_attr_def momentum_attrs[] = {
 static const clg_kernel_def assign_kernels[] = {{CLG_KIND_HOST, NULL, host_assign, NULL, NULL},
                                                 {CLG_KIND_OPENCL, NULL, cl_assign, NULL, NULL}};
 
-extern const clg_op_def clg_op_AssignAdd;
-
 /* AssignAdd also counts in int32 and int64 on the host (tf.train's global step). */
 static bool host_add_supports(const clg_node *n, const clg_device *dev)
 {

@@ -12,8 +12,6 @@ enum { A_T };
 
 static const clg_attr_def attrs[] = {{.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true}};
 
-extern const clg_op_def clg_op_Equal, clg_op_GreaterEqual;
-
 static bool is_comparison(const clg_op_def *def)
 {
   return def == &clg_op_Equal || def == &clg_op_GreaterEqual;

@@ -24,8 +24,6 @@ static const clg_attr_def attrs[] = {
     {.name = "use_cudnn_on_gpu", .type = CLG_ATTR_BOOL, .has_default = true, .def_i = 1},
 };
 
-extern const clg_op_def clg_op_Conv2DBackpropInput, clg_op_Conv2DBackpropFilter;
-
 static bool is_filter(const clg_node *n) { return n->def == &clg_op_Conv2DBackpropFilter; }
 
 /* The forward convolution's input and filter shapes: one is a tensor input, the other the

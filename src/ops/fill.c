@@ -9,8 +9,6 @@
 #include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
-extern const clg_op_def clg_op_ZerosLike, clg_op_OnesLike;
-
 static bool fillable(clg_dtype t)
 {
   return t == CLG_FLOAT32 || t == CLG_FLOAT64 || t == CLG_INT32 || t == CLG_INT64 || t == CLG_BOOL;

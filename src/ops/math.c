@@ -12,8 +12,6 @@
 
 enum { M_EXP, M_LOG, M_SQRT, M_RSQRT, M_SQUARE, M_FLOOR, M_NEG };
 
-extern const clg_op_def clg_op_Exp, clg_op_Log, clg_op_Sqrt, clg_op_Rsqrt, clg_op_Floor;
-
 static int which(const clg_node *n)
 {
   return n->def == &clg_op_Exp      ? M_EXP

@@ -8,8 +8,6 @@
 #include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
-extern const clg_op_def clg_op_MaxPool, clg_op_AvgPool;
-
 /* --- BiasAdd ------------------------------------------------------------------------------ */
 
 enum { B_T, B_DATA_FORMAT };

@@ -14,8 +14,6 @@
 #include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
-extern const clg_op_def clg_op_MaxPoolGrad, clg_op_AvgPoolGrad, clg_op_LRNGrad, clg_op_BiasAddGrad;
-
 static bool float_kernel(const clg_node *n, const clg_device *dev, int first, int last)
 {
   clg_dtype t = n->outs[0].dtype;

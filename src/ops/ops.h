@@ -20,6 +20,7 @@
 struct clg_device;
 struct clg_block;
 struct clg_allocator;
+struct clg_cluster;
 
 /* --- attributes ------------------------------------------------------------------------ */
 
@@ -75,6 +76,7 @@ typedef struct clg_kernel_ctx {
   /* Logs a warning once per (device, reason) for the life of the process state. */
   void (*warn_once)(void *warn_ctx, int device, const char *reason, const char *message);
   void *warn_ctx;
+  struct clg_cluster *cluster; /* the run's cluster (collective ops), or NULL: one task */
 } clg_kernel_ctx;
 
 typedef struct clg_kernel_def {
@@ -233,17 +235,10 @@ clg_output clg_grad_build(clg_graph *g, const clg_op_def *def, int num_inputs,
                           const clg_output *inputs, int num_attrs, const clg_attr *attrs);
 /* A scalar Const of dtype holding value. */
 clg_output clg_grad_scalar(clg_graph *g, clg_dtype dtype, double value);
-extern const clg_op_def clg_op_Const, clg_op_Placeholder, clg_op_MatMul, clg_op_Add, clg_op_Sub,
-    clg_op_Mul, clg_op_AddN, clg_op_Identity, clg_op_Relu, clg_op_Neg, clg_op_Square,
-    clg_op_ReluGrad, clg_op_RealDiv, clg_op_Maximum, clg_op_Equal, clg_op_Exp, clg_op_Log,
-    clg_op_Sqrt, clg_op_Rsqrt, clg_op_Cast, clg_op_Fill, clg_op_ZerosLike, clg_op_OnesLike,
-    clg_op_Reshape, clg_op_Transpose, clg_op_Sum, clg_op_Mean, clg_op_Max, clg_op_L2Loss,
-    clg_op_ArgMax, clg_op_Softmax, clg_op_LogSoftmax, clg_op_SparseSoftmaxCrossEntropyWithLogits,
-    clg_op_InTopKV2, clg_op_BiasAdd, clg_op_MaxPool, clg_op_AvgPool, clg_op_LRN, clg_op_Conv2D,
-    clg_op_Conv2DBackpropInput, clg_op_Conv2DBackpropFilter, clg_op_MaxPoolGrad, clg_op_AvgPoolGrad,
-    clg_op_LRNGrad, clg_op_BiasAddGrad;
-/* Maximum's gradient selects with these (binary.c, select.c). */
-extern const clg_op_def clg_op_GreaterEqual, clg_op_Select;
+/* Every op's definition, clg_op_<Name> (the list: op_list.h). */
+#define CLG_OP(name) extern const clg_op_def clg_op_##name;
+#include "ops/op_list.h"
+#undef CLG_OP
 /* Gradient functions that live beside their gradient ops (conv2d_grad.c, nn_grad.c). */
 clg_code clg_grad_conv2d(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 clg_code clg_grad_pool(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);

@@ -11,7 +11,6 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "device/device.h"
@@ -105,13 +104,13 @@ enum { U_DTYPE, U_MAXVAL, U_MINVAL, U_SEED, U_SEED2, U_SHAPE };
 enum { N_DTYPE, N_MEAN, N_SEED, N_SEED2, N_SHAPE, N_STDDEV };
 enum { F_DTYPE, F_SHAPE, F_VALUE };
 
+/* The distribution is the op's: its definition, not its name (op_list.h declares them). */
 static enum kind kind_of(const clg_node *n)
 {
-  const char *op = n->def->name;
-  return strcmp(op, "RandomUniform") == 0          ? K_UNIFORM
-         : strcmp(op, "RandomStandardNormal") == 0 ? K_NORMAL
-         : strcmp(op, "TruncatedNormal") == 0      ? K_TRUNCATED
-                                                   : K_FILL;
+  return n->def == &clg_op_RandomUniform          ? K_UNIFORM
+         : n->def == &clg_op_RandomStandardNormal ? K_NORMAL
+         : n->def == &clg_op_TruncatedNormal      ? K_TRUNCATED
+                                                  : K_FILL;
 }
 
 /* Fills out (count elements of n's dtype) with n's values. */

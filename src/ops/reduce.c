@@ -13,8 +13,6 @@
 
 enum { R_SUM, R_MEAN, R_MAX, R_L2 };
 
-extern const clg_op_def clg_op_Sum, clg_op_Mean, clg_op_Max, clg_op_L2Loss, clg_op_ArgMax;
-
 static int kind_of(const clg_node *n)
 {
   return n->def == &clg_op_Sum    ? R_SUM

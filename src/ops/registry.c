@@ -8,77 +8,11 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 
-/* Variables, their updates and initializers (variable.c, assign.c, random.c). */
-extern const clg_op_def clg_op_Floor, clg_op_VariableV2, clg_op_NoOp, clg_op_Assign,
-    clg_op_AssignAdd, clg_op_AssignSub, clg_op_ApplyGradientDescent, clg_op_ApplyMomentum,
-    clg_op_RandomUniform, clg_op_RandomStandardNormal, clg_op_TruncatedNormal, clg_op_ConstFill;
-/* Collectives over the tasks of a cluster (all_reduce.c). */
-extern const clg_op_def clg_op_AllReduce;
-
+/* Every op, in op_list.h's order. */
 static const clg_op_def *const registry[] = {
-    &clg_op_Const,
-    &clg_op_Placeholder,
-    &clg_op_MatMul,
-    &clg_op_Add,
-    &clg_op_Sub,
-    &clg_op_Mul,
-    &clg_op_AddN,
-    &clg_op_Identity,
-    &clg_op_Relu,
-    &clg_op_Neg,
-    &clg_op_Square,
-    &clg_op_ReluGrad,
-    &clg_op_VariableV2,
-    &clg_op_NoOp,
-    &clg_op_Floor,
-    &clg_op_Assign,
-    &clg_op_AssignAdd,
-    &clg_op_AssignSub,
-    &clg_op_ApplyGradientDescent,
-    &clg_op_ApplyMomentum,
-    &clg_op_RandomUniform,
-    &clg_op_RandomStandardNormal,
-    &clg_op_TruncatedNormal,
-    &clg_op_ConstFill,
-    /* the CNN set */
-    &clg_op_RealDiv,
-    &clg_op_Maximum,
-    &clg_op_Equal,
-    &clg_op_GreaterEqual,
-    &clg_op_Select,
-    &clg_op_Exp,
-    &clg_op_Log,
-    &clg_op_Sqrt,
-    &clg_op_Rsqrt,
-    &clg_op_Cast,
-    &clg_op_Fill,
-    &clg_op_ZerosLike,
-    &clg_op_OnesLike,
-    &clg_op_Reshape,
-    &clg_op_Transpose,
-    &clg_op_Sum,
-    &clg_op_Mean,
-    &clg_op_Max,
-    &clg_op_L2Loss,
-    &clg_op_ArgMax,
-    &clg_op_Softmax,
-    &clg_op_LogSoftmax,
-    &clg_op_SparseSoftmaxCrossEntropyWithLogits,
-    &clg_op_InTopKV2,
-    &clg_op_BiasAdd,
-    &clg_op_MaxPool,
-    &clg_op_AvgPool,
-    &clg_op_LRN,
-    &clg_op_Conv2D,
-    /* gradients */
-    &clg_op_Conv2DBackpropInput,
-    &clg_op_Conv2DBackpropFilter,
-    &clg_op_MaxPoolGrad,
-    &clg_op_AvgPoolGrad,
-    &clg_op_LRNGrad,
-    &clg_op_BiasAddGrad,
-    /* clusters */
-    &clg_op_AllReduce,
+#define CLG_OP(name) &clg_op_##name,
+#include "ops/op_list.h"
+#undef CLG_OP
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))

@@ -7,8 +7,6 @@
 #include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
-extern const clg_op_def clg_op_Select;
-
 enum { A_T };
 
 static const clg_attr_def attrs[] = {{.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true}};

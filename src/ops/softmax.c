@@ -11,8 +11,6 @@
 #include "backends/opencl/opencl.h"
 #include "memory/memory.h"
 
-extern const clg_op_def clg_op_Softmax, clg_op_LogSoftmax;
-
 static const clg_cl_text source = {"reduce", NULL};
 
 static bool float_input0(const clg_node *n, const clg_device *dev)

@@ -158,6 +158,8 @@ typedef struct clg_session_vars {
 clg_code clg_session_lock_variables(clg_session *s, clg_session_vars *out);
 void clg_session_unlock_variables(clg_session *s);
 
+/* The cluster the session's process joined (its runs' kernels get it), or NULL. */
+struct clg_cluster *clg_session_cluster(const clg_session *s);
 /* The session's (for tests and benchmarks): its last run's plan. */
 clg_code clg_session_plan_stats(clg_session *s, clg_plan_stats *out);
 /* Host bytes the session holds for placements: the current one and every reason string it
