@@ -231,6 +231,13 @@ clg_node *clg_range(clg_graph *g, const char *name, clg_dtype dtype, double star
                     double delta);
 /* tf.tile: x repeated multiples[k] times along dim k (multiples a Const of x's rank). */
 clg_node *clg_tile(clg_graph *g, const char *name, clg_node *x, int n, const int64_t *multiples);
+/* tf.unstack: num outputs, x's slices along axis (x's dim there must be num). */
+clg_node *clg_unpack(clg_graph *g, const char *name, clg_node *x, int64_t num, int64_t axis);
+/* tf.split: num_split equal parts along axis (Split), or parts of the n sizes given (SplitV;
+ * one size may be -1: the rest). */
+clg_node *clg_split(clg_graph *g, const char *name, clg_node *x, int64_t axis, int64_t num_split);
+clg_node *clg_split_v(clg_graph *g, const char *name, clg_node *x, int n, const int64_t *sizes,
+                      int64_t axis);
 /* Sum, mean and max over the given axes (negative counts from the end; the axes become a
  * Const); keep_dims keeps them as dims of 1 (tf.reduce_sum, ...). Float, double where the
  * device has it. */

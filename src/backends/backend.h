@@ -62,6 +62,7 @@ typedef struct clg_copy_map {
 void clg_copy_map_merge(clg_copy_map *m);
 size_t clg_copy_map_count(const clg_copy_map *m);
 /* The maps of the ops (their inputs checked at build; copy_map.c), merged. */
+/* StridedSlice's map; StridedSliceGrad's is its mirror (dy into the slice's elements). */
 void clg_copy_map_strided_slice(const clg_node *n, clg_copy_map *m);
 void clg_copy_map_tile(const clg_node *n, clg_copy_map *m);
 void clg_copy_map_depth_to_space(const clg_node *n, clg_copy_map *m);

@@ -67,14 +67,19 @@ void clg_copy_map_strided_slice(const clg_node *n, clg_copy_map *m)
     return;
   }
   int64_t in[CLG_MAX_RANK], out[CLG_MAX_RANK];
-  dense_strides(s.rank, clg_node_in(n, 0)->dims, in);
+  if (n->def != &clg_op_StridedSliceGrad)
+    dense_strides(s.rank, clg_node_in(n, 0)->dims, in);
   dense_strides(s.rank, s.size, out); /* the output holds the ranges in the same order */
+  /* StridedSliceGrad writes where StridedSlice reads, from the dense dy. */
+  bool grad = n->def == &clg_op_StridedSliceGrad;
+  if (grad)
+    dense_strides(s.rank, clg_node_out(n, 0)->dims, in);
   m->rank = s.rank;
   for (int k = 0; k < s.rank; k++) {
     m->dims[k] = s.size[k];
-    m->ss[k] = s.stride[k] * in[k];
-    m->ds[k] = out[k];
-    m->src0 += s.begin[k] * in[k];
+    *(grad ? &m->ds[k] : &m->ss[k]) = s.stride[k] * in[k];
+    *(grad ? &m->ss[k] : &m->ds[k]) = out[k];
+    *(grad ? &m->dst0 : &m->src0) += s.begin[k] * in[k];
   }
   if (s.rank == 0) {
     m->rank = 1;

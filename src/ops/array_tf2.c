@@ -3,6 +3,7 @@
  * inputs (Tile's multiples, GatherV2's axis, Range's start/limit/delta) must be Consts:
  * shapes are static here. Kernels: backends/host/array_tf2.c, backends/opencl/array_tf2.c. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
@@ -67,6 +68,8 @@ static clg_code pack_infer(clg_node *n)
   return clg_node_set_output(n, 0, first->dtype, (int)r, dims);
 }
 
+static clg_code pack_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
+
 const clg_op_def clg_op_Pack = {
     .name = "Pack",
     .num_inputs = CLG_OP_VARIADIC,
@@ -75,6 +78,7 @@ const clg_op_def clg_op_Pack = {
     .attrs = pack_attrs,
     .infer = pack_infer,
     .inplace = -1,
+    .grad = pack_grad,
 };
 
 clg_node *clg_pack(clg_graph *g, const char *name, int n, const clg_output *values, int64_t axis)
@@ -470,4 +474,211 @@ clg_node *clg_tile(clg_graph *g, const char *name, clg_node *x, int n, const int
 {
   clg_output in[2] = {{x, 0}, {clg_const_ints(g, n, multiples), 0}};
   return clg_graph_build(g, &clg_op_Tile, name, 2, in, 0, NULL);
+}
+
+/* --- Unpack, Split, SplitV --------------------------------------------------------------- */
+
+static const clg_attr_def unpack_attrs[] = {
+    {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "axis", .type = CLG_ATTR_INT, .has_default = true},
+    {.name = "num", .type = CLG_ATTR_INT},
+};
+
+static const clg_attr_def split_attrs[] = {
+    {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "num_split", .type = CLG_ATTR_INT},
+};
+
+static const clg_attr_def splitv_attrs[] = {
+    {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "Tlen", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "num_split", .type = CLG_ATTR_INT},
+};
+
+/* The split value: input 0 of Unpack and SplitV, input 1 of Split. */
+static int value_input(const clg_node *n) { return n->def == &clg_op_Split ? 1 : 0; }
+
+clg_code clg_split_axis(const clg_node *n, int *axis)
+{
+  const clg_out_desc *x = clg_node_in(n, value_input(n));
+  int64_t a;
+  if (n->def == &clg_op_Unpack) {
+    a = n->attrs[1].i;
+  } else {
+    int at = n->def == &clg_op_Split ? 0 : 2, count = 0;
+    clg_code code = clg_node_const_ints(n, at, "split_dim", 1, &a, &count);
+    if (code != CLG_OK)
+      return code;
+    if (count != 1 || clg_node_in(n, at)->rank != 0)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "split_dim must be a scalar");
+  }
+  if (a < -x->rank || a >= x->rank)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "axis = %lld not in [%d, %d)", (long long)a,
+                          -x->rank, x->rank);
+  *axis = (int)(a < 0 ? a + x->rank : a);
+  return CLG_OK;
+}
+
+static clg_code split_infer(clg_node *n)
+{
+  const clg_out_desc *x = clg_node_in(n, value_input(n));
+  int axis;
+  clg_code code = clg_split_axis(n, &axis);
+  if (code != CLG_OK || (code = set_t(n, 0, x->dtype)) != CLG_OK)
+    return code;
+  int num = n->num_outputs;
+  int64_t dims[CLG_MAX_RANK];
+  memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+  if (n->def == &clg_op_Unpack) {
+    if (x->dims[axis] != num)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "num = %d but the input's dim %d (the axis) is %lld", num, axis,
+                            (long long)x->dims[axis]);
+    for (int k = axis; k < x->rank - 1; k++)
+      dims[k] = x->dims[k + 1];
+    for (int i = 0; i < num; i++)
+      if ((code = clg_node_set_output(n, i, x->dtype, x->rank - 1, dims)) != CLG_OK)
+        return code;
+    return CLG_OK;
+  }
+  if (n->def == &clg_op_Split) {
+    if (x->dims[axis] % num != 0)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "Number of ways to split should evenly divide the split dimension, "
+                            "but got split_dim %d (size = %lld) and num_split %d",
+                            axis, (long long)x->dims[axis], num);
+    dims[axis] = x->dims[axis] / num;
+    for (int i = 0; i < num; i++)
+      if ((code = clg_node_set_output(n, i, x->dtype, x->rank, dims)) != CLG_OK)
+        return code;
+    return CLG_OK;
+  }
+  /* SplitV: sizes with at most one -1, which takes the rest. */
+  int64_t *sizes = calloc((size_t)num, sizeof *sizes);
+  if (!sizes)
+    return clg_node_error(n, CLG_RESOURCE_EXHAUSTED, "out of memory");
+  int count = 0, unknown = -1;
+  code = clg_node_const_ints(n, 1, "size_splits", num, sizes, &count);
+  if (code == CLG_OK && (clg_node_in(n, 1)->rank != 1 || count != num))
+    code =
+        clg_node_error(n, CLG_INVALID_ARGUMENT,
+                       "size_splits must be a vector of num_split = %d values, not %d", num, count);
+  int64_t total = 0;
+  for (int i = 0; code == CLG_OK && i < num; i++) {
+    if (sizes[i] == -1) {
+      if (unknown >= 0)
+        code = clg_node_error(n, CLG_INVALID_ARGUMENT,
+                              "Only one dimensions can have a value of -1. Second one found at "
+                              "dimension %d",
+                              i);
+      unknown = i;
+    } else if (sizes[i] < 0) {
+      code = clg_node_error(n, CLG_INVALID_ARGUMENT, "size_splits[%d] is %lld; sizes are >= 0", i,
+                            (long long)sizes[i]);
+    } else if (sizes[i] > x->dims[axis] - total) {
+      code = clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "the sizes add up to more than the split dim's %lld",
+                            (long long)x->dims[axis]);
+    } else {
+      total += sizes[i];
+    }
+  }
+  if (code == CLG_OK && (unknown >= 0 ? total > x->dims[axis] : total != x->dims[axis]))
+    code = clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "Determined shape must either match input shape along split_dim "
+                          "exactly if fully specified, or be less than the size of the input "
+                          "along split_dim if not fully specified.  Got: %lld",
+                          (long long)total);
+  if (code == CLG_OK && unknown >= 0)
+    sizes[unknown] = x->dims[axis] - total;
+  if (code == CLG_OK)
+    code = set_t(n, 1, clg_node_in(n, 1)->dtype);
+  for (int i = 0; code == CLG_OK && i < num; i++) {
+    dims[axis] = sizes[i];
+    code = clg_node_set_output(n, i, x->dtype, x->rank, dims);
+  }
+  free(sizes);
+  return code;
+}
+
+/* Unpack's gradient is the Pack of its outputs' gradients (zeros where one has none); Pack's
+ * the Unpack of its own. */
+static clg_code unpack_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  clg_output *v = malloc(sizeof *v * (size_t)n->num_outputs);
+  if (!v)
+    return clg_node_error(n, CLG_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < n->num_outputs; i++)
+    v[i] = dy[i].node
+               ? dy[i]
+               : clg_grad_build(g, &clg_op_ZerosLike, 1, (clg_output[]){clg_out(n, i)}, 0, NULL);
+  clg_attr a = clg_attr_int("axis", n->attrs[1].i);
+  dx[0] = clg_grad_build(g, &clg_op_Pack, n->num_outputs, v, 1, &a);
+  free(v);
+  return clg_graph_status(g);
+}
+
+static clg_code pack_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  clg_attr a[2] = {clg_attr_int("axis", n->attrs[2].i), clg_attr_int("num", n->num_inputs)};
+  clg_output u = clg_grad_build(g, &clg_op_Unpack, 1, dy, 2, a);
+  for (int i = 0; u.node && i < n->num_inputs; i++)
+    dx[i] = (clg_output){u.node, i};
+  return clg_graph_status(g);
+}
+
+const clg_op_def clg_op_Unpack = {
+    .name = "Unpack",
+    .num_inputs = 1,
+    .num_outputs = CLG_OP_VARIADIC,
+    .outputs_attr = "num",
+    .num_attrs = 3,
+    .attrs = unpack_attrs,
+    .infer = split_infer,
+    .inplace = -1,
+    .grad = unpack_grad,
+};
+
+const clg_op_def clg_op_Split = {
+    .name = "Split",
+    .num_inputs = 2,
+    .num_outputs = CLG_OP_VARIADIC,
+    .outputs_attr = "num_split",
+    .num_attrs = 2,
+    .attrs = split_attrs,
+    .infer = split_infer,
+    .inplace = -1,
+};
+
+const clg_op_def clg_op_SplitV = {
+    .name = "SplitV",
+    .num_inputs = 3,
+    .num_outputs = CLG_OP_VARIADIC,
+    .outputs_attr = "num_split",
+    .num_attrs = 3,
+    .attrs = splitv_attrs,
+    .infer = split_infer,
+    .inplace = -1,
+};
+
+clg_node *clg_unpack(clg_graph *g, const char *name, clg_node *x, int64_t num, int64_t axis)
+{
+  clg_output in = {x, 0};
+  clg_attr a[2] = {clg_attr_int("num", num), clg_attr_int("axis", axis)};
+  return clg_graph_build(g, &clg_op_Unpack, name, 1, &in, 2, a);
+}
+
+clg_node *clg_split(clg_graph *g, const char *name, clg_node *x, int64_t axis, int64_t num_split)
+{
+  clg_output in[2] = {{clg_const_int(g, axis), 0}, {x, 0}};
+  clg_attr a = clg_attr_int("num_split", num_split);
+  return clg_graph_build(g, &clg_op_Split, name, 2, in, 1, &a);
+}
+
+clg_node *clg_split_v(clg_graph *g, const char *name, clg_node *x, int n, const int64_t *sizes,
+                      int64_t axis)
+{
+  clg_output in[3] = {{x, 0}, {clg_const_ints(g, n, sizes), 0}, {clg_const_int(g, axis), 0}};
+  clg_attr a = clg_attr_int("num_split", n);
+  return clg_graph_build(g, &clg_op_SplitV, name, 3, in, 1, &a);
 }

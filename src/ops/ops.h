@@ -96,7 +96,7 @@ typedef struct clg_kernel_def {
 /* --- op definitions ---------------------------------------------------------------------- */
 
 enum {
-  CLG_OP_VARIADIC = -1, /* num_inputs: one or more */
+  CLG_OP_VARIADIC = -1, /* num_inputs: one or more; num_outputs: from outputs_attr */
 };
 
 /* Flags of an op. */
@@ -134,6 +134,9 @@ struct clg_op_def {
   int num_kernels;
   /* The input whose buffer output 0 may reuse (same byte size, last use), or -1. */
   int inplace;
+  /* With num_outputs CLG_OP_VARIADIC: the INT attribute that gives a node's output count
+   * (Unpack's num, Split's num_split), which its builder must set to 1 or more. */
+  const char *outputs_attr;
   unsigned flags;
   clg_grad_fn grad;
   /* Bit i: input i is a variable (a reference edge) updated in place by the kernel, which
@@ -234,6 +237,8 @@ clg_code clg_strided_slice_spec(const clg_node *n, clg_slice_spec *s);
  * from its Const inputs. Errors name the node. */
 clg_code clg_gather_axis(const clg_node *n, int *axis);
 clg_code clg_range_values(const clg_node *n, double *start, double *delta, int64_t *count);
+/* The split axis of Unpack, Split and SplitV in [0, rank) of the split value. */
+clg_code clg_split_axis(const clg_node *n, int *axis);
 
 /* Inference of an element-wise op with one input: attribute 0 is T (clg_attrs_T), the
  * output has the input's dtype and shape. */

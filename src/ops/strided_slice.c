@@ -25,9 +25,9 @@ static const clg_attr_def attrs[] = {
  * masks (one more bit is the implicit trailing ellipsis). */
 enum { MAX_SPARSE = 31, NEW_AXIS = -2, SHRUNK = -1 };
 
-clg_code clg_strided_slice_spec(const clg_node *n, clg_slice_spec *s)
+/* The spec over an input of descriptor x (StridedSlice's input, or StridedSliceGrad's shape). */
+static clg_code spec_of(const clg_node *n, const clg_out_desc *x, clg_slice_spec *s)
 {
-  const clg_out_desc *x = clg_node_in(n, 0);
   int64_t sb[MAX_SPARSE], se[MAX_SPARSE], ss[MAX_SPARSE];
   int nb = 0, ne = 0, ns = 0;
   clg_code code;
@@ -180,6 +180,30 @@ clg_code clg_strided_slice_spec(const clg_node *n, clg_slice_spec *s)
   return CLG_OK;
 }
 
+/* StridedSliceGrad's input shape (input 0, a Const vector) as a descriptor. */
+static clg_code grad_shape(const clg_node *n, clg_out_desc *x)
+{
+  memset(x, 0, sizeof *x);
+  x->dtype = clg_node_in(n, 4)->dtype;
+  clg_code code = clg_node_const_ints(n, 0, "shape", CLG_MAX_RANK, x->dims, &x->rank);
+  if (code != CLG_OK)
+    return code;
+  for (int k = 0; k < x->rank; k++)
+    if (x->dims[k] < 0)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "shape[%d] is %lld; dims are >= 0", k,
+                            (long long)x->dims[k]);
+  return CLG_OK;
+}
+
+clg_code clg_strided_slice_spec(const clg_node *n, clg_slice_spec *s)
+{
+  if (n->def != &clg_op_StridedSliceGrad)
+    return spec_of(n, clg_node_in(n, 0), s);
+  clg_out_desc x;
+  clg_code code = grad_shape(n, &x);
+  return code != CLG_OK ? code : spec_of(n, &x, s);
+}
+
 static clg_code infer(clg_node *n)
 {
   clg_slice_spec s;
@@ -192,6 +216,27 @@ static clg_code infer(clg_node *n)
   return clg_node_set_output(n, 0, clg_node_in(n, 0)->dtype, s.out_rank, s.out_dims);
 }
 
+/* The masks of n, for the gradient's node. */
+static void masks_of(const clg_node *n, clg_attr *a)
+{
+  static const char *const names[5] = {"begin_mask", "ellipsis_mask", "end_mask", "new_axis_mask",
+                                       "shrink_axis_mask"};
+  for (int k = 0; k < 5; k++)
+    a[k] = clg_attr_int(names[k], clg_node_attr(n, A_BEGIN_MASK + k)->i);
+}
+
+/* StridedSliceGrad(shape of x, begin, end, strides, dy): dy into zeros of x's shape. */
+static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  clg_attr a[5];
+  masks_of(n, a);
+  clg_output in[5] = {clg_out(clg_const_ints(g, x->rank, x->dims), 0), n->inputs[1], n->inputs[2],
+                      n->inputs[3], dy[0]};
+  dx[0] = clg_grad_build(g, &clg_op_StridedSliceGrad, 5, in, 5, a);
+  return clg_graph_status(g);
+}
+
 const clg_op_def clg_op_StridedSlice = {
     .name = "StridedSlice",
     .num_inputs = 4,
@@ -200,6 +245,55 @@ const clg_op_def clg_op_StridedSlice = {
     .attrs = attrs,
     .infer = infer,
     .inplace = -1,
+    .grad = grad,
+};
+
+/* --- StridedSliceGrad ------------------------------------------------------------------- */
+
+static clg_code grad_infer(clg_node *n)
+{
+  clg_out_desc x;
+  clg_slice_spec s;
+  clg_code code = grad_shape(n, &x);
+  if (code != CLG_OK || (code = spec_of(n, &x, &s)) != CLG_OK)
+    return code;
+  const clg_out_desc *dy = clg_node_in(n, 4);
+  bool same = dy->rank == s.out_rank;
+  for (int k = 0; same && k < s.out_rank; k++)
+    same = dy->dims[k] == s.out_dims[k];
+  if (!same) {
+    char got[192], want[192];
+    clg_out_desc w = {dy->dtype, s.out_rank, {0}};
+    memcpy(w.dims, s.out_dims, sizeof(int64_t) * (size_t)s.out_rank);
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "shape of dy was %s instead of %s",
+                          clg_out_shape_string(dy, got, sizeof got),
+                          clg_out_shape_string(&w, want, sizeof want));
+  }
+  n->attrs[A_INDEX].set = n->attrs[A_T].set = true;
+  n->attrs[A_INDEX].dtype = clg_node_in(n, 1)->dtype;
+  n->attrs[A_T].dtype = dy->dtype;
+  return clg_node_set_output(n, 0, dy->dtype, x.rank, x.dims);
+}
+
+/* Its gradient is the slice of the incoming gradient (TensorFlow's _StridedSliceGradGrad). */
+static clg_code grad_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  clg_attr a[5];
+  masks_of(n, a);
+  clg_output in[4] = {dy[0], n->inputs[1], n->inputs[2], n->inputs[3]};
+  dx[4] = clg_grad_build(g, &clg_op_StridedSlice, 4, in, 5, a);
+  return clg_graph_status(g);
+}
+
+const clg_op_def clg_op_StridedSliceGrad = {
+    .name = "StridedSliceGrad",
+    .num_inputs = 5,
+    .num_outputs = 1,
+    .num_attrs = 7,
+    .attrs = attrs,
+    .infer = grad_infer,
+    .inplace = -1,
+    .grad = grad_grad,
 };
 
 clg_node *clg_strided_slice(clg_graph *g, const char *name, clg_node *x, int n,

@@ -1,5 +1,6 @@
 /* The host kernels of issue 23's array ops (ops/strided_slice.c, ops/array_tf2.c): strided
- * copies for the data movement (StridedSlice, Pack, Tile, DepthToSpace), index gathers
+ * copies for the data movement (StridedSlice and its gradient, Pack, Unpack, Split, SplitV,
+ * Tile, DepthToSpace), index gathers
  * (GatherV2), generated values (Range, Shape) and tfjs's Prelu. */
 #include <string.h>
 
@@ -75,6 +76,40 @@ static clg_code strided_slice_run(const clg_kernel_ctx *c)
   clg_copy_map m;
   clg_copy_map_strided_slice(c->node, &m);
   host_copy(elem_size(c), c->in[0].host, c->out[0].host, &m);
+  return CLG_OK;
+}
+
+static clg_code strided_slice_grad_run(const clg_kernel_ctx *c)
+{
+  clg_copy_map m;
+  clg_copy_map_strided_slice(c->node, &m);
+  size_t bytes = clg_node_out_bytes(c->node, 0);
+  if (bytes)
+    memset(c->out[0].host, 0, bytes);
+  host_copy(elem_size(c), c->in[4].host, c->out[0].host, &m);
+  return CLG_OK;
+}
+
+/* Unpack, Split, SplitV: output i is the part of the value along the axis after the parts
+ * before it (one element of it for Unpack, whose outputs lack the axis). */
+static clg_code split_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  int axis;
+  clg_code code = clg_split_axis(n, &axis);
+  if (code != CLG_OK)
+    return code;
+  bool unpack = n->def == &clg_op_Unpack;
+  const clg_out_desc *x = clg_node_in(n, unpack || n->def == &clg_op_SplitV ? 0 : 1);
+  const void *src = c->in[unpack || n->def == &clg_op_SplitV ? 0 : 1].host;
+  int64_t at = 0;
+  for (int i = 0; i < n->num_outputs; i++) {
+    int64_t len = unpack ? 1 : n->outs[i].dims[axis];
+    clg_copy_map m;
+    clg_copy_map_part(x, axis, at, len, false, &m);
+    host_copy(clg_dtype_size(x->dtype), src, c->out[i].host, &m);
+    at += len;
+  }
   return CLG_OK;
 }
 
@@ -253,5 +288,9 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_GatherV2, {CLG_KIND_HOST, NULL, gather_run, NULL, NULL}},
     {&clg_op_Range, {CLG_KIND_HOST, NULL, range_run, NULL, NULL}},
     {&clg_op_Tile, {CLG_KIND_HOST, NULL, tile_run, NULL, NULL}},
+    {&clg_op_StridedSliceGrad, {CLG_KIND_HOST, NULL, strided_slice_grad_run, NULL, NULL}},
+    {&clg_op_Unpack, {CLG_KIND_HOST, NULL, split_run, NULL, NULL}},
+    {&clg_op_Split, {CLG_KIND_HOST, NULL, split_run, NULL, NULL}},
+    {&clg_op_SplitV, {CLG_KIND_HOST, NULL, split_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_host_kernels_array_tf2, entries);

@@ -129,6 +129,38 @@ static clg_code strided_slice_run(const clg_kernel_ctx *c)
   return cl_copy(c->dev, elem_size(c), &c->in[0], &c->out[0], &m);
 }
 
+static clg_code strided_slice_grad_run(const clg_kernel_ctx *c)
+{
+  clg_copy_map m;
+  clg_copy_map_strided_slice(c->node, &m);
+  size_t es = elem_size(c);
+  uint64_t zero = 0;
+  clg_code code = clg_cl_fill(c->dev, &c->out[0], &zero, es, clg_node_out_bytes(c->node, 0));
+  return code != CLG_OK ? code : cl_copy(c->dev, es, &c->in[4], &c->out[0], &m);
+}
+
+/* As the host's: output i is the part after the parts before it. */
+static clg_code split_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  int axis;
+  clg_code code = clg_split_axis(n, &axis);
+  if (code != CLG_OK)
+    return code;
+  bool unpack = n->def == &clg_op_Unpack;
+  int vi = unpack || n->def == &clg_op_SplitV ? 0 : 1;
+  const clg_out_desc *x = clg_node_in(n, vi);
+  int64_t at = 0;
+  for (int i = 0; i < n->num_outputs && code == CLG_OK; i++) {
+    int64_t len = unpack ? 1 : n->outs[i].dims[axis];
+    clg_copy_map m;
+    clg_copy_map_part(x, axis, at, len, false, &m);
+    code = cl_copy(c->dev, clg_dtype_size(x->dtype), &c->in[vi], &c->out[i], &m);
+    at += len;
+  }
+  return code;
+}
+
 static clg_code tile_run(const clg_kernel_ctx *c)
 {
   clg_copy_map m;
@@ -272,5 +304,9 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_GatherV2, {CLG_KIND_OPENCL, NULL, gather_run, NULL, NULL}},
     {&clg_op_Range, {CLG_KIND_OPENCL, range_supports, range_run, NULL, NULL}},
     {&clg_op_Tile, {CLG_KIND_OPENCL, NULL, tile_run, NULL, NULL}},
+    {&clg_op_StridedSliceGrad, {CLG_KIND_OPENCL, NULL, strided_slice_grad_run, NULL, NULL}},
+    {&clg_op_Unpack, {CLG_KIND_OPENCL, NULL, split_run, NULL, NULL}},
+    {&clg_op_Split, {CLG_KIND_OPENCL, NULL, split_run, NULL, NULL}},
+    {&clg_op_SplitV, {CLG_KIND_OPENCL, NULL, split_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_opencl_kernels_array_tf2, entries);
