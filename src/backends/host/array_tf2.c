@@ -221,6 +221,8 @@ static clg_code gather_run(const clg_kernel_ctx *c)
   for (int k = axis + 1; k < p->rank; k++)
     inner *= (size_t)p->dims[k];
   int64_t axis_dim = p->dims[axis];
+  if (clg_out_count(&n->outs[0]) == 0)
+    return CLG_OK; /* nothing to read (an empty buffer may have no address) */
   bool i64 = clg_node_in(n, 1)->dtype == CLG_INT64;
   switch (clg_dtype_size(p->dtype) * (i64 ? 16 : 1)) {
   case 1:
