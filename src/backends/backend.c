@@ -61,7 +61,7 @@ bool clg_backend_supported(const char *name, clg_dtype dtype, const clg_device *
    * outputs and attributes as the op declares (a predicate may read any of them), the
    * attributes at their defaults and every dtype attribute this dtype. */
   int num_inputs = def->num_inputs == CLG_OP_VARIADIC ? 2 : def->num_inputs;
-  int num_outputs = def->num_outputs;
+  int num_outputs = def->num_outputs == CLG_OP_VARIADIC ? 2 : def->num_outputs;
   clg_out_desc desc = {dtype, 0, {0}};
   clg_node src;
   memset(&src, 0, sizeof src);

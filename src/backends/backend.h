@@ -77,6 +77,35 @@ const clg_kernel_def *clg_backend_find_kernel(const clg_node *n, const clg_devic
  * attributes at their defaults), for listings and tests. */
 bool clg_backend_supported(const char *name, clg_dtype dtype, const clg_device *dev);
 
+/* --- strided copies (issue 23's data movement: StridedSlice, Pack, Tile, ...) -------- */
+
+enum { CLG_COPY_MAX_RANK = 16 };
+
+/* For every index (i_0, ..., i_{rank-1}) < dims, in row-major order:
+ * dst[dst0 + sum i_k ds_k] = src[src0 + sum i_k ss_k], offsets in elements, strides signed
+ * (a negative stride walks backwards). Writes go to distinct elements. */
+typedef struct clg_copy_map {
+  int rank;
+  int64_t dims[CLG_COPY_MAX_RANK];
+  int64_t ss[CLG_COPY_MAX_RANK];
+  int64_t ds[CLG_COPY_MAX_RANK];
+  int64_t src0, dst0;
+} clg_copy_map;
+
+/* Drops dims of one element and merges dims whose strides continue each other on both
+ * sides; rank >= 1 after it. */
+void clg_copy_map_merge(clg_copy_map *m);
+size_t clg_copy_map_count(const clg_copy_map *m);
+/* The maps of the ops (their inputs checked at build; copy_map.c), merged. */
+/* StridedSlice's map; StridedSliceGrad's is its mirror (dy into the slice's elements). */
+void clg_copy_map_strided_slice(const clg_node *n, clg_copy_map *m);
+void clg_copy_map_tile(const clg_node *n, clg_copy_map *m);
+void clg_copy_map_depth_to_space(const clg_node *n, clg_copy_map *m);
+/* A part of `whole` along axis, [at, at + len): from the dense part into the whole (into
+ * true: Pack) or from the whole into the dense part (Unpack, Split). */
+void clg_copy_map_part(const clg_out_desc *whole, int axis, int64_t at, int64_t len, bool into,
+                       clg_copy_map *m);
+
 /* --- what every kind computes on ----------------------------------------------------- */
 
 typedef enum clg_binop {

@@ -580,7 +580,7 @@ static clg_code try_fold(imp *c, int idx, const clg_op_def *def, int nin, const 
   *done = false;
   if (c->no_fold || nin < 1 || nin > 64 ||
       def->flags & (CLG_OP_CONST | CLG_OP_MUST_FEED | CLG_OP_VARIABLE | CLG_OP_ASSIGNS) ||
-      def->ref_inputs || def->num_outputs < 1)
+      def->ref_inputs || (def->num_outputs < 1 && def->num_outputs != CLG_OP_VARIADIC))
     return CLG_OK;
   for (int i = 0; i < nin; i++)
     if (!ins[i].node || !(ins[i].node->def->flags & CLG_OP_CONST))

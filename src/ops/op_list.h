@@ -66,3 +66,16 @@ CLG_OP(LRNGrad)
 CLG_OP(BiasAddGrad)
 /* clusters */
 CLG_OP(AllReduce) /* all_reduce.c */
+/* TensorFlow graphs, 2 (issue 23) */
+CLG_OP(StridedSlice) /* strided_slice.c */
+CLG_OP(StridedSliceGrad)
+CLG_OP(Pack)         /* array_tf2.c */
+CLG_OP(Shape)
+CLG_OP(Prelu)
+CLG_OP(DepthToSpace)
+CLG_OP(GatherV2)
+CLG_OP(Range)
+CLG_OP(Tile)
+CLG_OP(Unpack)
+CLG_OP(Split)
+CLG_OP(SplitV)

@@ -93,6 +93,22 @@ clg_code clg_nhwc_attr(const clg_node *n, const clg_attr_value *f);
  * (k): int32, or int64 when a value does not fit in int32, so that no value is cut. */
 clg_node *clg_const_ints(clg_graph *g, int n, const int64_t *v);
 clg_node *clg_const_int(clg_graph *g, int64_t v);
+/* StridedSlice's spec resolved as TensorFlow resolves it (strided_slice.c): per input dim
+ * the first index, the stride and the element count taken, and the output's dims (shrunk
+ * dims gone, new axes in). Errors name the node. */
+typedef struct clg_slice_spec {
+  int rank;
+  int64_t begin[CLG_MAX_RANK], stride[CLG_MAX_RANK], size[CLG_MAX_RANK];
+  int out_rank;
+  int64_t out_dims[CLG_MAX_RANK];
+} clg_slice_spec;
+clg_code clg_strided_slice_spec(const clg_node *n, clg_slice_spec *s);
+/* GatherV2's axis in [0, rank) (array_tf2.c), and Range's start, delta and element count
+ * from its Const inputs. Errors name the node. */
+clg_code clg_gather_axis(const clg_node *n, int *axis);
+clg_code clg_range_values(const clg_node *n, double *start, double *delta, int64_t *count);
+/* The split axis of Unpack, Split and SplitV in [0, rank) of the split value. */
+clg_code clg_split_axis(const clg_node *n, int *axis);
 
 /* Inference of an element-wise op with one input: attribute 0 is T (clg_attrs_T), the
  * output has the input's dtype and shape. */

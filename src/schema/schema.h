@@ -59,7 +59,7 @@ typedef struct clg_out_desc {
 /* --- op definitions ---------------------------------------------------------------------- */
 
 enum {
-  CLG_OP_VARIADIC = -1, /* num_inputs: one or more */
+  CLG_OP_VARIADIC = -1, /* num_inputs: one or more; num_outputs: from outputs_attr */
 };
 
 /* Flags of an op. */
@@ -101,6 +101,9 @@ struct clg_op_def {
    * gets the variable's buffer as in[i]; output 0 is then the variable of input 0 (out[0]
    * is that same buffer). Such nodes are placed on their variable's device. */
   unsigned ref_inputs;
+  /* With num_outputs CLG_OP_VARIADIC: the INT attribute that gives a node's output count
+   * (Unpack's num, Split's num_split), which its builder must set to 1 or more. */
+  const char *outputs_attr;
 };
 
 /* --- shape arithmetic ------------------------------------------------------------------ */
