@@ -206,6 +206,38 @@ clg_node *clg_ones_like(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_reshape(clg_graph *g, const char *name, clg_node *x, int rank, const int64_t *shape);
 /* x with its dims permuted: output dim k is x's dim perm[k] (n = x's rank). */
 clg_node *clg_transpose(clg_graph *g, const char *name, clg_node *x, int n, const int64_t *perm);
+/* TensorFlow graphs, 2 (issue 23). tf.strided_slice: begin, end and strides of n entries
+ * (Consts) with TensorFlow's masks (bit i applies to entry i; masks NULL: all 0). Any dtype. */
+typedef struct clg_strided_slice_masks {
+  int64_t begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask;
+} clg_strided_slice_masks;
+clg_node *clg_strided_slice(clg_graph *g, const char *name, clg_node *x, int n,
+                            const int64_t *begin, const int64_t *end, const int64_t *strides,
+                            const clg_strided_slice_masks *masks);
+/* tf.stack: n values of one shape and dtype along a new axis (negative: from the end). */
+clg_node *clg_pack(clg_graph *g, const char *name, int n, const clg_output *values, int64_t axis);
+/* tf.shape: x's dims as a vector of out_type (int32 or int64). */
+clg_node *clg_shape(clg_graph *g, const char *name, clg_node *x, clg_dtype out_type);
+/* tfjs's Prelu: x < 0 ? alpha * x : x, alpha broadcast against x. Float, double. */
+clg_node *clg_prelu(clg_graph *g, const char *name, clg_node *x, clg_node *alpha);
+/* tf.nn.depth_to_space, NHWC, TensorFlow's DCR order. Any dtype. */
+clg_node *clg_depth_to_space(clg_graph *g, const char *name, clg_node *x, int64_t block_size);
+/* tf.gather (GatherV2, batch_dims 0): params' slices along axis picked by indices (int32 or
+ * int64); the axis becomes a Const. Any dtype of params. */
+clg_node *clg_gather(clg_graph *g, const char *name, clg_node *params, clg_node *indices,
+                     int64_t axis);
+/* tf.range(start, limit, delta) of dtype (float32, float64, int32, int64), from Consts. */
+clg_node *clg_range(clg_graph *g, const char *name, clg_dtype dtype, double start, double limit,
+                    double delta);
+/* tf.tile: x repeated multiples[k] times along dim k (multiples a Const of x's rank). */
+clg_node *clg_tile(clg_graph *g, const char *name, clg_node *x, int n, const int64_t *multiples);
+/* tf.unstack: num outputs, x's slices along axis (x's dim there must be num). */
+clg_node *clg_unpack(clg_graph *g, const char *name, clg_node *x, int64_t num, int64_t axis);
+/* tf.split: num_split equal parts along axis (Split), or parts of the n sizes given (SplitV;
+ * one size may be -1: the rest). */
+clg_node *clg_split(clg_graph *g, const char *name, clg_node *x, int64_t axis, int64_t num_split);
+clg_node *clg_split_v(clg_graph *g, const char *name, clg_node *x, int n, const int64_t *sizes,
+                      int64_t axis);
 /* Sum, mean and max over the given axes (negative counts from the end; the axes become a
  * Const); keep_dims keeps them as dims of 1 (tf.reduce_sum, ...). Float, double where the
  * device has it. */

@@ -49,12 +49,6 @@ const clg_kernel_def *clg_backend_find_kernel(const clg_node *n, const clg_devic
       if (e->op == n->def && (!e->kernel.supports || e->kernel.supports(n, dev)))
         return &e->kernel;
     }
-  /* Ops whose kernels still sit in their op file (moving to the backends). */
-  for (int i = 0; i < n->def->num_kernels; i++) {
-    const clg_kernel_def *k = &n->def->kernels[i];
-    if (k->kind == kind && (!k->supports || k->supports(n, dev)))
-      return k;
-  }
   return NULL;
 }
 
@@ -67,7 +61,7 @@ bool clg_backend_supported(const char *name, clg_dtype dtype, const clg_device *
    * outputs and attributes as the op declares (a predicate may read any of them), the
    * attributes at their defaults and every dtype attribute this dtype. */
   int num_inputs = def->num_inputs == CLG_OP_VARIADIC ? 2 : def->num_inputs;
-  int num_outputs = def->num_outputs;
+  int num_outputs = def->num_outputs == CLG_OP_VARIADIC ? 2 : def->num_outputs;
   clg_out_desc desc = {dtype, 0, {0}};
   clg_node src;
   memset(&src, 0, sizeof src);

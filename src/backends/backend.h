@@ -18,6 +18,41 @@
 #include "memory/memory.h"
 #include "ops/ops.h"
 
+struct clg_cluster;
+
+/* --- kernels --------------------------------------------------------------------------- */
+
+/* What a kernel gets to run one node. in[i] and out[i] are blocks of the device: host
+ * pointers in .host for the host kind, (cl_mem, offset) for OpenCL. An output may be the
+ * same block as the input the op allows in place (clg_op_def.inplace). */
+typedef struct clg_kernel_ctx {
+  clg_device *dev;
+  int device_index;
+  const clg_node *node;
+  const clg_block *in;
+  const clg_block *out;
+  clg_allocator *alloc;     /* the device's allocator, for scratch not planned */
+  const clg_block *scratch; /* the plan's scratch for this node (kernel's scratch()) */
+  /* Logs a warning once per (device, reason) for the life of the process state. */
+  void (*warn_once)(void *warn_ctx, int device, const char *reason, const char *message);
+  void *warn_ctx;
+  struct clg_cluster *cluster; /* the run's cluster (collective ops), or NULL: one task */
+} clg_kernel_ctx;
+
+typedef struct clg_kernel_def {
+  clg_device_kind kind;
+  /* Whether this kernel serves node n (its dtypes and attributes) on dev; NULL: always. n has
+   * every input, output and attribute its op declares (a variadic op: num_inputs >= 1), on a
+   * built node as on clg_backend_supported's stand-in, so a predicate may read any of them. */
+  bool (*supports)(const clg_node *n, const clg_device *dev);
+  clg_code (*run)(const clg_kernel_ctx *ctx);
+  /* Optional: bytes of scratch the kernel wants for n on dev; the plan holds them in the
+   * device's arena for the node's step (ctx->scratch), so no run allocates them. */
+  clg_code (*scratch)(const clg_node *n, clg_device *dev, size_t *bytes);
+  /* Optional: compiles what the first run would (a session's warm option). */
+  clg_code (*warm)(const clg_node *n, clg_device *dev);
+} clg_kernel_def;
+
 /* --- kernel registration ------------------------------------------------------------- */
 
 /* One kernel of a device kind for one op (kernel.kind is the kind of its folder). */
@@ -42,6 +77,35 @@ const clg_kernel_def *clg_backend_find_kernel(const clg_node *n, const clg_devic
  * attributes at their defaults), for listings and tests. */
 bool clg_backend_supported(const char *name, clg_dtype dtype, const clg_device *dev);
 
+/* --- strided copies (issue 23's data movement: StridedSlice, Pack, Tile, ...) -------- */
+
+enum { CLG_COPY_MAX_RANK = 16 };
+
+/* For every index (i_0, ..., i_{rank-1}) < dims, in row-major order:
+ * dst[dst0 + sum i_k ds_k] = src[src0 + sum i_k ss_k], offsets in elements, strides signed
+ * (a negative stride walks backwards). Writes go to distinct elements. */
+typedef struct clg_copy_map {
+  int rank;
+  int64_t dims[CLG_COPY_MAX_RANK];
+  int64_t ss[CLG_COPY_MAX_RANK];
+  int64_t ds[CLG_COPY_MAX_RANK];
+  int64_t src0, dst0;
+} clg_copy_map;
+
+/* Drops dims of one element and merges dims whose strides continue each other on both
+ * sides; rank >= 1 after it. */
+void clg_copy_map_merge(clg_copy_map *m);
+size_t clg_copy_map_count(const clg_copy_map *m);
+/* The maps of the ops (their inputs checked at build; copy_map.c), merged. */
+/* StridedSlice's map; StridedSliceGrad's is its mirror (dy into the slice's elements). */
+void clg_copy_map_strided_slice(const clg_node *n, clg_copy_map *m);
+void clg_copy_map_tile(const clg_node *n, clg_copy_map *m);
+void clg_copy_map_depth_to_space(const clg_node *n, clg_copy_map *m);
+/* A part of `whole` along axis, [at, at + len): from the dense part into the whole (into
+ * true: Pack) or from the whole into the dense part (Unpack, Split). */
+void clg_copy_map_part(const clg_out_desc *whole, int axis, int64_t at, int64_t len, bool into,
+                       clg_copy_map *m);
+
 /* --- what every kind computes on ----------------------------------------------------- */
 
 typedef enum clg_binop {
@@ -53,6 +117,17 @@ typedef enum clg_binop {
   CLG_BINOP_EQUAL,        /* Equal: a bool output */
   CLG_BINOP_GREATER_EQUAL /* GreaterEqual: x >= y, a bool output (false with a NaN) */
 } clg_binop;
+
+/* Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg: element-wise math (ops/math.c). */
+typedef enum clg_unop {
+  CLG_UNOP_EXP,
+  CLG_UNOP_LOG,
+  CLG_UNOP_SQRT,
+  CLG_UNOP_RSQRT,
+  CLG_UNOP_SQUARE,
+  CLG_UNOP_FLOOR,
+  CLG_UNOP_NEG
+} clg_unop;
 
 /* An output of `rank` dims (merged where the inputs allow) and, per dim, the strides in
  * elements of up to two inputs (0 where an input is broadcast): numpy broadcasting, and
@@ -77,10 +152,62 @@ void clg_strided_merge(clg_strided *m);
 /* Whether the input itself is the patch matrix (1x1, stride 1, no padding). */
 bool clg_conv_is_direct(const clg_window *g);
 
+/* What both kinds' kernels of reductions, Transpose and the float-only NN ops read off a
+ * node (node_maps.c). */
+/* Whether dtype t is float, or double on a device that has it (the host; OpenCL with fp64). */
+bool clg_kernel_float_dtype(clg_dtype t, const clg_device *dev);
+
+/* Sum, Mean, Max, L2Loss: the reduction, numbered as cl/reduce.cl's clg_reduce takes it. */
+typedef enum clg_reduction {
+  CLG_REDUCTION_SUM,
+  CLG_REDUCTION_MEAN,
+  CLG_REDUCTION_MAX,
+  CLG_REDUCTION_L2
+} clg_reduction;
+
+clg_reduction clg_reduction_of(const clg_node *n);
+
+/* The maps of the kept dims (nout outputs) and the reduced dims (nred elements each) over
+ * input 0 of a reduction or ArgMax (whose reduced map stays one dim). */
+void clg_reduce_maps(const clg_node *n, clg_strided *keep, clg_strided *red, size_t *nout,
+                     size_t *nred);
+
+/* Transpose's gather: output element i reads input 0 at clg_strided_offset(m, i). */
+void clg_transpose_map(const clg_node *n, clg_strided *m);
+
 /* Rows of one scratch chunk for a patch row of kdim elements of es bytes. */
 size_t clg_conv_chunk_rows(bool opencl, size_t kdim, size_t es, size_t rows);
 
 /* The element count of the map (the product of its dims). */
 size_t clg_strided_count(const clg_strided *m);
+
+/* --- what both kinds' element-wise kernels read off a node (elementwise.c) ------------ */
+
+/* The unop of a node of Exp, Log, Sqrt, Rsqrt, Square, Floor or Neg. */
+clg_unop clg_unop_of(const clg_node *n);
+
+/* The binop of a node of Add, Sub, Mul, RealDiv, Maximum, Equal or GreaterEqual. */
+clg_binop clg_binop_of(const clg_node *n);
+
+/* Whether n takes the flat kernels (add, sub, mul of equal shapes, or a scalar against a
+ * tensor), with its inputs' element counts into *na and *nb. */
+bool clg_binop_flat(const clg_node *n, size_t *na, size_t *nb);
+
+/* The broadcast map of n's two inputs onto its output. */
+void clg_binop_map(const clg_node *n, clg_strided *m);
+
+/* Equal, GreaterEqual: inputs float, double (with fp64 on OpenCL), int32 or int64; a bool
+ * output. */
+bool clg_binop_compare_supports(const clg_node *n, const clg_device *dev);
+
+/* Select: output elements per condition element (1: one shape, all: a scalar, or a row). */
+size_t clg_select_span(const clg_node *n);
+
+/* Select: elements of 1, 2, 4 or 8 bytes (every dtype). */
+bool clg_select_supports(const clg_node *n, const clg_device *dev);
+
+/* One element of value 0 or 1 (one) in dtype t into buf (8 bytes, the rest zero):
+ * ZerosLike, OnesLike. */
+void clg_fill_element(clg_dtype t, bool one, void *buf);
 
 #endif

@@ -583,12 +583,20 @@ clg_node *clg_graph_build_ex(clg_graph *g, const clg_op_def *def, const char *na
     return NULL;
   }
   int slots = num_inputs > 0 && inputs && num_inputs <= 1 << 20 ? num_inputs : 0;
+  int num_outputs = def->num_outputs;
+  if (num_outputs == CLG_OP_VARIADIC) { /* the count from its attribute, checked below */
+    num_outputs = 0;
+    for (int k = 0; k < num_attrs && attrs; k++)
+      if (attrs[k].name && def->outputs_attr && strcmp(attrs[k].name, def->outputs_attr) == 0 &&
+          attrs[k].type == CLG_ATTR_INT && attrs[k].v.i >= 1 && attrs[k].v.i <= 1 << 16)
+        num_outputs = (int)attrs[k].v.i;
+  }
   /* One allocation: the node, then its inputs, outputs and attributes. */
   size_t in_at = sizeof(clg_node);
   size_t out_at = in_at + sizeof(clg_output) * (size_t)slots;
   size_t attr_at;
   out_at = (out_at + 15) & ~(size_t)15;
-  attr_at = (out_at + sizeof(clg_out_desc) * (size_t)def->num_outputs + 15) & ~(size_t)15;
+  attr_at = (out_at + sizeof(clg_out_desc) * (size_t)num_outputs + 15) & ~(size_t)15;
   size_t total = attr_at + sizeof(clg_attr_value) * (size_t)def->num_attrs;
   char *mem = calloc(1, total);
   if (!mem) {
@@ -603,11 +611,16 @@ clg_node *clg_graph_build_ex(clg_graph *g, const clg_op_def *def, const char *na
   n->index = -1;
   n->inputs = (clg_output *)(mem + in_at);
   n->outs = (clg_out_desc *)(mem + out_at);
-  n->num_outputs = def->num_outputs;
+  n->num_outputs = num_outputs;
   n->attrs = (clg_attr_value *)(mem + attr_at);
   n->name = node_name(g, op, name);
   if (!n->name)
     return clg_graph_node_abandon(n);
+  if (def->num_outputs == CLG_OP_VARIADIC && num_outputs == 0)
+    return clg_graph_node_fail(n, CLG_INVALID_ARGUMENT,
+                               "%s '%s': attribute %s (the number of outputs) must be given, "
+                               "from 1 to %d",
+                               op, n->name, def->outputs_attr ? def->outputs_attr : "?", 1 << 16);
   if (def->num_inputs == CLG_OP_VARIADIC ? num_inputs < 1 : num_inputs != def->num_inputs)
     return clg_graph_node_fail(
         n, CLG_INVALID_ARGUMENT, "%s '%s': needs %s%d input%s, got %d", op, n->name,
@@ -676,20 +689,6 @@ clg_node *clg_graph_node_add(clg_node *n)
   g->nodes[g->num_nodes++] = n;
   g->version++;
   return n;
-}
-
-clg_node *clg_op(clg_graph *g, const char *op, const char *name, int num_inputs,
-                 const clg_output *inputs, int num_attrs, const clg_attr *attrs)
-{
-  const clg_op_def *def = op ? clg_op_find(op) : NULL;
-  if (g && g->code == CLG_OK && !def) {
-    clg_error(CLG_INVALID_ARGUMENT,
-              "Op type not registered '%s' in binary running clgraph (node '%s')",
-              op ? op : "(NULL)", name ? name : "(default name)");
-    graph_record(g);
-    return NULL;
-  }
-  return clg_graph_build(g, def, name, num_inputs, inputs, num_attrs, attrs);
 }
 
 clg_code clg_node_add_control_input(clg_node *n, clg_node *before)
