@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# The house's layering rules, checked on the sources (issue "Ops as data"):
-#  1. src/runtime/ calls no OpenCL function and names no OpenCL type or constant: devices are
-#     reached through their table (src/device/interface.c);
+# The house's layering rules, checked on the sources (issues "Ops as data" and 22):
+#  1. no OpenCL call (cl[A-Z]...(), type (cl_...) or constant (CL_...) in src/ outside the
+#     OpenCL backend (src/backends/opencl/) and the device module's enumeration files
+#     (ENUMERATION below: registry.c makes the contexts and queues, clerror.c names OpenCL's
+#     errors, opencl_handles.h types the handles for registry.c and the OpenCL backend);
+#     src/ops/ is rule 9's, and src/bench/ (the benchmarks' door) hands the benchmarks the
+#     handles of their direct OpenCL baselines. Comments and string literals do not count; a type or constant is
+#     a name CL/cl.h defines, so clgraph's own cl_name or CL_CHUNK_BYTES pass. The rest of
+#     the code reaches devices through their tables (src/backends/<kind>/device.c);
 #  2. src/runtime/ never asks whether a device is the host (no is_host);
 #  3. graph building does not pull in CL/cl.h;
 #  4. no op type name is compared outside the registry (src/ops/registry.c): an op file
 #     tells its ops apart by their definitions (n->def == &clg_op_X), never by name;
-#  5. src/memory/ calls OpenCL only in its region backend (src/memory/region_cl.c);
+#  5. (src/memory/'s OpenCL: part of rule 1 now, none left there);
 #  6. ops are registered in one place: src/ops/op_list.h (one CLG_OP(Name) line per op),
 #     which ops.h expands into the declarations; no file declares an op definition itself;
 #  7. the benchmarks (tools/bench_*.c) and `clgraph devices` (tools/cmd_devices.c) reach the
@@ -27,15 +33,42 @@ report() {
   printf '%s\n' "$2" | sed 's/^/  /' >&2
   fail=1
 }
-hits=$(grep -nE '\bcl[A-Z][A-Za-z]*[[:space:]]*\(|\bcl_[a-z_]+\b|\bCL_[A-Z_]+\b' \
-  "$src"/src/runtime/*.[ch] || true)
-[ -z "$hits" ] || report "src/runtime/ uses OpenCL directly:" "$hits"
-hits=$(grep -nE '\bcl[A-Z][A-Za-z]*[[:space:]]*\(' "$src"/src/memory/*.[ch] |
-  grep -v '^'"$src"'/src/memory/region_cl\.c:' || true)
-[ -z "$hits" ] || report "src/memory/ calls OpenCL outside region_cl.c:" "$hits"
+cc=${CC:-cc}
+ENUMERATION="src/device/registry.c src/device/clerror.c src/device/opencl_handles.h"
+
+# OpenCL's own names, from its header: every CL_ macro and cl_ typedef.
+names=$(mktemp)
+trap 'rm -f "$names"' EXIT
+if ! hdr=$(echo '#include <CL/cl.h>' | "$cc" -E -dD -x c - 2>/dev/null); then
+  report "CL/cl.h does not preprocess:" "$("$cc" -E -x c - <<<'#include <CL/cl.h>' 2>&1 | head -3)"
+  exit 1
+fi
+{
+  printf '%s\n' "$hdr" | sed -n 's/^#define \(CL_[A-Za-z0-9_]*\).*/\1/p'
+  printf '%s\n' "$hdr" | grep -v '^#' | grep -oE '\bcl_[a-z0-9_]+\b'
+} | sort -u >"$names"
+
+# The code of a C file without its comments and string literals (lines kept, so that grep -n
+# numbers them as the file does).
+strip() {
+  perl -0777 -pe 's{/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'"'"'(?:\\.|[^'"'"'\\\n])*'"'"'}{
+    my $t = $&; $t =~ /^\/\*/ ? "\n" x ($t =~ tr/\n//) : ($t =~ /^"/ ? "\"\"" : ($t =~ /^'"'"'/ ? "0" : ""))}gse' "$1"
+}
+
+hits=""
+while IFS= read -r f; do
+  rel=${f#"$src"/}
+  case " $ENUMERATION " in *" $rel "*) continue ;; esac
+  code=$(strip "$f")
+  h=$( (printf '%s\n' "$code" | grep -nE '\bcl[A-Z][A-Za-z0-9]*[[:space:]]*\(' || true
+    printf '%s\n' "$code" | grep -nwFf "$names" || true) | sort -t: -k1,1n -u)
+  [ -z "$h" ] || hits+=$(printf '%s\n' "$h" | sed "s|^|$rel:|")$'\n'
+done < <(find "$src/src" -name '*.[ch]' -not -path "$src/src/backends/opencl/*" \
+  -not -path "$src/src/ops/*" -not -path "$src/src/bench/*" | sort)
+[ -z "$hits" ] || report "OpenCL named outside src/backends/opencl/ and the enumeration ($ENUMERATION):" "${hits%$'\n'}"
+
 hits=$(grep -n 'is_host' "$src"/src/runtime/*.[ch] || true)
 [ -z "$hits" ] || report "src/runtime/ branches on the host:" "$hits"
-cc=${CC:-cc}
 if pre=$(echo '#include "graph/graph.h"' |
   "$cc" -E -I "$src/include" -I "$src/src" -x c - 2>&1); then
   hits=$(printf '%s\n' "$pre" | grep -E '^# [0-9]+ ".*CL/cl\.h"' | head -3 || true)
@@ -104,5 +137,5 @@ hits=$(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[a-z_]+/' "$src"/
 hits=$(grep -nHE '\bCLG_KIND_OPENCL\b|\bcl_[a-z_]+\b|\bclg_cl_[a-z_]+|#[[:space:]]*include[[:space:]]*["<]backends/' \
   "$src"/src/ops/*.[ch] || true)
 [ -z "$hits" ] || report "op files name device code (it belongs in src/backends/<kind>/):" "$hits"
-[ "$fail" -eq 0 ] && echo "check_layering: runtime without OpenCL, memory/ OpenCL in region_cl.c only, graph.h without CL/cl.h, op names in the registry only, ops listed in op_list.h only, benchmarks through bench.h, modules include lower ones only, op files without device code"
+[ "$fail" -eq 0 ] && echo "check_layering: OpenCL only in src/backends/opencl/ and the enumeration, graph.h without CL/cl.h, op names in the registry only, ops listed in op_list.h only, benchmarks through bench.h, modules include lower ones only, op files without device code"
 exit "$fail"

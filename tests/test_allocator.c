@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backends/opencl/opencl.h"
 #include "core/core.h"
 #include "device/device.h"
 #include "memory/memory.h"
@@ -115,16 +116,16 @@ static void write_block(clg_device *dev, const clg_block *b, unsigned char value
 {
   unsigned char *buf = malloc(b->size);
   memset(buf, value, b->size);
-  CHECK(clEnqueueWriteBuffer(dev->queue, b->mem, CL_TRUE, b->offset, b->size, buf, 0, NULL, NULL) ==
-        CL_SUCCESS);
+  CHECK(clEnqueueWriteBuffer(clg_cl_queue(dev), b->mem, CL_TRUE, b->offset, b->size, buf, 0, NULL,
+                             NULL) == CL_SUCCESS);
   free(buf);
 }
 
 static bool block_holds(clg_device *dev, const clg_block *b, unsigned char value)
 {
   unsigned char *buf = malloc(b->size);
-  bool ok = clEnqueueReadBuffer(dev->queue, b->mem, CL_TRUE, b->offset, b->size, buf, 0, NULL,
-                                NULL) == CL_SUCCESS;
+  bool ok = clEnqueueReadBuffer(clg_cl_queue(dev), b->mem, CL_TRUE, b->offset, b->size, buf, 0,
+                                NULL, NULL) == CL_SUCCESS;
   for (size_t i = 0; ok && i < b->size; i++)
     ok = buf[i] == value;
   free(buf);
@@ -684,9 +685,9 @@ static void test_pending(void)
   CHECK_OK(clg_allocator_alloc(a, MiB, &y));
 
   /* Freed with a user event pending: not handed out while it is. */
-  cl_event ue = clCreateUserEvent(gpu->context, &err);
+  cl_event ue = clCreateUserEvent(clg_cl_context(gpu), &err);
   CHECK(err == CL_SUCCESS);
-  clg_allocator_free(a, &x, ue);
+  clg_allocator_free(a, &x, clg_event_from_cl(ue));
   CHECK(event_refs(ue) == 2); /* the allocator holds one */
   clg_memory_stats st = stats(a);
   CHECK(st.bytes_in_use == MiB && st.bytes_pending == MiB && st.live_allocs == 1);
@@ -710,8 +711,8 @@ static void test_pending(void)
   CHECK(st.bytes_pending == 0 && st.bytes_in_use == 3 * MiB);
 
   /* Full except a pending block: the allocation waits for the event. */
-  cl_event ue2 = clCreateUserEvent(gpu->context, &err);
-  clg_allocator_free(a, &w, ue2);
+  cl_event ue2 = clCreateUserEvent(clg_cl_context(gpu), &err);
+  clg_allocator_free(a, &w, clg_event_from_cl(ue2));
   CHECK_OK(clg_allocator_alloc(a, MiB, &v)); /* the last free MiB */
   completer c = {ue2, 200};
   pthread_t t;
@@ -730,11 +731,11 @@ static void test_pending(void)
   clg_allocator_free(a, &u, NULL);
   unsigned char data[256] = {1};
   cl_event wev;
-  CHECK(clEnqueueWriteBuffer(gpu->queue, y.mem, CL_FALSE, y.offset, sizeof data, data, 0, NULL,
-                             &wev) == CL_SUCCESS);
-  clg_allocator_free(a, &y, wev);
+  CHECK(clEnqueueWriteBuffer(clg_cl_queue(gpu), y.mem, CL_FALSE, y.offset, sizeof data, data, 0,
+                             NULL, &wev) == CL_SUCCESS);
+  clg_allocator_free(a, &y, clg_event_from_cl(wev));
   clReleaseEvent(wev);
-  clFinish(gpu->queue);
+  clFinish(clg_cl_queue(gpu));
   clg_block big;
   CHECK_OK(clg_allocator_alloc(a, 2 * MiB, &big)); /* x and y's blocks, coalesced */
   CHECK(big.offset == 0);
@@ -745,9 +746,9 @@ static void test_pending(void)
   CHECK(st.bytes_in_use == 0 && st.bytes_pending == 0 && st.live_allocs == 0);
 
   /* Destroyed with a block still pending: the event is released. */
-  cl_event ue3 = clCreateUserEvent(gpu->context, &err);
+  cl_event ue3 = clCreateUserEvent(clg_cl_context(gpu), &err);
   CHECK_OK(clg_allocator_alloc(a, MiB, &x));
-  clg_allocator_free(a, &x, ue3);
+  clg_allocator_free(a, &x, clg_event_from_cl(ue3));
   CHECK_OK(clg_allocator_validate(a));
   clg_allocator_destroy(a);
   CHECK(event_refs(ue3) == 1);
@@ -861,8 +862,8 @@ static void test_host(clg_devices *devs)
   free(text);
   /* Pending frees work on the host too (an asynchronous write may still read it). */
   cl_int err;
-  cl_event ue = clCreateUserEvent(clg_devices_at(devs, 1)->context, &err);
-  clg_allocator_free(a, &b[2], ue);
+  cl_event ue = clCreateUserEvent(clg_cl_context(clg_devices_at(devs, 1)), &err);
+  clg_allocator_free(a, &b[2], clg_event_from_cl(ue));
   st = stats(a);
   CHECK(st.bytes_in_use == 1152 && st.bytes_pending == MiB - 1152);
   CHECK(st.largest_free_block == 0);
@@ -894,7 +895,7 @@ static void test_region_failures(void)
   double limits[] = {8};
   clg_devices *devs = open_devices(1, limits);
   clg_device *gpu = clg_devices_at(devs, 1);
-  cl_uint refs0 = context_refs(gpu->context);
+  cl_uint refs0 = context_refs(clg_cl_context(gpu));
   clg_allocator *a = make(gpu, 1, 0, 0);
   clg_block b, c;
 
@@ -944,11 +945,11 @@ static void test_region_failures(void)
   clg_allocator_destroy(a);
   /* No cl_mem or queue left behind. PoCL drops the references its finished commands hold
    * on a background thread, so give it a moment. */
-  for (int i = 0; i < 200 && context_refs(gpu->context) != refs0; i++) {
+  for (int i = 0; i < 200 && context_refs(clg_cl_context(gpu)) != refs0; i++) {
     struct timespec ts = {0, 5000000};
     nanosleep(&ts, NULL);
   }
-  CHECK(context_refs(gpu->context) == refs0);
+  CHECK(context_refs(clg_cl_context(gpu)) == refs0);
   clg_devices_free(devs);
 }
 

@@ -26,7 +26,7 @@ static bool arena_init(arena *ar, clg_device *dev, size_t size)
   ar->dev = dev;
   ar->size = size;
   ar->next = 256; /* never offset 0 */
-  ar->mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, size, NULL, &err);
+  ar->mem = clCreateBuffer(clg_cl_context(dev), CL_MEM_READ_WRITE, size, NULL, &err);
   CHECK_MSG(err == CL_SUCCESS, "clCreateBuffer(%zu) failed: %d", size, err);
   return err == CL_SUCCESS;
 }
@@ -48,15 +48,15 @@ static void arena_reset(arena *ar) { ar->next = 256; }
 
 static void write_block(clg_device *dev, const clg_block *b, const void *data, size_t bytes)
 {
-  cl_int err =
-      clEnqueueWriteBuffer(dev->queue, b->mem, CL_TRUE, b->offset, bytes, data, 0, NULL, NULL);
+  cl_int err = clEnqueueWriteBuffer(clg_cl_queue(dev), b->mem, CL_TRUE, b->offset, bytes, data, 0,
+                                    NULL, NULL);
   CHECK_MSG(err == CL_SUCCESS, "clEnqueueWriteBuffer: %d", err);
 }
 
 static void read_block(clg_device *dev, const clg_block *b, void *data, size_t bytes)
 {
-  cl_int err =
-      clEnqueueReadBuffer(dev->queue, b->mem, CL_TRUE, b->offset, bytes, data, 0, NULL, NULL);
+  cl_int err = clEnqueueReadBuffer(clg_cl_queue(dev), b->mem, CL_TRUE, b->offset, bytes, data, 0,
+                                   NULL, NULL);
   CHECK_MSG(err == CL_SUCCESS, "clEnqueueReadBuffer: %d", err);
 }
 
@@ -281,7 +281,7 @@ static void *race_thread(void *p)
   for (int i = 0; i < j->iters && j->code == CLG_OK; i++)
     j->code =
         clg_cl_binary(j->dev, CLG_BINOP_MUL, CLG_FLOAT32, &j->a, 1024, &j->b, 1, &j->out, 1024);
-  if (j->code == CLG_OK && clFinish(j->dev->queue) != CL_SUCCESS)
+  if (j->code == CLG_OK && clFinish(clg_cl_queue(j->dev)) != CL_SUCCESS)
     j->code = CLG_INTERNAL;
   return NULL;
 }
@@ -332,21 +332,22 @@ static void measure_overhead(clg_device *dev, arena *ar)
   write_block(dev, &a, &one, 4);
   write_block(dev, &b, &one, 4);
   CHECK_OK(clg_cl_binary(dev, CLG_BINOP_ADD, CLG_FLOAT32, &a, 1, &b, 1, &out, 1));
-  clFinish(dev->queue);
+  clFinish(clg_cl_queue(dev));
   const int n = 2000;
   uint64_t t0 = clg_now_ns();
   for (int i = 0; i < n; i++)
     clg_cl_binary(dev, CLG_BINOP_ADD, CLG_FLOAT32, &a, 1, &b, 1, &out, 1);
   uint64_t t1 = clg_now_ns();
-  clFinish(dev->queue);
+  clFinish(clg_cl_queue(dev));
   uint64_t t2 = clg_now_ns();
 
   /* clCreateKernel + clReleaseKernel on a tiny program, as a per-launch alternative */
   const char *src = "__kernel void k(__global float *x) { x[0] += 1.0f; }";
   cl_int err;
-  cl_program p = clCreateProgramWithSource(dev->context, 1, &src, NULL, &err);
+  cl_program p = clCreateProgramWithSource(clg_cl_context(dev), 1, &src, NULL, &err);
   CHECK(err == CL_SUCCESS);
-  err = clBuildProgram(p, 1, &dev->cl_device, "", NULL, NULL);
+  cl_device_id id = clg_cl_device_id(dev);
+  err = clBuildProgram(p, 1, &id, "", NULL, NULL);
   CHECK(err == CL_SUCCESS);
   uint64_t t3 = clg_now_ns();
   for (int i = 0; i < n; i++) {
@@ -445,8 +446,8 @@ static void test_matmul(clg_device *d0, clg_device *d1, clg_allocator *al0, clg_
   /* double goes indirect later (above 1280^3 here) */
   check_matmul(d0, al0, ar0, CLG_FLOAT64, false, true, 999, 901, 817);
   check_matmul(d1, al1, ar1, CLG_FLOAT64, true, false, 1283, 1291, 1279);
-  clFinish(d0->queue);
-  clFinish(d1->queue);
+  clFinish(clg_cl_queue(d0));
+  clFinish(clg_cl_queue(d1));
   clg_allocator_stats(al0, &st);
   CHECK_MSG(st.peak_bytes_in_use > 0, "the indirect GEMM took no scratch from the allocator");
   CHECK_MSG(st.bytes_in_use == 0, "scratch not returned: %llu bytes in use",
@@ -529,7 +530,7 @@ int main(void)
   clg_device *host = clg_devices_at(set, 0), *d0 = clg_devices_at(set, 1);
   clg_device *d1 = clg_devices_at(set, 2);
   /* Two devices, or two parts of one (CLGRAPH_VIRTUAL_DEVICES: the native mode). */
-  CHECK((d0->cl_device == d1->cl_device) == (clg_test_parts() > 1));
+  CHECK((clg_cl_device_id(d0) == clg_cl_device_id(d1)) == (clg_test_parts() > 1));
   CHECK(d0->info.has_fp64); /* PoCL's CPU devices have fp64: the double tests below run */
 
   arena ar0, ar1;

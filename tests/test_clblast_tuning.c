@@ -70,20 +70,20 @@ static size_t gemm_checked(clg_device *dev, size_t m, size_t n, size_t k)
   size_t sizes[3] = {m * k * 4, k * n * 4, m * n * 4};
   cl_int err = CL_SUCCESS;
   for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
-    buf[i] = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, sizes[i], NULL, &err);
+    buf[i] = clCreateBuffer(clg_cl_context(dev), CL_MEM_READ_WRITE, sizes[i], NULL, &err);
   CHECK(a && b && c && want && err == CL_SUCCESS);
   size_t scratch = 0;
   if (a && b && c && want && err == CL_SUCCESS) {
     clg_test_fill_random(CLG_FLOAT32, a, m * k);
     clg_test_fill_random(CLG_FLOAT32, b, k * n);
     clg_host_matmul(CLG_FLOAT32, false, false, m, n, k, a, b, want);
-    clEnqueueWriteBuffer(dev->queue, buf[0], CL_TRUE, 0, sizes[0], a, 0, NULL, NULL);
-    clEnqueueWriteBuffer(dev->queue, buf[1], CL_TRUE, 0, sizes[1], b, 0, NULL, NULL);
+    clEnqueueWriteBuffer(clg_cl_queue(dev), buf[0], CL_TRUE, 0, sizes[0], a, 0, NULL, NULL);
+    clEnqueueWriteBuffer(clg_cl_queue(dev), buf[1], CL_TRUE, 0, sizes[1], b, 0, NULL, NULL);
     clg_block ba = {.mem = buf[0], .size = sizes[0]}, bb = {.mem = buf[1], .size = sizes[1]},
               bc = {.mem = buf[2], .size = sizes[2]};
     CHECK_OK(
         clg_cl_matmul(dev, NULL, NULL, CLG_FLOAT32, false, false, m, n, k, &ba, &bb, &bc, NULL));
-    CHECK(clEnqueueReadBuffer(dev->queue, buf[2], CL_TRUE, 0, sizes[2], c, 0, NULL, NULL) ==
+    CHECK(clEnqueueReadBuffer(clg_cl_queue(dev), buf[2], CL_TRUE, 0, sizes[2], c, 0, NULL, NULL) ==
           CL_SUCCESS);
     double worst = 0;
     for (size_t i = 0; i < m * n; i++)

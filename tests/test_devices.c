@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "backends/opencl/opencl.h"
 #include "device/device.h"
 #include "testutil.h"
 
@@ -148,7 +149,8 @@ static void check_host(const clg_devices *devs)
   CHECK(cpu->has_fp64 == 1);
   CHECK(cpu->memory_limit == 0);
   const clg_device *d = clg_devices_at((clg_devices *)devs, 0);
-  CHECK(d && d->is_host && d->cl_device == NULL && d->queue == NULL && d->context == NULL);
+  CHECK(d && d->is_host && d->cl == NULL && clg_cl_device_id(d) == NULL &&
+        clg_cl_queue(d) == NULL && clg_cl_context(d) == NULL);
 }
 
 /* Counts OpenCL devices of the given type mask directly, bypassing the registry. */
@@ -202,7 +204,8 @@ static int distinct_cl_devices(clg_devices *devs)
   for (int i = 1; i < clg_devices_count(devs); i++) {
     bool seen = false;
     for (int j = 1; j < i; j++)
-      seen = seen || clg_devices_at(devs, j)->cl_device == clg_devices_at(devs, i)->cl_device;
+      seen = seen ||
+             clg_cl_device_id(clg_devices_at(devs, j)) == clg_cl_device_id(clg_devices_at(devs, i));
     n += !seen;
   }
   return n;
@@ -225,21 +228,25 @@ static void check_gpu_info(const clg_devices *devs, int index, int id, int physi
   snprintf(want, sizeof want, "/job:localhost/replica:0/task:0/device:GPU:%d", id);
   CHECK_STR(g->full_name, want);
   CHECK(g->physical_index == physical);
-  CHECK(!d->is_host && d->cl_device && d->context && d->queue && d->platform);
+  CHECK(!d->is_host && clg_cl_device_id(d) && clg_cl_context(d) && clg_cl_queue(d) &&
+        clg_cl_platform(d));
 
   char name[256] = "", version[256] = "", ext[8192] = "";
   cl_ulong gmem = 0, maxalloc = 0;
   cl_uint cu = 0, align = 0;
   cl_device_type type = 0;
-  CHECK(clGetDeviceInfo(d->cl_device, CL_DEVICE_NAME, sizeof name, name, NULL) == CL_SUCCESS);
-  CHECK(clGetDeviceInfo(d->cl_device, CL_DEVICE_VERSION, sizeof version, version, NULL) ==
+  CHECK(clGetDeviceInfo(clg_cl_device_id(d), CL_DEVICE_NAME, sizeof name, name, NULL) ==
         CL_SUCCESS);
-  CHECK(clGetDeviceInfo(d->cl_device, CL_DEVICE_EXTENSIONS, sizeof ext, ext, NULL) == CL_SUCCESS);
-  clGetDeviceInfo(d->cl_device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gmem, &gmem, NULL);
-  clGetDeviceInfo(d->cl_device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof maxalloc, &maxalloc, NULL);
-  clGetDeviceInfo(d->cl_device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
-  clGetDeviceInfo(d->cl_device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align, &align, NULL);
-  clGetDeviceInfo(d->cl_device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+  CHECK(clGetDeviceInfo(clg_cl_device_id(d), CL_DEVICE_VERSION, sizeof version, version, NULL) ==
+        CL_SUCCESS);
+  CHECK(clGetDeviceInfo(clg_cl_device_id(d), CL_DEVICE_EXTENSIONS, sizeof ext, ext, NULL) ==
+        CL_SUCCESS);
+  clGetDeviceInfo(clg_cl_device_id(d), CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gmem, &gmem, NULL);
+  clGetDeviceInfo(clg_cl_device_id(d), CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof maxalloc, &maxalloc,
+                  NULL);
+  clGetDeviceInfo(clg_cl_device_id(d), CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+  clGetDeviceInfo(clg_cl_device_id(d), CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align, &align, NULL);
+  clGetDeviceInfo(clg_cl_device_id(d), CL_DEVICE_TYPE, sizeof type, &type, NULL);
   CHECK_STR(g->cl_name, name);
   CHECK_STR(g->cl_version, version);
   CHECK(strncmp(g->cl_version, "OpenCL ", 7) == 0);
@@ -284,15 +291,15 @@ static void check_gpu_info(const clg_devices *devs, int index, int id, int physi
   cl_device_id qdev = NULL;
   cl_context qctx = NULL;
   cl_command_queue_properties props = 0;
-  clGetCommandQueueInfo(d->queue, CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL);
-  clGetCommandQueueInfo(d->queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL);
-  clGetCommandQueueInfo(d->queue, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
-  CHECK(qdev == d->cl_device);
-  CHECK(qctx == d->context);
+  clGetCommandQueueInfo(clg_cl_queue(d), CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL);
+  clGetCommandQueueInfo(clg_cl_queue(d), CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL);
+  clGetCommandQueueInfo(clg_cl_queue(d), CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
+  CHECK(qdev == clg_cl_device_id(d));
+  CHECK(qctx == clg_cl_context(d));
   CHECK((props & CL_QUEUE_PROFILING_ENABLE) != 0);
   CHECK((props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) == 0);
   CHECK(d->context_index >= 0 && d->context_index < devs->num_contexts &&
-        devs->contexts[d->context_index] == d->context);
+        clg_cl_set_context(devs, d->context_index) == clg_cl_context(d));
 }
 
 static char *expected_mapping(const clg_devices *devs)
@@ -343,15 +350,16 @@ static void check_shared_context_copy(clg_devices *devs, int a, int b, int c)
   for (int i = 0; i < 256; i++)
     src[i] = i * 7 + 1, dst[i] = 0;
   cl_int err = 0;
-  cl_mem x = clCreateBuffer(da->context, CL_MEM_READ_WRITE, sizeof src, NULL, &err);
+  cl_mem x = clCreateBuffer(clg_cl_context(da), CL_MEM_READ_WRITE, sizeof src, NULL, &err);
   CHECK(err == CL_SUCCESS);
-  cl_mem y = clCreateBuffer(da->context, CL_MEM_READ_WRITE, sizeof src, NULL, &err);
+  cl_mem y = clCreateBuffer(clg_cl_context(da), CL_MEM_READ_WRITE, sizeof src, NULL, &err);
   CHECK(err == CL_SUCCESS);
   cl_event written, copied;
-  CHECK(clEnqueueWriteBuffer(da->queue, x, CL_FALSE, 0, sizeof src, src, 0, NULL, &written) ==
+  CHECK(clEnqueueWriteBuffer(clg_cl_queue(da), x, CL_FALSE, 0, sizeof src, src, 0, NULL,
+                             &written) == CL_SUCCESS);
+  CHECK(clEnqueueCopyBuffer(clg_cl_queue(db), x, y, 0, 0, sizeof src, 1, &written, &copied) ==
         CL_SUCCESS);
-  CHECK(clEnqueueCopyBuffer(db->queue, x, y, 0, 0, sizeof src, 1, &written, &copied) == CL_SUCCESS);
-  CHECK(clEnqueueReadBuffer(dc->queue, y, CL_TRUE, 0, sizeof dst, dst, 1, &copied, NULL) ==
+  CHECK(clEnqueueReadBuffer(clg_cl_queue(dc), y, CL_TRUE, 0, sizeof dst, dst, 1, &copied, NULL) ==
         CL_SUCCESS);
   CHECK(memcmp(src, dst, sizeof src) == 0);
   clReleaseEvent(written);
@@ -388,16 +396,16 @@ static void test_four(void)
   int per = parts > 0 ? parts : 1;
   for (int i = 1; i <= 4; i++) {
     clg_device *d = clg_devices_at(devs, i);
-    CHECK(d->context == devs->contexts[0] && d->context_index == 0);
+    CHECK(clg_cl_context(d) == clg_cl_set_context(devs, 0) && d->context_index == 0);
     for (int j = 1; j < i; j++) {
-      CHECK(d->queue != clg_devices_at(devs, j)->queue);
+      CHECK(clg_cl_queue(d) != clg_cl_queue(clg_devices_at(devs, j)));
       bool same_physical = (i - 1) / per == (j - 1) / per;
-      CHECK((d->cl_device == clg_devices_at(devs, j)->cl_device) == same_physical);
+      CHECK((clg_cl_device_id(d) == clg_cl_device_id(clg_devices_at(devs, j))) == same_physical);
     }
   }
   CHECK(distinct_cl_devices(devs) == (4 + per - 1) / per);
   cl_uint nctx = 0;
-  clGetContextInfo(devs->contexts[0], CL_CONTEXT_NUM_DEVICES, sizeof nctx, &nctx, NULL);
+  clGetContextInfo(clg_cl_set_context(devs, 0), CL_CONTEXT_NUM_DEVICES, sizeof nctx, &nctx, NULL);
   CHECK((int)nctx == distinct_cl_devices(devs));
   check_mapping(devs);
   char *m = clg_devices_mapping_string(devs);
@@ -439,7 +447,7 @@ static void test_four(void)
   /* Keep the physical ids to compare the reordered sets against. */
   cl_device_id phys[4];
   for (int i = 0; i < 4; i++)
-    phys[i] = clg_devices_at(devs, i + 1)->cl_device;
+    phys[i] = clg_cl_device_id(clg_devices_at(devs, i + 1));
   clg_devices_free(devs);
 
   /* Selection. */
@@ -449,7 +457,7 @@ static void test_four(void)
   if (clg_devices_count(devs) == 2) {
     check_host(devs);
     check_gpu_info(devs, 1, 0, 2);
-    CHECK(clg_devices_at(devs, 1)->cl_device == phys[2]);
+    CHECK(clg_cl_device_id(clg_devices_at(devs, 1)) == phys[2]);
     check_mapping(devs);
     check_find(devs, "/gpu:0", 1);
     check_find(devs, "/gpu:1", -1);
@@ -463,11 +471,11 @@ static void test_four(void)
   if (clg_devices_count(devs) == 3) {
     check_gpu_info(devs, 1, 0, 3);
     check_gpu_info(devs, 2, 1, 1);
-    CHECK(clg_devices_at(devs, 1)->cl_device == phys[3]);
-    CHECK(clg_devices_at(devs, 2)->cl_device == phys[1]);
+    CHECK(clg_cl_device_id(clg_devices_at(devs, 1)) == phys[3]);
+    CHECK(clg_cl_device_id(clg_devices_at(devs, 2)) == phys[1]);
     CHECK(devs->num_contexts == 1);
     cl_uint n = 0;
-    clGetContextInfo(devs->contexts[0], CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL);
+    clGetContextInfo(clg_cl_set_context(devs, 0), CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL);
     CHECK((int)n == distinct_cl_devices(devs));
     CHECK(n == (3 / per == 1 / per ? 1u : 2u)); /* physical 3 and 1: parts of one device? */
     char *got = clg_devices_mapping_string(devs);
@@ -555,13 +563,13 @@ static void test_four(void)
     check_gpu_info(devs, 1, 0, 0);
     check_gpu_info(devs, 2, 1, 0);
     clg_device *a = clg_devices_at(devs, 1), *b = clg_devices_at(devs, 2);
-    CHECK(a->cl_device == b->cl_device && a->cl_device == phys[0]);
-    CHECK(a->context == b->context && a->context_index == b->context_index);
-    CHECK(a->queue != b->queue);
+    CHECK(clg_cl_device_id(a) == clg_cl_device_id(b) && clg_cl_device_id(a) == phys[0]);
+    CHECK(clg_cl_context(a) == clg_cl_context(b) && a->context_index == b->context_index);
+    CHECK(clg_cl_queue(a) != clg_cl_queue(b));
     CHECK(a->info.memory_limit == 256ull << 20);
     CHECK(b->info.memory_limit == 256ull << 20);
     cl_uint n = 0;
-    clGetContextInfo(devs->contexts[0], CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL);
+    clGetContextInfo(clg_cl_set_context(devs, 0), CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL);
     CHECK(n == 1);
     check_mapping(devs);
     char *m2 = clg_devices_mapping_string(devs);
@@ -676,7 +684,7 @@ static void test_split(void)
   clg_devices *devs = open_devices(&cfg);
   CHECK(clg_devices_count(devs) == 5);
   for (int i = 0; i < 4 && clg_devices_count(devs) == 5; i++)
-    phys[i] = clg_devices_at(devs, i + 1)->cl_device;
+    phys[i] = clg_cl_device_id(clg_devices_at(devs, i + 1));
   uint64_t gmem = clg_devices_get(devs, 1)->global_mem;
   clg_devices_free(devs);
 
@@ -687,14 +695,14 @@ static void test_split(void)
   if (clg_devices_count(devs) == 9) {
     for (int i = 1; i <= 8; i++) {
       check_gpu_info(devs, i, i - 1, i - 1);
-      CHECK(clg_devices_at(devs, i)->cl_device == phys[(i - 1) / 2]);
+      CHECK(clg_cl_device_id(clg_devices_at(devs, i)) == phys[(i - 1) / 2]);
       CHECK(clg_devices_get(devs, i)->global_mem == gmem / 2);
       CHECK(clg_devices_get(devs, i)->max_alloc == 256ull << 20);
       CHECK(clg_devices_get(devs, i)->memory_limit == 0);
     }
     CHECK(devs->num_physical == 8 && devs->num_contexts == 1);
     cl_uint n = 0;
-    clGetContextInfo(devs->contexts[0], CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL);
+    clGetContextInfo(clg_cl_set_context(devs, 0), CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL);
     CHECK(n == 4);
     check_mapping(devs);
     check_shared_context_copy(devs, 1, 2, 8);
@@ -713,8 +721,8 @@ static void test_split(void)
     CHECK(clg_devices_get(devs, 1)->global_mem == 512ull << 20);
     CHECK(clg_devices_get(devs, 1)->max_alloc == 128ull << 20);
     CHECK(clg_devices_get(devs, 2)->global_mem == 1024ull << 20);
-    CHECK(clg_devices_at(devs, 1)->cl_device == phys[1]);
-    CHECK(clg_devices_at(devs, 2)->cl_device == phys[0]);
+    CHECK(clg_cl_device_id(clg_devices_at(devs, 1)) == phys[1]);
+    CHECK(clg_cl_device_id(clg_devices_at(devs, 2)) == phys[0]);
   }
   clg_devices_free(devs);
   setenv("CLGRAPH_VIRTUAL_DEVICES", "4x256", 1);
@@ -728,7 +736,7 @@ static void test_split(void)
     for (int i = 1; i <= 2; i++) {
       CHECK(clg_devices_get(devs, i)->physical_index == 5);
       CHECK(clg_devices_get(devs, i)->global_mem == 256ull << 20);
-      CHECK(clg_devices_at(devs, i)->cl_device == phys[1]);
+      CHECK(clg_cl_device_id(clg_devices_at(devs, i)) == phys[1]);
     }
     CHECK(clg_devices_get(devs, 1)->memory_limit == 100ull << 20);
     CHECK(clg_devices_get(devs, 2)->memory_limit == 50ull << 20);

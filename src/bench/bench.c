@@ -17,17 +17,17 @@ bool clg_bench_device_is_host(const clg_device *dev) { return dev->is_host; }
 
 cl_context clg_bench_device_context(const clg_device *dev)
 {
-  return dev->is_host ? NULL : dev->context;
+  return clg_cl_context(dev);
 }
 
 cl_device_id clg_bench_device_id(const clg_device *dev)
 {
-  return dev->is_host ? NULL : dev->cl_device;
+  return clg_cl_device_id(dev);
 }
 
 cl_command_queue clg_bench_device_queue(const clg_device *dev)
 {
-  return dev->is_host ? NULL : dev->queue;
+  return clg_cl_queue(dev);
 }
 
 static clg_window window_of(const clg_bench_window *g)

@@ -2,7 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "device/device.h"
+#include "device/opencl_handles.h"
 
 #define CLG_ERR(name)                                                                              \
   {                                                                                                \

@@ -1,40 +1,28 @@
-/* The device module's door: device-name specifications (TensorFlow's grammar), OpenCL
- * error names and info queries, and the device set with its OpenCL handles. */
+/* The device module's door: the device set, the device interface that each kind implements
+ * (src/backends/<kind>/), and opaque events. No OpenCL type here: an OpenCL device's
+ * handles, OpenCL error names and clg_cl_error are in device/opencl_handles.h, for the
+ * enumeration and the OpenCL backend. */
 #ifndef CLG_DEVICE_H
 #define CLG_DEVICE_H
 
 #include <stdbool.h>
 
-#ifndef CL_TARGET_OPENCL_VERSION /* device/clock.c asks for 2.1's declarations */
-#define CL_TARGET_OPENCL_VERSION 120
-#endif
-#include <CL/cl.h>
-
 #include "clgraph/device.h"
 #include "core/core.h"
 
-/* --- OpenCL errors and queries ------------------------------------------------------- */
-
-/* "CL_INVALID_BUFFER_SIZE" for -61, "CL_UNKNOWN_ERROR" otherwise. */
-const char *clg_cl_error_name(cl_int err);
-/* Records "<NAME> (<err>) in <call><context>" as an error with the code that fits
- * (RESOURCE_EXHAUSTED for -4/-5/-6 and CL_INVALID_BUFFER_SIZE, INTERNAL otherwise) and
- * returns it. context is free text such as " for node 'MatMul' on /device:GPU:1". */
-clg_code clg_cl_error(cl_int err, const char *call, const char *context_fmt, ...) CLG_PRINTF(3, 4);
-
 /* --- the device set ---------------------------------------------------------------- */
 
-/* One logical device. For the host, is_host is true and the cl_* handles are NULL. Virtual
- * devices of one physical device share its cl_device_id and context, each with its own
- * queue. */
+/* An OpenCL device's handles and the set's platforms and contexts (device/opencl_handles.h,
+ * for the enumeration and the OpenCL backend only; elsewhere they are opaque). */
+struct clg_cl_device;
+struct clg_cl_set;
+
+/* One logical device. For the host, is_host is true and cl is NULL. */
 typedef struct clg_device {
   clg_device_info info;
   bool is_host;
-  cl_platform_id platform;
-  cl_device_id cl_device;
-  cl_context context;     /* shared by the devices of one platform */
-  int context_index;      /* equal for devices that share a context */
-  cl_command_queue queue; /* in-order, profiling enabled */
+  struct clg_cl_device *cl; /* a local OpenCL device's handles: clg_cl_queue(dev), ... */
+  int context_index;        /* equal for devices that share a context */
   /* A device of another task (cluster): a description only, no handles; its table moves
    * nothing (the cluster module transfers values), its blocks are host memory. */
   bool remote;
@@ -47,10 +35,9 @@ struct clg_devices {
   int count;
   clg_device *devs; /* devs[0] is the host */
   int num_contexts;
-  cl_context *contexts; /* contexts[d.context_index] == d.context */
   /* Registry internals (device/registry.c). */
   int num_platforms;         /* every platform the ICD loader returned */
-  cl_platform_id *platforms; /* in the order the ICD loader returned them */
+  struct clg_cl_set *cl;     /* the platforms, contexts and devices' handles */
   int num_physical;          /* OpenCL devices of the chosen types, before the visible list */
   unsigned types;            /* the CLG_DEVTYPE_* mask in effect */
   /* Cluster: this process's task (-1 outside a cluster) and how many of devs are its own
@@ -70,10 +57,12 @@ clg_code clg_devices_add_remote(clg_devices *devs, const clg_device_info *info, 
 /* Device i of the set (0 = host). */
 clg_device *clg_devices_at(clg_devices *devs, int i);
 
-/* A block of device memory. For OpenCL devices mem is the region's cl_mem and offset the
- * byte offset in it; for the host, host points at the memory and mem is NULL. */
+/* A block of device memory. For devices with regions, mem is the device kind's handle of
+ * the block's region (an OpenCL device's cl_mem: only its backend turns it back, with
+ * clg_cl_mem) and offset the byte offset in it; for the host, host points at the memory and
+ * mem is NULL. */
 typedef struct clg_block {
-  cl_mem mem;
+  void *mem;
   size_t offset;
   size_t size; /* rounded size actually reserved */
   void *host;
@@ -94,9 +83,58 @@ clg_code clg_event_wait(int n, clg_event *const *events);
 bool clg_event_done(clg_event *e);
 /* When the command ran (ns, on its device's clock). FAILED_PRECONDITION for NULL. */
 clg_code clg_event_times(clg_event *e, uint64_t *start_ns, uint64_t *end_ns);
-/* The OpenCL event behind e, and the reverse (for the OpenCL device code only). */
-cl_event clg_event_cl(clg_event *e);
-clg_event *clg_event_from_cl(cl_event e);
+/* Retains e (not NULL) for a holder that needs it to stay valid; false when it cannot. */
+bool clg_event_hold(clg_event *e);
+/* Waits for e (not NULL), whatever its outcome: for a caller that asks nothing of it. */
+void clg_event_sync(clg_event *e);
+
+/* --- device memory ---------------------------------------------------------------------- */
+
+/* Why a buffer call failed: the error's name and number and the call, for messages. */
+typedef struct clg_region_err {
+  const char *name;
+  int code;
+  const char *call;
+} clg_region_err;
+
+/* What the allocator and the pinned pool (src/memory/) ask of a device kind with regions of
+ * its own memory. Regions, queues, contexts and buffers are the kind's opaque handles. */
+typedef struct clg_buffer_ops {
+  /* Whether dev has what the kind needs to allocate (a context, a device). */
+  bool (*device_ready)(const clg_device *dev);
+  /* Whether dev is a CPU-type device (PoCL's): its memory has no driver share. */
+  bool (*cpu_type)(const clg_device *dev);
+  /* Whether dev's memory is the host's (a CPU-type device, or unified memory). */
+  bool (*host_memory)(const clg_device *dev);
+  /* A key that names dev among the devices of its context. */
+  const void *(*device_key)(const clg_device *dev);
+  /* How many other devices of dev's context use host memory and are not skipped (skip is
+   * asked first, so a skipped device is not queried). 0 when the context cannot be asked. */
+  int (*count_peers)(const clg_device *dev, bool (*skip)(const void *key));
+  /* A queue of dev's context for memory's own commands (filling regions, mapping pinned
+   * buffers). NULL with *err filled on failure. */
+  void *(*queue_new)(const clg_device *dev, clg_region_err *err);
+  /* Waits for every command of the queue. */
+  void (*queue_finish)(void *queue);
+  void (*queue_release)(void *queue);
+  /* A reference to dev's context, for an owner that may outlive the device's own. */
+  void *(*context_retain)(const clg_device *dev);
+  void (*context_release)(void *context);
+  /* A region of size bytes, made real at once by filling it with zeros on queue (drivers
+   * allocate lazily and would otherwise fail in the middle of a kernel). NULL with *err
+   * filled when the device refuses it or the fill fails. */
+  void *(*region_create)(const clg_device *dev, void *queue, uint64_t size, clg_region_err *err);
+  /* The driver keeps a region while commands still use it. */
+  void (*region_release)(void *region);
+  /* A host-visible buffer (page-locked by drivers) of bytes, mapped for reading and writing:
+   * the pointer, with *mem its buffer; NULL (nothing left) when the device refuses it or the
+   * pointer is not a multiple of align. */
+  void *(*map_host)(void *context, void *queue, size_t bytes, size_t align, void **mem);
+  /* Unmaps and releases a buffer of map_host, waiting for the unmap. */
+  void (*unmap_host)(void *queue, void *mem, void *ptr);
+  /* The same for a buffer declined after mapping (its unmap not waited for by event). */
+  void (*decline_host)(void *queue, void *mem, void *ptr);
+} clg_buffer_ops;
 
 /* --- the device interface ------------------------------------------------------------- */
 
@@ -123,37 +161,30 @@ typedef struct clg_device_ops {
   /* Maps the device's event times to the host clock: device time + *offset = host time,
    * within +-*error_ns (see clg_device_clock_offset). Taken once per traced run. */
   clg_code (*clock_offset)(clg_device *dev, int64_t *host_minus_device_ns, uint64_t *error_ns);
+  /* Regions of the device's own memory; NULL where blocks are host memory (the host, a
+   * remote device). */
+  const clg_buffer_ops *buffers;
 } clg_device_ops;
 
 /* The table of dev. */
 const clg_device_ops *clg_device_ops_of(const clg_device *dev);
 
-/* --- data movement (device/transfer.c) ------------------------------------------------ */
+/* --- OpenCL data movement (backends/opencl/transfer.c) ---------------------------------- */
+
+/* Declared here, not in the OpenCL backend's door, while src/ops/ still calls them; their
+ * callers move to the device table (upload, download, copy_from_peer). mem is a block's
+ * region handle (an OpenCL device's cl_mem). */
 
 /* Blocking write of bytes from host to (mem, offset) on dev's queue. */
-clg_code clg_device_upload(clg_device *dev, cl_mem mem, size_t offset, const void *host,
+clg_code clg_device_upload(clg_device *dev, void *mem, size_t offset, const void *host,
                            size_t bytes);
 /* Blocking read of bytes from (mem, offset) on dev's queue (after all work queued there). */
-clg_code clg_device_download(clg_device *dev, cl_mem mem, size_t offset, void *host, size_t bytes);
+clg_code clg_device_download(clg_device *dev, void *mem, size_t offset, void *host, size_t bytes);
 /* Copies within one context, enqueued on dst's queue after `wait` (may be NULL); *done
  * (if not NULL) receives an event for the copy. Devices of different contexts:
  * UNIMPLEMENTED (callers stage through the host). */
-clg_code clg_device_copy(clg_device *dst, cl_mem dst_mem, size_t dst_offset, const clg_device *src,
-                         cl_mem src_mem, size_t src_offset, size_t bytes, cl_event wait,
-                         cl_event *done);
-/* An event that completes when everything enqueued on dev's queue so far has completed. */
-clg_code clg_device_marker(clg_device *dev, cl_event *event);
-/* Waits for everything enqueued on dev's queue. */
-clg_code clg_device_finish(clg_device *dev);
-/* How far the host's monotonic clock (clg_now_ns) is ahead of dev's profiling clock: device
- * time + *host_minus_device_ns = host time, to within +-*error_ns (0 and 0 for the host).
- * From clGetDeviceAndHostTimer bracketed by two host readings when the device is OpenCL >=
- * 2.1 and its platform has a host timer; else from markers: a marker's QUEUED time is taken
- * during the enqueue call and its END before the wait returns, so each marker bounds the
- * offset from both sides, and the bounds of a few markers are intersected. */
-clg_code clg_device_clock_offset(clg_device *dev, int64_t *host_minus_device_ns,
-                                 uint64_t *error_ns);
-/* Profiling times (ns, device clock) of a completed event. */
-clg_code clg_device_event_times(cl_event event, uint64_t *start_ns, uint64_t *end_ns);
+clg_code clg_device_copy(clg_device *dst, void *dst_mem, size_t dst_offset, const clg_device *src,
+                         void *src_mem, size_t src_offset, size_t bytes, clg_event *wait,
+                         clg_event **done);
 
 #endif

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "device/device.h"
+#include "device/opencl_handles.h"
 
 /* Vendor queries that the Khronos headers lack or may lack (opencl-practice.md, 3). */
 #define CLG_CL_PCI_BUS_INFO_KHR 0x410F
@@ -431,10 +431,10 @@ static clg_code enumerate(clg_devices *devs, unsigned types, phys_device **out, 
     return CLG_OK; /* no OpenCL at all: the host alone */
   if (err != CL_SUCCESS)
     return clg_cl_error(err, "clGetPlatformIDs", " counting platforms");
-  devs->platforms = calloc(np, sizeof *devs->platforms);
-  if (!devs->platforms)
+  devs->cl->platforms = calloc(np, sizeof *devs->cl->platforms);
+  if (!devs->cl->platforms)
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory listing platforms");
-  err = clGetPlatformIDs(np, devs->platforms, NULL);
+  err = clGetPlatformIDs(np, devs->cl->platforms, NULL);
   if (err != CL_SUCCESS)
     return clg_cl_error(err, "clGetPlatformIDs", " listing %u platforms", np);
   devs->num_platforms = (int)np;
@@ -448,7 +448,7 @@ static clg_code enumerate(clg_devices *devs, unsigned types, phys_device **out, 
   int n = 0;
   for (cl_uint p = 0; p < np; p++) {
     cl_uint nd = 0;
-    err = clGetDeviceIDs(devs->platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd);
+    err = clGetDeviceIDs(devs->cl->platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd);
     if (err == CL_DEVICE_NOT_FOUND || (err == CL_SUCCESS && nd == 0))
       continue;
     if (err != CL_SUCCESS) {
@@ -464,7 +464,7 @@ static clg_code enumerate(clg_devices *devs, unsigned types, phys_device **out, 
       return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory listing devices");
     }
     list = grown;
-    err = clGetDeviceIDs(devs->platforms[p], CL_DEVICE_TYPE_ALL, nd, ids, NULL);
+    err = clGetDeviceIDs(devs->cl->platforms[p], CL_DEVICE_TYPE_ALL, nd, ids, NULL);
     if (err != CL_SUCCESS) {
       clg_log(CLG_LOG_WARNING, "OpenCL platform %u skipped: %s (%d) in clGetDeviceIDs", p,
               clg_cl_error_name(err), (int)err);
@@ -667,8 +667,8 @@ static clg_code fill_gpu(clg_device *d, const phys_device *ph, cl_platform_id pl
   cl_uint cu = 0, align_bits = 0;
   cl_ulong gmem = 0, maxalloc = 0;
   d->is_host = false;
-  d->platform = platform;
-  d->cl_device = ph->id;
+  d->cl->platform = platform;
+  d->cl->device = ph->id;
   info->type = "GPU";
   info->id = id;
   info->cl_type = cl_type_name(ph->type);
@@ -744,9 +744,9 @@ static clg_code fill_gpu(clg_device *d, const phys_device *ph, cl_platform_id pl
 /* One context per platform, holding that platform's visible devices. */
 static clg_code create_contexts(clg_devices *devs)
 {
-  devs->contexts = calloc((size_t)devs->num_platforms + 1, sizeof *devs->contexts);
+  devs->cl->contexts = calloc((size_t)devs->num_platforms + 1, sizeof *devs->cl->contexts);
   cl_device_id *ids = calloc((size_t)devs->count + 1, sizeof *ids);
-  if (!devs->contexts || !ids) {
+  if (!devs->cl->contexts || !ids) {
     free(ids);
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating contexts");
   }
@@ -754,35 +754,36 @@ static clg_code create_contexts(clg_devices *devs)
     cl_uint n = 0;
     for (int i = 1; i < devs->count; i++) {
       clg_device *d = &devs->devs[i];
-      if (d->platform != devs->platforms[p])
+      if (d->cl->platform != devs->cl->platforms[p])
         continue;
       bool seen = false; /* virtual devices repeat their physical device */
       for (cl_uint k = 0; k < n; k++)
-        seen = seen || ids[k] == d->cl_device;
+        seen = seen || ids[k] == d->cl->device;
       if (!seen)
-        ids[n++] = d->cl_device;
+        ids[n++] = d->cl->device;
       d->context_index = devs->num_contexts;
     }
     if (n == 0)
       continue;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)devs->platforms[p],
-                                     0};
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                     (cl_context_properties)devs->cl->platforms[p], 0};
     cl_int err = CL_SUCCESS;
     cl_context ctx = clCreateContext(props, n, ids, NULL, NULL, &err);
     if (err != CL_SUCCESS || !ctx) {
       free(ids);
       return clg_cl_error(err, "clCreateContext", " for %u devices of OpenCL platform %d", n, p);
     }
-    devs->contexts[devs->num_contexts++] = ctx;
+    devs->cl->contexts[devs->num_contexts++] = ctx;
   }
   free(ids);
   for (int i = 1; i < devs->count; i++) {
     clg_device *d = &devs->devs[i];
-    d->context = devs->contexts[d->context_index];
+    d->cl->context = devs->cl->contexts[d->context_index];
     cl_int err = CL_SUCCESS;
-    d->queue = clCreateCommandQueue(d->context, d->cl_device, CL_QUEUE_PROFILING_ENABLE, &err);
-    if (err != CL_SUCCESS || !d->queue) {
-      d->queue = NULL;
+    d->cl->queue =
+        clCreateCommandQueue(d->cl->context, d->cl->device, CL_QUEUE_PROFILING_ENABLE, &err);
+    if (err != CL_SUCCESS || !d->cl->queue) {
+      d->cl->queue = NULL;
       return clg_cl_error(err, "clCreateCommandQueue", " for %s", d->info.name);
     }
   }
@@ -805,6 +806,10 @@ clg_code clg_devices_new(const clg_device_config *cfg, clg_devices **out)
     return code;
 
   clg_devices *devs = calloc(1, sizeof *devs);
+  if (devs && !(devs->cl = calloc(1, sizeof *devs->cl))) {
+    free(devs);
+    devs = NULL;
+  }
   if (!devs)
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating the device set");
   devs->types = types;
@@ -845,7 +850,8 @@ clg_code clg_devices_new(const clg_device_config *cfg, clg_devices **out)
   for (int v = 0; v < nvis; v++)
     total += cfg->num_virtual > 0 ? cfg->virtual_devices[v].count : 1;
   devs->devs = calloc((size_t)total, sizeof *devs->devs);
-  if (!devs->devs) {
+  devs->cl->devices = calloc((size_t)total, sizeof *devs->cl->devices);
+  if (!devs->devs || !devs->cl->devices) {
     code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating %d devices", total);
     goto fail;
   }
@@ -858,7 +864,8 @@ clg_code clg_devices_new(const clg_device_config *cfg, clg_devices **out)
     for (int k = 0; k < split && code == CLG_OK; k++, next++) {
       clg_device *d = &devs->devs[next];
       d->info.index = next;
-      code = fill_gpu(d, ph, devs->platforms[ph->platform_index], order[v], next - 1);
+      d->cl = &devs->cl->devices[next];
+      code = fill_gpu(d, ph, devs->cl->platforms[ph->platform_index], order[v], next - 1);
       if (cfg->num_virtual > 0)
         d->info.memory_limit = (uint64_t)cfg->virtual_devices[v].memory_limit_mb[k] << 20;
     }
@@ -887,8 +894,8 @@ void clg_devices_free(clg_devices *devs)
   /* The memory module releases each device's allocator before the set goes. */
   for (int i = 0; i < devs->count; i++) {
     clg_device *d = &devs->devs[i];
-    if (d->queue)
-      clReleaseCommandQueue(d->queue);
+    if (d->cl && d->cl->queue)
+      clReleaseCommandQueue(d->cl->queue);
     clg_device_info *info = &d->info;
     free((char *)info->name);
     free((char *)info->full_name);
@@ -900,10 +907,14 @@ void clg_devices_free(clg_devices *devs)
     free((char *)info->pci_bus_id);
   }
   for (int c = 0; c < devs->num_contexts; c++)
-    clReleaseContext(devs->contexts[c]);
+    clReleaseContext(devs->cl->contexts[c]);
   free(devs->devs);
-  free(devs->contexts);
-  free(devs->platforms);
+  if (devs->cl) {
+    free(devs->cl->contexts);
+    free(devs->cl->platforms);
+    free(devs->cl->devices);
+    free(devs->cl);
+  }
   free(devs);
 }
 

@@ -2,9 +2,9 @@
  * options (reserve-all, allow_growth, fraction, virtual-device limit, the environment
  * overrides) turned into a limit, an alignment and a mode; destruction; the accessors.
  *
- * Devices with regions: each region is one buffer of the region backend (region_cl.c) of at
- * most CL_DEVICE_MAX_MEM_ALLOC_SIZE bytes, carved into blocks by clg_suballoc (regions.c
- * holds the policy, blocks.c the calls). The host CPU:0: each block is its own aligned
+ * Devices with regions: each region is one buffer of the device kind's buffer table
+ * (clg_buffer_ops) of at most the device's largest allocation, carved into blocks by clg_suballoc
+ * (regions.c holds the policy, blocks.c the calls). The host CPU:0: each block is its own aligned
  * malloc (hostblocks.c). One mutex per allocator covers everything; it is dropped only
  * while waiting for events of blocks that were freed with a command still using them
  * (pending.c). memory_internal.h lists the files.
@@ -60,7 +60,7 @@ static uint64_t card_system_memory(const clg_device *dev, clg_logq *q)
                                  (double)total / (double)(1ull << 30)));
   else if (got == 1)
     return want;
-  if (clg_region_cpu_type(dev))
+  if (clg_device_ops_of(dev)->buffers->cpu_type(dev))
     return 0;
   uint64_t sys = 500 * MiB;
   int cc = dev->info.nv_cc_major;
@@ -102,7 +102,8 @@ clg_code clg_allocator_new(clg_device *dev, const clg_memory_options *opt, clg_a
                      "per_process_gpu_memory_fraction = %s is out of range: it must be in [0, 1] "
                      "(0 means the whole memory)",
                      clg_double_text(f, text));
-  if (!dev->is_host && !clg_region_device_ready(dev))
+  const clg_buffer_ops *buf = dev->is_host ? NULL : clg_device_ops_of(dev)->buffers;
+  if (!dev->is_host && (!buf || !buf->device_ready(dev)))
     return clg_error(CLG_INVALID_ARGUMENT, "clg_allocator_new: %s has no OpenCL context",
                      dev->info.name ? dev->info.name : "the device");
 
@@ -110,6 +111,7 @@ clg_code clg_allocator_new(clg_device *dev, const clg_memory_options *opt, clg_a
   if (!a)
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory creating an allocator");
   a->dev = dev;
+  a->buf = buf;
   a->is_host = dev->is_host;
   clg_logq q = {0};
   if (a->is_host) {
@@ -147,7 +149,7 @@ clg_code clg_allocator_new(clg_device *dev, const clg_memory_options *opt, clg_a
     a->gc = gc != 0;
     a->growth = o.allow_growth;
 
-    /* Offsets must suit the device (CL_DEVICE_MEM_BASE_ADDR_ALIGN) and TensorFlow's 256. */
+    /* Offsets must suit the device (its base address alignment) and TensorFlow's 256. */
     uint64_t align = 256;
     while (align < dev->info.base_addr_align)
       align *= 2;
@@ -166,7 +168,7 @@ clg_code clg_allocator_new(clg_device *dev, const clg_memory_options *opt, clg_a
         CLG_ALLOC_GROWTH_FIRST_REGION < a->limit ? CLG_ALLOC_GROWTH_FIRST_REGION : a->limit;
     if (a->next_region_size < align)
       a->next_region_size = align;
-    a->host_memory = clg_region_host_memory(dev);
+    a->host_memory = buf->host_memory(dev);
     a->sa = clg_suballoc_new(align);
     if (!a->sa) {
       free(a);

@@ -106,7 +106,7 @@ bool clg_blocks_is_live(clg_allocator *a, const clg_block *b)
   return true;
 }
 
-void clg_allocator_free(clg_allocator *a, const clg_block *b, clg_mem_event pending_event)
+void clg_allocator_free(clg_allocator *a, const clg_block *b, clg_event *pending_event)
 {
   if (!a || !b || b->size == 0)
     return;

@@ -39,7 +39,7 @@ static bool host_share_listed(const void *d)
 
 int clg_hostshare_count(const clg_device *dev)
 {
-  return clg_region_count_peers(dev, host_share_listed) + 1;
+  return clg_device_ops_of(dev)->buffers->count_peers(dev, host_share_listed) + 1;
 }
 
 bool clg_hostshare_add(const clg_device *dev)
@@ -52,13 +52,13 @@ bool clg_hostshare_add(const clg_device *dev)
     host_share.reserved = p;
     host_share.cap = cap;
   }
-  host_share.reserved[host_share.num++] = clg_region_device_key(dev);
+  host_share.reserved[host_share.num++] = clg_device_ops_of(dev)->buffers->device_key(dev);
   return true;
 }
 
 void clg_hostshare_remove(const clg_device *dev)
 {
-  const void *key = clg_region_device_key(dev);
+  const void *key = clg_device_ops_of(dev)->buffers->device_key(dev);
   pthread_mutex_lock(&host_share.mu);
   for (int i = 0; i < host_share.num; i++)
     if (host_share.reserved[i] == key) {

@@ -3,11 +3,11 @@
  * Two layers:
  *  - clg_suballoc: the allocation algorithm on plain offsets inside numbered regions. No
  *    OpenCL: testable anywhere, millions of operations a second.
- *  - clg_allocator: one per device. It owns the regions (cl_mem buffers, or aligned host
- *    memory for CPU:0), applies TensorFlow's memory options (reserve-all, allow_growth,
- *    fraction, virtual-device limit, CLGRAPH_FORCE_GPU_ALLOW_GROWTH), keeps statistics,
- *    and hands out clg_block values. Thread-safe.
- * And clg_pinned: page-locked host memory for large host tensors, which GPUs copy fastest.
+ *  - clg_allocator: one per device. It owns the regions (buffers of the device kind's
+ *    buffer table, or aligned host memory for CPU:0), applies TensorFlow's memory options
+ * (reserve-all, allow_growth, fraction, virtual-device limit, CLGRAPH_FORCE_GPU_ALLOW_GROWTH),
+ * keeps statistics, and hands out clg_block values. Thread-safe. And clg_pinned: page-locked host
+ * memory for large host tensors, which GPUs copy fastest.
  */
 #ifndef CLG_MEMORY_H
 #define CLG_MEMORY_H
@@ -62,10 +62,6 @@ void clg_suballoc_walk(const clg_suballoc *a, clg_suballoc_visit visit, void *us
 
 typedef struct clg_allocator clg_allocator;
 
-/* The event a free may wait for. OpenCL's today, as callers hold it; named here once, so
- * that the allocator's files treat it as the region backend's handle (memory_internal.h). */
-typedef cl_event clg_mem_event;
-
 /* Creates the allocator for dev with the given options (NULL: the defaults). A fraction
  * outside [0, 1] (or NaN) is INVALID_ARGUMENT. For an OpenCL device the limit is: the
  * virtual device's memory_limit if set, else fraction x global memory if fraction > 0,
@@ -73,8 +69,9 @@ typedef cl_event clg_mem_event;
  * below 2 GiB, else 500 MiB, or for NVIDIA by compute capability 1050 MiB for 7.x, 1536 for
  * 8.x, 1800 from 9.0; none for CPU-type OpenCL devices such as PoCL's; any device:
  * CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB), rounded down to the alignment (a power of two >= 256
- * and >= CL_DEVICE_MEM_BASE_ADDR_ALIGN). Regions are at most CL_DEVICE_MAX_MEM_ALLOC_SIZE bytes
- * and are filled with zeros when created, so that lazy drivers commit them at once.
+ * and >= the device's base address alignment). Regions are at most the device's largest
+ * allocation (info.max_alloc) bytes and are filled with zeros when created, so that lazy drivers
+ * commit them at once.
  *  - default (no allow_growth): the first allocation reserves the whole limit (as
  *    TensorFlow's BFC allocator does at its first AllocateRaw), in as few regions as
  *    max_alloc allows. Creating the allocator touches no device memory. A region the
@@ -99,7 +96,7 @@ void clg_allocator_destroy(clg_allocator *a);
  * RESOURCE_EXHAUSTED "OOM when allocating <bytes> bytes on <device full name> by
  * allocator <GPU_0_bfc>: in use <n> bytes, limit <n> bytes, largest free block <n> bytes"
  * (followed by "; ..." with the reason when a region could not be created or the request
- * exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE), and TensorFlow's "Allocator (GPU_0_bfc) ran out
+ * exceeds the device's largest allocation), and TensorFlow's "Allocator (GPU_0_bfc) ran out
  * of memory trying to allocate ..." summary logged at warning level. Nothing else
  * changes: the allocator stays usable. Before failing it waits (at most 10 s) for blocks
  * freed with a pending event. */
@@ -109,7 +106,7 @@ clg_code clg_allocator_alloc(clg_allocator *a, size_t bytes, clg_block *out);
  * before that event completes (or fails); the allocator retains the event and releases it.
  * The block counts as freed in the statistics at once (bytes_pending until reclaimed).
  * A block that is not live in this allocator is logged as an error and ignored. */
-void clg_allocator_free(clg_allocator *a, const clg_block *b, clg_mem_event pending);
+void clg_allocator_free(clg_allocator *a, const clg_block *b, clg_event *pending);
 
 void clg_allocator_stats(clg_allocator *a, clg_memory_stats *out);
 /* Peak in use := in use; num_allocs := 0; largest_alloc_size := 0. */
@@ -163,9 +160,9 @@ void clg_allocator_options(const clg_allocator *a, clg_memory_options *out);
 
 /* --- pinned host memory (memory/pinned.c) -------------------------------------------- */
 
-/* A pool of mapped CL_MEM_ALLOC_HOST_PTR buffers in dev's context, up to `limit` bytes
- * pinned at once: the host tensor provider (core.h) while the process state lives. NULL
- * when dev is not an OpenCL device, limit is 0 or the pool cannot be made (logged). */
+/* A pool of mapped host-visible buffers (the device kind's map_host) in dev's context, up to
+ * `limit` bytes pinned at once: the host tensor provider (core.h) while the process state lives.
+ * NULL when dev is not an OpenCL device, limit is 0 or the pool cannot be made (logged). */
 typedef struct clg_pinned clg_pinned;
 clg_pinned *clg_pinned_new(const clg_device *dev, size_t limit);
 /* The owner's release: frees the kept buffers; the pool goes when the last buffer in use

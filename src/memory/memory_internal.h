@@ -12,9 +12,9 @@
  *   stats.c       statistics; dump.c readable and JSON maps, the OOM report
  *   validate.c    invariants, for tests; labels.c labels and snapshots for memory maps
  *   alloclog.c    messages kept until the lock is dropped, readable byte counts
- *   region_cl.c   the region backend: every OpenCL call of src/memory/
- * None but region_cl.c names an OpenCL function or type: regions and queues are void *
- * handles here, and events the door's clg_mem_event.
+ * Device memory comes from the device kind's buffer table (clg_buffer_ops in device.h, the
+ * OpenCL one in src/backends/opencl/buffers.c): no file here calls a driver, regions and
+ * queues are opaque handles and events the device module's clg_event.
  */
 #ifndef CLG_MEMORY_INTERNAL_H
 #define CLG_MEMORY_INTERNAL_H
@@ -27,60 +27,6 @@
 #define CLG_ALLOC_HOST_MAGIC 0x636c6762u /* "clgb" */
 #define CLG_ALLOC_GROWTH_FIRST_REGION (2ull << 20)
 
-/* --- the region backend (region_cl.c) ------------------------------------------------ */
-
-/* Why a backend call failed: the error's name and number and the call, for messages. */
-typedef struct clg_region_err {
-  const char *name;
-  int code;
-  const char *call;
-} clg_region_err;
-
-/* A queue of dev's context for the module's own commands (filling regions, mapping pinned
- * buffers). NULL with *err filled on failure. */
-void *clg_region_queue_new(const clg_device *dev, clg_region_err *err);
-/* Waits for every command of the queue. */
-void clg_region_queue_finish(void *queue);
-void clg_region_queue_release(void *queue);
-/* A reference to dev's context, for an owner that may outlive the device's own. */
-void *clg_region_context_retain(const clg_device *dev);
-void clg_region_context_release(void *context);
-
-/* A region of size bytes in dev's context, made real at once by filling it with zeros on
- * queue (drivers allocate lazily and would otherwise fail in the middle of a kernel). NULL
- * with *err filled when the device refuses it or the fill fails. */
-void *clg_region_create(const clg_device *dev, void *queue, uint64_t size, clg_region_err *err);
-/* The driver keeps a region while commands still use it. */
-void clg_region_release(void *region);
-
-/* A host-visible buffer (CL_MEM_ALLOC_HOST_PTR: page-locked by drivers) of bytes, mapped for
- * reading and writing: the pointer, with *mem its buffer; NULL (nothing left) when the device
- * refuses it or the pointer is not a multiple of align. */
-void *clg_region_map_host(void *context, void *queue, size_t bytes, size_t align, void **mem);
-/* Unmaps and releases a buffer of clg_region_map_host, waiting for the unmap. */
-void clg_region_unmap_host(void *queue, void *mem, void *ptr);
-/* The same for a buffer declined after mapping (its unmap not waited for by event). */
-void clg_region_decline_host(void *queue, void *mem, void *ptr);
-
-/* Whether ev's command may still be running (queued, submitted, running); false when it
- * completed, failed or cannot be asked. */
-bool clg_region_event_pending(clg_mem_event ev);
-bool clg_region_event_retain(clg_mem_event ev);
-void clg_region_event_release(clg_mem_event ev);
-void clg_region_event_wait(clg_mem_event ev);
-
-/* Whether dev has what the backend needs (an OpenCL context and device). */
-bool clg_region_device_ready(const clg_device *dev);
-/* Whether dev is a CPU-type OpenCL device (PoCL's): its memory has no driver share. */
-bool clg_region_cpu_type(const clg_device *dev);
-/* Whether dev's memory is the host's (a CPU-type device, or unified memory). */
-bool clg_region_host_memory(const clg_device *dev);
-/* A key that names dev among the devices of its context. */
-const void *clg_region_device_key(const clg_device *dev);
-/* How many other devices of dev's context use host memory and are not skipped (skip is
- * asked first, so a skipped device is not queried). 0 when the context cannot be asked. */
-int clg_region_count_peers(const clg_device *dev, bool (*skip)(const void *key));
-
 /* --- the allocator's state --------------------------------------------------------- */
 
 typedef struct clg_alloc_region {
@@ -90,7 +36,7 @@ typedef struct clg_alloc_region {
 
 typedef struct clg_alloc_pending {
   clg_block block;
-  clg_mem_event event;
+  clg_event *event;
 } clg_alloc_pending;
 
 /* Host block header; the memory follows it at CLG_ALLOC_HOST_ALIGN. */
@@ -118,6 +64,7 @@ typedef struct clg_logq {
 
 struct clg_allocator {
   clg_device *dev;
+  const clg_buffer_ops *buf; /* the device kind's regions; NULL for the host */
   char name[32];
   clg_memory_options opt; /* effective: after CLGRAPH_FORCE_GPU_ALLOW_GROWTH */
   bool is_host, growth, gc;
@@ -226,7 +173,7 @@ typedef bool (*clg_pending_retry)(clg_allocator *a, uint64_t rounded, clg_block 
 bool clg_pending_wait(clg_allocator *a, uint64_t rounded, clg_block *out, clg_pending_retry retry);
 /* Keeps live block b from reuse until ev completes; false when ev already completed (or
  * the wait happened here), so the caller releases b at once. */
-bool clg_pending_defer(clg_allocator *a, const clg_block *b, clg_mem_event ev);
+bool clg_pending_defer(clg_allocator *a, const clg_block *b, clg_event *ev);
 /* Whether the block at (region, offset), or host block p, waits for an event. */
 bool clg_pending_has(const clg_allocator *a, uint32_t region, uint64_t offset);
 bool clg_pending_has_host(const clg_allocator *a, const void *p);

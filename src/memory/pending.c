@@ -1,6 +1,6 @@
 /* Blocks freed while a command may still use them (clg_allocator_free with an event): kept
- * from reuse until the event completes or fails, the event retained meanwhile. The region
- * backend answers for events; the lock is held throughout, except while waiting. */
+ * from reuse until the event completes or fails, the event retained meanwhile (the device
+ * module's events); the lock is held throughout, except while waiting. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -20,11 +20,11 @@ size_t clg_pending_reclaim(clg_allocator *a)
 {
   size_t done = 0;
   for (size_t i = 0; i < a->num_pend;) {
-    if (clg_region_event_pending(a->pend[i].event)) {
+    if (!clg_event_done(a->pend[i].event)) {
       i++;
       continue;
     }
-    clg_region_event_release(a->pend[i].event);
+    clg_event_release(a->pend[i].event);
     a->bytes_pending -= a->pend[i].block.size;
     clg_blocks_release_now(a, &a->pend[i].block);
     a->pend[i] = a->pend[--a->num_pend];
@@ -56,9 +56,9 @@ bool clg_pending_wait(clg_allocator *a, uint64_t rounded, clg_block *out, clg_pe
   return retry(a, rounded, out);
 }
 
-bool clg_pending_defer(clg_allocator *a, const clg_block *b, clg_mem_event ev)
+bool clg_pending_defer(clg_allocator *a, const clg_block *b, clg_event *ev)
 {
-  if (!clg_region_event_pending(ev))
+  if (clg_event_done(ev))
     return false;
   if (a->num_pend == a->cap_pend) {
     size_t cap = a->cap_pend ? a->cap_pend * 2 : 16;
@@ -68,14 +68,14 @@ bool clg_pending_defer(clg_allocator *a, const clg_block *b, clg_mem_event ev)
       a->cap_pend = cap;
     }
   }
-  if (a->num_pend < a->cap_pend && clg_region_event_retain(ev)) {
+  if (a->num_pend < a->cap_pend && clg_event_hold(ev)) {
     a->pend[a->num_pend++] = (clg_alloc_pending){*b, ev};
     a->bytes_pending += b->size;
     return true;
   }
   /* No room to remember it: wait here rather than hand the block out early. */
   pthread_mutex_unlock(&a->mu);
-  clg_region_event_wait(ev);
+  clg_event_sync(ev);
   pthread_mutex_lock(&a->mu);
   return false;
 }
@@ -99,6 +99,6 @@ bool clg_pending_has_host(const clg_allocator *a, const void *p)
 void clg_pending_free_all(clg_allocator *a)
 {
   for (size_t i = 0; i < a->num_pend; i++)
-    clg_region_event_release(a->pend[i].event);
+    clg_event_release(a->pend[i].event);
   free(a->pend);
 }

@@ -8,8 +8,8 @@
  * buffer handed out holds a reference: the pool (its context and queue, needed to unmap)
  * goes when the owner has closed it and the last buffer has come back. Freed buffers are
  * kept for the next tensor of the same size while the pool is open; everything pinned, kept
- * or in use, stays under the limit. Buffers, queue and context are the region backend's
- * (region_cl.c), which makes every OpenCL call. */
+ * or in use, stays under the limit. Buffers, queue and context are the device kind's
+ * (its buffer table, clg_buffer_ops), which makes every driver call. */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -25,6 +25,7 @@ struct clg_host_buf {
 
 struct clg_pinned {
   pthread_mutex_t mu;
+  const clg_buffer_ops *ops;
   void *context, *queue; /* the backend's */
   int refs;              /* the owner's, while open, and one per buffer handed out */
   bool open;             /* the owner has not closed it */
@@ -34,35 +35,37 @@ struct clg_pinned {
 
 static void buf_destroy(clg_pinned *p, clg_host_buf *b)
 {
-  clg_region_unmap_host(p->queue, b->mem, b->ptr);
+  p->ops->unmap_host(p->queue, b->mem, b->ptr);
   p->pinned -= b->bytes;
   free(b);
 }
 
 static void pool_destroy(clg_pinned *p)
 {
-  clg_region_queue_release(p->queue);
-  clg_region_context_release(p->context);
+  p->ops->queue_release(p->queue);
+  p->ops->context_release(p->context);
   pthread_mutex_destroy(&p->mu);
   free(p);
 }
 
 clg_pinned *clg_pinned_new(const clg_device *dev, size_t limit)
 {
-  if (!dev || dev->is_host || !dev->context || limit == 0)
+  const clg_buffer_ops *ops = dev && !dev->is_host ? clg_device_ops_of(dev)->buffers : NULL;
+  if (!ops || !ops->device_ready(dev) || limit == 0)
     return NULL;
   clg_pinned *p = calloc(1, sizeof *p);
   if (!p)
     return NULL;
+  p->ops = ops;
   clg_region_err err;
-  p->queue = clg_region_queue_new(dev, &err);
+  p->queue = ops->queue_new(dev, &err);
   if (!p->queue) {
     clg_log(CLG_LOG_WARNING, "pinned host memory is off: %s on %s failed: %s", err.call,
             dev->info.name, err.name);
     free(p);
     return NULL;
   }
-  p->context = clg_region_context_retain(dev);
+  p->context = ops->context_retain(dev);
   pthread_mutex_init(&p->mu, NULL);
   p->refs = 1;
   p->open = true;
@@ -106,13 +109,13 @@ void *clg_pinned_alloc(void *pool, size_t bytes, clg_host_buf **out)
   }
   if (!b && bytes <= p->limit - p->pinned) {
     void *mem = NULL;
-    void *ptr = clg_region_map_host(p->context, p->queue, bytes, 64, &mem);
+    void *ptr = p->ops->map_host(p->context, p->queue, bytes, 64, &mem);
     b = ptr ? malloc(sizeof *b) : NULL;
     if (b) {
       *b = (clg_host_buf){p, mem, ptr, bytes, NULL};
       p->pinned += bytes;
     } else if (ptr) { /* declined: the tensor takes plain memory */
-      clg_region_decline_host(p->queue, mem, ptr);
+      p->ops->decline_host(p->queue, mem, ptr);
     }
   }
   if (b)

@@ -35,16 +35,16 @@ static clg_code region_create(clg_allocator *a, uint64_t size)
   }
   clg_region_err err;
   if (!a->fill_queue) {
-    a->fill_queue = clg_region_queue_new(a->dev, &err);
+    a->fill_queue = a->buf->queue_new(a->dev, &err);
     if (!a->fill_queue)
       return region_fail(a, size, &err);
   }
   uint64_t t0 = clg_now_ns();
-  void *mem = clg_region_create(a->dev, a->fill_queue, size, &err);
+  void *mem = a->buf->region_create(a->dev, a->fill_queue, size, &err);
   if (!mem)
     return region_fail(a, size, &err);
   if (clg_suballoc_add_region(a->sa, slot, size) != CLG_OK) {
-    clg_region_release(mem);
+    a->buf->region_release(mem);
     return clg_error_prefix("%s: ", a->name);
   }
   a->regions[slot] = (clg_alloc_region){mem, size};
@@ -60,7 +60,7 @@ static clg_code region_create(clg_allocator *a, uint64_t size)
 static void region_destroy(clg_allocator *a, uint32_t slot)
 {
   clg_suballoc_remove_region(a->sa, slot);
-  clg_region_release(a->regions[slot].mem);
+  a->buf->region_release(a->regions[slot].mem);
   a->reserved -= a->regions[slot].size;
   a->regions[slot] = (clg_alloc_region){NULL, 0};
   while (a->num_slots && !a->regions[a->num_slots - 1].mem)
@@ -244,10 +244,10 @@ void clg_regions_free_all(clg_allocator *a)
 {
   for (uint32_t i = 0; i < a->num_slots; i++)
     if (a->regions[i].mem)
-      clg_region_release(a->regions[i].mem); /* the driver keeps it while commands use it */
+      a->buf->region_release(a->regions[i].mem); /* the driver keeps it while commands use it */
   free(a->regions);
   if (a->fill_queue) {
-    clg_region_queue_finish(a->fill_queue);
-    clg_region_queue_release(a->fill_queue);
+    a->buf->queue_finish(a->fill_queue);
+    a->buf->queue_release(a->fill_queue);
   }
 }

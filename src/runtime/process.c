@@ -77,7 +77,8 @@ static void process_destroy(clg_process *p)
   if (p->allocs && p->devs)
     for (int i = 0; i < p->devs->count; i++)
       if (p->allocs[i]) {
-        clg_device_finish(clg_devices_at(p->devs, i));
+        clg_device *dev = clg_devices_at(p->devs, i);
+        clg_device_ops_of(dev)->finish(dev);
         clg_allocator_destroy(p->allocs[i]);
       }
   clg_cl_release_all();

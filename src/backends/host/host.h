@@ -7,6 +7,25 @@
 
 #include "backends/backend.h"
 
+/* --- the device table (device.c) ------------------------------------------------------ */
+
+/* CPU:0's table (clg_device_ops_of picks it); its functions serve the remote table too. */
+extern const clg_device_ops clg_host_device_ops;
+
+/* memcpy between host memory and a block whose memory is the host's. */
+clg_code clg_host_upload(clg_device *dev, const clg_block *dst, const void *src, size_t bytes);
+clg_code clg_host_download(clg_device *dev, const clg_block *src, void *dst, size_t bytes);
+/* The same from a peer whose blocks are host memory; UNIMPLEMENTED from any other. */
+clg_code clg_host_copy_from_peer(clg_device *dst, const clg_block *d, clg_device *src,
+                                 const clg_block *s, size_t bytes, int nwait,
+                                 clg_event *const *wait, clg_event **done);
+/* Synchronous work: no event (NULL), nothing to wait for, the host's own clock. */
+clg_code clg_host_marker(clg_device *dev, clg_event **event);
+clg_code clg_host_finish(clg_device *dev);
+clg_code clg_host_clock_offset(clg_device *dev, int64_t *offset, uint64_t *error_ns);
+
+/* --- kernels ------------------------------------------------------------------------- */
+
 /* out[i] = a[ia(i)] op b[ib(i)] over the map (count elements). out may alias a or b when
  * that input is not broadcast. float, double; EQUAL and GREATER_EQUAL take float, double,
  * int32, int64 and write bytes 0/1. */

@@ -67,8 +67,8 @@ clg_code clg_cl_fill(clg_device *dev, const clg_block *out, const void *pattern,
 {
   if (bytes == 0)
     return CLG_OK;
-  cl_int err =
-      clEnqueueFillBuffer(dev->queue, out->mem, pattern, es, out->offset, bytes, 0, NULL, NULL);
+  cl_int err = clEnqueueFillBuffer(clg_cl_queue(dev), out->mem, pattern, es, out->offset, bytes, 0,
+                                   NULL, NULL);
   if (err != CL_SUCCESS)
     return clg_cl_error(err, "clEnqueueFillBuffer", " on %s", dev->info.name);
   return CLG_OK;

@@ -361,9 +361,9 @@ static void apply_file(tuning *t, bool explicit_file)
     choice *c = &t->choices[k];
     if (c->nparams == 0)
       continue;
-    CLBlastStatusCode s =
-        CLBlastOverrideParameters(t->dev->cl_device, c->kernel, (CLBlastPrecision)c->precision,
-                                  (size_t)c->nparams, (const char **)c->names, c->values);
+    CLBlastStatusCode s = CLBlastOverrideParameters(
+        clg_cl_device_id(t->dev), c->kernel, (CLBlastPrecision)c->precision, (size_t)c->nparams,
+        (const char **)c->names, c->values);
     clg_strbuf params;
     clg_strbuf_init(&params);
     for (int p = 0; p < c->nparams; p++)
@@ -389,11 +389,11 @@ static int ntuned;
 
 void clg_clblast_tune(const clg_device *dev)
 {
-  if (!dev || dev->is_host || !dev->cl_device)
+  if (!dev || dev->is_host || !clg_cl_device_id(dev))
     return;
   clg_clblast_lock();
   for (int i = 0; i < ntuned; i++)
-    if (tuned[i] == dev->cl_device) {
+    if (tuned[i] == clg_cl_device_id(dev)) {
       clg_clblast_unlock();
       return;
     }
@@ -401,7 +401,7 @@ void clg_clblast_tune(const clg_device *dev)
     clg_clblast_unlock();
     return;
   }
-  tuned[ntuned++] = dev->cl_device;
+  tuned[ntuned++] = clg_cl_device_id(dev);
   tuning t;
   memset(&t, 0, sizeof t);
   t.dev = dev;

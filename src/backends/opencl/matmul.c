@@ -233,7 +233,7 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *s
   *why = NULL;
   if (!dev)
     return clg_error(CLG_INVALID_ARGUMENT, "clg_cl_matmul: dev is NULL");
-  if (dev->is_host || !dev->queue)
+  if (dev->is_host || !clg_cl_queue(dev))
     return clg_error(CLG_INVALID_ARGUMENT, "clg_cl_matmul: device %s is not an OpenCL device",
                      dev->info.name ? dev->info.name : "(unnamed)");
 #ifndef CLG_HAVE_CLBLAST
@@ -259,8 +259,8 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *s
     return CLG_OK;
   if (k == 0) { /* an empty sum: C is zero (CLBlast rejects k = 0) */
     const uint64_t zero = 0;
-    cl_int err =
-        clEnqueueFillBuffer(dev->queue, c->mem, &zero, es, c->offset, m * n * es, 0, NULL, NULL);
+    cl_int err = clEnqueueFillBuffer(clg_cl_queue(dev), c->mem, &zero, es, c->offset, m * n * es, 0,
+                                     NULL, NULL);
     if (err != CL_SUCCESS)
       return clg_cl_error(err, "clEnqueueFillBuffer", " for MatMul on %s", dev->info.name);
     return CLG_OK;
@@ -298,7 +298,7 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *s
     return code;
   }
 
-  cl_command_queue q = dev->queue;
+  cl_command_queue q = clg_cl_queue(dev);
   if (!alloc) {
     CLBlastStatusCode st = gemm_call(dev, dtype, &g, &q, NULL, NULL);
     return st == CLBlastSuccess ? CLG_OK : clblast_error(st, gemm_name(dtype, false), dev, why);
@@ -355,7 +355,7 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *s
   /* The event is that of CLBlast's last kernel; the queue is in order, so it completes
    * after every kernel that uses the scratch. */
   if (!planned)
-    clg_allocator_free(alloc, &tmp, ev);
+    clg_allocator_free(alloc, &tmp, clg_event_from_cl(ev));
   if (ev)
     clReleaseEvent(ev);
   return CLG_OK;
@@ -366,7 +366,7 @@ clg_code clg_cl_warm_matmul(clg_device *dev, clg_dtype dtype)
 {
   if (!dev)
     return clg_error(CLG_INVALID_ARGUMENT, "clg_cl_warm_matmul: dev is NULL");
-  if (dev->is_host || !dev->queue || !dev->context)
+  if (dev->is_host || !clg_cl_queue(dev) || !clg_cl_context(dev))
     return clg_error(CLG_INVALID_ARGUMENT, "clg_cl_warm_matmul: device %s is not an OpenCL device",
                      dev->info.name ? dev->info.name : "(unnamed)");
 #ifndef CLG_HAVE_CLBLAST
@@ -386,15 +386,15 @@ clg_code clg_cl_warm_matmul(clg_device *dev, clg_dtype dtype)
   cl_mem buf[3] = {NULL, NULL, NULL};
   cl_int err = CL_SUCCESS;
   for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
-    buf[i] = clCreateBuffer(dev->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, N * N * es,
-                            zeros, &err);
+    buf[i] = clCreateBuffer(clg_cl_context(dev), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                            N * N * es, zeros, &err);
   if (err != CL_SUCCESS) {
     code = clg_cl_error(err, "clCreateBuffer", " warming MatMul on %s", dev->info.name);
   } else {
     uint64_t t0 = clg_now_ns();
     gemm_args g = {
         CLBlastTransposeNo, CLBlastTransposeNo, N, N, N, buf[0], buf[1], buf[2], 0, N, 0, N, 0, N};
-    cl_command_queue q = dev->queue;
+    cl_command_queue q = clg_cl_queue(dev);
     CLBlastStatusCode st = gemm_call(dev, dtype, &g, &q, NULL, NULL);
     if (st != CLBlastSuccess)
       code = clblast_error(st, gemm_name(dtype, false), dev, NULL);
@@ -422,7 +422,7 @@ clg_code clg_cl_matmul_scratch(clg_device *dev, clg_dtype dtype, bool ta, bool t
   (void)dev, (void)dtype, (void)ta, (void)tb, (void)m, (void)n, (void)k;
   return CLG_OK;
 #else
-  if (!dev || dev->is_host || !dev->queue || m == 0 || n == 0 || k == 0 || m > INT_MAX ||
+  if (!dev || dev->is_host || !clg_cl_queue(dev) || m == 0 || n == 0 || k == 0 || m > INT_MAX ||
       n > INT_MAX || k > INT_MAX || elem_size(dtype) == 0 || check_disabled(dtype) != CLG_OK)
     return CLG_OK; /* the GEMM call itself says why, or needs none */
   gemm_args g = {ta ? CLBlastTransposeYes : CLBlastTransposeNo,
@@ -439,7 +439,7 @@ clg_code clg_cl_matmul_scratch(clg_device *dev, clg_dtype dtype, bool ta, bool t
                  tb ? k : n,
                  0,
                  n};
-  cl_command_queue q = dev->queue;
+  cl_command_queue q = clg_cl_queue(dev);
   size_t temp = 0;
   CLBlastStatusCode st = temp_size_call(dev, dtype, &g, &q, &temp);
   if (st != CLBlastSuccess) {

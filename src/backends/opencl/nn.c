@@ -196,19 +196,20 @@ clg_code clg_cl_conv2d(clg_device *dev, clg_allocator *alloc, const clg_block *s
   }
   if (planned) { /* the plan keeps the block out of reach until the run has finished */
     if (code != CLG_OK)
-      clFinish(dev->queue);
+      clFinish(clg_cl_queue(dev));
     return code;
   }
   /* The scratch is reused only after the last GEMM reading it completes. */
   cl_event ev = NULL;
-  cl_int err = code == CLG_OK ? clEnqueueMarkerWithWaitList(dev->queue, 0, NULL, &ev) : CL_SUCCESS;
+  cl_int err =
+      code == CLG_OK ? clEnqueueMarkerWithWaitList(clg_cl_queue(dev), 0, NULL, &ev) : CL_SUCCESS;
   if (code != CLG_OK || err != CL_SUCCESS) {
-    clFinish(dev->queue);
+    clFinish(clg_cl_queue(dev));
     ev = NULL;
     if (code == CLG_OK)
       code = clg_cl_error(err, "clEnqueueMarkerWithWaitList", " for Conv2D on %s", dev->info.name);
   }
-  clg_allocator_free(alloc, &tmp, ev);
+  clg_allocator_free(alloc, &tmp, clg_event_from_cl(ev));
   if (ev)
     clReleaseEvent(ev);
   return code;
@@ -324,15 +325,16 @@ static clg_code release_after(clg_device *dev, clg_allocator *alloc, clg_block *
                               const char *what)
 {
   cl_event ev = NULL;
-  cl_int err = code == CLG_OK ? clEnqueueMarkerWithWaitList(dev->queue, 0, NULL, &ev) : CL_SUCCESS;
+  cl_int err =
+      code == CLG_OK ? clEnqueueMarkerWithWaitList(clg_cl_queue(dev), 0, NULL, &ev) : CL_SUCCESS;
   if (code != CLG_OK || err != CL_SUCCESS) {
-    clFinish(dev->queue);
+    clFinish(clg_cl_queue(dev));
     ev = NULL;
     if (code == CLG_OK)
       code =
           clg_cl_error(err, "clEnqueueMarkerWithWaitList", " for %s on %s", what, dev->info.name);
   }
-  clg_allocator_free(alloc, tmp, ev);
+  clg_allocator_free(alloc, tmp, clg_event_from_cl(ev));
   if (ev)
     clReleaseEvent(ev);
   return code;
@@ -396,7 +398,7 @@ clg_code clg_cl_conv2d_backprop(clg_device *dev, clg_allocator *alloc, const clg
   }
   if (planned) { /* the plan keeps the block out of reach until the run has finished */
     if (code != CLG_OK)
-      clFinish(dev->queue);
+      clFinish(clg_cl_queue(dev));
     return code;
   }
   return release_after(dev, alloc, &tmp, code, what);

@@ -9,13 +9,58 @@
 #define CLG_BACKEND_OPENCL_H
 
 #include "backends/backend.h"
+#include "device/opencl_handles.h"
 
 /* --- a device's and a block's OpenCL handles ------------------------------------------ */
 
-static inline cl_command_queue clg_cl_queue(const clg_device *dev) { return dev->queue; }
-static inline cl_context clg_cl_context(const clg_device *dev) { return dev->context; }
-static inline cl_device_id clg_cl_device_id(const clg_device *dev) { return dev->cl_device; }
-static inline cl_mem clg_cl_mem(const clg_block *b) { return b->mem; }
+/* NULL for a device that is not a local OpenCL device (the host, a remote device). */
+static inline cl_command_queue clg_cl_queue(const clg_device *dev)
+{
+  return dev->cl ? dev->cl->queue : NULL;
+}
+static inline cl_context clg_cl_context(const clg_device *dev)
+{
+  return dev->cl ? dev->cl->context : NULL;
+}
+static inline cl_device_id clg_cl_device_id(const clg_device *dev)
+{
+  return dev->cl ? dev->cl->device : NULL;
+}
+static inline cl_platform_id clg_cl_platform(const clg_device *dev)
+{
+  return dev->cl ? dev->cl->platform : NULL;
+}
+static inline cl_mem clg_cl_mem(const clg_block *b) { return (cl_mem)b->mem; }
+/* The set's context i (0 <= i < devs->num_contexts). */
+static inline cl_context clg_cl_set_context(const clg_devices *devs, int i)
+{
+  return devs->cl->contexts[i];
+}
+
+/* The OpenCL event behind e, and the reverse: clg_event is a cast of cl_event. */
+static inline cl_event clg_event_cl(clg_event *e) { return (cl_event)(void *)e; }
+static inline clg_event *clg_event_from_cl(cl_event e) { return (clg_event *)(void *)e; }
+
+/* --- the device table (device.c, transfer.c, clock.c, events.c, buffers.c) ----------------- */
+
+/* OpenCL devices' table and their buffer table (clg_device_ops_of picks them). */
+extern const clg_device_ops clg_cl_device_ops;
+extern const clg_buffer_ops clg_cl_buffer_ops;
+
+/* An event that completes when everything enqueued on dev's queue so far has completed. */
+clg_code clg_device_marker(clg_device *dev, cl_event *event);
+/* Waits for everything enqueued on dev's queue (OK at once for the host). */
+clg_code clg_device_finish(clg_device *dev);
+/* How far the host's monotonic clock (clg_now_ns) is ahead of dev's profiling clock: device
+ * time + *host_minus_device_ns = host time, to within +-*error_ns (0 and 0 for the host).
+ * From clGetDeviceAndHostTimer bracketed by two host readings when the device is OpenCL >=
+ * 2.1 and its platform has a host timer; else from markers: a marker's QUEUED time is taken
+ * during the enqueue call and its END before the wait returns, so each marker bounds the
+ * offset from both sides, and the bounds of a few markers are intersected. */
+clg_code clg_device_clock_offset(clg_device *dev, int64_t *host_minus_device_ns,
+                                 uint64_t *error_ns);
+/* Profiling times (ns, device clock) of a completed event. */
+clg_code clg_device_event_times(cl_event event, uint64_t *start_ns, uint64_t *end_ns);
 
 /* The map as OpenCL kernels take it (struct clg_map in cl/broadcast.cl and cl/reduce.cl). */
 typedef struct clg_cl_map {
@@ -182,8 +227,18 @@ clg_code clg_cl_unary(clg_device *dev, const clg_cl_text *src, clg_dtype dtype, 
 /* The user's CLGRAPH_CL_BUILD_OPTIONS, checked, into buf ("" when unset). */
 clg_code clg_cl_build_options(char *buf, size_t size);
 
-/* Drops the cached op programs (part of clg_cl_release_all). */
-void clg_cl_programs_release(void);
+/* How the cache (program.c) builds a source: with a T prelude (clg_cl_launch's sources), or
+ * as a file that defines T itself from -DCLG_DOUBLE (cl/elementwise.cl), whose build errors
+ * name the file, the options and each failing device's log. One style per source. */
+typedef enum clg_cl_style { CLG_CL_PRELUDE, CLG_CL_OWN_T } clg_cl_style;
+
+/* As clg_cl_launch, for a CLG_CL_OWN_T source. */
+clg_code clg_cl_launch_own(clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
+                           const char *kernel, const clg_cl_arg *args, int nargs, size_t count);
+
+/* Builds src for dev's context and dtype now (cached), so that launches find it built. */
+clg_code clg_cl_program_prepare(const clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
+                                clg_cl_style style);
 
 /* Releases the programs and kernels cached for all contexts, and CLBlast's caches (at
  * process-wide teardown, with no kernel call in flight). The cache holds a reference to

@@ -1,11 +1,14 @@
-/* OpenCL programs that ops bring with them, and their cache.
+/* The OpenCL backend's one program cache, and the launches that use it.
  *
- * An op file can carry its OpenCL C as text (a clg_cl_text); the first launch on a
- * context builds it, for float and, on devices with fp64, for double (T is the element
- * type), and keeps it for every later launch. Kernel objects are made per (program,
- * device, kernel name) and used behind that device slot's lock, because clSetKernelArg
- * on a shared kernel object is not thread-safe. Cached programs hold a reference to their
- * context: clg_cl_release_all drops them. */
+ * A kernel file names its OpenCL C as a clg_cl_text (embedded cl/<name>.cl, or text); the
+ * first launch on a context builds it, for float and, on devices with fp64, for double (T
+ * is the element type), for every device of the context that supports the dtype (four
+ * devices sharing a context cost one build), and keeps it for every later launch. Kernel
+ * objects are made per (program, device, kernel name) and used behind that device slot's
+ * lock, held only for the argument setting and the enqueue, because clSetKernelArg on a
+ * shared kernel object is not thread-safe (creating kernels per call instead would cost a
+ * clCreateKernel and its release on every launch). Cached programs hold a reference to
+ * their context: clg_cl_release_all drops them. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +32,7 @@ typedef struct program {
   cl_context context;
   clg_dtype dtype;
   const clg_cl_text *source;
+  clg_cl_style style;
   pthread_mutex_t lock; /* guards building */
   bool built;
   cl_program handle;
@@ -57,8 +61,171 @@ static void program_release(program *p)
   p->handle = NULL;
 }
 
+static bool is_ident_start(char c)
+{
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+static bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
+
+static bool is_space(char c)
+{
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* Checks the syntax of CLGRAPH_CL_BUILD_OPTIONS before clBuildProgram sees it: PoCL 3.1
+ * dereferences a missing argument of -D or -I (SIGSEGV), so each option that takes one must
+ * have it, -D's macro name must be an identifier, quotes must pair, and every word must be
+ * an option or an option's argument. */
+static clg_code check_build_options(const char *opts)
+{
+  const char *var = "CLGRAPH_CL_BUILD_OPTIONS";
+  const char *need_arg = NULL; /* the option whose argument is the next word */
+  const char *p = opts;
+  for (;;) {
+    while (is_space(*p))
+      p++;
+    if (!*p)
+      break;
+    const char *w = p;
+    char quote = 0;
+    for (; *p && (quote || !is_space(*p)); p++) {
+      unsigned char c = (unsigned char)*p;
+      if (c < 0x20 || c == 0x7f)
+        return clg_error(CLG_INVALID_ARGUMENT,
+                         "%s='%s': control character 0x%02x at offset %zu is not allowed", var,
+                         opts, c, (size_t)(p - opts));
+      if (quote && c == (unsigned char)quote)
+        quote = 0;
+      else if (!quote && (c == '"' || c == '\''))
+        quote = (char)c;
+    }
+    if (quote)
+      return clg_error(CLG_INVALID_ARGUMENT, "%s='%s': unbalanced %s quote in option '%.*s'", var,
+                       opts, quote == '"' ? "double" : "single", (int)(p - w), w);
+    int len = (int)(p - w);
+    const char *arg = NULL; /* -D's macro definition, attached or not */
+    if (need_arg) {
+      if (*w == '-')
+        return clg_error(CLG_INVALID_ARGUMENT,
+                         "%s='%s': option '%s' needs an argument, but is followed by '%.*s'", var,
+                         opts, need_arg, len, w);
+      if (need_arg[1] == 'D')
+        arg = w;
+      need_arg = NULL;
+    } else if (*w != '-') {
+      return clg_error(CLG_INVALID_ARGUMENT,
+                       "%s='%s': '%.*s' is not an option (options start with '-')", var, opts, len,
+                       w);
+    } else if (len == 2 && (w[1] == 'D' || w[1] == 'I' || w[1] == 'x')) {
+      need_arg = w[1] == 'D' ? "-D" : w[1] == 'I' ? "-I" : "-x";
+    } else if (w[1] == 'D') {
+      arg = w + 2;
+    } else if (w[len - 1] == '=') {
+      return clg_error(CLG_INVALID_ARGUMENT, "%s='%s': option '%.*s' needs a value after '='", var,
+                       opts, len, w);
+    }
+    if (arg) {
+      const char *q = arg;
+      if (is_ident_start(*q))
+        for (q++; is_ident_char(*q); q++)
+          ;
+      if (q == arg || !(*q == '=' || *q == '\0' || is_space(*q)))
+        return clg_error(CLG_INVALID_ARGUMENT,
+                         "%s='%s': -D needs a macro name (an identifier) in '%.*s'", var, opts,
+                         (int)(p - arg), arg);
+    }
+  }
+  if (need_arg)
+    return clg_error(CLG_INVALID_ARGUMENT, "%s='%s': option '%s' needs an argument", var, opts,
+                     need_arg);
+  return CLG_OK;
+}
+
+clg_code clg_cl_build_options(char *buf, size_t size)
+{
+  const char *extra = getenv("CLGRAPH_CL_BUILD_OPTIONS");
+  clg_code code = extra ? check_build_options(extra) : CLG_OK;
+  if (code != CLG_OK)
+    return code;
+  int len = snprintf(buf, size, "%s", extra ? extra : "");
+  if (len < 0 || (size_t)len >= size)
+    return clg_error(CLG_INVALID_ARGUMENT, "CLGRAPH_CL_BUILD_OPTIONS is too long (%zu bytes)",
+                     extra ? strlen(extra) : 0);
+  return CLG_OK;
+}
+
+/* Appends each failing device's build log to s. */
+static void append_build_logs(clg_strbuf *s, cl_program prog, const cl_device_id *devs, int n)
+{
+  for (int i = 0; i < n; i++) {
+    cl_build_status st = CL_BUILD_NONE;
+    clGetProgramBuildInfo(prog, devs[i], CL_PROGRAM_BUILD_STATUS, sizeof st, &st, NULL);
+    if (st == CL_BUILD_SUCCESS)
+      continue;
+    size_t len = 0;
+    if (clGetProgramBuildInfo(prog, devs[i], CL_PROGRAM_BUILD_LOG, 0, NULL, &len) != CL_SUCCESS ||
+        len == 0)
+      continue;
+    char *log = malloc(len + 1);
+    if (!log)
+      continue;
+    if (clGetProgramBuildInfo(prog, devs[i], CL_PROGRAM_BUILD_LOG, len, log, NULL) == CL_SUCCESS) {
+      log[len] = '\0';
+      char name[256] = "";
+      clGetDeviceInfo(devs[i], CL_DEVICE_NAME, sizeof name - 1, name, NULL);
+      clg_strbuf_printf(s, "\nbuild log for OpenCL device %d of the context ('%s'):\n%s", i, name,
+                        log);
+    }
+    free(log);
+  }
+}
+
 /* Generated from the cl folder by cl/embed_cl.cmake. */
 const char *clg_cl_source(const char *name);
+
+/* The build options: CLGRAPH_CL_BUILD_OPTIONS (checked), after -DCLG_DOUBLE for a double
+ * build of a source that defines T itself. */
+static clg_code program_options(const program *p, char *options, size_t size)
+{
+  char extra[512];
+  clg_code code = clg_cl_build_options(extra, sizeof extra);
+  if (code != CLG_OK)
+    return code;
+  const char *dopt = p->style == CLG_CL_OWN_T && p->dtype == CLG_FLOAT64 ? "-DCLG_DOUBLE" : "";
+  int len = snprintf(options, size, "%s%s%s", dopt, *dopt && *extra ? " " : "", extra);
+  if (len < 0 || (size_t)len >= size)
+    return clg_error(CLG_INVALID_ARGUMENT, "CLGRAPH_CL_BUILD_OPTIONS is too long (%zu bytes)",
+                     strlen(extra));
+  return CLG_OK;
+}
+
+/* Records a failed clBuildProgram: a source that defines T itself (an embedded file) is
+ * named with its options and each failing device's log, the others with the asking
+ * device's log. */
+static clg_code build_failed(program *p, const clg_device *dev, cl_int err, const char *options,
+                             const cl_device_id *use, int nuse)
+{
+  if (p->style == CLG_CL_OWN_T) {
+    clg_strbuf s;
+    clg_strbuf_init(&s);
+    clg_strbuf_printf(&s, "building cl/%s.cl (%s, options '%s') for %s (%s) failed: %s (%d)",
+                      p->source->name, p->dtype == CLG_FLOAT64 ? "double" : "float", options,
+                      dev->info.name, dev->info.cl_name ? dev->info.cl_name : "",
+                      clg_cl_error_name(err), err);
+    append_build_logs(&s, p->handle, use, nuse);
+    clg_code code = clg_error(CLG_INTERNAL, "%s", s.buf ? s.buf : "kernel build failed");
+    clg_strbuf_free(&s);
+    return code;
+  }
+  size_t len = 0;
+  char log[2048] = "";
+  clGetProgramBuildInfo(p->handle, clg_cl_device_id(dev), CL_PROGRAM_BUILD_LOG, sizeof log - 1, log,
+                        &len);
+  return clg_error(CLG_INTERNAL, "building the %s kernels (%s) for %s failed: %s (%d)\n%s",
+                   p->source->name, clg_dtype_name(p->dtype), dev->info.name,
+                   clg_cl_error_name(err), err, log);
+}
 
 static clg_code program_build(program *p, const clg_device *dev)
 {
@@ -70,6 +237,7 @@ static clg_code program_build(program *p, const clg_device *dev)
   if (!body)
     return clg_error(CLG_INTERNAL, "cl/%s.cl is not embedded in this build", p->source->name);
   const char *texts[2] = {p->dtype == CLG_FLOAT64 ? prelude_d : prelude_f, body};
+  bool own_t = p->style == CLG_CL_OWN_T; /* no prelude */
   cl_uint ndev = 0;
   cl_int err = clGetContextInfo(p->context, CL_CONTEXT_NUM_DEVICES, sizeof ndev, &ndev, NULL);
   if (err != CL_SUCCESS || ndev == 0)
@@ -94,27 +262,20 @@ static clg_code program_build(program *p, const clg_device *dev)
                         dev->info.name);
     goto done;
   }
-  p->handle = clCreateProgramWithSource(p->context, 2, texts, NULL, &err);
+  p->handle =
+      clCreateProgramWithSource(p->context, own_t ? 1 : 2, own_t ? texts + 1 : texts, NULL, &err);
   if (err != CL_SUCCESS) {
     p->handle = NULL;
     code = clg_cl_error(err, "clCreateProgramWithSource", " for the %s kernels on %s",
                         p->source->name, dev->info.name);
     goto done;
   }
-  const char *options = "";
-  char extra[512];
-  if ((code = clg_cl_build_options(extra, sizeof extra)) != CLG_OK)
+  char options[512];
+  if ((code = program_options(p, options, sizeof options)) != CLG_OK)
     goto done;
-  options = extra;
   err = clBuildProgram(p->handle, (cl_uint)nuse, all, options, NULL, NULL);
   if (err != CL_SUCCESS) {
-    size_t len = 0;
-    char log[2048] = "";
-    clGetProgramBuildInfo(p->handle, dev->cl_device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log,
-                          &len);
-    code = clg_error(CLG_INTERNAL, "building the %s kernels (%s) for %s failed: %s (%d)\n%s",
-                     p->source->name, clg_dtype_name(p->dtype), dev->info.name,
-                     clg_cl_error_name(err), err, log);
+    code = build_failed(p, dev, err, options, all, nuse);
     goto done;
   }
   if (!(p->slots = calloc((size_t)nuse, sizeof *p->slots))) {
@@ -127,6 +288,9 @@ static clg_code program_build(program *p, const clg_device *dev)
   }
   p->num_slots = nuse;
   p->built = true;
+  if (own_t)
+    clg_log(CLG_LOG_DEBUG, "built cl/%s.cl (%s) for %d device(s) of the context of %s",
+            p->source->name, p->dtype == CLG_FLOAT64 ? "double" : "float", nuse, dev->info.name);
 done:
   free(all);
   if (code != CLG_OK)
@@ -135,20 +299,22 @@ done:
 }
 
 static clg_code program_get(const clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
-                            program **out)
+                            clg_cl_style style, program **out)
 {
+  cl_context context = clg_cl_context(dev);
   pthread_mutex_lock(&cache_lock);
   program *p = cache_head;
-  while (p && !(p->context == dev->context && p->dtype == dtype && p->source == src))
+  while (p && !(p->context == context && p->dtype == dtype && p->source == src))
     p = p->next;
   if (!p) {
     if (!(p = calloc(1, sizeof *p))) {
       pthread_mutex_unlock(&cache_lock);
       return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
     }
-    p->context = dev->context;
+    p->context = context;
     p->dtype = dtype;
     p->source = src;
+    p->style = style;
     pthread_mutex_init(&p->lock, NULL);
     p->next = cache_head;
     cache_head = p;
@@ -199,11 +365,11 @@ static clg_code slot_kernel(program *p, slot *s, const char *name, int *index)
 
 /* Launches `global` work-items in groups of `local` (0: the slot's size, rounding global up
  * to it). max_local > 0 caps the group at the smallest power of two >= max_local. */
-static clg_code launch(clg_device *dev, clg_dtype dtype, const clg_cl_text *src, const char *kernel,
-                       const clg_cl_arg *args, int nargs, size_t count, size_t groups,
-                       size_t max_local)
+static clg_code launch(clg_device *dev, clg_dtype dtype, const clg_cl_text *src, clg_cl_style style,
+                       const char *kernel, const clg_cl_arg *args, int nargs, size_t count,
+                       size_t groups, size_t max_local)
 {
-  if (!dev || dev->is_host || !dev->queue)
+  if (!dev || dev->is_host || !clg_cl_queue(dev))
     return clg_error(CLG_INVALID_ARGUMENT, "%s: not an OpenCL device", kernel);
   if (dtype != CLG_FLOAT32 && !(dtype == CLG_FLOAT64 && dev->info.has_fp64))
     return clg_error(CLG_UNIMPLEMENTED, "%s: no OpenCL kernel for %s on %s", kernel,
@@ -211,12 +377,12 @@ static clg_code launch(clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
   if (count == 0 && groups == 0)
     return CLG_OK;
   program *p = NULL;
-  clg_code code = program_get(dev, dtype, src, &p);
+  clg_code code = program_get(dev, dtype, src, style, &p);
   if (code != CLG_OK)
     return code;
   slot *s = NULL;
   for (int i = 0; i < p->num_slots && !s; i++)
-    if (p->slots[i].device == dev->cl_device)
+    if (p->slots[i].device == clg_cl_device_id(dev))
       s = &p->slots[i];
   if (!s)
     return clg_error(CLG_INTERNAL, "%s: not built for %s", src->name, dev->info.name);
@@ -233,8 +399,8 @@ static clg_code launch(clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
       local /= 2;
     size_t global = groups ? groups * local : (count + local - 1) / local * local;
     call = "clEnqueueNDRangeKernel";
-    err =
-        clEnqueueNDRangeKernel(dev->queue, s->kernels[k], 1, NULL, &global, &local, 0, NULL, NULL);
+    err = clEnqueueNDRangeKernel(clg_cl_queue(dev), s->kernels[k], 1, NULL, &global, &local, 0,
+                                 NULL, NULL);
   }
   pthread_mutex_unlock(&s->lock);
   if (code == CLG_OK && err != CL_SUCCESS)
@@ -245,14 +411,28 @@ static clg_code launch(clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
 clg_code clg_cl_launch(clg_device *dev, clg_dtype dtype, const clg_cl_text *src, const char *kernel,
                        const clg_cl_arg *args, int nargs, size_t count)
 {
-  return launch(dev, dtype, src, kernel, args, nargs, count, 0, 0);
+  return launch(dev, dtype, src, CLG_CL_PRELUDE, kernel, args, nargs, count, 0, 0);
+}
+
+clg_code clg_cl_launch_own(clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
+                           const char *kernel, const clg_cl_arg *args, int nargs, size_t count)
+{
+  return launch(dev, dtype, src, CLG_CL_OWN_T, kernel, args, nargs, count, 0, 0);
+}
+
+clg_code clg_cl_program_prepare(const clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
+                                clg_cl_style style)
+{
+  program *p = NULL;
+  return program_get(dev, dtype, src, style, &p);
 }
 
 clg_code clg_cl_launch_groups(clg_device *dev, clg_dtype dtype, const clg_cl_text *src,
                               const char *kernel, const clg_cl_arg *args, int nargs, size_t groups,
                               size_t max_local)
 {
-  return launch(dev, dtype, src, kernel, args, nargs, 0, groups, max_local ? max_local : 1);
+  return launch(dev, dtype, src, CLG_CL_PRELUDE, kernel, args, nargs, 0, groups,
+                max_local ? max_local : 1);
 }
 
 clg_code clg_cl_unary(clg_device *dev, const clg_cl_text *src, clg_dtype dtype, const clg_block *x,
@@ -271,7 +451,7 @@ clg_code clg_cl_unary(clg_device *dev, const clg_cl_text *src, clg_dtype dtype, 
   return clg_cl_launch(dev, dtype, src, "clg_unary", args, 5, count);
 }
 
-void clg_cl_programs_release(void)
+static void programs_release(void)
 {
   pthread_mutex_lock(&cache_lock);
   program *p = cache_head;
@@ -284,4 +464,14 @@ void clg_cl_programs_release(void)
     free(p);
     p = next;
   }
+}
+
+void clg_cl_release_all(void)
+{
+  programs_release();
+#ifdef CLG_HAVE_CLBLAST
+  /* CLBlast keeps compiled programs per context in process-global caches; drop them too
+   * so that the contexts can really be released (PoCL's disk cache makes a rebuild cheap). */
+  clg_clblast_clear(); /* under the CLBlast lock; the next process state tunes again */
+#endif
 }

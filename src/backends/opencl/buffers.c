@@ -1,12 +1,12 @@
-/* The region backend for OpenCL devices: every OpenCL call of src/memory/. The allocator
- * and the pinned pool hold its regions, queues and contexts as void * handles, so that a
- * second device kind is a second file like this one (issue 22). Each function makes the
- * same calls, in the same order, as the code it came from, so that the fault-injection
- * tests count and fail the same calls. */
+/* OpenCL devices' buffer table (clg_buffer_ops): the regions the allocator carves, the
+ * mapped host buffers of the pinned pool and the queues that fill and map them. src/memory/
+ * holds them as opaque handles; a block's handle is its region's cl_mem (clg_cl_mem). Each
+ * function makes the same calls, in the same order, as the allocator's code it came from,
+ * so that the fault-injection tests count and fail the same calls. */
 #include <stdint.h>
 #include <string.h>
 
-#include "memory/memory_internal.h"
+#include "backends/opencl/opencl.h"
 
 static void set_err(clg_region_err *err, cl_int code, const char *call)
 {
@@ -15,10 +15,10 @@ static void set_err(clg_region_err *err, cl_int code, const char *call)
   err->call = call;
 }
 
-void *clg_region_queue_new(const clg_device *dev, clg_region_err *err)
+static void *queue_new(const clg_device *dev, clg_region_err *err)
 {
   cl_int code = CL_SUCCESS;
-  cl_command_queue q = clCreateCommandQueue(dev->context, dev->cl_device, 0, &code);
+  cl_command_queue q = clCreateCommandQueue(clg_cl_context(dev), clg_cl_device_id(dev), 0, &code);
   if (code != CL_SUCCESS || !q) {
     set_err(err, code, "clCreateCommandQueue");
     return NULL;
@@ -26,17 +26,17 @@ void *clg_region_queue_new(const clg_device *dev, clg_region_err *err)
   return q;
 }
 
-void clg_region_queue_finish(void *queue) { clFinish(queue); }
+static void queue_finish(void *queue) { clFinish(queue); }
 
-void clg_region_queue_release(void *queue) { clReleaseCommandQueue(queue); }
+static void queue_release(void *queue) { clReleaseCommandQueue(queue); }
 
-void *clg_region_context_retain(const clg_device *dev)
+static void *context_retain(const clg_device *dev)
 {
-  clRetainContext(dev->context);
-  return dev->context;
+  clRetainContext(clg_cl_context(dev));
+  return clg_cl_context(dev);
 }
 
-void clg_region_context_release(void *context) { clReleaseContext(context); }
+static void context_release(void *context) { clReleaseContext(context); }
 
 /* Waits for the fill and asks how it ended: a wait can succeed for a command that failed. */
 static cl_int fill_wait(cl_event ev, const char **call)
@@ -55,10 +55,10 @@ static cl_int fill_wait(cl_event ev, const char **call)
   return err;
 }
 
-void *clg_region_create(const clg_device *dev, void *queue, uint64_t size, clg_region_err *err)
+static void *region_create(const clg_device *dev, void *queue, uint64_t size, clg_region_err *err)
 {
   cl_int code = CL_SUCCESS;
-  cl_mem mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, (size_t)size, NULL, &code);
+  cl_mem mem = clCreateBuffer(clg_cl_context(dev), CL_MEM_READ_WRITE, (size_t)size, NULL, &code);
   if (code != CL_SUCCESS || !mem) {
     set_err(err, code != CL_SUCCESS ? code : CL_OUT_OF_RESOURCES, "clCreateBuffer");
     return NULL;
@@ -77,9 +77,11 @@ void *clg_region_create(const clg_device *dev, void *queue, uint64_t size, clg_r
   return mem;
 }
 
-void clg_region_release(void *region) { clReleaseMemObject(region); }
+static void region_release(void *region) { clReleaseMemObject(region); }
 
-void *clg_region_map_host(void *context, void *queue, size_t bytes, size_t align, void **mem_out)
+static void decline_host(void *queue, void *mem, void *ptr);
+
+static void *map_host(void *context, void *queue, size_t bytes, size_t align, void **mem_out)
 {
   cl_int err = CL_SUCCESS;
   cl_mem mem =
@@ -94,11 +96,11 @@ void *clg_region_map_host(void *context, void *queue, size_t bytes, size_t align
     return ptr;
   }
   if (mem)
-    clg_region_decline_host(queue, mem, ptr);
+    decline_host(queue, mem, ptr);
   return NULL;
 }
 
-void clg_region_unmap_host(void *queue, void *mem, void *ptr)
+static void unmap_host(void *queue, void *mem, void *ptr)
 {
   cl_event ev = NULL;
   if (clEnqueueUnmapMemObject(queue, mem, ptr, 0, NULL, &ev) == CL_SUCCESS && ev) {
@@ -108,26 +110,13 @@ void clg_region_unmap_host(void *queue, void *mem, void *ptr)
   clReleaseMemObject(mem);
 }
 
-void clg_region_decline_host(void *queue, void *mem, void *ptr)
+static void decline_host(void *queue, void *mem, void *ptr)
 {
   if (ptr)
     clEnqueueUnmapMemObject(queue, mem, ptr, 0, NULL, NULL);
   clFinish(queue);
   clReleaseMemObject(mem);
 }
-
-bool clg_region_event_pending(clg_mem_event ev)
-{
-  cl_int status = CL_COMPLETE;
-  cl_int err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
-  return err == CL_SUCCESS && status > CL_COMPLETE;
-}
-
-bool clg_region_event_retain(clg_mem_event ev) { return clRetainEvent(ev) == CL_SUCCESS; }
-
-void clg_region_event_release(clg_mem_event ev) { clReleaseEvent(ev); }
-
-void clg_region_event_wait(clg_mem_event ev) { clWaitForEvents(1, &ev); }
 
 static bool uses_host_memory(cl_device_id d)
 {
@@ -141,31 +130,53 @@ static bool uses_host_memory(cl_device_id d)
          unified == CL_TRUE;
 }
 
-bool clg_region_device_ready(const clg_device *dev) { return dev->context && dev->cl_device; }
+static bool device_ready(const clg_device *dev)
+{
+  return clg_cl_context(dev) && clg_cl_device_id(dev);
+}
 
-bool clg_region_cpu_type(const clg_device *dev)
+static bool cpu_type(const clg_device *dev)
 {
   return dev->info.cl_type && strcmp(dev->info.cl_type, "CPU") == 0;
 }
 
-bool clg_region_host_memory(const clg_device *dev)
+static bool host_memory(const clg_device *dev)
 {
-  return clg_region_cpu_type(dev) || uses_host_memory(dev->cl_device);
+  return cpu_type(dev) || uses_host_memory(clg_cl_device_id(dev));
 }
 
-const void *clg_region_device_key(const clg_device *dev) { return dev->cl_device; }
+static const void *device_key(const clg_device *dev) { return clg_cl_device_id(dev); }
 
-int clg_region_count_peers(const clg_device *dev, bool (*skip)(const void *key))
+static int count_peers(const clg_device *dev, bool (*skip)(const void *key))
 {
   cl_uint n = 0;
   int count = 0;
   cl_device_id ids[64];
-  if (clGetContextInfo(dev->context, CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL) == CL_SUCCESS &&
+  if (clGetContextInfo(clg_cl_context(dev), CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL) ==
+          CL_SUCCESS &&
       n <= sizeof ids / sizeof ids[0] &&
-      clGetContextInfo(dev->context, CL_CONTEXT_DEVICES, n * sizeof ids[0], ids, NULL) ==
+      clGetContextInfo(clg_cl_context(dev), CL_CONTEXT_DEVICES, n * sizeof ids[0], ids, NULL) ==
           CL_SUCCESS)
     for (cl_uint i = 0; i < n; i++)
-      if (ids[i] != dev->cl_device && !skip(ids[i]) && uses_host_memory(ids[i]))
+      if (ids[i] != clg_cl_device_id(dev) && !skip(ids[i]) && uses_host_memory(ids[i]))
         count++;
   return count;
 }
+
+const clg_buffer_ops clg_cl_buffer_ops = {
+    .device_ready = device_ready,
+    .cpu_type = cpu_type,
+    .host_memory = host_memory,
+    .device_key = device_key,
+    .count_peers = count_peers,
+    .queue_new = queue_new,
+    .queue_finish = queue_finish,
+    .queue_release = queue_release,
+    .context_retain = context_retain,
+    .context_release = context_release,
+    .region_create = region_create,
+    .region_release = region_release,
+    .map_host = map_host,
+    .unmap_host = unmap_host,
+    .decline_host = decline_host,
+};

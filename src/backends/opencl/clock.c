@@ -9,21 +9,21 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "device/device.h"
+#include "backends/opencl/opencl.h"
 
 /* OpenCL >= 2.1 and a platform host timer (PoCL 3.1 reports a resolution of 0: none). */
 static bool has_host_timer(const clg_device *dev)
 {
   char version[128] = "";
-  if (clGetDeviceInfo(dev->cl_device, CL_DEVICE_VERSION, sizeof version - 1, version, NULL) !=
-      CL_SUCCESS)
+  if (clGetDeviceInfo(clg_cl_device_id(dev), CL_DEVICE_VERSION, sizeof version - 1, version,
+                      NULL) != CL_SUCCESS)
     return false;
   int major = 0, minor = 0;
   if (sscanf(version, "OpenCL %d.%d", &major, &minor) != 2 || major * 10 + minor < 21)
     return false;
   cl_ulong resolution = 0;
-  return clGetPlatformInfo(dev->platform, CL_PLATFORM_HOST_TIMER_RESOLUTION, sizeof resolution,
-                           &resolution, NULL) == CL_SUCCESS &&
+  return clGetPlatformInfo(clg_cl_platform(dev), CL_PLATFORM_HOST_TIMER_RESOLUTION,
+                           sizeof resolution, &resolution, NULL) == CL_SUCCESS &&
          resolution > 0;
 }
 
@@ -35,7 +35,7 @@ static bool timer_offset(clg_device *dev, int64_t *offset, uint64_t *error_ns)
   for (int i = 0; i < 3; i++) {
     cl_ulong device_ts = 0, host_ts = 0;
     uint64_t h0 = clg_now_ns();
-    cl_int err = clGetDeviceAndHostTimer(dev->cl_device, &device_ts, &host_ts);
+    cl_int err = clGetDeviceAndHostTimer(clg_cl_device_id(dev), &device_ts, &host_ts);
     uint64_t h1 = clg_now_ns();
     if (err != CL_SUCCESS)
       return false;
@@ -64,7 +64,7 @@ clg_code clg_device_clock_offset(clg_device *dev, int64_t *host_minus_device_ns,
   for (int i = 0; i < 5; i++) {
     cl_event ev = NULL;
     uint64_t h0 = clg_now_ns();
-    cl_int err = clEnqueueMarkerWithWaitList(dev->queue, 0, NULL, &ev);
+    cl_int err = clEnqueueMarkerWithWaitList(clg_cl_queue(dev), 0, NULL, &ev);
     uint64_t h1 = clg_now_ns();
     if (err == CL_SUCCESS)
       err = clWaitForEvents(1, &ev);
