@@ -4,8 +4,8 @@
 #     OpenCL backend (src/backends/opencl/) and the device module's enumeration files
 #     (ENUMERATION below: registry.c makes the contexts and queues, clerror.c names OpenCL's
 #     errors, opencl_handles.h types the handles for registry.c and the OpenCL backend);
-#     src/ops/ is rule 9's, and src/bench/ (the benchmarks' door) hands the benchmarks the
-#     handles of their direct OpenCL baselines. Comments and string literals do not count; a type or constant is
+#     src/bench/ (the benchmarks' door) hands the benchmarks the handles of their direct
+#     OpenCL baselines. Comments and string literals do not count; a type or constant is
 #     a name CL/cl.h defines, so clgraph's own cl_name or CL_CHUNK_BYTES pass. The rest of
 #     the code reaches devices through their tables (src/backends/<kind>/device.c);
 #  2. src/runtime/ never asks whether a device is the host (no is_host);
@@ -64,7 +64,7 @@ while IFS= read -r f; do
     printf '%s\n' "$code" | grep -nwFf "$names" || true) | sort -t: -k1,1n -u)
   [ -z "$h" ] || hits+=$(printf '%s\n' "$h" | sed "s|^|$rel:|")$'\n'
 done < <(find "$src/src" -name '*.[ch]' -not -path "$src/src/backends/opencl/*" \
-  -not -path "$src/src/ops/*" -not -path "$src/src/bench/*" | sort)
+  -not -path "$src/src/bench/*" | sort)
 [ -z "$hits" ] || report "OpenCL named outside src/backends/opencl/ and the enumeration ($ENUMERATION):" "${hits%$'\n'}"
 
 hits=$(grep -n 'is_host' "$src"/src/runtime/*.[ch] || true)
