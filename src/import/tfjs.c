@@ -632,6 +632,58 @@ static int declared_dtype(const clg_imp_node *n)
   return vt;
 }
 
+/* tfjs has no int64 or float64: its converter stores such a Const's weight as int32 or
+ * float32 and keeps the node's TensorFlow dtype. Widened back (exactly) where the Const
+ * declares the wider dtype, as tools/tfjs_to_pb.py does, so that its consumers get the dtype
+ * the graph was made with. *vals is replaced (or freed on failure). */
+static clg_code widen_to_declared(const tfjs_ctx *c, const clg_imp_node *n, clg_imp_tensor *t,
+                                  void **vals, uint64_t count)
+{
+  int wide = declared_dtype(n);
+  if ((t->tf_dtype == 3 && wide == 9) || (t->tf_dtype == 1 && wide == 2)) {
+    void *w64 = malloc(count ? (size_t)count * 8 : 1);
+    if (!w64) {
+      free(*vals);
+      *vals = NULL;
+      return oom(c);
+    }
+    for (size_t i = 0; i < count; i++)
+      if (wide == 9)
+        ((int64_t *)w64)[i] = ((const int32_t *)*vals)[i];
+      else
+        ((double *)w64)[i] = ((const float *)*vals)[i];
+    free(*vals);
+    *vals = w64;
+    t->tf_dtype = wide;
+  }
+  return CLG_OK;
+}
+
+/* The weight is the Const's value: it replaces the topology's (empty) tensor. Takes t. */
+static clg_code set_const_value(const tfjs_ctx *c, clg_imp_node *n, clg_imp_tensor t)
+{
+  for (int i = 0; i < n->num_attrs; i++)
+    if (strcmp(n->attrs[i].name, const_value_attr) == 0) {
+      clg_imp_tensor_clear(&n->attrs[i].tensor);
+      n->attrs[i].kind = CLG_IMP_TENSOR;
+      n->attrs[i].tensor = t;
+      return CLG_OK;
+    }
+  clg_imp_attr *grown = realloc(n->attrs, sizeof *grown * (size_t)(n->num_attrs + 1));
+  if (!grown) {
+    clg_imp_tensor_clear(&t);
+    return oom(c);
+  }
+  n->attrs = grown;
+  clg_imp_attr *a = &n->attrs[n->num_attrs++];
+  memset(a, 0, sizeof *a);
+  a->kind = CLG_IMP_TENSOR;
+  a->tensor = t;
+  if (!(a->name = clg_strdup(const_value_attr)))
+    return oom(c);
+  return CLG_OK;
+}
+
 /* One weight: its bytes from data (len available), dequantized, into node's value. Sets *used. */
 static clg_code read_weight(const tfjs_ctx *c, const json_t *wj, const char *shards,
                             const uint8_t *data, size_t len, size_t *used)
@@ -723,26 +775,9 @@ static clg_code read_weight(const tfjs_ctx *c, const json_t *wj, const char *sha
     }
   } else
     memcpy(vals, data, (size_t)bytes);
-  /* tfjs has no int64 or float64: its converter stores such a Const's weight as int32 or
-   * float32 and keeps the node's TensorFlow dtype. Widened back (exactly) where the Const
-   * declares the wider dtype, as tools/tfjs_to_pb.py does, so that its consumers get the dtype
-   * the graph was made with. */
-  int wide = declared_dtype(n);
-  if ((t.tf_dtype == 3 && wide == 9) || (t.tf_dtype == 1 && wide == 2)) {
-    void *w64 = malloc(count ? (size_t)count * 8 : 1);
-    if (!w64) {
-      free(vals);
-      return oom(c);
-    }
-    for (size_t i = 0; i < count; i++)
-      if (wide == 9)
-        ((int64_t *)w64)[i] = ((const int32_t *)vals)[i];
-      else
-        ((double *)w64)[i] = ((const float *)vals)[i];
-    free(vals);
-    vals = w64;
-    t.tf_dtype = wide;
-  }
+  clg_code widened = widen_to_declared(c, n, &t, &vals, count);
+  if (widened != CLG_OK)
+    return widened;
   char w[700];
   snprintf(w, sizeof w, "%s: %s", c->file, where);
   clg_code code =
@@ -750,27 +785,7 @@ static clg_code read_weight(const tfjs_ctx *c, const json_t *wj, const char *sha
   free(vals);
   if (code != CLG_OK)
     return code;
-  /* The weight is the Const's value: it replaces the topology's (empty) tensor. */
-  for (int i = 0; i < n->num_attrs; i++)
-    if (strcmp(n->attrs[i].name, const_value_attr) == 0) {
-      clg_imp_tensor_clear(&n->attrs[i].tensor);
-      n->attrs[i].kind = CLG_IMP_TENSOR;
-      n->attrs[i].tensor = t;
-      return CLG_OK;
-    }
-  clg_imp_attr *grown = realloc(n->attrs, sizeof *grown * (size_t)(n->num_attrs + 1));
-  if (!grown) {
-    clg_imp_tensor_clear(&t);
-    return oom(c);
-  }
-  n->attrs = grown;
-  clg_imp_attr *a = &n->attrs[n->num_attrs++];
-  memset(a, 0, sizeof *a);
-  a->kind = CLG_IMP_TENSOR;
-  a->tensor = t;
-  if (!(a->name = clg_strdup(const_value_attr)))
-    return oom(c);
-  return CLG_OK;
+  return set_const_value(c, n, t);
 }
 
 static clg_code read_weights(const tfjs_ctx *c, const json_t *manifest, const char *base_dir)
