@@ -823,6 +823,85 @@ static clg_code build_fused(imp *c, const clg_imp_node *n, const clg_imp_rule *r
   return CLG_OK;
 }
 
+/* A node that reads the wave (data or control) needs it computed first. */
+static clg_code flush_if_reads_wave(imp *c, const clg_imp_node *n)
+{
+  for (int i = 0; i < n->num_inputs && c->num_pend; i++) {
+    const char *in = n->inputs[i][0] == '^' ? n->inputs[i] + 1 : n->inputs[i];
+    size_t len;
+    int index;
+    bool isctrl;
+    parse_tensor_name(in, &len, &index, &isctrl);
+    int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in, len);
+    if (p >= 0 && c->pending[p]) {
+      clg_code code = fold_flush(c);
+      if (code != CLG_OK)
+        return code;
+    }
+  }
+  return CLG_OK;
+}
+
+/* The node's data inputs resolved into ins and its control inputs (those built) into ctrl, at
+ * most 256 of each. */
+static clg_code gather_inputs(imp *c, const clg_imp_node *n, clg_output *ins, int *num_ins,
+                              clg_node **ctrl, int *num_ctrl)
+{
+  int nin = 0, nctrl = 0;
+  for (int i = 0; i < n->num_inputs; i++) {
+    const char *in = n->inputs[i];
+    if (in[0] == '^') {
+      size_t len;
+      int index;
+      bool isctrl;
+      parse_tensor_name(in, &len, &index, &isctrl);
+      int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in + 1, len);
+      if (nctrl >= 256)
+        return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                                 "%s: node '%s' has more than 256 control inputs", file_of(c),
+                                 n->name));
+      if (p >= 0 && c->nodes[p])
+        ctrl[nctrl++] = c->nodes[p];
+      *num_ctrl = nctrl;
+      continue;
+    }
+    if (nin >= 256)
+      return fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' has more than 256 inputs",
+                               file_of(c), n->name));
+    clg_code code = resolve_input(c, n, in, &ins[nin]);
+    if (code != CLG_OK)
+      return code;
+    *num_ins = ++nin;
+  }
+  return CLG_OK;
+}
+
+/* Shape of a static shape: a Const of out_type (int32 unless int64 asked). */
+static clg_code build_static_shape(imp *c, const clg_imp_node *n, int nin, const clg_output *ins,
+                                   clg_node **built)
+{
+  const clg_imp_attr *ot = clg_imp_node_attr(n, "out_type");
+  bool i64 = ot && ot->kind == CLG_IMP_TYPE && ot->i == 9;
+  if (nin != 1)
+    return fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' (op Shape) has %d inputs, not 1",
+                             file_of(c), n->name, nin));
+  int rank = clg_node_output_rank(ins[0].node, ins[0].index);
+  int64_t dims[1] = {rank};
+  clg_tensor *t = clg_tensor_new(i64 ? CLG_INT64 : CLG_INT32, 1, dims, NULL);
+  if (!t)
+    return fail(c, CLG_RESOURCE_EXHAUSTED);
+  for (int i = 0; i < rank; i++) {
+    int64_t d = clg_node_output_dim(ins[0].node, ins[0].index, i);
+    if (i64)
+      ((int64_t *)clg_tensor_data(t))[i] = d;
+    else
+      ((int32_t *)clg_tensor_data(t))[i] = (int32_t)d;
+  }
+  *built = clg_const(c->g, n->name, t);
+  clg_tensor_free(t);
+  return *built ? CLG_OK : clg_graph_status(c->g);
+}
+
 static clg_code build_node(imp *c, int idx)
 {
   clg_imp_node *n = &c->m->nodes[idx];
@@ -850,77 +929,17 @@ static clg_code build_node(imp *c, int idx)
   int nin = 0, nctrl = 0;
   clg_output ins[256];
   clg_node *ctrl[256];
-  /* A node that reads the wave (data or control) needs it computed first. */
-  for (int i = 0; i < n->num_inputs && c->num_pend; i++) {
-    const char *in = n->inputs[i][0] == '^' ? n->inputs[i] + 1 : n->inputs[i];
-    size_t len;
-    int index;
-    bool isctrl;
-    parse_tensor_name(in, &len, &index, &isctrl);
-    int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in, len);
-    if (p >= 0 && c->pending[p]) {
-      clg_code code = fold_flush(c);
-      if (code != CLG_OK)
-        return code;
-    }
-  }
-  for (int i = 0; i < n->num_inputs; i++) {
-    const char *in = n->inputs[i];
-    if (in[0] == '^') {
-      size_t len;
-      int index;
-      bool isctrl;
-      parse_tensor_name(in, &len, &index, &isctrl);
-      int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in + 1, len);
-      if (nctrl >= 256)
-        return fail(c, clg_error(CLG_INVALID_ARGUMENT,
-                                 "%s: node '%s' has more than 256 control inputs", file_of(c),
-                                 n->name));
-      if (p >= 0 && c->nodes[p])
-        ctrl[nctrl++] = c->nodes[p];
-      continue;
-    }
-    if (nin >= 256)
-      return fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' has more than 256 inputs",
-                               file_of(c), n->name));
-    clg_code code = resolve_input(c, n, in, &ins[nin]);
-    if (code != CLG_OK)
-      return code;
-    nin++;
-  }
+  clg_code code = flush_if_reads_wave(c, n);
+  if (code == CLG_OK)
+    code = gather_inputs(c, n, ins, &nin, ctrl, &nctrl);
+  if (code != CLG_OK)
+    return code;
   if (n->device[0] && clg_graph_push_device(c->g, n->device) != CLG_OK)
     return clg_graph_status(c->g);
   clg_node *built = NULL;
   bool deferred = false; /* in the wave */
-  clg_code code = CLG_OK;
   if (rule && rule->kind == CLG_IMP_RULE_SHAPE) {
-    /* Shape of a static shape: a Const of out_type (int32 unless int64 asked). */
-    const clg_imp_attr *ot = clg_imp_node_attr(n, "out_type");
-    bool i64 = ot && ot->kind == CLG_IMP_TYPE && ot->i == 9;
-    if (nin != 1)
-      code =
-          fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' (op Shape) has %d inputs, not 1",
-                            file_of(c), n->name, nin));
-    else {
-      int rank = clg_node_output_rank(ins[0].node, ins[0].index);
-      int64_t dims[1] = {rank};
-      clg_tensor *t = clg_tensor_new(i64 ? CLG_INT64 : CLG_INT32, 1, dims, NULL);
-      if (!t)
-        code = fail(c, CLG_RESOURCE_EXHAUSTED);
-      else {
-        for (int i = 0; i < rank; i++) {
-          int64_t d = clg_node_output_dim(ins[0].node, ins[0].index, i);
-          if (i64)
-            ((int64_t *)clg_tensor_data(t))[i] = d;
-          else
-            ((int32_t *)clg_tensor_data(t))[i] = (int32_t)d;
-        }
-        built = clg_const(c->g, n->name, t);
-        clg_tensor_free(t);
-        if (!built)
-          code = clg_graph_status(c->g);
-      }
-    }
+    code = build_static_shape(c, n, nin, ins, &built);
   } else if (rule && rule->kind == CLG_IMP_RULE_FUSED) {
     code = build_fused(c, n, rule, nin, ins, &built);
   } else {
