@@ -8,12 +8,8 @@
 #include <string.h>
 
 #include "graph/graph.h"
-#include "import/import_internal.h"
+#include "import/build.h"
 #include "runtime/runtime.h"
-
-/* A folded constant holds at most this many elements (per output): beyond, the node is built
- * as is and computed at run time (folding would only move weights-sized work to import). */
-#define FOLD_MAX_ELEMENTS (1u << 20)
 
 typedef struct name_map_entry {
   char *name;
@@ -236,52 +232,6 @@ static clg_code census(clg_import_result *r, const clg_imp_model *m)
 }
 
 /* --- the build ------------------------------------------------------------------------------ */
-
-typedef struct imp {
-  clg_graph *g;
-  const clg_import_options *o;
-  clg_imp_model *m;
-  clg_import_result *r;
-  int *hash;
-  size_t hash_size;
-  clg_node **nodes;  /* per model node: the graph node that stands for it */
-  clg_output **outs; /* per model node: its outputs as graph tensors (after folding) */
-  int *nouts;
-  bool *fed;        /* a Placeholder fed through input_map (not built) */
-  bool *consumed;   /* per model node, whether any data input reads it */
-  bool *shape_used; /* per input_shapes entry */
-  bool *map_used;   /* per input_map entry */
-  /* Folding in waves: foldable nodes (every input a Const) wait in the scratch graph until a
-   * node reads one of them (or the build ends); then one helper session and one run compute
-   * the whole wave on CPU:0, so a model's thousands of shape nodes cost a few runs, not one
-   * session, placement and plan each. */
-  clg_graph *scratch; /* the wave: its nodes and copies of their Const inputs, on CPU:0 */
-  struct pending *pend;
-  int num_pend, cap_pend;
-  bool *pending;       /* per model node: waiting in the wave */
-  clg_graph *anchor_g; /* an empty graph whose helper session holds the device state */
-  clg_session *anchor; /* across the waves of one import */
-  bool no_fold;
-} imp;
-
-/* A node of the wave: what builds it again (a scratch graph for half a wave, or the node
- * itself in g when it does not fold); ins and attrs point into g and the model. */
-typedef struct pending {
-  int idx;
-  const clg_op_def *def;
-  clg_node *sn; /* in scratch */
-  int nin, na, nout;
-  clg_output *ins;
-  clg_attr *attrs;
-} pending;
-
-static const char *file_of(const imp *c) { return c->m->file[0] ? c->m->file : "(memory)"; }
-
-static clg_code fail(imp *c, clg_code code)
-{
-  (void)code;
-  return clg_graph_record_error(c->g);
-}
 
 static bool same_tensor(const char *a, const char *b)
 {
@@ -516,7 +466,7 @@ static clg_code bind_shape(imp *c, const clg_imp_node *n, const clg_op_def *def,
 }
 
 /* Records model node idx as the graph tensors outs[0..n). */
-static clg_code set_outs(imp *c, int idx, clg_node *node, int n, const clg_output *outs)
+clg_code clg_imp_set_outs(imp *c, int idx, clg_node *node, int n, const clg_output *outs)
 {
   c->nodes[idx] = node;
   c->outs[idx] = malloc(sizeof *c->outs[idx] * (size_t)(n + 1));
@@ -527,235 +477,6 @@ static clg_code set_outs(imp *c, int idx, clg_node *node, int n, const clg_outpu
   for (int i = 0; i < n; i++)
     c->outs[idx][i] = outs ? outs[i] : clg_out(node, i);
   return CLG_OK;
-}
-
-static void pending_clear(imp *c)
-{
-  for (int i = 0; i < c->num_pend; i++) {
-    c->pending[c->pend[i].idx] = false;
-    free(c->pend[i].ins);
-    free(c->pend[i].attrs);
-  }
-  c->num_pend = 0;
-  clg_graph_free(c->scratch);
-  c->scratch = NULL;
-}
-
-static void fold_reset(imp *c)
-{
-  pending_clear(c);
-  free(c->pend);
-  c->pend = NULL;
-  c->cap_pend = 0;
-  clg_session_free(c->anchor);
-  clg_graph_free(c->anchor_g);
-  c->anchor = NULL;
-  c->anchor_g = NULL;
-}
-
-/* Node p of a wave in scratch graph sg (on CPU:0): Consts of its inputs' values, then it. */
-static clg_node *scratch_node(clg_graph *sg, const pending *p)
-{
-  clg_output sins[64];
-  for (int i = 0; i < p->nin; i++)
-    sins[i] = clg_out(clg_const(sg, NULL, clg_node_value(p->ins[i].node)), 0);
-  return clg_op(sg, p->def->name, NULL, p->nin, sins, p->na, p->attrs);
-}
-
-static clg_graph *scratch_new(void)
-{
-  clg_graph *sg = clg_graph_new();
-  if (sg && clg_graph_push_device(sg, "/device:CPU:0") != CLG_OK) {
-    clg_graph_free(sg);
-    return NULL;
-  }
-  return sg;
-}
-
-/* Folds a node whose inputs are all Consts: into the wave (*done true), computed at the next
- * flush. *done false (and no error) when the node does not fold. */
-static clg_code try_fold(imp *c, int idx, const clg_op_def *def, int nin, const clg_output *ins,
-                         int na, const clg_attr *attrs, bool *done)
-{
-  *done = false;
-  if (c->no_fold || nin < 1 || nin > 64 ||
-      def->flags & (CLG_OP_CONST | CLG_OP_MUST_FEED | CLG_OP_VARIABLE | CLG_OP_ASSIGNS) ||
-      def->ref_inputs || (def->num_outputs < 1 && def->num_outputs != CLG_OP_VARIADIC))
-    return CLG_OK;
-  for (int i = 0; i < nin; i++)
-    if (!ins[i].node || !(ins[i].node->def->flags & CLG_OP_CONST))
-      return CLG_OK;
-  if (!c->scratch && !(c->scratch = scratch_new()))
-    return CLG_OK;
-  if (c->num_pend == c->cap_pend) {
-    int cap = c->cap_pend ? 2 * c->cap_pend : 16;
-    pending *grown = realloc(c->pend, sizeof *grown * (size_t)cap);
-    if (!grown)
-      return CLG_OK; /* built as is */
-    c->pend = grown;
-    c->cap_pend = cap;
-  }
-  pending *p = &c->pend[c->num_pend];
-  *p = (pending){.idx = idx, .def = def, .nin = nin, .na = na};
-  p->ins = malloc(sizeof *p->ins * (size_t)nin);
-  p->attrs = malloc(sizeof *p->attrs * (size_t)(na ? na : 1));
-  if (!p->ins || !p->attrs) {
-    free(p->ins);
-    free(p->attrs);
-    return CLG_OK;
-  }
-  memcpy(p->ins, ins, sizeof *p->ins * (size_t)nin);
-  memcpy(p->attrs, attrs, sizeof *p->attrs * (size_t)na);
-  p->sn = scratch_node(c->scratch, p);
-  bool fits = p->sn && (p->nout = clg_node_num_outputs(p->sn)) >= 1 && p->nout <= 64;
-  for (int i = 0; fits && i < p->nout; i++)
-    fits = clg_node_out_count(p->sn, i) <= FOLD_MAX_ELEMENTS;
-  if (!p->sn) {
-    /* The scratch graph's error is sticky (the real build reports it): the wave so far moves
-     * to a fresh one. */
-    clg_error_clear();
-    clg_graph *sg = scratch_new();
-    for (int i = 0; sg && i < c->num_pend; i++)
-      if (!(c->pend[i].sn = scratch_node(sg, &c->pend[i]))) {
-        clg_graph_free(sg);
-        sg = NULL;
-      }
-    clg_error_clear();
-    clg_graph_free(c->scratch);
-    c->scratch = sg;
-    if (!sg) /* cannot happen (they were built once): the wave is built as is */
-      c->no_fold = true;
-  }
-  if (!fits) { /* an unused node of the scratch graph: never run */
-    free(p->ins);
-    free(p->attrs);
-    return CLG_OK;
-  }
-  c->num_pend++;
-  c->pending[idx] = true;
-  *done = true;
-  return CLG_OK;
-}
-
-/* The model node of p as it is (not folded), in g under its device. */
-static clg_code build_unfolded(imp *c, const pending *p)
-{
-  const clg_imp_node *n = &c->m->nodes[p->idx];
-  if (n->device[0] && clg_graph_push_device(c->g, n->device) != CLG_OK)
-    return clg_graph_status(c->g);
-  clg_node *built = clg_op(c->g, p->def->name, n->name, p->nin, p->ins, p->na, p->attrs);
-  if (n->device[0])
-    clg_graph_pop_device(c->g);
-  if (!built)
-    return clg_graph_status(c->g);
-  return set_outs(c, p->idx, built, clg_node_num_outputs(built), NULL);
-}
-
-/* The values of p as Consts in g, under its device: output 0 keeps the node's name, the others
- * are "<name>/output_<i>". Frees vals. */
-static clg_code build_folded(imp *c, const pending *p, clg_tensor **vals)
-{
-  const clg_imp_node *n = &c->m->nodes[p->idx];
-  clg_code code = CLG_OK;
-  bool pushed = n->device[0] && clg_graph_push_device(c->g, n->device) == CLG_OK;
-  if (n->device[0] && !pushed)
-    code = clg_graph_status(c->g);
-  clg_output outs[64];
-  for (int i = 0; i < p->nout; i++) {
-    char name[1024];
-    if (i == 0)
-      snprintf(name, sizeof name, "%s", n->name);
-    else
-      snprintf(name, sizeof name, "%s/output_%d", n->name, i);
-    clg_node *k = code == CLG_OK ? clg_const(c->g, name, vals[i]) : NULL;
-    if (!k && code == CLG_OK)
-      code = clg_graph_status(c->g);
-    outs[i] = clg_out(k, 0);
-    clg_tensor_free(vals[i]);
-  }
-  if (pushed)
-    clg_graph_pop_device(c->g);
-  return code == CLG_OK ? set_outs(c, p->idx, outs[0].node, p->nout, outs) : code;
-}
-
-/* Folds wave nodes [lo, hi) with one session on sg (NULL: a scratch graph of them is built)
- * and one run; when that fails (a node without a host kernel, or one whose kernel fails), each
- * half is tried alone, down to single nodes, which are then built as they are. */
-static clg_code fold_range(imp *c, clg_graph *sg, int lo, int hi)
-{
-  clg_graph *own = NULL;
-  clg_node **sn = malloc(sizeof *sn * (size_t)(hi - lo));
-  if (!sn)
-    return fail(c,
-                clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory importing %s", file_of(c)));
-  for (int i = lo; i < hi; i++)
-    sn[i - lo] = sg ? c->pend[i].sn : NULL;
-  if (!sg && (own = sg = scratch_new()))
-    for (int i = lo; i < hi && sg; i++)
-      if (!(sn[i - lo] = scratch_node(sg, &c->pend[i])))
-        sg = NULL;
-  int total = 0;
-  for (int i = lo; i < hi; i++)
-    total += c->pend[i].nout;
-  clg_output *fetch = malloc(sizeof *fetch * (size_t)total);
-  clg_tensor **vals = calloc((size_t)total, sizeof *vals);
-  clg_session *s = NULL;
-  bool ran = false;
-  if (sg && fetch && vals && clg_process_helper_session(sg, &s) == CLG_OK) {
-    int k = 0;
-    for (int i = lo; i < hi; i++)
-      for (int j = 0; j < c->pend[i].nout; j++)
-        fetch[k++] = clg_out(sn[i - lo], j);
-    ran = clg_session_run_outputs(s, 0, NULL, NULL, total, fetch, vals, 0, NULL) == CLG_OK;
-  }
-  clg_error_clear(); /* not folded: computed at run time instead */
-  clg_session_free(s);
-  clg_graph_free(own);
-  free(sn);
-  free(fetch);
-  clg_code code = CLG_OK;
-  if (ran) {
-    int k = 0;
-    for (int i = lo; i < hi; i++) {
-      clg_code one = build_folded(c, &c->pend[i], vals + k);
-      k += c->pend[i].nout;
-      if (code == CLG_OK)
-        code = one;
-    }
-  } else if (hi - lo == 1)
-    code = build_unfolded(c, &c->pend[lo]);
-  else {
-    int mid = lo + (hi - lo) / 2;
-    code = fold_range(c, NULL, lo, mid);
-    if (code == CLG_OK)
-      code = fold_range(c, NULL, mid, hi);
-  }
-  free(vals);
-  return code;
-}
-
-/* Computes the wave: its nodes become Consts in g (or themselves where they do not fold). */
-static clg_code fold_flush(imp *c)
-{
-  if (c->num_pend == 0)
-    return CLG_OK;
-  /* The device state stays held across the waves (a helper session alone would create and
-   * release it each wave); without a host session nothing folds in this import. */
-  if (!c->anchor && !c->no_fold &&
-      (!(c->anchor_g = clg_graph_new()) ||
-       clg_process_helper_session(c->anchor_g, &c->anchor) != CLG_OK)) {
-    clg_error_clear();
-    c->anchor = NULL;
-    c->no_fold = true;
-  }
-  clg_code code = CLG_OK;
-  if (c->no_fold)
-    for (int i = 0; i < c->num_pend && code == CLG_OK; i++)
-      code = build_unfolded(c, &c->pend[i]);
-  else
-    code = fold_range(c, c->scratch, 0, c->num_pend);
-  pending_clear(c);
-  return code;
 }
 
 static clg_code build_fused(imp *c, const clg_imp_node *n, const clg_imp_rule *rule, int nin,
@@ -834,7 +555,7 @@ static clg_code flush_if_reads_wave(imp *c, const clg_imp_node *n)
     parse_tensor_name(in, &len, &index, &isctrl);
     int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in, len);
     if (p >= 0 && c->pending[p]) {
-      clg_code code = fold_flush(c);
+      clg_code code = clg_imp_fold_flush(c);
       if (code != CLG_OK)
         return code;
     }
@@ -919,7 +640,7 @@ static clg_code build_node(imp *c, int idx)
       if (!v.node)
         return fail(c, clg_error(CLG_INVALID_ARGUMENT, "input_map '%s': the value's node is NULL",
                                  c->o->input_map[k].name));
-      return set_outs(c, idx, v.node, 1, &v);
+      return clg_imp_set_outs(c, idx, v.node, 1, &v);
     }
   }
   if (!def && (!rule || (rule->kind != CLG_IMP_RULE_SHAPE && rule->kind != CLG_IMP_RULE_FUSED)))
@@ -954,7 +675,7 @@ static clg_code build_node(imp *c, int idx)
     if (code == CLG_OK && def->flags & CLG_OP_MUST_FEED)
       code = bind_shape(c, n, def, attrs, &na, dims);
     if (code == CLG_OK && !(rule && rule->kind == CLG_IMP_RULE_NOFOLD))
-      code = try_fold(c, idx, def, nin, ins, na, attrs, &deferred);
+      code = clg_imp_fold_try(c, idx, def, nin, ins, na, attrs, &deferred);
     if (code == CLG_OK && !deferred) {
       built = clg_op(c->g, def->name, n->name, nin, ins, na, attrs);
       if (!built)
@@ -969,14 +690,14 @@ static clg_code build_node(imp *c, int idx)
     if (nctrl == 0)
       return CLG_OK;
     /* Control inputs go on what the node becomes: computed now. */
-    if ((code = fold_flush(c)) != CLG_OK)
+    if ((code = clg_imp_fold_flush(c)) != CLG_OK)
       return code;
     built = c->nodes[idx];
   }
   for (int i = 0; i < nctrl; i++)
     if (clg_node_add_control_input(built, ctrl[i]) != CLG_OK)
       return clg_graph_status(c->g);
-  return deferred ? CLG_OK : set_outs(c, idx, built, clg_node_num_outputs(built), NULL);
+  return deferred ? CLG_OK : clg_imp_set_outs(c, idx, built, clg_node_num_outputs(built), NULL);
 }
 
 /* A topological order of the model's nodes (data and control edges), file order among
@@ -1224,7 +945,7 @@ static clg_code build(clg_graph *g, clg_imp_model *m, const clg_import_options *
   for (int i = 0; i < n && code == CLG_OK; i++)
     code = build_node(&c, order[i]);
   if (code == CLG_OK)
-    code = fold_flush(&c);
+    code = clg_imp_fold_flush(&c);
   if (scoped)
     clg_graph_pop_name_scope(g);
   if (code != CLG_OK)
@@ -1243,7 +964,7 @@ static clg_code build(clg_graph *g, clg_imp_model *m, const clg_import_options *
     goto out;
   }
 out:
-  fold_reset(&c);
+  clg_imp_fold_reset(&c);
   free(c.hash);
   free(c.nodes);
   for (int i = 0; c.outs && i < n; i++)
