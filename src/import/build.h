@@ -7,6 +7,44 @@
 #include "import/import_internal.h"
 #include "runtime/runtime.h"
 
+typedef struct name_map_entry {
+  char *name;
+  int num_outs;
+  clg_output *outs;
+} name_map_entry;
+
+struct clg_import_result {
+  const char *format;
+  char *producer;
+  int num_inputs, num_outputs;
+  clg_import_tensor *inputs, *outputs;
+  int num_model_nodes;
+  int num_op_types;
+  clg_import_op_type *op_types;
+  int opset;
+  int num_map;
+  name_map_entry *map;
+  int *hash; /* open addressing over map, -1 empty; size hash_size (a power of two) */
+  size_t hash_size;
+};
+
+/* Names (result.c): an open-addressing hash over names got by index, and a tensor name's
+ * parts ("node:1", "^node"). */
+int *clg_imp_hash_build(int n, const char *(*get)(const void *ctx, int i), const void *ctx,
+                        size_t *size);
+int clg_imp_hash_find(const int *h, size_t sz, const char *(*get)(const void *ctx, int i),
+                      const void *ctx, const char *name, size_t len);
+void clg_imp_parse_tensor_name(const char *s, size_t *len, int *index, bool *ctrl);
+const char *clg_imp_model_node_name(const void *ctx, int i);
+const char *clg_imp_map_entry_name(const void *ctx, int i);
+/* A result for model m (its format, producer and node count), and its op census. */
+clg_import_result *clg_imp_result_new(const clg_imp_model *m);
+clg_code clg_imp_census(clg_import_result *r, const clg_imp_model *m);
+/* (import.c) A named tensor appended to v; a model read in any format. */
+clg_code clg_imp_add_tensor(clg_import_tensor **v, int *n, const char *name, clg_output value);
+clg_code clg_imp_read_any(clg_import_format fmt, const uint8_t *bytes, size_t len, const char *file,
+                          const char *base_dir, bool weights, clg_imp_model **m);
+
 typedef struct imp {
   clg_graph *g;
   const clg_import_options *o;

@@ -11,224 +11,10 @@
 #include "import/build.h"
 #include "runtime/runtime.h"
 
-typedef struct name_map_entry {
-  char *name;
-  int num_outs;
-  clg_output *outs;
-} name_map_entry;
-
-struct clg_import_result {
-  const char *format;
-  char *producer;
-  int num_inputs, num_outputs;
-  clg_import_tensor *inputs, *outputs;
-  int num_model_nodes;
-  int num_op_types;
-  clg_import_op_type *op_types;
-  int opset;
-  int num_map;
-  name_map_entry *map;
-  int *hash; /* open addressing over map, -1 empty; size hash_size (a power of two) */
-  size_t hash_size;
-};
-
 void clg_import_options_init(clg_import_options *o)
 {
   if (o)
     memset(o, 0, sizeof *o);
-}
-
-/* --- names ------------------------------------------------------------------------------- */
-
-static uint64_t hash_name(const char *s, size_t len)
-{
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < len; i++)
-    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-  return h;
-}
-
-/* A name hash over strings given by get(ctx, i), i < n: slot array of size *size. */
-static int *hash_build(int n, const char *(*get)(const void *ctx, int i), const void *ctx,
-                       size_t *size)
-{
-  size_t sz = 16;
-  while (sz < 2 * (size_t)n + 2)
-    sz *= 2;
-  int *h = malloc(sz * sizeof *h);
-  if (!h)
-    return NULL;
-  for (size_t i = 0; i < sz; i++)
-    h[i] = -1;
-  for (int i = 0; i < n; i++) {
-    const char *s = get(ctx, i);
-    size_t k = hash_name(s, strlen(s)) & (sz - 1);
-    while (h[k] >= 0)
-      k = (k + 1) & (sz - 1);
-    h[k] = i;
-  }
-  *size = sz;
-  return h;
-}
-
-static int hash_find(const int *h, size_t sz, const char *(*get)(const void *ctx, int i),
-                     const void *ctx, const char *name, size_t len)
-{
-  if (!h)
-    return -1;
-  size_t k = hash_name(name, len) & (sz - 1);
-  for (; h[k] >= 0; k = (k + 1) & (sz - 1)) {
-    const char *s = get(ctx, h[k]);
-    if (strlen(s) == len && memcmp(s, name, len) == 0)
-      return h[k];
-  }
-  return -1;
-}
-
-/* "node", "node:1", "^ctrl": the node name's length, the output index and whether a control
- * input. A ":" followed by anything but digits belongs to the name. */
-static void parse_tensor_name(const char *s, size_t *len, int *index, bool *ctrl)
-{
-  *ctrl = s[0] == '^';
-  if (*ctrl)
-    s++;
-  size_t n = strlen(s);
-  *len = n;
-  *index = 0;
-  const char *colon = strrchr(s, ':');
-  if (colon && colon[1]) {
-    const char *p = colon + 1;
-    long v = 0;
-    while (*p >= '0' && *p <= '9' && v < 1000000)
-      v = v * 10 + (*p++ - '0');
-    if (!*p) {
-      *len = (size_t)(colon - s);
-      *index = (int)v;
-    }
-  }
-}
-
-static const char *model_node_name(const void *ctx, int i)
-{
-  return ((const clg_imp_model *)ctx)->nodes[i].name;
-}
-
-static const char *map_entry_name(const void *ctx, int i)
-{
-  return ((const clg_import_result *)ctx)->map[i].name;
-}
-
-/* --- results ------------------------------------------------------------------------------ */
-
-void clg_import_result_free(clg_import_result *r)
-{
-  if (!r)
-    return;
-  free(r->producer);
-  for (int i = 0; i < r->num_inputs; i++)
-    free((char *)r->inputs[i].name);
-  for (int i = 0; i < r->num_outputs; i++)
-    free((char *)r->outputs[i].name);
-  free(r->inputs);
-  free(r->outputs);
-  for (int i = 0; i < r->num_op_types; i++) {
-    free((char *)r->op_types[i].op);
-    free((char *)r->op_types[i].example_node);
-  }
-  free(r->op_types);
-  for (int i = 0; i < r->num_map; i++) {
-    free(r->map[i].name);
-    free(r->map[i].outs);
-  }
-  free(r->map);
-  free(r->hash);
-  free(r);
-}
-
-const char *clg_import_format_name(const clg_import_result *r) { return r ? r->format : ""; }
-const char *clg_import_producer(const clg_import_result *r)
-{
-  return r && r->producer ? r->producer : "";
-}
-int clg_import_num_inputs(const clg_import_result *r) { return r ? r->num_inputs : 0; }
-int clg_import_num_outputs(const clg_import_result *r) { return r ? r->num_outputs : 0; }
-const clg_import_tensor *clg_import_input(const clg_import_result *r, int i)
-{
-  return r && i >= 0 && i < r->num_inputs ? &r->inputs[i] : NULL;
-}
-const clg_import_tensor *clg_import_output(const clg_import_result *r, int i)
-{
-  return r && i >= 0 && i < r->num_outputs ? &r->outputs[i] : NULL;
-}
-int clg_import_num_model_nodes(const clg_import_result *r) { return r ? r->num_model_nodes : 0; }
-int clg_import_num_op_types(const clg_import_result *r) { return r ? r->num_op_types : 0; }
-const clg_import_op_type *clg_import_op_type_at(const clg_import_result *r, int i)
-{
-  return r && i >= 0 && i < r->num_op_types ? &r->op_types[i] : NULL;
-}
-int clg_import_opset(const clg_import_result *r) { return r ? r->opset : 0; }
-
-clg_code clg_import_find(const clg_import_result *r, const char *model_name, clg_output *out)
-{
-  if (!r || !model_name || !out)
-    return clg_error(CLG_INVALID_ARGUMENT, "clg_import_find: %s is NULL",
-                     !r            ? "result"
-                     : !model_name ? "model_name"
-                                   : "out");
-  size_t len;
-  int index;
-  bool ctrl;
-  parse_tensor_name(model_name, &len, &index, &ctrl);
-  int k = ctrl ? -1 : hash_find(r->hash, r->hash_size, map_entry_name, r, model_name, len);
-  if (k < 0)
-    return clg_error(CLG_NOT_FOUND, "the imported model has no node '%s'", model_name);
-  if (index >= r->map[k].num_outs)
-    return clg_error(CLG_NOT_FOUND, "the imported model's node '%.*s' has %d outputs, not %d",
-                     (int)len, model_name, r->map[k].num_outs, index + 1);
-  *out = r->map[k].outs[index];
-  return CLG_OK;
-}
-
-static clg_import_result *result_new(const clg_imp_model *m)
-{
-  clg_import_result *r = calloc(1, sizeof *r);
-  if (!r || !(r->producer = clg_strdup(m->producer))) {
-    free(r);
-    clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory importing %s", m->file);
-    return NULL;
-  }
-  r->format = m->format;
-  r->num_model_nodes = m->num_nodes;
-  return r;
-}
-
-/* The op census of a model, in the order op types first appear. */
-static clg_code census(clg_import_result *r, const clg_imp_model *m)
-{
-  r->op_types = calloc((size_t)m->num_nodes + 1, sizeof *r->op_types);
-  if (!r->op_types)
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
-  for (int i = 0; i < m->num_nodes; i++) {
-    const clg_imp_node *n = &m->nodes[i];
-    int k = 0;
-    while (k < r->num_op_types && strcmp(r->op_types[k].op, n->op) != 0)
-      k++;
-    clg_import_op_type *t = &r->op_types[k];
-    if (k == r->num_op_types) {
-      if (!(t->op = clg_strdup(n->op)) || !(t->example_node = clg_strdup(n->name)))
-        return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
-      r->num_op_types++;
-      t->supported = clg_imp_op_supported(n);
-    } else if (t->supported && !clg_imp_op_supported(n)) {
-      /* a fused node whose epilogue clgraph lacks: the type is unsupported from here */
-      t->supported = 0;
-      free((char *)t->example_node);
-      if (!(t->example_node = clg_strdup(n->name)))
-        return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
-    }
-    t->count++;
-  }
-  return CLG_OK;
 }
 
 /* --- the build ------------------------------------------------------------------------------ */
@@ -238,8 +24,8 @@ static bool same_tensor(const char *a, const char *b)
   size_t la, lb;
   int ia, ib;
   bool ca, cb;
-  parse_tensor_name(a, &la, &ia, &ca);
-  parse_tensor_name(b, &lb, &ib, &cb);
+  clg_imp_parse_tensor_name(a, &la, &ia, &ca);
+  clg_imp_parse_tensor_name(b, &lb, &ib, &cb);
   return !ca && !cb && la == lb && ia == ib && memcmp(a, b, la) == 0;
 }
 
@@ -264,8 +50,8 @@ static clg_code resolve_input(imp *c, const clg_imp_node *n, const char *in, clg
   size_t len;
   int index;
   bool ctrl;
-  parse_tensor_name(in, &len, &index, &ctrl);
-  int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in, len);
+  clg_imp_parse_tensor_name(in, &len, &index, &ctrl);
+  int p = clg_imp_hash_find(c->hash, c->hash_size, clg_imp_model_node_name, c->m, in, len);
   if (p < 0 || !c->outs[p])
     return fail(c, clg_error(CLG_INTERNAL, "%s: node '%s': input '%s' was not built", file_of(c),
                              n->name, in));
@@ -552,8 +338,8 @@ static clg_code flush_if_reads_wave(imp *c, const clg_imp_node *n)
     size_t len;
     int index;
     bool isctrl;
-    parse_tensor_name(in, &len, &index, &isctrl);
-    int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in, len);
+    clg_imp_parse_tensor_name(in, &len, &index, &isctrl);
+    int p = clg_imp_hash_find(c->hash, c->hash_size, clg_imp_model_node_name, c->m, in, len);
     if (p >= 0 && c->pending[p]) {
       clg_code code = clg_imp_fold_flush(c);
       if (code != CLG_OK)
@@ -575,8 +361,8 @@ static clg_code gather_inputs(imp *c, const clg_imp_node *n, clg_output *ins, in
       size_t len;
       int index;
       bool isctrl;
-      parse_tensor_name(in, &len, &index, &isctrl);
-      int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in + 1, len);
+      clg_imp_parse_tensor_name(in, &len, &index, &isctrl);
+      int p = clg_imp_hash_find(c->hash, c->hash_size, clg_imp_model_node_name, c->m, in + 1, len);
       if (nctrl >= 256)
         return fail(c, clg_error(CLG_INVALID_ARGUMENT,
                                  "%s: node '%s' has more than 256 control inputs", file_of(c),
@@ -727,9 +513,9 @@ static clg_code topo_order(imp *c, int *order)
       size_t len;
       int index;
       bool ctrl;
-      parse_tensor_name(in, &len, &index, &ctrl);
+      clg_imp_parse_tensor_name(in, &len, &index, &ctrl);
       const char *nm = ctrl ? in + 1 : in;
-      int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, nm, len);
+      int p = clg_imp_hash_find(c->hash, c->hash_size, clg_imp_model_node_name, c->m, nm, len);
       if (p < 0) {
         if (!ctrl && mapped(c, in) >= 0)
           continue; /* fed from the graph: no model edge */
@@ -789,7 +575,7 @@ out:
   return code;
 }
 
-static clg_code add_tensor(clg_import_tensor **v, int *n, const char *name, clg_output value)
+clg_code clg_imp_add_tensor(clg_import_tensor **v, int *n, const char *name, clg_output value)
 {
   clg_import_tensor *g = realloc(*v, sizeof *g * (size_t)(*n + 1));
   if (!g)
@@ -834,7 +620,7 @@ static clg_code fill_map(imp *c)
     if (c->nouts[i])
       memcpy(e->outs, c->outs[i], sizeof *e->outs * (size_t)c->nouts[i]);
   }
-  r->hash = hash_build(r->num_map, map_entry_name, r, &r->hash_size);
+  r->hash = clg_imp_hash_build(r->num_map, clg_imp_map_entry_name, r, &r->hash_size);
   if (!r->hash)
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
   return CLG_OK;
@@ -853,12 +639,13 @@ static clg_code fill_io(imp *c)
       if ((code = clg_import_find(r, m->sig_inputs[i].name, &v)) != CLG_OK)
         return clg_error(CLG_INVALID_ARGUMENT, "%s: signature input '%s' names no node", file_of(c),
                          m->sig_inputs[i].name);
-      code = add_tensor(&r->inputs, &r->num_inputs, m->sig_inputs[i].name, v);
+      code = clg_imp_add_tensor(&r->inputs, &r->num_inputs, m->sig_inputs[i].name, v);
     }
   } else {
     for (int i = 0; i < m->num_nodes && code == CLG_OK; i++)
       if (c->nodes[i] && !c->fed[i] && c->nodes[i]->def->flags & CLG_OP_MUST_FEED)
-        code = add_tensor(&r->inputs, &r->num_inputs, m->nodes[i].name, clg_out(c->nodes[i], 0));
+        code = clg_imp_add_tensor(&r->inputs, &r->num_inputs, m->nodes[i].name,
+                                  clg_out(c->nodes[i], 0));
   }
   if (m->num_sig_outputs) {
     for (int i = 0; i < m->num_sig_outputs && code == CLG_OK; i++) {
@@ -866,7 +653,7 @@ static clg_code fill_io(imp *c)
       if (clg_import_find(r, m->sig_outputs[i].name, &v) != CLG_OK)
         return clg_error(CLG_INVALID_ARGUMENT, "%s: signature output '%s' names no tensor",
                          file_of(c), m->sig_outputs[i].name);
-      code = add_tensor(&r->outputs, &r->num_outputs, m->sig_outputs[i].name, v);
+      code = clg_imp_add_tensor(&r->outputs, &r->num_outputs, m->sig_outputs[i].name, v);
     }
   } else {
     for (int i = 0; i < m->num_nodes && code == CLG_OK; i++) {
@@ -879,7 +666,7 @@ static clg_code fill_io(imp *c)
           snprintf(name, sizeof name, "%s", m->nodes[i].name);
         else
           snprintf(name, sizeof name, "%s:%d", m->nodes[i].name, j);
-        code = add_tensor(&r->outputs, &r->num_outputs, name, e->outs[j]);
+        code = clg_imp_add_tensor(&r->outputs, &r->num_outputs, name, e->outs[j]);
       }
     }
   }
@@ -893,8 +680,8 @@ static clg_code build(clg_graph *g, clg_imp_model *m, const clg_import_options *
   int n = m->num_nodes;
   clg_code code = CLG_OK;
   int *order = NULL;
-  c.r = result_new(m);
-  c.hash = hash_build(n, model_node_name, m, &c.hash_size);
+  c.r = clg_imp_result_new(m);
+  c.hash = clg_imp_hash_build(n, clg_imp_model_node_name, m, &c.hash_size);
   c.nodes = calloc((size_t)n + 1, sizeof *c.nodes);
   c.outs = calloc((size_t)n + 1, sizeof *c.outs);
   c.nouts = calloc((size_t)n + 1, sizeof *c.nouts);
@@ -912,7 +699,8 @@ static clg_code build(clg_graph *g, clg_imp_model *m, const clg_import_options *
   }
   for (int i = 0; i < n; i++) {
     size_t len = strlen(m->nodes[i].name);
-    int k = hash_find(c.hash, c.hash_size, model_node_name, m, m->nodes[i].name, len);
+    int k =
+        clg_imp_hash_find(c.hash, c.hash_size, clg_imp_model_node_name, m, m->nodes[i].name, len);
     if (k != i) {
       code = fail(&c, clg_error(CLG_INVALID_ARGUMENT, "%s: two nodes are named '%s'", file_of(&c),
                                 m->nodes[i].name));
@@ -928,8 +716,8 @@ static clg_code build(clg_graph *g, clg_imp_model *m, const clg_import_options *
       code = fail(&c, clg_error(CLG_INVALID_ARGUMENT, "input_map[%d]: the name is NULL", i));
       goto out;
     }
-    parse_tensor_name(nm, &len, &index, &ctrl);
-    if (ctrl || hash_find(c.hash, c.hash_size, model_node_name, m, nm, len) < 0) {
+    clg_imp_parse_tensor_name(nm, &len, &index, &ctrl);
+    if (ctrl || clg_imp_hash_find(c.hash, c.hash_size, clg_imp_model_node_name, m, nm, len) < 0) {
       code = fail(&c, clg_error(CLG_INVALID_ARGUMENT,
                                 "input_map '%s' names no tensor of the model %s", nm, file_of(&c)));
       goto out;
@@ -958,7 +746,7 @@ static clg_code build(clg_graph *g, clg_imp_model *m, const clg_import_options *
                                 file_of(&c)));
       goto out;
     }
-  if ((code = fill_map(&c)) != CLG_OK || (code = census(c.r, m)) != CLG_OK ||
+  if ((code = fill_map(&c)) != CLG_OK || (code = clg_imp_census(c.r, m)) != CLG_OK ||
       (code = fill_io(&c)) != CLG_OK) {
     code = fail(&c, code);
     goto out;
@@ -1006,8 +794,8 @@ static clg_import_format detect(const uint8_t *b, size_t len, const char *file)
   return CLG_IMPORT_GRAPHDEF;
 }
 
-static clg_code read_any(clg_import_format fmt, const uint8_t *bytes, size_t len, const char *file,
-                         const char *base_dir, bool weights, clg_imp_model **m)
+clg_code clg_imp_read_any(clg_import_format fmt, const uint8_t *bytes, size_t len, const char *file,
+                          const char *base_dir, bool weights, clg_imp_model **m)
 {
   if (fmt == CLG_IMPORT_AUTO)
     fmt = detect(bytes, len, file);
@@ -1030,7 +818,7 @@ static clg_code import_bytes(clg_graph *g, clg_import_format fmt, const uint8_t 
                              clg_import_result **result)
 {
   clg_imp_model *m = NULL;
-  clg_code code = read_any(fmt, bytes, len, file, base_dir, true, &m);
+  clg_code code = clg_imp_read_any(fmt, bytes, len, file, base_dir, true, &m);
   if (code != CLG_OK)
     return clg_graph_record_error(g);
   code = build(g, m, o, result);
@@ -1121,112 +909,5 @@ clg_code clg_graph_import_memory(clg_graph *g, clg_import_format format, const v
   code = import_bytes(g, format == CLG_IMPORT_AUTO ? o->format : format, copy, len, "", o->base_dir,
                       o, result);
   free(copy);
-  return code;
-}
-
-/* --- inspect ------------------------------------------------------------------------------ */
-
-static clg_code inspect_tensor(clg_import_tensor **v, int *n, const char *name, int tf_dtype,
-                               const clg_imp_shape *shape)
-{
-  clg_code code = add_tensor(v, n, name, (clg_output){NULL, 0});
-  if (code != CLG_OK)
-    return code;
-  clg_import_tensor *t = &(*v)[*n - 1];
-  clg_dtype d;
-  t->dtype = clg_imp_dtype(tf_dtype, &d) ? d : (clg_dtype)0;
-  t->rank = shape ? shape->rank : -1;
-  for (int i = 0; i < t->rank; i++)
-    t->dims[i] = shape->dims[i];
-  return CLG_OK;
-}
-
-static clg_code inspect_model(const clg_imp_model *m, clg_import_result *r)
-{
-  clg_code code = census(r, m);
-  for (int i = 0; i < m->num_sig_inputs && code == CLG_OK; i++)
-    code = inspect_tensor(&r->inputs, &r->num_inputs, m->sig_inputs[i].name,
-                          m->sig_inputs[i].tf_dtype, &m->sig_inputs[i].shape);
-  for (int i = 0; i < m->num_nodes && code == CLG_OK && !m->num_sig_inputs; i++) {
-    const clg_imp_node *n = &m->nodes[i];
-    const clg_op_def *def = clg_op_find(n->op);
-    if (!def || !(def->flags & CLG_OP_MUST_FEED))
-      continue;
-    const clg_imp_attr *dt = clg_imp_node_attr(n, "dtype"), *sh = clg_imp_node_attr(n, "shape");
-    code = inspect_tensor(&r->inputs, &r->num_inputs, n->name,
-                          dt && dt->kind == CLG_IMP_TYPE ? (int)dt->i : 0,
-                          sh && sh->kind == CLG_IMP_SHAPE ? &sh->shape : NULL);
-  }
-  for (int i = 0; i < m->num_sig_outputs && code == CLG_OK; i++)
-    code = inspect_tensor(&r->outputs, &r->num_outputs, m->sig_outputs[i].name,
-                          m->sig_outputs[i].tf_dtype, &m->sig_outputs[i].shape);
-  if (code != CLG_OK || m->num_sig_outputs)
-    return code;
-  /* Nodes nothing consumes, in file order. */
-  bool *used = calloc((size_t)m->num_nodes + 1, sizeof *used);
-  size_t hs;
-  int *h = hash_build(m->num_nodes, model_node_name, m, &hs);
-  if (!used || !h) {
-    free(used);
-    free(h);
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
-  }
-  for (int i = 0; i < m->num_nodes; i++)
-    for (int j = 0; j < m->nodes[i].num_inputs; j++) {
-      const char *in = m->nodes[i].inputs[j];
-      size_t len;
-      int index;
-      bool ctrl;
-      parse_tensor_name(in, &len, &index, &ctrl);
-      int p = ctrl ? -1 : hash_find(h, hs, model_node_name, m, in, len);
-      if (p >= 0)
-        used[p] = true;
-    }
-  for (int i = 0; i < m->num_nodes && code == CLG_OK; i++)
-    if (!used[i]) {
-      const clg_imp_attr *t = clg_imp_node_attr(&m->nodes[i], "T");
-      if (!t)
-        t = clg_imp_node_attr(&m->nodes[i], "dtype");
-      code = inspect_tensor(&r->outputs, &r->num_outputs, m->nodes[i].name,
-                            t && t->kind == CLG_IMP_TYPE ? (int)t->i : 0, NULL);
-    }
-  free(used);
-  free(h);
-  return code;
-}
-
-clg_code clg_import_inspect(const char *path, const clg_import_options *o,
-                            clg_import_result **result, char *err, size_t err_size)
-{
-  if (err && err_size)
-    err[0] = 0;
-  if (result)
-    *result = NULL;
-  clg_code code;
-  if (!path || !result)
-    code = clg_error(CLG_INVALID_ARGUMENT, "clg_import_inspect: %s is NULL",
-                     !path ? "path" : "result");
-  else {
-    uint8_t *bytes;
-    size_t len;
-    code = clg_imp_read_file(path, &bytes, &len);
-    clg_imp_model *m = NULL;
-    if (code == CLG_OK) {
-      code = read_any(o ? o->format : CLG_IMPORT_AUTO, bytes, len, path, NULL, false, &m);
-      free(bytes);
-    }
-    clg_import_result *r = code == CLG_OK ? result_new(m) : NULL;
-    if (code == CLG_OK && !r)
-      code = CLG_RESOURCE_EXHAUSTED;
-    if (code == CLG_OK)
-      code = inspect_model(m, r);
-    clg_imp_model_free(m);
-    if (code == CLG_OK)
-      *result = r;
-    else
-      clg_import_result_free(r);
-  }
-  if (code != CLG_OK && err && err_size)
-    snprintf(err, err_size, "%s", clg_last_error());
   return code;
 }
