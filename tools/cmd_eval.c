@@ -46,6 +46,58 @@ static long long checkpoint_step(const char *path)
   return step;
 }
 
+/* Every test record once: batch b holds records b*batch..; the last batch wraps around,
+ * and only its first rows count. The number right into *correct; false after a message. */
+static bool count_correct(clg_session *s, const input_dataset *d, int batch, clg_node *images,
+                          clg_node *labels, clg_node *top, clg_tensor *img, clg_tensor *lab,
+                          int64_t *correct)
+{
+  const int64_t n = input_dataset_num_records(d);
+  input_options io = {.batch = batch, .towers = 1, .prefetch = 1};
+  clg_output feeds_at[2] = {clg_out(images, 0), clg_out(labels, 0)}, fetch = clg_out(top, 0);
+  clg_tensor *feeds[2] = {img, lab};
+  *correct = 0;
+  for (int64_t b = 0; b * batch < n; b++) {
+    input_fill_batch(d, &io, b, clg_tensor_data(img), clg_tensor_data(lab));
+    clg_tensor *hit = NULL;
+    if (clg_session_run_outputs(s, 2, feeds_at, feeds, 1, &fetch, &hit, 0, NULL) != CLG_OK) {
+      fprintf(stderr, "clgraph eval: batch %lld: %s\n", (long long)b, clg_last_error());
+      return false;
+    }
+    const bool *h = clg_tensor_data(hit);
+    int64_t valid = n - b * batch < batch ? n - b * batch : batch;
+    for (int64_t i = 0; i < valid; i++)
+      *correct += h[i];
+    clg_tensor_free(hit);
+  }
+  return true;
+}
+
+/* The tutorial's precision line (or one JSON object). */
+static void print_precision(int64_t correct, int64_t n, input_dataset_kind kind, const char *path,
+                            bool raw, bool json)
+{
+  double precision = (double)correct / (double)n;
+  long long step = checkpoint_step(path);
+  if (json) {
+    json_t *o = json_pack("{s:f, s:I, s:I, s:s, s:s, s:I, s:s}", "precision_at_1", precision,
+                          "correct", (json_int_t)correct, "total", (json_int_t)n, "dataset",
+                          input_dataset_name(kind), "checkpoint", path, "global_step",
+                          (json_int_t)step, "weights", raw ? "raw" : "moving_averages");
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    printf("%s\n", text ? text : "{}");
+    free(text);
+    json_decref(o);
+  } else {
+    char stamp[64];
+    cifar10_timestamp(stamp, sizeof stamp);
+    printf("%s: precision @ 1 = %.3f\n", stamp, precision);
+    printf("(%lld of %lld %s test images right; checkpoint %s at step %lld, %s)\n",
+           (long long)correct, (long long)n, input_dataset_name(kind), path, step,
+           raw ? "raw weights" : "moving averages of the weights");
+  }
+}
+
 int clg_tool_eval(int argc, char **argv)
 {
   const char *ds = NULL, *dir = NULL, *path = NULL;
@@ -122,45 +174,10 @@ int clg_tool_eval(int argc, char **argv)
     goto done;
   }
 
-  /* Every test record once: batch b holds records b*batch..; the last batch wraps around,
-   * and only its first rows count. */
-  const int64_t n = input_dataset_num_records(d);
-  input_options io = {.batch = batch, .towers = 1, .prefetch = 1};
-  clg_output feeds_at[2] = {clg_out(images, 0), clg_out(labels, 0)}, fetch = clg_out(top, 0);
-  clg_tensor *feeds[2] = {img, lab};
   int64_t correct = 0;
-  for (int64_t b = 0; b * batch < n; b++) {
-    input_fill_batch(d, &io, b, clg_tensor_data(img), clg_tensor_data(lab));
-    clg_tensor *hit = NULL;
-    if (clg_session_run_outputs(s, 2, feeds_at, feeds, 1, &fetch, &hit, 0, NULL) != CLG_OK) {
-      fprintf(stderr, "clgraph eval: batch %lld: %s\n", (long long)b, clg_last_error());
-      goto done;
-    }
-    const bool *h = clg_tensor_data(hit);
-    int64_t valid = n - b * batch < batch ? n - b * batch : batch;
-    for (int64_t i = 0; i < valid; i++)
-      correct += h[i];
-    clg_tensor_free(hit);
-  }
-  double precision = (double)correct / (double)n;
-  long long step = checkpoint_step(path);
-  if (json) {
-    json_t *o = json_pack("{s:f, s:I, s:I, s:s, s:s, s:I, s:s}", "precision_at_1", precision,
-                          "correct", (json_int_t)correct, "total", (json_int_t)n, "dataset",
-                          input_dataset_name(kind), "checkpoint", path, "global_step",
-                          (json_int_t)step, "weights", raw ? "raw" : "moving_averages");
-    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    printf("%s\n", text ? text : "{}");
-    free(text);
-    json_decref(o);
-  } else {
-    char stamp[64];
-    cifar10_timestamp(stamp, sizeof stamp);
-    printf("%s: precision @ 1 = %.3f\n", stamp, precision);
-    printf("(%lld of %lld %s test images right; checkpoint %s at step %lld, %s)\n",
-           (long long)correct, (long long)n, input_dataset_name(kind), path, step,
-           raw ? "raw weights" : "moving averages of the weights");
-  }
+  if (!count_correct(s, d, batch, images, labels, top, img, lab, &correct))
+    goto done;
+  print_precision(correct, input_dataset_num_records(d), kind, path, raw, json);
   rc = 0;
 done:
   clg_tensor_free(img);

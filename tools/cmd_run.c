@@ -453,28 +453,359 @@ static int count_devices(clg_session *s, clg_graph *g, const char **names, int *
 
 static double ms_since(uint64_t t0) { return (double)(clg_now_ns() - t0) / 1e6; }
 
+/* What one `clgraph run` holds between its steps; freed by run_free. */
+typedef struct run_job {
+  const char *model, *out_dir, *device, *trace;
+  int seed, repeats, num_bind, num_inputs, num_outputs;
+  bool no_soft, log_placement, json;
+  clg_graph *g;
+  clg_session *s;
+  clg_import_result *r;
+  clg_output *fetch, *feed_at;
+  clg_tensor **feeds, **outs;
+  const char **out_names;
+  double *times; /* the timed runs' milliseconds */
+  double import_ms, session_ms, first_ms, median_ms, min_ms;
+} run_job;
+
+/* The command line's NAME=VALUE options, each checked before anything is read. 0 when they
+ * hold, else the exit status after a message. */
+static int parse_named(run_state *st)
+{
+  for (int k = 0; k < st->num_input_args; k++)
+    if (!split_named("--input", st->input_args[k], "NAME=FILE.npy", &st->input_names[k],
+                     &st->input_files[k]))
+      return 2;
+  for (int k = 0; k < st->num_shape_args; k++) {
+    const char *dims = NULL;
+    if (!split_named("--shape", st->shape_args[k], "NAME=D,D,...", &st->shape_names[k], &dims) ||
+        !parse_dims(st->shape_names[k], dims, &st->shapes[k]))
+      return 2;
+  }
+  for (int a = 0; a < st->num_input_args + st->num_shape_args; a++)
+    for (int b = 0; b < a; b++) {
+      const bool ai = a < st->num_input_args, bi = b < st->num_input_args;
+      const char *na = ai ? st->input_names[a] : st->shape_names[a - st->num_input_args];
+      const char *nb = bi ? st->input_names[b] : st->shape_names[b - st->num_input_args];
+      if (ai == bi && same_name(na, nb)) {
+        fprintf(stderr, "clgraph run: %s %s given twice\n", ai ? "--input" : "--shape", na);
+        return 2;
+      }
+    }
+  return 0;
+}
+
+/* The import, inside the --device scope. 0, or the exit status after a message. */
+static int import_model(run_job *j, run_state *st)
+{
+  if (!(j->g = clg_graph_new())) {
+    fprintf(stderr, "clgraph run: out of memory\n");
+    return 1;
+  }
+  if (j->device && clg_graph_push_device(j->g, j->device) != CLG_OK) {
+    fprintf(stderr, "clgraph run: --device '%s': %s\n", j->device, clg_graph_error(j->g));
+    return 2;
+  }
+  clg_import_options o;
+  clg_import_options_init(&o);
+  o.input_shapes = st->bind;
+  o.num_input_shapes = j->num_bind;
+  uint64_t t_import = clg_now_ns();
+  if (clg_graph_import(j->g, j->model, &o, &j->r) != CLG_OK) {
+    fprintf(stderr, "clgraph run: %s\n",
+            clg_graph_error(j->g)[0] ? clg_graph_error(j->g) : clg_last_error());
+    return 1;
+  }
+  if (j->device)
+    clg_graph_pop_device(j->g);
+  j->import_ms = ms_since(t_import);
+  return 0;
+}
+
+/* The arrays of feeds, fetches and timings, sized from the imported model. */
+static bool alloc_arrays(run_job *j, run_state *st)
+{
+  j->num_inputs = clg_import_num_inputs(j->r);
+  j->feed_at = calloc((size_t)j->num_inputs + 1, sizeof *j->feed_at);
+  j->feeds = calloc((size_t)j->num_inputs + 1, sizeof *j->feeds);
+  j->num_outputs = st->num_output_args ? st->num_output_args : clg_import_num_outputs(j->r);
+  j->fetch = calloc((size_t)j->num_outputs + 1, sizeof *j->fetch);
+  j->outs = calloc((size_t)j->num_outputs + 1, sizeof *j->outs);
+  j->out_names = calloc((size_t)j->num_outputs + 1, sizeof *j->out_names);
+  st->files = calloc((size_t)j->num_outputs + 1, sizeof *st->files);
+  j->times = calloc((size_t)(j->repeats ? j->repeats : 1), sizeof *j->times);
+  if (!j->feed_at || !j->feeds || !j->fetch || !j->outs || !j->out_names || !st->files ||
+      !j->times) {
+    fprintf(stderr, "clgraph run: out of memory\n");
+    return false;
+  }
+  return true;
+}
+
+/* Feeds: a given file, or random values of the bound shape. */
+static bool make_feeds(run_job *j, run_state *st)
+{
+  uint64_t rng = (uint64_t)j->seed;
+  for (int i = 0; i < j->num_inputs; i++) {
+    const clg_import_tensor *t = clg_import_input(j->r, i);
+    j->feed_at[i] = t->value;
+    for (int k = 0; k < st->num_input_args && !j->feeds[i]; k++)
+      if (same_name(st->input_names[k], t->name))
+        j->feeds[i] = st->input_values[k], st->input_values[k] = NULL;
+    if (j->feeds[i])
+      continue;
+    if (t->rank < 0 || !(j->feeds[i] = clg_tensor_new_uninit(t->dtype, t->rank, t->dims))) {
+      fprintf(stderr, "clgraph run: input %s (%s %s): %s\n", t->name, clg_dtype_name(t->dtype),
+              t->rank < 0 ? "of unknown rank" : "", t->rank < 0 ? "no shape" : clg_last_error());
+      return false;
+    }
+    fill_random(j->feeds[i], &rng);
+  }
+  return true;
+}
+
+/* What to fetch and, with --out-dir, the file each goes to (two outputs never share one). 0,
+ * or the exit status after a message. */
+static int resolve_outputs(run_job *j, run_state *st)
+{
+  if (j->out_dir && mkdir(j->out_dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "clgraph run: --out-dir %s: %s\n", j->out_dir, strerror(errno));
+    return 1;
+  }
+  for (int i = 0; i < j->num_outputs; i++) {
+    if (st->num_output_args) {
+      j->out_names[i] = st->output_args[i];
+      if (clg_import_find(j->r, st->output_args[i], &j->fetch[i]) != CLG_OK) {
+        fprintf(stderr, "clgraph run: --output %s: %s\n", st->output_args[i], clg_last_error());
+        return 1;
+      }
+    } else {
+      j->out_names[i] = clg_import_output(j->r, i)->name;
+      j->fetch[i] = clg_import_output(j->r, i)->value;
+    }
+    if (j->out_dir) {
+      char base[512];
+      sanitize(j->out_names[i], base, sizeof base);
+      clg_strbuf b;
+      clg_strbuf_init(&b);
+      clg_strbuf_printf(&b, "%s/%s.npy", j->out_dir, base);
+      if (!(st->files[i] = clg_strbuf_take(&b))) {
+        fprintf(stderr, "clgraph run: out of memory\n");
+        return 1;
+      }
+      for (int k = 0; k < i; k++)
+        if (strcmp(st->files[k], st->files[i]) == 0) {
+          fprintf(stderr, "clgraph run: outputs %s and %s would both be written to %s\n",
+                  j->out_names[k], j->out_names[i], st->files[i]);
+          return 2;
+        }
+    }
+  }
+  return 0;
+}
+
+/* The session, then one run, or a warm one and `repeats` timed ones (their outputs kept from
+ * the last); sets the timings. */
+static bool run_timed(run_job *j)
+{
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  opt.allow_soft_placement = !j->no_soft;
+  opt.log_device_placement = j->log_placement;
+  opt.trace_runs = j->trace ? 1 : 0;
+  uint64_t t_session = clg_now_ns();
+  if (clg_session_new(j->g, &opt, &j->s) != CLG_OK) {
+    fprintf(stderr, "clgraph run: %s\n", clg_last_error());
+    return false;
+  }
+  j->session_ms = ms_since(t_session);
+  const int runs = j->repeats ? j->repeats + 1 : 1;
+  for (int k = 0; k < runs; k++) {
+    for (int i = 0; i < j->num_outputs; i++) {
+      clg_tensor_free(j->outs[i]);
+      j->outs[i] = NULL;
+    }
+    uint64_t t0 = clg_now_ns();
+    if (clg_session_run_outputs(j->s, j->num_inputs, j->feed_at, j->feeds, j->num_outputs, j->fetch,
+                                j->outs, 0, NULL) != CLG_OK) {
+      fprintf(stderr, "clgraph run: %s\n", clg_last_error());
+      return false;
+    }
+    double ms = ms_since(t0);
+    if (k == 0)
+      j->first_ms = ms;
+    if (!j->repeats)
+      j->times[0] = ms;
+    else if (k > 0)
+      j->times[k - 1] = ms;
+  }
+  const int timed = j->repeats ? j->repeats : 1;
+  j->min_ms = j->times[0];
+  for (int k = 1; k < timed; k++)
+    j->min_ms = j->times[k] < j->min_ms ? j->times[k] : j->min_ms;
+  double *sorted = malloc((size_t)timed * sizeof *sorted);
+  if (!sorted) {
+    fprintf(stderr, "clgraph run: out of memory\n");
+    return false;
+  }
+  memcpy(sorted, j->times, (size_t)timed * sizeof *sorted);
+  j->median_ms = clg_tool_median(sorted, timed);
+  free(sorted);
+  return true;
+}
+
+/* The --out-dir files and the --trace. */
+static bool write_results(run_job *j, run_state *st)
+{
+  for (int i = 0; j->out_dir && i < j->num_outputs; i++)
+    if (clg_tensor_save_npy(j->outs[i], st->files[i]) != CLG_OK) {
+      fprintf(stderr, "clgraph run: output %s: %s\n", j->out_names[i], clg_last_error());
+      return false;
+    }
+  if (j->trace && clg_session_write_trace(j->s, j->trace) != CLG_OK) {
+    fprintf(stderr, "clgraph run: --trace %s: %s\n", j->trace, clg_last_error());
+    return false;
+  }
+  return true;
+}
+
+static json_t *json_value(const char *name, const clg_tensor *t)
+{
+  int64_t dims[CLG_MAX_RANK];
+  for (int d = 0; d < clg_tensor_rank(t); d++)
+    dims[d] = clg_tensor_dim(t, d);
+  return json_pack("{s:s, s:s, s:o}", "name", name, "dtype", clg_dtype_name(clg_tensor_dtype(t)),
+                   "shape", json_shape(clg_tensor_rank(t), dims));
+}
+
+/* --json: one object with what ran where and how long. */
+static void print_run_json(const run_job *j, const run_state *st)
+{
+  const char *dev_names[RUN_MAX_DEVICES];
+  int dev_counts[RUN_MAX_DEVICES];
+  const int num_devs = count_devices(j->s, j->g, dev_names, dev_counts);
+  json_t *ins = json_array(), *os = json_array(), *devs = json_object(), *ms = json_array();
+  for (int i = 0; i < j->num_inputs; i++)
+    json_array_append_new(ins, json_value(clg_import_input(j->r, i)->name, j->feeds[i]));
+  for (int i = 0; i < j->num_outputs; i++) {
+    json_t *o = json_value(j->out_names[i], j->outs[i]);
+    json_object_set_new(o, "file", st->files[i] ? json_string(st->files[i]) : json_null());
+    json_array_append_new(os, o);
+  }
+  for (int k = 0; k < num_devs; k++)
+    json_object_set_new(devs, dev_names[k], json_integer(dev_counts[k]));
+  for (int k = 0; k < (j->repeats ? j->repeats : 1); k++)
+    json_array_append_new(ms, json_real(j->times[k]));
+  print_json(json_pack("{s:s, s:o, s:o, s:o, s:o, s:f, s:f, s:f, s:f, s:f}", "format",
+                       clg_import_format_name(j->r), "inputs", ins, "outputs", os, "devices", devs,
+                       "run_ms", ms, "median_ms", j->median_ms, "min_ms", j->min_ms, "first_run_ms",
+                       j->first_ms, "import_ms", j->import_ms, "session_ms", j->session_ms));
+}
+
+/* The plain text report: inputs, outputs with their values, devices, timings. */
+static void print_run_text(const run_job *j, const run_state *st)
+{
+  const char *dev_names[RUN_MAX_DEVICES];
+  int dev_counts[RUN_MAX_DEVICES];
+  const int num_devs = count_devices(j->s, j->g, dev_names, dev_counts);
+  printf("%s: %s, %d nodes\n", j->model, clg_import_format_name(j->r),
+         clg_import_num_model_nodes(j->r));
+  for (int i = 0; i < j->num_inputs; i++) {
+    char shape[256];
+    clg_tensor_shape_string(j->feeds[i], shape, sizeof shape);
+    const char *file = NULL;
+    for (int k = 0; k < st->num_input_args; k++)
+      if (same_name(st->input_names[k], clg_import_input(j->r, i)->name))
+        file = st->input_files[k];
+    printf("input %s: %s %s (%s)\n", clg_import_input(j->r, i)->name,
+           clg_dtype_name(clg_tensor_dtype(j->feeds[i])), shape, file ? file : "random values");
+  }
+  for (int i = 0; i < j->num_outputs; i++) {
+    char shape[256];
+    clg_tensor_shape_string(j->outs[i], shape, sizeof shape);
+    printf("output %s: %s %s%s%s\n", j->out_names[i], clg_dtype_name(clg_tensor_dtype(j->outs[i])),
+           shape, st->files[i] ? " -> " : "", st->files[i] ? st->files[i] : "");
+    char *text = clg_tensor_to_string(j->outs[i]);
+    if (text)
+      printf("%s\n", text);
+    free(text);
+  }
+  for (int k = 0; k < num_devs; k++)
+    printf("%s: %d nodes\n", dev_names[k], dev_counts[k]);
+  if (j->repeats)
+    printf("%d runs after a warm one: median %.3f ms, min %.3f ms (first run %.3f ms)\n",
+           j->repeats, j->median_ms, j->min_ms, j->first_ms);
+  else
+    printf("run: %.3f ms (import %.3f ms, session %.3f ms)\n", j->first_ms, j->import_ms,
+           j->session_ms);
+}
+
+static void run_free(run_job *j)
+{
+  for (int i = 0; j->feeds && i < clg_import_num_inputs(j->r); i++)
+    clg_tensor_free(j->feeds[i]);
+  for (int i = 0; j->outs && i < j->num_outputs; i++)
+    clg_tensor_free(j->outs[i]);
+  free(j->feeds);
+  free(j->feed_at);
+  free(j->outs);
+  free(j->fetch);
+  free(j->out_names);
+  free(j->times);
+  clg_session_free(j->s);
+  clg_import_result_free(j->r);
+  clg_graph_free(j->g);
+}
+
+/* Its steps in order: options, inputs, import, feeds, outputs, runs, results, report. */
+static int run_steps(run_job *j, run_state *st)
+{
+  int rc = parse_named(st);
+  if (rc)
+    return rc;
+  for (int k = 0; k < st->num_input_args; k++)
+    if (clg_tensor_load_npy(st->input_files[k], &st->input_values[k]) != CLG_OK) {
+      fprintf(stderr, "clgraph run: --input %s: %s\n", st->input_names[k], clg_last_error());
+      return 1;
+    }
+  if (!bind_shapes(st, j->model, &j->num_bind))
+    return 1;
+  if ((rc = import_model(j, st)) != 0)
+    return rc;
+  if (!alloc_arrays(j, st) || !make_feeds(j, st))
+    return 1;
+  if ((rc = resolve_outputs(j, st)) != 0)
+    return rc;
+  if (!run_timed(j) || !write_results(j, st))
+    return 1;
+  if (j->json)
+    print_run_json(j, st);
+  else
+    print_run_text(j, st);
+  return 0;
+}
+
 int clg_tool_run(int argc, char **argv)
 {
   run_state st;
   memset(&st, 0, sizeof st);
-  const char *out_dir = NULL, *device = NULL, *trace = NULL;
-  int seed = 0, repeats = 0;
-  bool no_soft = false, log_placement = false, json = false;
+  run_job j;
+  memset(&j, 0, sizeof j);
   clg_tool_opt opts[] = {
       {"--input", CLG_TOOL_REPEAT, .meta = "NAME=FILE.npy", .max_items = RUN_MAX_NAMED,
        .texts = st.input_args, .count = &st.num_input_args},
-      {"--seed", CLG_TOOL_INT, .min = 0, .max = 2147483647, .integer = &seed},
+      {"--seed", CLG_TOOL_INT, .min = 0, .max = 2147483647, .integer = &j.seed},
       {"--shape", CLG_TOOL_REPEAT, .meta = "NAME=D,D,...", .max_items = RUN_MAX_NAMED,
        .texts = st.shape_args, .count = &st.num_shape_args},
       {"--output", CLG_TOOL_REPEAT, .meta = "NAME", .max_items = RUN_MAX_NAMED,
        .texts = st.output_args, .count = &st.num_output_args},
-      {"--out-dir", CLG_TOOL_STRING, .meta = "DIR", .text = &out_dir},
-      {"--device", CLG_TOOL_STRING, .meta = "DEV", .text = &device},
-      {"--no-soft-placement", CLG_TOOL_FLAG, .flag = &no_soft},
-      {"--log-device-placement", CLG_TOOL_FLAG, .flag = &log_placement},
-      {"--repeats", CLG_TOOL_INT, .meta = "N", .min = 1, .max = 100000, .integer = &repeats},
-      {"--trace", CLG_TOOL_STRING, .meta = "FILE", .text = &trace},
-      {"--json", CLG_TOOL_FLAG, .flag = &json},
+      {"--out-dir", CLG_TOOL_STRING, .meta = "DIR", .text = &j.out_dir},
+      {"--device", CLG_TOOL_STRING, .meta = "DEV", .text = &j.device},
+      {"--no-soft-placement", CLG_TOOL_FLAG, .flag = &j.no_soft},
+      {"--log-device-placement", CLG_TOOL_FLAG, .flag = &j.log_placement},
+      {"--repeats", CLG_TOOL_INT, .meta = "N", .min = 1, .max = 100000, .integer = &j.repeats},
+      {"--trace", CLG_TOOL_STRING, .meta = "FILE", .text = &j.trace},
+      {"--json", CLG_TOOL_FLAG, .flag = &j.json},
       {NULL}};
   clg_tool_cmd cmd = {.name = "run", .usage = run_usage, .opts = opts, .max_args = 1};
   int parsed = clg_tool_parse(&cmd, argc, argv);
@@ -485,266 +816,9 @@ int clg_tool_run(int argc, char **argv)
     run_usage(stderr);
     return 2;
   }
-  const char *model = cmd.args[0];
-  int rc = 2, num_outputs = 0, num_bind = 0;
-  clg_graph *g = NULL;
-  clg_session *s = NULL;
-  clg_import_result *r = NULL;
-  clg_output *fetch = NULL, *feed_at = NULL;
-  clg_tensor **feeds = NULL, **outs = NULL;
-  const char **out_names = NULL;
-  double *times = NULL;
-
-  /* The command line's NAME=VALUE options, each checked before anything is read. */
-  for (int k = 0; k < st.num_input_args; k++)
-    if (!split_named("--input", st.input_args[k], "NAME=FILE.npy", &st.input_names[k],
-                     &st.input_files[k]))
-      goto done;
-  for (int k = 0; k < st.num_shape_args; k++) {
-    const char *dims = NULL;
-    if (!split_named("--shape", st.shape_args[k], "NAME=D,D,...", &st.shape_names[k], &dims) ||
-        !parse_dims(st.shape_names[k], dims, &st.shapes[k]))
-      goto done;
-  }
-  for (int a = 0; a < st.num_input_args + st.num_shape_args; a++)
-    for (int b = 0; b < a; b++) {
-      const bool ai = a < st.num_input_args, bi = b < st.num_input_args;
-      const char *na = ai ? st.input_names[a] : st.shape_names[a - st.num_input_args];
-      const char *nb = bi ? st.input_names[b] : st.shape_names[b - st.num_input_args];
-      if (ai == bi && same_name(na, nb)) {
-        fprintf(stderr, "clgraph run: %s %s given twice\n", ai ? "--input" : "--shape", na);
-        goto done;
-      }
-    }
-  rc = 1;
-  for (int k = 0; k < st.num_input_args; k++)
-    if (clg_tensor_load_npy(st.input_files[k], &st.input_values[k]) != CLG_OK) {
-      fprintf(stderr, "clgraph run: --input %s: %s\n", st.input_names[k], clg_last_error());
-      goto done;
-    }
-  if (!bind_shapes(&st, model, &num_bind))
-    goto done;
-
-  /* The import, inside the --device scope. */
-  if (!(g = clg_graph_new())) {
-    fprintf(stderr, "clgraph run: out of memory\n");
-    goto done;
-  }
-  if (device && clg_graph_push_device(g, device) != CLG_OK) {
-    fprintf(stderr, "clgraph run: --device '%s': %s\n", device, clg_graph_error(g));
-    rc = 2;
-    goto done;
-  }
-  clg_import_options o;
-  clg_import_options_init(&o);
-  o.input_shapes = st.bind;
-  o.num_input_shapes = num_bind;
-  uint64_t t_import = clg_now_ns();
-  if (clg_graph_import(g, model, &o, &r) != CLG_OK) {
-    fprintf(stderr, "clgraph run: %s\n",
-            clg_graph_error(g)[0] ? clg_graph_error(g) : clg_last_error());
-    goto done;
-  }
-  if (device)
-    clg_graph_pop_device(g);
-  double import_ms = ms_since(t_import);
-
-  /* Feeds: a given file, or random values of the bound shape. */
-  const int num_inputs = clg_import_num_inputs(r);
-  feed_at = calloc((size_t)num_inputs + 1, sizeof *feed_at);
-  feeds = calloc((size_t)num_inputs + 1, sizeof *feeds);
-  num_outputs = st.num_output_args ? st.num_output_args : clg_import_num_outputs(r);
-  fetch = calloc((size_t)num_outputs + 1, sizeof *fetch);
-  outs = calloc((size_t)num_outputs + 1, sizeof *outs);
-  out_names = calloc((size_t)num_outputs + 1, sizeof *out_names);
-  st.files = calloc((size_t)num_outputs + 1, sizeof *st.files);
-  times = calloc((size_t)(repeats ? repeats : 1), sizeof *times);
-  if (!feed_at || !feeds || !fetch || !outs || !out_names || !st.files || !times) {
-    fprintf(stderr, "clgraph run: out of memory\n");
-    goto done;
-  }
-  uint64_t rng = (uint64_t)seed;
-  for (int i = 0; i < num_inputs; i++) {
-    const clg_import_tensor *t = clg_import_input(r, i);
-    feed_at[i] = t->value;
-    for (int k = 0; k < st.num_input_args && !feeds[i]; k++)
-      if (same_name(st.input_names[k], t->name))
-        feeds[i] = st.input_values[k], st.input_values[k] = NULL;
-    if (feeds[i])
-      continue;
-    if (t->rank < 0 || !(feeds[i] = clg_tensor_new_uninit(t->dtype, t->rank, t->dims))) {
-      fprintf(stderr, "clgraph run: input %s (%s %s): %s\n", t->name, clg_dtype_name(t->dtype),
-              t->rank < 0 ? "of unknown rank" : "", t->rank < 0 ? "no shape" : clg_last_error());
-      goto done;
-    }
-    fill_random(feeds[i], &rng);
-  }
-  if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
-    fprintf(stderr, "clgraph run: --out-dir %s: %s\n", out_dir, strerror(errno));
-    goto done;
-  }
-  for (int i = 0; i < num_outputs; i++) {
-    if (st.num_output_args) {
-      out_names[i] = st.output_args[i];
-      if (clg_import_find(r, st.output_args[i], &fetch[i]) != CLG_OK) {
-        fprintf(stderr, "clgraph run: --output %s: %s\n", st.output_args[i], clg_last_error());
-        goto done;
-      }
-    } else {
-      out_names[i] = clg_import_output(r, i)->name;
-      fetch[i] = clg_import_output(r, i)->value;
-    }
-    if (out_dir) {
-      char base[512];
-      sanitize(out_names[i], base, sizeof base);
-      clg_strbuf b;
-      clg_strbuf_init(&b);
-      clg_strbuf_printf(&b, "%s/%s.npy", out_dir, base);
-      if (!(st.files[i] = clg_strbuf_take(&b))) {
-        fprintf(stderr, "clgraph run: out of memory\n");
-        goto done;
-      }
-      for (int k = 0; k < i; k++)
-        if (strcmp(st.files[k], st.files[i]) == 0) {
-          fprintf(stderr, "clgraph run: outputs %s and %s would both be written to %s\n",
-                  out_names[k], out_names[i], st.files[i]);
-          rc = 2;
-          goto done;
-        }
-    }
-  }
-
-  clg_session_options opt;
-  clg_session_options_init(&opt);
-  opt.allow_soft_placement = !no_soft;
-  opt.log_device_placement = log_placement;
-  opt.trace_runs = trace ? 1 : 0;
-  uint64_t t_session = clg_now_ns();
-  if (clg_session_new(g, &opt, &s) != CLG_OK) {
-    fprintf(stderr, "clgraph run: %s\n", clg_last_error());
-    goto done;
-  }
-  double session_ms = ms_since(t_session);
-  /* One run, or a warm one and `repeats` timed ones (their outputs kept from the last). */
-  const int runs = repeats ? repeats + 1 : 1;
-  double first_ms = 0;
-  for (int k = 0; k < runs; k++) {
-    for (int i = 0; i < num_outputs; i++) {
-      clg_tensor_free(outs[i]);
-      outs[i] = NULL;
-    }
-    uint64_t t0 = clg_now_ns();
-    if (clg_session_run_outputs(s, num_inputs, feed_at, feeds, num_outputs, fetch, outs, 0, NULL) !=
-        CLG_OK) {
-      fprintf(stderr, "clgraph run: %s\n", clg_last_error());
-      goto done;
-    }
-    double ms = ms_since(t0);
-    if (k == 0)
-      first_ms = ms;
-    if (!repeats)
-      times[0] = ms;
-    else if (k > 0)
-      times[k - 1] = ms;
-  }
-  const int timed = repeats ? repeats : 1;
-  double min_ms = times[0];
-  for (int k = 1; k < timed; k++)
-    min_ms = times[k] < min_ms ? times[k] : min_ms;
-  double *sorted = malloc((size_t)timed * sizeof *sorted);
-  if (!sorted) {
-    fprintf(stderr, "clgraph run: out of memory\n");
-    goto done;
-  }
-  memcpy(sorted, times, (size_t)timed * sizeof *sorted);
-  double median_ms = clg_tool_median(sorted, timed);
-  free(sorted);
-  for (int i = 0; out_dir && i < num_outputs; i++)
-    if (clg_tensor_save_npy(outs[i], st.files[i]) != CLG_OK) {
-      fprintf(stderr, "clgraph run: output %s: %s\n", out_names[i], clg_last_error());
-      goto done;
-    }
-  if (trace && clg_session_write_trace(s, trace) != CLG_OK) {
-    fprintf(stderr, "clgraph run: --trace %s: %s\n", trace, clg_last_error());
-    goto done;
-  }
-
-  const char *dev_names[RUN_MAX_DEVICES];
-  int dev_counts[RUN_MAX_DEVICES];
-  const int num_devs = count_devices(s, g, dev_names, dev_counts);
-  if (json) {
-    json_t *ins = json_array(), *os = json_array(), *devs = json_object(), *ms = json_array();
-    for (int i = 0; i < num_inputs; i++) {
-      const clg_import_tensor *t = clg_import_input(r, i);
-      int64_t dims[CLG_MAX_RANK];
-      for (int d = 0; d < clg_tensor_rank(feeds[i]); d++)
-        dims[d] = clg_tensor_dim(feeds[i], d);
-      json_array_append_new(ins, json_pack("{s:s, s:s, s:o}", "name", t->name, "dtype",
-                                           clg_dtype_name(clg_tensor_dtype(feeds[i])), "shape",
-                                           json_shape(clg_tensor_rank(feeds[i]), dims)));
-    }
-    for (int i = 0; i < num_outputs; i++) {
-      int64_t dims[CLG_MAX_RANK];
-      for (int d = 0; d < clg_tensor_rank(outs[i]); d++)
-        dims[d] = clg_tensor_dim(outs[i], d);
-      json_array_append_new(os, json_pack("{s:s, s:s, s:o, s:o}", "name", out_names[i], "dtype",
-                                          clg_dtype_name(clg_tensor_dtype(outs[i])), "shape",
-                                          json_shape(clg_tensor_rank(outs[i]), dims), "file",
-                                          st.files[i] ? json_string(st.files[i]) : json_null()));
-    }
-    for (int k = 0; k < num_devs; k++)
-      json_object_set_new(devs, dev_names[k], json_integer(dev_counts[k]));
-    for (int k = 0; k < timed; k++)
-      json_array_append_new(ms, json_real(times[k]));
-    print_json(json_pack("{s:s, s:o, s:o, s:o, s:o, s:f, s:f, s:f, s:f, s:f}", "format",
-                         clg_import_format_name(r), "inputs", ins, "outputs", os, "devices", devs,
-                         "run_ms", ms, "median_ms", median_ms, "min_ms", min_ms, "first_run_ms",
-                         first_ms, "import_ms", import_ms, "session_ms", session_ms));
-  } else {
-    printf("%s: %s, %d nodes\n", model, clg_import_format_name(r), clg_import_num_model_nodes(r));
-    for (int i = 0; i < num_inputs; i++) {
-      char shape[256];
-      clg_tensor_shape_string(feeds[i], shape, sizeof shape);
-      const char *file = NULL;
-      for (int k = 0; k < st.num_input_args; k++)
-        if (same_name(st.input_names[k], clg_import_input(r, i)->name))
-          file = st.input_files[k];
-      printf("input %s: %s %s (%s)\n", clg_import_input(r, i)->name,
-             clg_dtype_name(clg_tensor_dtype(feeds[i])), shape, file ? file : "random values");
-    }
-    for (int i = 0; i < num_outputs; i++) {
-      char shape[256];
-      clg_tensor_shape_string(outs[i], shape, sizeof shape);
-      printf("output %s: %s %s%s%s\n", out_names[i], clg_dtype_name(clg_tensor_dtype(outs[i])),
-             shape, st.files[i] ? " -> " : "", st.files[i] ? st.files[i] : "");
-      char *text = clg_tensor_to_string(outs[i]);
-      if (text)
-        printf("%s\n", text);
-      free(text);
-    }
-    for (int k = 0; k < num_devs; k++)
-      printf("%s: %d nodes\n", dev_names[k], dev_counts[k]);
-    if (repeats)
-      printf("%d runs after a warm one: median %.3f ms, min %.3f ms (first run %.3f ms)\n", repeats,
-             median_ms, min_ms, first_ms);
-    else
-      printf("run: %.3f ms (import %.3f ms, session %.3f ms)\n", first_ms, import_ms, session_ms);
-  }
-  rc = 0;
-done:
-  for (int i = 0; feeds && i < clg_import_num_inputs(r); i++)
-    clg_tensor_free(feeds[i]);
-  for (int i = 0; outs && i < num_outputs; i++)
-    clg_tensor_free(outs[i]);
-  free(feeds);
-  free(feed_at);
-  free(outs);
-  free(fetch);
-  free(out_names);
-  free(times);
-  clg_session_free(s);
-  clg_import_result_free(r);
-  clg_graph_free(g);
-  run_state_free(&st, num_outputs);
+  j.model = cmd.args[0];
+  int rc = run_steps(&j, &st);
+  run_free(&j);
+  run_state_free(&st, j.num_outputs);
   return rc;
 }

@@ -119,6 +119,73 @@ static bool save(const train_config *c, clg_session *s, int64_t step)
   return true;
 }
 
+/* One step's losses, freeing their tensors. The tutorial logs the last tower's loss; the
+ * mean over towers is the loss of the whole step's batch (what one tower with T times the batch
+ * would log). */
+static float step_losses(const cifar10_train_graph *t, int T, clg_tensor **loss_v,
+                         float *tower_loss, double *mean)
+{
+  double mean_loss = 0;
+  for (int i = 0; i < T; i++) {
+    tower_loss[i] = *(const float *)clg_tensor_data(loss_v[i]);
+    mean_loss += tower_loss[i] / (double)T;
+    clg_tensor_free(loss_v[i]);
+  }
+  if (t->mean_loss) {
+    mean_loss = *(const float *)clg_tensor_data(loss_v[T]);
+    clg_tensor_free(loss_v[T]);
+  }
+  *mean = mean_loss;
+  return tower_loss[T - 1];
+}
+
+/* The tutorial's log line (or a JSON object) for one step; input_wait is the mean wait per
+ * step since the last line. */
+static void log_step(const train_config *c, int T, int64_t step, float loss, double mean_loss,
+                     const float *tower_loss, double duration, double input_wait, bool bar)
+{
+  const int gpus = T * c->num_tasks; /* the tutorial's num_gpus, over all tasks */
+  double eps = (double)c->batch * gpus / duration, spb = duration / gpus;
+  if (bar)
+    fprintf(stderr, "\r\033[K");
+  if (c->json) {
+    printf("{\"step\": %lld, \"loss\": %.9g, \"mean_loss\": %.9g, \"tower_losses\": [",
+           (long long)step, (double)loss, mean_loss);
+    for (int i = 0; i < T; i++)
+      printf("%s%.9g", i ? ", " : "", (double)tower_loss[i]);
+    printf("], \"examples_per_sec\": %.1f, \"sec_per_batch\": %.5f, \"step_sec\": %.5f, "
+           "\"input_wait_sec\": %.5f, \"towers\": %d, \"tasks\": %d, \"batch\": %d}\n",
+           eps, spb, duration, input_wait, T, c->num_tasks, c->batch);
+  } else {
+    char stamp[64];
+    cifar10_timestamp(stamp, sizeof stamp);
+    printf("%s: step %lld, loss = %.2f (%.1f examples/sec; %.3f sec/batch) input wait "
+           "%.4f sec/step\n",
+           stamp, (long long)step, (double)loss, eps, spb, input_wait);
+  }
+  fflush(stdout);
+}
+
+/* After the steps: the final checkpoint, and what an interrupt or a finished run says. */
+static int finish_training(const train_config *c, clg_session *s, const cifar10_train_graph *t)
+{
+  int64_t done = 0;
+  if (!read_step(s, t->global_step, &done)) {
+    fprintf(stderr, "clgraph train: reading global_step: %s\n", clg_last_error());
+    return 1;
+  }
+  if (!save(c, s, done))
+    return 1;
+  if (g_stop) {
+    fprintf(stderr, "clgraph train: interrupted at step %lld%s%s\n", (long long)done,
+            c->checkpoint ? "; checkpoint saved to " : "", c->checkpoint ? c->checkpoint : "");
+    return 130;
+  }
+  if (!c->json && c->checkpoint && c->chief)
+    printf("checkpoint at step %lld saved to %s\n", (long long)done, c->checkpoint);
+  return 0;
+}
+
 static int train_loop(const train_config *c, const input_dataset *d, cifar10_train_graph *t,
                       clg_session *s, int64_t first)
 {
@@ -165,7 +232,6 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
   const int num_fetches = t->mean_loss ? T + 1 : T;
   if (t->mean_loss)
     loss_at[T] = clg_out(t->mean_loss, 0);
-  const int gpus = T * c->num_tasks; /* the tutorial's num_gpus, over all tasks */
   int rc = 0;
   int64_t step = first;
   double t_start = now_s(), input_wait = 0, last_draw = 0;
@@ -183,20 +249,9 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
       break;
     }
     double duration = now_s() - t0;
-    /* The tutorial logs the last tower's loss; the mean over towers is the loss of the
-     * whole step's batch (what one tower with T times the batch would log). */
     float tower_loss[CIFAR10_MAX_TOWERS];
     double mean_loss = 0;
-    for (int i = 0; i < T; i++) {
-      tower_loss[i] = *(const float *)clg_tensor_data(loss_v[i]);
-      mean_loss += tower_loss[i] / (double)T;
-      clg_tensor_free(loss_v[i]);
-    }
-    float loss = tower_loss[T - 1];
-    if (t->mean_loss) {
-      mean_loss = *(const float *)clg_tensor_data(loss_v[T]);
-      clg_tensor_free(loss_v[T]);
-    }
+    float loss = step_losses(t, T, loss_v, tower_loss, &mean_loss);
     input_wait += wait;
     since_log++;
     if (!isfinite(loss)) {
@@ -206,25 +261,7 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
       break;
     }
     if (step % c->log_every == 0 && c->chief) {
-      double eps = (double)c->batch * gpus / duration, spb = duration / gpus;
-      if (bar)
-        fprintf(stderr, "\r\033[K");
-      if (c->json) {
-        printf("{\"step\": %lld, \"loss\": %.9g, \"mean_loss\": %.9g, \"tower_losses\": [",
-               (long long)step, (double)loss, mean_loss);
-        for (int i = 0; i < T; i++)
-          printf("%s%.9g", i ? ", " : "", (double)tower_loss[i]);
-        printf("], \"examples_per_sec\": %.1f, \"sec_per_batch\": %.5f, \"step_sec\": %.5f, "
-               "\"input_wait_sec\": %.5f, \"towers\": %d, \"tasks\": %d, \"batch\": %d}\n",
-               eps, spb, duration, input_wait / since_log, T, c->num_tasks, c->batch);
-      } else {
-        char stamp[64];
-        cifar10_timestamp(stamp, sizeof stamp);
-        printf("%s: step %lld, loss = %.2f (%.1f examples/sec; %.3f sec/batch) input wait "
-               "%.4f sec/step\n",
-               stamp, (long long)step, (double)loss, eps, spb, input_wait / since_log);
-      }
-      fflush(stdout);
+      log_step(c, T, step, loss, mean_loss, tower_loss, duration, input_wait / since_log, bar);
       input_wait = 0;
       since_log = 0;
     }
@@ -245,20 +282,8 @@ static int train_loop(const train_config *c, const input_dataset *d, cifar10_tra
     clg_tensor_free(img[i]);
     clg_tensor_free(lab[i]);
   }
-  if (rc == 0) {
-    int64_t done = 0;
-    if (!read_step(s, t->global_step, &done)) {
-      fprintf(stderr, "clgraph train: reading global_step: %s\n", clg_last_error());
-      rc = 1;
-    } else if (!save(c, s, done))
-      rc = 1;
-    else if (g_stop) {
-      fprintf(stderr, "clgraph train: interrupted at step %lld%s%s\n", (long long)done,
-              c->checkpoint ? "; checkpoint saved to " : "", c->checkpoint ? c->checkpoint : "");
-      rc = 130;
-    } else if (!c->json && c->checkpoint && c->chief)
-      printf("checkpoint at step %lld saved to %s\n", (long long)done, c->checkpoint);
-  }
+  if (rc == 0)
+    rc = finish_training(c, s, t);
   return rc;
 }
 

@@ -8,33 +8,8 @@
 #include <string.h>
 
 #include "graph/graph.h"
-#include "import/import_internal.h"
+#include "import/build.h"
 #include "runtime/runtime.h"
-
-/* A folded constant holds at most this many elements (per output): beyond, the node is built
- * as is and computed at run time (folding would only move weights-sized work to import). */
-#define FOLD_MAX_ELEMENTS (1u << 20)
-
-typedef struct name_map_entry {
-  char *name;
-  int num_outs;
-  clg_output *outs;
-} name_map_entry;
-
-struct clg_import_result {
-  const char *format;
-  char *producer;
-  int num_inputs, num_outputs;
-  clg_import_tensor *inputs, *outputs;
-  int num_model_nodes;
-  int num_op_types;
-  clg_import_op_type *op_types;
-  int opset;
-  int num_map;
-  name_map_entry *map;
-  int *hash; /* open addressing over map, -1 empty; size hash_size (a power of two) */
-  size_t hash_size;
-};
 
 void clg_import_options_init(clg_import_options *o)
 {
@@ -42,254 +17,15 @@ void clg_import_options_init(clg_import_options *o)
     memset(o, 0, sizeof *o);
 }
 
-/* --- names ------------------------------------------------------------------------------- */
-
-static uint64_t hash_name(const char *s, size_t len)
-{
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < len; i++)
-    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-  return h;
-}
-
-/* A name hash over strings given by get(ctx, i), i < n: slot array of size *size. */
-static int *hash_build(int n, const char *(*get)(const void *ctx, int i), const void *ctx,
-                       size_t *size)
-{
-  size_t sz = 16;
-  while (sz < 2 * (size_t)n + 2)
-    sz *= 2;
-  int *h = malloc(sz * sizeof *h);
-  if (!h)
-    return NULL;
-  for (size_t i = 0; i < sz; i++)
-    h[i] = -1;
-  for (int i = 0; i < n; i++) {
-    const char *s = get(ctx, i);
-    size_t k = hash_name(s, strlen(s)) & (sz - 1);
-    while (h[k] >= 0)
-      k = (k + 1) & (sz - 1);
-    h[k] = i;
-  }
-  *size = sz;
-  return h;
-}
-
-static int hash_find(const int *h, size_t sz, const char *(*get)(const void *ctx, int i),
-                     const void *ctx, const char *name, size_t len)
-{
-  if (!h)
-    return -1;
-  size_t k = hash_name(name, len) & (sz - 1);
-  for (; h[k] >= 0; k = (k + 1) & (sz - 1)) {
-    const char *s = get(ctx, h[k]);
-    if (strlen(s) == len && memcmp(s, name, len) == 0)
-      return h[k];
-  }
-  return -1;
-}
-
-/* "node", "node:1", "^ctrl": the node name's length, the output index and whether a control
- * input. A ":" followed by anything but digits belongs to the name. */
-static void parse_tensor_name(const char *s, size_t *len, int *index, bool *ctrl)
-{
-  *ctrl = s[0] == '^';
-  if (*ctrl)
-    s++;
-  size_t n = strlen(s);
-  *len = n;
-  *index = 0;
-  const char *colon = strrchr(s, ':');
-  if (colon && colon[1]) {
-    const char *p = colon + 1;
-    long v = 0;
-    while (*p >= '0' && *p <= '9' && v < 1000000)
-      v = v * 10 + (*p++ - '0');
-    if (!*p) {
-      *len = (size_t)(colon - s);
-      *index = (int)v;
-    }
-  }
-}
-
-static const char *model_node_name(const void *ctx, int i)
-{
-  return ((const clg_imp_model *)ctx)->nodes[i].name;
-}
-
-static const char *map_entry_name(const void *ctx, int i)
-{
-  return ((const clg_import_result *)ctx)->map[i].name;
-}
-
-/* --- results ------------------------------------------------------------------------------ */
-
-void clg_import_result_free(clg_import_result *r)
-{
-  if (!r)
-    return;
-  free(r->producer);
-  for (int i = 0; i < r->num_inputs; i++)
-    free((char *)r->inputs[i].name);
-  for (int i = 0; i < r->num_outputs; i++)
-    free((char *)r->outputs[i].name);
-  free(r->inputs);
-  free(r->outputs);
-  for (int i = 0; i < r->num_op_types; i++) {
-    free((char *)r->op_types[i].op);
-    free((char *)r->op_types[i].example_node);
-  }
-  free(r->op_types);
-  for (int i = 0; i < r->num_map; i++) {
-    free(r->map[i].name);
-    free(r->map[i].outs);
-  }
-  free(r->map);
-  free(r->hash);
-  free(r);
-}
-
-const char *clg_import_format_name(const clg_import_result *r) { return r ? r->format : ""; }
-const char *clg_import_producer(const clg_import_result *r)
-{
-  return r && r->producer ? r->producer : "";
-}
-int clg_import_num_inputs(const clg_import_result *r) { return r ? r->num_inputs : 0; }
-int clg_import_num_outputs(const clg_import_result *r) { return r ? r->num_outputs : 0; }
-const clg_import_tensor *clg_import_input(const clg_import_result *r, int i)
-{
-  return r && i >= 0 && i < r->num_inputs ? &r->inputs[i] : NULL;
-}
-const clg_import_tensor *clg_import_output(const clg_import_result *r, int i)
-{
-  return r && i >= 0 && i < r->num_outputs ? &r->outputs[i] : NULL;
-}
-int clg_import_num_model_nodes(const clg_import_result *r) { return r ? r->num_model_nodes : 0; }
-int clg_import_num_op_types(const clg_import_result *r) { return r ? r->num_op_types : 0; }
-const clg_import_op_type *clg_import_op_type_at(const clg_import_result *r, int i)
-{
-  return r && i >= 0 && i < r->num_op_types ? &r->op_types[i] : NULL;
-}
-int clg_import_opset(const clg_import_result *r) { return r ? r->opset : 0; }
-
-clg_code clg_import_find(const clg_import_result *r, const char *model_name, clg_output *out)
-{
-  if (!r || !model_name || !out)
-    return clg_error(CLG_INVALID_ARGUMENT, "clg_import_find: %s is NULL",
-                     !r            ? "result"
-                     : !model_name ? "model_name"
-                                   : "out");
-  size_t len;
-  int index;
-  bool ctrl;
-  parse_tensor_name(model_name, &len, &index, &ctrl);
-  int k = ctrl ? -1 : hash_find(r->hash, r->hash_size, map_entry_name, r, model_name, len);
-  if (k < 0)
-    return clg_error(CLG_NOT_FOUND, "the imported model has no node '%s'", model_name);
-  if (index >= r->map[k].num_outs)
-    return clg_error(CLG_NOT_FOUND, "the imported model's node '%.*s' has %d outputs, not %d",
-                     (int)len, model_name, r->map[k].num_outs, index + 1);
-  *out = r->map[k].outs[index];
-  return CLG_OK;
-}
-
-static clg_import_result *result_new(const clg_imp_model *m)
-{
-  clg_import_result *r = calloc(1, sizeof *r);
-  if (!r || !(r->producer = clg_strdup(m->producer))) {
-    free(r);
-    clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory importing %s", m->file);
-    return NULL;
-  }
-  r->format = m->format;
-  r->num_model_nodes = m->num_nodes;
-  return r;
-}
-
-/* The op census of a model, in the order op types first appear. */
-static clg_code census(clg_import_result *r, const clg_imp_model *m)
-{
-  r->op_types = calloc((size_t)m->num_nodes + 1, sizeof *r->op_types);
-  if (!r->op_types)
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
-  for (int i = 0; i < m->num_nodes; i++) {
-    const clg_imp_node *n = &m->nodes[i];
-    int k = 0;
-    while (k < r->num_op_types && strcmp(r->op_types[k].op, n->op) != 0)
-      k++;
-    clg_import_op_type *t = &r->op_types[k];
-    if (k == r->num_op_types) {
-      if (!(t->op = clg_strdup(n->op)) || !(t->example_node = clg_strdup(n->name)))
-        return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
-      r->num_op_types++;
-      t->supported = clg_imp_op_supported(n);
-    } else if (t->supported && !clg_imp_op_supported(n)) {
-      /* a fused node whose epilogue clgraph lacks: the type is unsupported from here */
-      t->supported = 0;
-      free((char *)t->example_node);
-      if (!(t->example_node = clg_strdup(n->name)))
-        return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
-    }
-    t->count++;
-  }
-  return CLG_OK;
-}
-
 /* --- the build ------------------------------------------------------------------------------ */
-
-typedef struct imp {
-  clg_graph *g;
-  const clg_import_options *o;
-  clg_imp_model *m;
-  clg_import_result *r;
-  int *hash;
-  size_t hash_size;
-  clg_node **nodes;  /* per model node: the graph node that stands for it */
-  clg_output **outs; /* per model node: its outputs as graph tensors (after folding) */
-  int *nouts;
-  bool *fed;        /* a Placeholder fed through input_map (not built) */
-  bool *consumed;   /* per model node, whether any data input reads it */
-  bool *shape_used; /* per input_shapes entry */
-  bool *map_used;   /* per input_map entry */
-  /* Folding in waves: foldable nodes (every input a Const) wait in the scratch graph until a
-   * node reads one of them (or the build ends); then one helper session and one run compute
-   * the whole wave on CPU:0, so a model's thousands of shape nodes cost a few runs, not one
-   * session, placement and plan each. */
-  clg_graph *scratch; /* the wave: its nodes and copies of their Const inputs, on CPU:0 */
-  struct pending *pend;
-  int num_pend, cap_pend;
-  bool *pending;       /* per model node: waiting in the wave */
-  clg_graph *anchor_g; /* an empty graph whose helper session holds the device state */
-  clg_session *anchor; /* across the waves of one import */
-  bool no_fold;
-} imp;
-
-/* A node of the wave: what builds it again (a scratch graph for half a wave, or the node
- * itself in g when it does not fold); ins and attrs point into g and the model. */
-typedef struct pending {
-  int idx;
-  const clg_op_def *def;
-  clg_node *sn; /* in scratch */
-  int nin, na, nout;
-  clg_output *ins;
-  clg_attr *attrs;
-} pending;
-
-static const char *file_of(const imp *c) { return c->m->file[0] ? c->m->file : "(memory)"; }
-
-static clg_code fail(imp *c, clg_code code)
-{
-  (void)code;
-  return clg_graph_record_error(c->g);
-}
 
 static bool same_tensor(const char *a, const char *b)
 {
   size_t la, lb;
   int ia, ib;
   bool ca, cb;
-  parse_tensor_name(a, &la, &ia, &ca);
-  parse_tensor_name(b, &lb, &ib, &cb);
+  clg_imp_parse_tensor_name(a, &la, &ia, &ca);
+  clg_imp_parse_tensor_name(b, &lb, &ib, &cb);
   return !ca && !cb && la == lb && ia == ib && memcmp(a, b, la) == 0;
 }
 
@@ -314,8 +50,8 @@ static clg_code resolve_input(imp *c, const clg_imp_node *n, const char *in, clg
   size_t len;
   int index;
   bool ctrl;
-  parse_tensor_name(in, &len, &index, &ctrl);
-  int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in, len);
+  clg_imp_parse_tensor_name(in, &len, &index, &ctrl);
+  int p = clg_imp_hash_find(c->hash, c->hash_size, clg_imp_model_node_name, c->m, in, len);
   if (p < 0 || !c->outs[p])
     return fail(c, clg_error(CLG_INTERNAL, "%s: node '%s': input '%s' was not built", file_of(c),
                              n->name, in));
@@ -516,7 +252,7 @@ static clg_code bind_shape(imp *c, const clg_imp_node *n, const clg_op_def *def,
 }
 
 /* Records model node idx as the graph tensors outs[0..n). */
-static clg_code set_outs(imp *c, int idx, clg_node *node, int n, const clg_output *outs)
+clg_code clg_imp_set_outs(imp *c, int idx, clg_node *node, int n, const clg_output *outs)
 {
   c->nodes[idx] = node;
   c->outs[idx] = malloc(sizeof *c->outs[idx] * (size_t)(n + 1));
@@ -527,235 +263,6 @@ static clg_code set_outs(imp *c, int idx, clg_node *node, int n, const clg_outpu
   for (int i = 0; i < n; i++)
     c->outs[idx][i] = outs ? outs[i] : clg_out(node, i);
   return CLG_OK;
-}
-
-static void pending_clear(imp *c)
-{
-  for (int i = 0; i < c->num_pend; i++) {
-    c->pending[c->pend[i].idx] = false;
-    free(c->pend[i].ins);
-    free(c->pend[i].attrs);
-  }
-  c->num_pend = 0;
-  clg_graph_free(c->scratch);
-  c->scratch = NULL;
-}
-
-static void fold_reset(imp *c)
-{
-  pending_clear(c);
-  free(c->pend);
-  c->pend = NULL;
-  c->cap_pend = 0;
-  clg_session_free(c->anchor);
-  clg_graph_free(c->anchor_g);
-  c->anchor = NULL;
-  c->anchor_g = NULL;
-}
-
-/* Node p of a wave in scratch graph sg (on CPU:0): Consts of its inputs' values, then it. */
-static clg_node *scratch_node(clg_graph *sg, const pending *p)
-{
-  clg_output sins[64];
-  for (int i = 0; i < p->nin; i++)
-    sins[i] = clg_out(clg_const(sg, NULL, clg_node_value(p->ins[i].node)), 0);
-  return clg_op(sg, p->def->name, NULL, p->nin, sins, p->na, p->attrs);
-}
-
-static clg_graph *scratch_new(void)
-{
-  clg_graph *sg = clg_graph_new();
-  if (sg && clg_graph_push_device(sg, "/device:CPU:0") != CLG_OK) {
-    clg_graph_free(sg);
-    return NULL;
-  }
-  return sg;
-}
-
-/* Folds a node whose inputs are all Consts: into the wave (*done true), computed at the next
- * flush. *done false (and no error) when the node does not fold. */
-static clg_code try_fold(imp *c, int idx, const clg_op_def *def, int nin, const clg_output *ins,
-                         int na, const clg_attr *attrs, bool *done)
-{
-  *done = false;
-  if (c->no_fold || nin < 1 || nin > 64 ||
-      def->flags & (CLG_OP_CONST | CLG_OP_MUST_FEED | CLG_OP_VARIABLE | CLG_OP_ASSIGNS) ||
-      def->ref_inputs || (def->num_outputs < 1 && def->num_outputs != CLG_OP_VARIADIC))
-    return CLG_OK;
-  for (int i = 0; i < nin; i++)
-    if (!ins[i].node || !(ins[i].node->def->flags & CLG_OP_CONST))
-      return CLG_OK;
-  if (!c->scratch && !(c->scratch = scratch_new()))
-    return CLG_OK;
-  if (c->num_pend == c->cap_pend) {
-    int cap = c->cap_pend ? 2 * c->cap_pend : 16;
-    pending *grown = realloc(c->pend, sizeof *grown * (size_t)cap);
-    if (!grown)
-      return CLG_OK; /* built as is */
-    c->pend = grown;
-    c->cap_pend = cap;
-  }
-  pending *p = &c->pend[c->num_pend];
-  *p = (pending){.idx = idx, .def = def, .nin = nin, .na = na};
-  p->ins = malloc(sizeof *p->ins * (size_t)nin);
-  p->attrs = malloc(sizeof *p->attrs * (size_t)(na ? na : 1));
-  if (!p->ins || !p->attrs) {
-    free(p->ins);
-    free(p->attrs);
-    return CLG_OK;
-  }
-  memcpy(p->ins, ins, sizeof *p->ins * (size_t)nin);
-  memcpy(p->attrs, attrs, sizeof *p->attrs * (size_t)na);
-  p->sn = scratch_node(c->scratch, p);
-  bool fits = p->sn && (p->nout = clg_node_num_outputs(p->sn)) >= 1 && p->nout <= 64;
-  for (int i = 0; fits && i < p->nout; i++)
-    fits = clg_node_out_count(p->sn, i) <= FOLD_MAX_ELEMENTS;
-  if (!p->sn) {
-    /* The scratch graph's error is sticky (the real build reports it): the wave so far moves
-     * to a fresh one. */
-    clg_error_clear();
-    clg_graph *sg = scratch_new();
-    for (int i = 0; sg && i < c->num_pend; i++)
-      if (!(c->pend[i].sn = scratch_node(sg, &c->pend[i]))) {
-        clg_graph_free(sg);
-        sg = NULL;
-      }
-    clg_error_clear();
-    clg_graph_free(c->scratch);
-    c->scratch = sg;
-    if (!sg) /* cannot happen (they were built once): the wave is built as is */
-      c->no_fold = true;
-  }
-  if (!fits) { /* an unused node of the scratch graph: never run */
-    free(p->ins);
-    free(p->attrs);
-    return CLG_OK;
-  }
-  c->num_pend++;
-  c->pending[idx] = true;
-  *done = true;
-  return CLG_OK;
-}
-
-/* The model node of p as it is (not folded), in g under its device. */
-static clg_code build_unfolded(imp *c, const pending *p)
-{
-  const clg_imp_node *n = &c->m->nodes[p->idx];
-  if (n->device[0] && clg_graph_push_device(c->g, n->device) != CLG_OK)
-    return clg_graph_status(c->g);
-  clg_node *built = clg_op(c->g, p->def->name, n->name, p->nin, p->ins, p->na, p->attrs);
-  if (n->device[0])
-    clg_graph_pop_device(c->g);
-  if (!built)
-    return clg_graph_status(c->g);
-  return set_outs(c, p->idx, built, clg_node_num_outputs(built), NULL);
-}
-
-/* The values of p as Consts in g, under its device: output 0 keeps the node's name, the others
- * are "<name>/output_<i>". Frees vals. */
-static clg_code build_folded(imp *c, const pending *p, clg_tensor **vals)
-{
-  const clg_imp_node *n = &c->m->nodes[p->idx];
-  clg_code code = CLG_OK;
-  bool pushed = n->device[0] && clg_graph_push_device(c->g, n->device) == CLG_OK;
-  if (n->device[0] && !pushed)
-    code = clg_graph_status(c->g);
-  clg_output outs[64];
-  for (int i = 0; i < p->nout; i++) {
-    char name[1024];
-    if (i == 0)
-      snprintf(name, sizeof name, "%s", n->name);
-    else
-      snprintf(name, sizeof name, "%s/output_%d", n->name, i);
-    clg_node *k = code == CLG_OK ? clg_const(c->g, name, vals[i]) : NULL;
-    if (!k && code == CLG_OK)
-      code = clg_graph_status(c->g);
-    outs[i] = clg_out(k, 0);
-    clg_tensor_free(vals[i]);
-  }
-  if (pushed)
-    clg_graph_pop_device(c->g);
-  return code == CLG_OK ? set_outs(c, p->idx, outs[0].node, p->nout, outs) : code;
-}
-
-/* Folds wave nodes [lo, hi) with one session on sg (NULL: a scratch graph of them is built)
- * and one run; when that fails (a node without a host kernel, or one whose kernel fails), each
- * half is tried alone, down to single nodes, which are then built as they are. */
-static clg_code fold_range(imp *c, clg_graph *sg, int lo, int hi)
-{
-  clg_graph *own = NULL;
-  clg_node **sn = malloc(sizeof *sn * (size_t)(hi - lo));
-  if (!sn)
-    return fail(c,
-                clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory importing %s", file_of(c)));
-  for (int i = lo; i < hi; i++)
-    sn[i - lo] = sg ? c->pend[i].sn : NULL;
-  if (!sg && (own = sg = scratch_new()))
-    for (int i = lo; i < hi && sg; i++)
-      if (!(sn[i - lo] = scratch_node(sg, &c->pend[i])))
-        sg = NULL;
-  int total = 0;
-  for (int i = lo; i < hi; i++)
-    total += c->pend[i].nout;
-  clg_output *fetch = malloc(sizeof *fetch * (size_t)total);
-  clg_tensor **vals = calloc((size_t)total, sizeof *vals);
-  clg_session *s = NULL;
-  bool ran = false;
-  if (sg && fetch && vals && clg_process_helper_session(sg, &s) == CLG_OK) {
-    int k = 0;
-    for (int i = lo; i < hi; i++)
-      for (int j = 0; j < c->pend[i].nout; j++)
-        fetch[k++] = clg_out(sn[i - lo], j);
-    ran = clg_session_run_outputs(s, 0, NULL, NULL, total, fetch, vals, 0, NULL) == CLG_OK;
-  }
-  clg_error_clear(); /* not folded: computed at run time instead */
-  clg_session_free(s);
-  clg_graph_free(own);
-  free(sn);
-  free(fetch);
-  clg_code code = CLG_OK;
-  if (ran) {
-    int k = 0;
-    for (int i = lo; i < hi; i++) {
-      clg_code one = build_folded(c, &c->pend[i], vals + k);
-      k += c->pend[i].nout;
-      if (code == CLG_OK)
-        code = one;
-    }
-  } else if (hi - lo == 1)
-    code = build_unfolded(c, &c->pend[lo]);
-  else {
-    int mid = lo + (hi - lo) / 2;
-    code = fold_range(c, NULL, lo, mid);
-    if (code == CLG_OK)
-      code = fold_range(c, NULL, mid, hi);
-  }
-  free(vals);
-  return code;
-}
-
-/* Computes the wave: its nodes become Consts in g (or themselves where they do not fold). */
-static clg_code fold_flush(imp *c)
-{
-  if (c->num_pend == 0)
-    return CLG_OK;
-  /* The device state stays held across the waves (a helper session alone would create and
-   * release it each wave); without a host session nothing folds in this import. */
-  if (!c->anchor && !c->no_fold &&
-      (!(c->anchor_g = clg_graph_new()) ||
-       clg_process_helper_session(c->anchor_g, &c->anchor) != CLG_OK)) {
-    clg_error_clear();
-    c->anchor = NULL;
-    c->no_fold = true;
-  }
-  clg_code code = CLG_OK;
-  if (c->no_fold)
-    for (int i = 0; i < c->num_pend && code == CLG_OK; i++)
-      code = build_unfolded(c, &c->pend[i]);
-  else
-    code = fold_range(c, c->scratch, 0, c->num_pend);
-  pending_clear(c);
-  return code;
 }
 
 static clg_code build_fused(imp *c, const clg_imp_node *n, const clg_imp_rule *rule, int nin,
@@ -823,6 +330,85 @@ static clg_code build_fused(imp *c, const clg_imp_node *n, const clg_imp_rule *r
   return CLG_OK;
 }
 
+/* A node that reads the wave (data or control) needs it computed first. */
+static clg_code flush_if_reads_wave(imp *c, const clg_imp_node *n)
+{
+  for (int i = 0; i < n->num_inputs && c->num_pend; i++) {
+    const char *in = n->inputs[i][0] == '^' ? n->inputs[i] + 1 : n->inputs[i];
+    size_t len;
+    int index;
+    bool isctrl;
+    clg_imp_parse_tensor_name(in, &len, &index, &isctrl);
+    int p = clg_imp_hash_find(c->hash, c->hash_size, clg_imp_model_node_name, c->m, in, len);
+    if (p >= 0 && c->pending[p]) {
+      clg_code code = clg_imp_fold_flush(c);
+      if (code != CLG_OK)
+        return code;
+    }
+  }
+  return CLG_OK;
+}
+
+/* The node's data inputs resolved into ins and its control inputs (those built) into ctrl, at
+ * most 256 of each. */
+static clg_code gather_inputs(imp *c, const clg_imp_node *n, clg_output *ins, int *num_ins,
+                              clg_node **ctrl, int *num_ctrl)
+{
+  int nin = 0, nctrl = 0;
+  for (int i = 0; i < n->num_inputs; i++) {
+    const char *in = n->inputs[i];
+    if (in[0] == '^') {
+      size_t len;
+      int index;
+      bool isctrl;
+      clg_imp_parse_tensor_name(in, &len, &index, &isctrl);
+      int p = clg_imp_hash_find(c->hash, c->hash_size, clg_imp_model_node_name, c->m, in + 1, len);
+      if (nctrl >= 256)
+        return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                                 "%s: node '%s' has more than 256 control inputs", file_of(c),
+                                 n->name));
+      if (p >= 0 && c->nodes[p])
+        ctrl[nctrl++] = c->nodes[p];
+      *num_ctrl = nctrl;
+      continue;
+    }
+    if (nin >= 256)
+      return fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' has more than 256 inputs",
+                               file_of(c), n->name));
+    clg_code code = resolve_input(c, n, in, &ins[nin]);
+    if (code != CLG_OK)
+      return code;
+    *num_ins = ++nin;
+  }
+  return CLG_OK;
+}
+
+/* Shape of a static shape: a Const of out_type (int32 unless int64 asked). */
+static clg_code build_static_shape(imp *c, const clg_imp_node *n, int nin, const clg_output *ins,
+                                   clg_node **built)
+{
+  const clg_imp_attr *ot = clg_imp_node_attr(n, "out_type");
+  bool i64 = ot && ot->kind == CLG_IMP_TYPE && ot->i == 9;
+  if (nin != 1)
+    return fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' (op Shape) has %d inputs, not 1",
+                             file_of(c), n->name, nin));
+  int rank = clg_node_output_rank(ins[0].node, ins[0].index);
+  int64_t dims[1] = {rank};
+  clg_tensor *t = clg_tensor_new(i64 ? CLG_INT64 : CLG_INT32, 1, dims, NULL);
+  if (!t)
+    return fail(c, CLG_RESOURCE_EXHAUSTED);
+  for (int i = 0; i < rank; i++) {
+    int64_t d = clg_node_output_dim(ins[0].node, ins[0].index, i);
+    if (i64)
+      ((int64_t *)clg_tensor_data(t))[i] = d;
+    else
+      ((int32_t *)clg_tensor_data(t))[i] = (int32_t)d;
+  }
+  *built = clg_const(c->g, n->name, t);
+  clg_tensor_free(t);
+  return *built ? CLG_OK : clg_graph_status(c->g);
+}
+
 static clg_code build_node(imp *c, int idx)
 {
   clg_imp_node *n = &c->m->nodes[idx];
@@ -840,7 +426,7 @@ static clg_code build_node(imp *c, int idx)
       if (!v.node)
         return fail(c, clg_error(CLG_INVALID_ARGUMENT, "input_map '%s': the value's node is NULL",
                                  c->o->input_map[k].name));
-      return set_outs(c, idx, v.node, 1, &v);
+      return clg_imp_set_outs(c, idx, v.node, 1, &v);
     }
   }
   if (!def && (!rule || (rule->kind != CLG_IMP_RULE_SHAPE && rule->kind != CLG_IMP_RULE_FUSED)))
@@ -850,77 +436,17 @@ static clg_code build_node(imp *c, int idx)
   int nin = 0, nctrl = 0;
   clg_output ins[256];
   clg_node *ctrl[256];
-  /* A node that reads the wave (data or control) needs it computed first. */
-  for (int i = 0; i < n->num_inputs && c->num_pend; i++) {
-    const char *in = n->inputs[i][0] == '^' ? n->inputs[i] + 1 : n->inputs[i];
-    size_t len;
-    int index;
-    bool isctrl;
-    parse_tensor_name(in, &len, &index, &isctrl);
-    int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in, len);
-    if (p >= 0 && c->pending[p]) {
-      clg_code code = fold_flush(c);
-      if (code != CLG_OK)
-        return code;
-    }
-  }
-  for (int i = 0; i < n->num_inputs; i++) {
-    const char *in = n->inputs[i];
-    if (in[0] == '^') {
-      size_t len;
-      int index;
-      bool isctrl;
-      parse_tensor_name(in, &len, &index, &isctrl);
-      int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in + 1, len);
-      if (nctrl >= 256)
-        return fail(c, clg_error(CLG_INVALID_ARGUMENT,
-                                 "%s: node '%s' has more than 256 control inputs", file_of(c),
-                                 n->name));
-      if (p >= 0 && c->nodes[p])
-        ctrl[nctrl++] = c->nodes[p];
-      continue;
-    }
-    if (nin >= 256)
-      return fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' has more than 256 inputs",
-                               file_of(c), n->name));
-    clg_code code = resolve_input(c, n, in, &ins[nin]);
-    if (code != CLG_OK)
-      return code;
-    nin++;
-  }
+  clg_code code = flush_if_reads_wave(c, n);
+  if (code == CLG_OK)
+    code = gather_inputs(c, n, ins, &nin, ctrl, &nctrl);
+  if (code != CLG_OK)
+    return code;
   if (n->device[0] && clg_graph_push_device(c->g, n->device) != CLG_OK)
     return clg_graph_status(c->g);
   clg_node *built = NULL;
   bool deferred = false; /* in the wave */
-  clg_code code = CLG_OK;
   if (rule && rule->kind == CLG_IMP_RULE_SHAPE) {
-    /* Shape of a static shape: a Const of out_type (int32 unless int64 asked). */
-    const clg_imp_attr *ot = clg_imp_node_attr(n, "out_type");
-    bool i64 = ot && ot->kind == CLG_IMP_TYPE && ot->i == 9;
-    if (nin != 1)
-      code =
-          fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' (op Shape) has %d inputs, not 1",
-                            file_of(c), n->name, nin));
-    else {
-      int rank = clg_node_output_rank(ins[0].node, ins[0].index);
-      int64_t dims[1] = {rank};
-      clg_tensor *t = clg_tensor_new(i64 ? CLG_INT64 : CLG_INT32, 1, dims, NULL);
-      if (!t)
-        code = fail(c, CLG_RESOURCE_EXHAUSTED);
-      else {
-        for (int i = 0; i < rank; i++) {
-          int64_t d = clg_node_output_dim(ins[0].node, ins[0].index, i);
-          if (i64)
-            ((int64_t *)clg_tensor_data(t))[i] = d;
-          else
-            ((int32_t *)clg_tensor_data(t))[i] = (int32_t)d;
-        }
-        built = clg_const(c->g, n->name, t);
-        clg_tensor_free(t);
-        if (!built)
-          code = clg_graph_status(c->g);
-      }
-    }
+    code = build_static_shape(c, n, nin, ins, &built);
   } else if (rule && rule->kind == CLG_IMP_RULE_FUSED) {
     code = build_fused(c, n, rule, nin, ins, &built);
   } else {
@@ -935,7 +461,7 @@ static clg_code build_node(imp *c, int idx)
     if (code == CLG_OK && def->flags & CLG_OP_MUST_FEED)
       code = bind_shape(c, n, def, attrs, &na, dims);
     if (code == CLG_OK && !(rule && rule->kind == CLG_IMP_RULE_NOFOLD))
-      code = try_fold(c, idx, def, nin, ins, na, attrs, &deferred);
+      code = clg_imp_fold_try(c, idx, def, nin, ins, na, attrs, &deferred);
     if (code == CLG_OK && !deferred) {
       built = clg_op(c->g, def->name, n->name, nin, ins, na, attrs);
       if (!built)
@@ -950,14 +476,14 @@ static clg_code build_node(imp *c, int idx)
     if (nctrl == 0)
       return CLG_OK;
     /* Control inputs go on what the node becomes: computed now. */
-    if ((code = fold_flush(c)) != CLG_OK)
+    if ((code = clg_imp_fold_flush(c)) != CLG_OK)
       return code;
     built = c->nodes[idx];
   }
   for (int i = 0; i < nctrl; i++)
     if (clg_node_add_control_input(built, ctrl[i]) != CLG_OK)
       return clg_graph_status(c->g);
-  return deferred ? CLG_OK : set_outs(c, idx, built, clg_node_num_outputs(built), NULL);
+  return deferred ? CLG_OK : clg_imp_set_outs(c, idx, built, clg_node_num_outputs(built), NULL);
 }
 
 /* A topological order of the model's nodes (data and control edges), file order among
@@ -987,9 +513,9 @@ static clg_code topo_order(imp *c, int *order)
       size_t len;
       int index;
       bool ctrl;
-      parse_tensor_name(in, &len, &index, &ctrl);
+      clg_imp_parse_tensor_name(in, &len, &index, &ctrl);
       const char *nm = ctrl ? in + 1 : in;
-      int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, nm, len);
+      int p = clg_imp_hash_find(c->hash, c->hash_size, clg_imp_model_node_name, c->m, nm, len);
       if (p < 0) {
         if (!ctrl && mapped(c, in) >= 0)
           continue; /* fed from the graph: no model edge */
@@ -1049,7 +575,7 @@ out:
   return code;
 }
 
-static clg_code add_tensor(clg_import_tensor **v, int *n, const char *name, clg_output value)
+clg_code clg_imp_add_tensor(clg_import_tensor **v, int *n, const char *name, clg_output value)
 {
   clg_import_tensor *g = realloc(*v, sizeof *g * (size_t)(*n + 1));
   if (!g)
@@ -1094,7 +620,7 @@ static clg_code fill_map(imp *c)
     if (c->nouts[i])
       memcpy(e->outs, c->outs[i], sizeof *e->outs * (size_t)c->nouts[i]);
   }
-  r->hash = hash_build(r->num_map, map_entry_name, r, &r->hash_size);
+  r->hash = clg_imp_hash_build(r->num_map, clg_imp_map_entry_name, r, &r->hash_size);
   if (!r->hash)
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
   return CLG_OK;
@@ -1113,12 +639,13 @@ static clg_code fill_io(imp *c)
       if ((code = clg_import_find(r, m->sig_inputs[i].name, &v)) != CLG_OK)
         return clg_error(CLG_INVALID_ARGUMENT, "%s: signature input '%s' names no node", file_of(c),
                          m->sig_inputs[i].name);
-      code = add_tensor(&r->inputs, &r->num_inputs, m->sig_inputs[i].name, v);
+      code = clg_imp_add_tensor(&r->inputs, &r->num_inputs, m->sig_inputs[i].name, v);
     }
   } else {
     for (int i = 0; i < m->num_nodes && code == CLG_OK; i++)
       if (c->nodes[i] && !c->fed[i] && c->nodes[i]->def->flags & CLG_OP_MUST_FEED)
-        code = add_tensor(&r->inputs, &r->num_inputs, m->nodes[i].name, clg_out(c->nodes[i], 0));
+        code = clg_imp_add_tensor(&r->inputs, &r->num_inputs, m->nodes[i].name,
+                                  clg_out(c->nodes[i], 0));
   }
   if (m->num_sig_outputs) {
     for (int i = 0; i < m->num_sig_outputs && code == CLG_OK; i++) {
@@ -1126,7 +653,7 @@ static clg_code fill_io(imp *c)
       if (clg_import_find(r, m->sig_outputs[i].name, &v) != CLG_OK)
         return clg_error(CLG_INVALID_ARGUMENT, "%s: signature output '%s' names no tensor",
                          file_of(c), m->sig_outputs[i].name);
-      code = add_tensor(&r->outputs, &r->num_outputs, m->sig_outputs[i].name, v);
+      code = clg_imp_add_tensor(&r->outputs, &r->num_outputs, m->sig_outputs[i].name, v);
     }
   } else {
     for (int i = 0; i < m->num_nodes && code == CLG_OK; i++) {
@@ -1139,7 +666,7 @@ static clg_code fill_io(imp *c)
           snprintf(name, sizeof name, "%s", m->nodes[i].name);
         else
           snprintf(name, sizeof name, "%s:%d", m->nodes[i].name, j);
-        code = add_tensor(&r->outputs, &r->num_outputs, name, e->outs[j]);
+        code = clg_imp_add_tensor(&r->outputs, &r->num_outputs, name, e->outs[j]);
       }
     }
   }
@@ -1153,8 +680,8 @@ static clg_code build(clg_graph *g, clg_imp_model *m, const clg_import_options *
   int n = m->num_nodes;
   clg_code code = CLG_OK;
   int *order = NULL;
-  c.r = result_new(m);
-  c.hash = hash_build(n, model_node_name, m, &c.hash_size);
+  c.r = clg_imp_result_new(m);
+  c.hash = clg_imp_hash_build(n, clg_imp_model_node_name, m, &c.hash_size);
   c.nodes = calloc((size_t)n + 1, sizeof *c.nodes);
   c.outs = calloc((size_t)n + 1, sizeof *c.outs);
   c.nouts = calloc((size_t)n + 1, sizeof *c.nouts);
@@ -1172,7 +699,8 @@ static clg_code build(clg_graph *g, clg_imp_model *m, const clg_import_options *
   }
   for (int i = 0; i < n; i++) {
     size_t len = strlen(m->nodes[i].name);
-    int k = hash_find(c.hash, c.hash_size, model_node_name, m, m->nodes[i].name, len);
+    int k =
+        clg_imp_hash_find(c.hash, c.hash_size, clg_imp_model_node_name, m, m->nodes[i].name, len);
     if (k != i) {
       code = fail(&c, clg_error(CLG_INVALID_ARGUMENT, "%s: two nodes are named '%s'", file_of(&c),
                                 m->nodes[i].name));
@@ -1188,8 +716,8 @@ static clg_code build(clg_graph *g, clg_imp_model *m, const clg_import_options *
       code = fail(&c, clg_error(CLG_INVALID_ARGUMENT, "input_map[%d]: the name is NULL", i));
       goto out;
     }
-    parse_tensor_name(nm, &len, &index, &ctrl);
-    if (ctrl || hash_find(c.hash, c.hash_size, model_node_name, m, nm, len) < 0) {
+    clg_imp_parse_tensor_name(nm, &len, &index, &ctrl);
+    if (ctrl || clg_imp_hash_find(c.hash, c.hash_size, clg_imp_model_node_name, m, nm, len) < 0) {
       code = fail(&c, clg_error(CLG_INVALID_ARGUMENT,
                                 "input_map '%s' names no tensor of the model %s", nm, file_of(&c)));
       goto out;
@@ -1205,7 +733,7 @@ static clg_code build(clg_graph *g, clg_imp_model *m, const clg_import_options *
   for (int i = 0; i < n && code == CLG_OK; i++)
     code = build_node(&c, order[i]);
   if (code == CLG_OK)
-    code = fold_flush(&c);
+    code = clg_imp_fold_flush(&c);
   if (scoped)
     clg_graph_pop_name_scope(g);
   if (code != CLG_OK)
@@ -1218,13 +746,13 @@ static clg_code build(clg_graph *g, clg_imp_model *m, const clg_import_options *
                                 file_of(&c)));
       goto out;
     }
-  if ((code = fill_map(&c)) != CLG_OK || (code = census(c.r, m)) != CLG_OK ||
+  if ((code = fill_map(&c)) != CLG_OK || (code = clg_imp_census(c.r, m)) != CLG_OK ||
       (code = fill_io(&c)) != CLG_OK) {
     code = fail(&c, code);
     goto out;
   }
 out:
-  fold_reset(&c);
+  clg_imp_fold_reset(&c);
   free(c.hash);
   free(c.nodes);
   for (int i = 0; c.outs && i < n; i++)
@@ -1266,8 +794,8 @@ static clg_import_format detect(const uint8_t *b, size_t len, const char *file)
   return CLG_IMPORT_GRAPHDEF;
 }
 
-static clg_code read_any(clg_import_format fmt, const uint8_t *bytes, size_t len, const char *file,
-                         const char *base_dir, bool weights, clg_imp_model **m)
+clg_code clg_imp_read_any(clg_import_format fmt, const uint8_t *bytes, size_t len, const char *file,
+                          const char *base_dir, bool weights, clg_imp_model **m)
 {
   if (fmt == CLG_IMPORT_AUTO)
     fmt = detect(bytes, len, file);
@@ -1290,7 +818,7 @@ static clg_code import_bytes(clg_graph *g, clg_import_format fmt, const uint8_t 
                              clg_import_result **result)
 {
   clg_imp_model *m = NULL;
-  clg_code code = read_any(fmt, bytes, len, file, base_dir, true, &m);
+  clg_code code = clg_imp_read_any(fmt, bytes, len, file, base_dir, true, &m);
   if (code != CLG_OK)
     return clg_graph_record_error(g);
   code = build(g, m, o, result);
@@ -1381,112 +909,5 @@ clg_code clg_graph_import_memory(clg_graph *g, clg_import_format format, const v
   code = import_bytes(g, format == CLG_IMPORT_AUTO ? o->format : format, copy, len, "", o->base_dir,
                       o, result);
   free(copy);
-  return code;
-}
-
-/* --- inspect ------------------------------------------------------------------------------ */
-
-static clg_code inspect_tensor(clg_import_tensor **v, int *n, const char *name, int tf_dtype,
-                               const clg_imp_shape *shape)
-{
-  clg_code code = add_tensor(v, n, name, (clg_output){NULL, 0});
-  if (code != CLG_OK)
-    return code;
-  clg_import_tensor *t = &(*v)[*n - 1];
-  clg_dtype d;
-  t->dtype = clg_imp_dtype(tf_dtype, &d) ? d : (clg_dtype)0;
-  t->rank = shape ? shape->rank : -1;
-  for (int i = 0; i < t->rank; i++)
-    t->dims[i] = shape->dims[i];
-  return CLG_OK;
-}
-
-static clg_code inspect_model(const clg_imp_model *m, clg_import_result *r)
-{
-  clg_code code = census(r, m);
-  for (int i = 0; i < m->num_sig_inputs && code == CLG_OK; i++)
-    code = inspect_tensor(&r->inputs, &r->num_inputs, m->sig_inputs[i].name,
-                          m->sig_inputs[i].tf_dtype, &m->sig_inputs[i].shape);
-  for (int i = 0; i < m->num_nodes && code == CLG_OK && !m->num_sig_inputs; i++) {
-    const clg_imp_node *n = &m->nodes[i];
-    const clg_op_def *def = clg_op_find(n->op);
-    if (!def || !(def->flags & CLG_OP_MUST_FEED))
-      continue;
-    const clg_imp_attr *dt = clg_imp_node_attr(n, "dtype"), *sh = clg_imp_node_attr(n, "shape");
-    code = inspect_tensor(&r->inputs, &r->num_inputs, n->name,
-                          dt && dt->kind == CLG_IMP_TYPE ? (int)dt->i : 0,
-                          sh && sh->kind == CLG_IMP_SHAPE ? &sh->shape : NULL);
-  }
-  for (int i = 0; i < m->num_sig_outputs && code == CLG_OK; i++)
-    code = inspect_tensor(&r->outputs, &r->num_outputs, m->sig_outputs[i].name,
-                          m->sig_outputs[i].tf_dtype, &m->sig_outputs[i].shape);
-  if (code != CLG_OK || m->num_sig_outputs)
-    return code;
-  /* Nodes nothing consumes, in file order. */
-  bool *used = calloc((size_t)m->num_nodes + 1, sizeof *used);
-  size_t hs;
-  int *h = hash_build(m->num_nodes, model_node_name, m, &hs);
-  if (!used || !h) {
-    free(used);
-    free(h);
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
-  }
-  for (int i = 0; i < m->num_nodes; i++)
-    for (int j = 0; j < m->nodes[i].num_inputs; j++) {
-      const char *in = m->nodes[i].inputs[j];
-      size_t len;
-      int index;
-      bool ctrl;
-      parse_tensor_name(in, &len, &index, &ctrl);
-      int p = ctrl ? -1 : hash_find(h, hs, model_node_name, m, in, len);
-      if (p >= 0)
-        used[p] = true;
-    }
-  for (int i = 0; i < m->num_nodes && code == CLG_OK; i++)
-    if (!used[i]) {
-      const clg_imp_attr *t = clg_imp_node_attr(&m->nodes[i], "T");
-      if (!t)
-        t = clg_imp_node_attr(&m->nodes[i], "dtype");
-      code = inspect_tensor(&r->outputs, &r->num_outputs, m->nodes[i].name,
-                            t && t->kind == CLG_IMP_TYPE ? (int)t->i : 0, NULL);
-    }
-  free(used);
-  free(h);
-  return code;
-}
-
-clg_code clg_import_inspect(const char *path, const clg_import_options *o,
-                            clg_import_result **result, char *err, size_t err_size)
-{
-  if (err && err_size)
-    err[0] = 0;
-  if (result)
-    *result = NULL;
-  clg_code code;
-  if (!path || !result)
-    code = clg_error(CLG_INVALID_ARGUMENT, "clg_import_inspect: %s is NULL",
-                     !path ? "path" : "result");
-  else {
-    uint8_t *bytes;
-    size_t len;
-    code = clg_imp_read_file(path, &bytes, &len);
-    clg_imp_model *m = NULL;
-    if (code == CLG_OK) {
-      code = read_any(o ? o->format : CLG_IMPORT_AUTO, bytes, len, path, NULL, false, &m);
-      free(bytes);
-    }
-    clg_import_result *r = code == CLG_OK ? result_new(m) : NULL;
-    if (code == CLG_OK && !r)
-      code = CLG_RESOURCE_EXHAUSTED;
-    if (code == CLG_OK)
-      code = inspect_model(m, r);
-    clg_imp_model_free(m);
-    if (code == CLG_OK)
-      *result = r;
-    else
-      clg_import_result_free(r);
-  }
-  if (code != CLG_OK && err && err_size)
-    snprintf(err, err_size, "%s", clg_last_error());
   return code;
 }

@@ -296,6 +296,107 @@ static clg_code read_tensor(const tfjs_ctx *c, const json_t *j, clg_imp_tensor *
 
 static char *dup_json_string(const json_t *v) { return clg_strdup(json_string_value(v)); }
 
+/* An AttrValue's list: values of one kind (an empty list of any kind is no kind). */
+static clg_code read_list(const tfjs_ctx *c, const json_t *v, clg_imp_attr *a, const char *where)
+{
+  char what[640];
+  clg_code code;
+  bool ok, has;
+  if (!json_is_object(v)) {
+    snprintf(what, sizeof what, "%s's list", where);
+    return bad(c, what, "an object");
+  }
+  static const struct {
+    const char *key;
+    clg_imp_attr_kind kind;
+  } kinds[] = {{"s", CLG_IMP_S},          {"i", CLG_IMP_I},       {"f", CLG_IMP_F},
+               {"b", CLG_IMP_B},          {"type", CLG_IMP_TYPE}, {"shape", CLG_IMP_SHAPE},
+               {"tensor", CLG_IMP_TENSOR}};
+  for (int k = 0; k < 7; k++) {
+    const json_t *arr = json_object_get(v, kinds[k].key);
+    if (!arr)
+      continue;
+    if (!json_is_array(arr)) {
+      snprintf(what, sizeof what, "%s's list.%s", where, kinds[k].key);
+      return bad(c, what, "an array");
+    }
+    size_t n = json_array_size(arr);
+    if (n == 0)
+      continue;
+    if (a->elem) {
+      snprintf(what, sizeof what, "%s's list", where);
+      return bad(c, what, "a list of one kind");
+    }
+    if (n > (1u << 24))
+      return clg_error(CLG_INVALID_ARGUMENT, "%s: %s: a list of %zu values", c->file, where, n);
+    a->elem = kinds[k].kind;
+    size_t cnt = n ? n : 1;
+    switch (a->elem) {
+    case CLG_IMP_S:
+      a->strs = calloc(cnt, sizeof *a->strs);
+      break;
+    case CLG_IMP_F:
+      a->floats = calloc(cnt, sizeof *a->floats);
+      break;
+    case CLG_IMP_SHAPE:
+      a->shapes = calloc(cnt, sizeof *a->shapes);
+      break;
+    case CLG_IMP_TENSOR:
+      a->tensors = calloc(cnt, sizeof *a->tensors);
+      break;
+    default:
+      a->ints = calloc(cnt, sizeof *a->ints);
+      break;
+    }
+    if (!a->strs && !a->floats && !a->shapes && !a->tensors && !a->ints)
+      return oom(c);
+    for (size_t i = 0; i < n; i++) {
+      const json_t *e = json_array_get(arr, i);
+      bool good = true;
+      a->n = (int)i + 1;
+      switch (a->elem) {
+      case CLG_IMP_S: {
+        size_t len;
+        a->strs[i] = json_is_string(e) ? (char *)b64_decode(json_string_value(e), &len, &ok) : NULL;
+        good = a->strs[i] != NULL;
+        break;
+      }
+      case CLG_IMP_I:
+        good = json_int(e, &a->ints[i]);
+        break;
+      case CLG_IMP_F:
+        good = json_float(e, &a->floats[i]);
+        break;
+      case CLG_IMP_B:
+        good = json_is_boolean(e);
+        a->ints[i] = json_is_true(e);
+        break;
+      case CLG_IMP_TYPE: {
+        int t = 0;
+        good = json_dtype(e, &t);
+        a->ints[i] = t;
+        break;
+      }
+      case CLG_IMP_SHAPE:
+        if ((code = read_shape(c, e, &a->shapes[i], where)) != CLG_OK)
+          return code;
+        break;
+      case CLG_IMP_TENSOR:
+        if ((code = read_tensor(c, e, &a->tensors[i], where, &has)) != CLG_OK)
+          return code;
+        break;
+      default:
+        break;
+      }
+      if (!good) {
+        snprintf(what, sizeof what, "%s's list.%s[%zu]", where, kinds[k].key, i);
+        return bad(c, what, "a value of its kind");
+      }
+    }
+  }
+  return CLG_OK;
+}
+
 static clg_code read_attr(const tfjs_ctx *c, const char *key, const json_t *j, clg_imp_attr *a,
                           const char *node)
 {
@@ -306,7 +407,6 @@ static clg_code read_attr(const tfjs_ctx *c, const char *key, const json_t *j, c
   if (!json_is_object(j))
     return bad(c, where, "an AttrValue object");
   const json_t *v;
-  clg_code code;
   bool ok, has;
   if ((v = json_object_get(j, "s"))) {
     a->kind = CLG_IMP_S;
@@ -361,99 +461,7 @@ static clg_code read_attr(const tfjs_ctx *c, const char *key, const json_t *j, c
       return oom(c);
   } else if ((v = json_object_get(j, "list"))) {
     a->kind = CLG_IMP_LIST;
-    if (!json_is_object(v)) {
-      snprintf(what, sizeof what, "%s's list", where);
-      return bad(c, what, "an object");
-    }
-    static const struct {
-      const char *key;
-      clg_imp_attr_kind kind;
-    } kinds[] = {{"s", CLG_IMP_S},          {"i", CLG_IMP_I},       {"f", CLG_IMP_F},
-                 {"b", CLG_IMP_B},          {"type", CLG_IMP_TYPE}, {"shape", CLG_IMP_SHAPE},
-                 {"tensor", CLG_IMP_TENSOR}};
-    for (int k = 0; k < 7; k++) {
-      const json_t *arr = json_object_get(v, kinds[k].key);
-      if (!arr)
-        continue;
-      if (!json_is_array(arr)) {
-        snprintf(what, sizeof what, "%s's list.%s", where, kinds[k].key);
-        return bad(c, what, "an array");
-      }
-      size_t n = json_array_size(arr);
-      if (n == 0)
-        continue;
-      if (a->elem) {
-        snprintf(what, sizeof what, "%s's list", where);
-        return bad(c, what, "a list of one kind");
-      }
-      if (n > (1u << 24))
-        return clg_error(CLG_INVALID_ARGUMENT, "%s: %s: a list of %zu values", c->file, where, n);
-      a->elem = kinds[k].kind;
-      size_t cnt = n ? n : 1;
-      switch (a->elem) {
-      case CLG_IMP_S:
-        a->strs = calloc(cnt, sizeof *a->strs);
-        break;
-      case CLG_IMP_F:
-        a->floats = calloc(cnt, sizeof *a->floats);
-        break;
-      case CLG_IMP_SHAPE:
-        a->shapes = calloc(cnt, sizeof *a->shapes);
-        break;
-      case CLG_IMP_TENSOR:
-        a->tensors = calloc(cnt, sizeof *a->tensors);
-        break;
-      default:
-        a->ints = calloc(cnt, sizeof *a->ints);
-        break;
-      }
-      if (!a->strs && !a->floats && !a->shapes && !a->tensors && !a->ints)
-        return oom(c);
-      for (size_t i = 0; i < n; i++) {
-        const json_t *e = json_array_get(arr, i);
-        bool good = true;
-        a->n = (int)i + 1;
-        switch (a->elem) {
-        case CLG_IMP_S: {
-          size_t len;
-          a->strs[i] =
-              json_is_string(e) ? (char *)b64_decode(json_string_value(e), &len, &ok) : NULL;
-          good = a->strs[i] != NULL;
-          break;
-        }
-        case CLG_IMP_I:
-          good = json_int(e, &a->ints[i]);
-          break;
-        case CLG_IMP_F:
-          good = json_float(e, &a->floats[i]);
-          break;
-        case CLG_IMP_B:
-          good = json_is_boolean(e);
-          a->ints[i] = json_is_true(e);
-          break;
-        case CLG_IMP_TYPE: {
-          int t = 0;
-          good = json_dtype(e, &t);
-          a->ints[i] = t;
-          break;
-        }
-        case CLG_IMP_SHAPE:
-          if ((code = read_shape(c, e, &a->shapes[i], where)) != CLG_OK)
-            return code;
-          break;
-        case CLG_IMP_TENSOR:
-          if ((code = read_tensor(c, e, &a->tensors[i], where, &has)) != CLG_OK)
-            return code;
-          break;
-        default:
-          break;
-        }
-        if (!good) {
-          snprintf(what, sizeof what, "%s's list.%s[%zu]", where, kinds[k].key, i);
-          return bad(c, what, "a value of its kind");
-        }
-      }
-    }
+    return read_list(c, v, a, where);
   }
   return CLG_OK;
 }
@@ -624,6 +632,58 @@ static int declared_dtype(const clg_imp_node *n)
   return vt;
 }
 
+/* tfjs has no int64 or float64: its converter stores such a Const's weight as int32 or
+ * float32 and keeps the node's TensorFlow dtype. Widened back (exactly) where the Const
+ * declares the wider dtype, as tools/tfjs_to_pb.py does, so that its consumers get the dtype
+ * the graph was made with. *vals is replaced (or freed on failure). */
+static clg_code widen_to_declared(const tfjs_ctx *c, const clg_imp_node *n, clg_imp_tensor *t,
+                                  void **vals, uint64_t count)
+{
+  int wide = declared_dtype(n);
+  if ((t->tf_dtype == 3 && wide == 9) || (t->tf_dtype == 1 && wide == 2)) {
+    void *w64 = malloc(count ? (size_t)count * 8 : 1);
+    if (!w64) {
+      free(*vals);
+      *vals = NULL;
+      return oom(c);
+    }
+    for (size_t i = 0; i < count; i++)
+      if (wide == 9)
+        ((int64_t *)w64)[i] = ((const int32_t *)*vals)[i];
+      else
+        ((double *)w64)[i] = ((const float *)*vals)[i];
+    free(*vals);
+    *vals = w64;
+    t->tf_dtype = wide;
+  }
+  return CLG_OK;
+}
+
+/* The weight is the Const's value: it replaces the topology's (empty) tensor. Takes t. */
+static clg_code set_const_value(const tfjs_ctx *c, clg_imp_node *n, clg_imp_tensor t)
+{
+  for (int i = 0; i < n->num_attrs; i++)
+    if (strcmp(n->attrs[i].name, const_value_attr) == 0) {
+      clg_imp_tensor_clear(&n->attrs[i].tensor);
+      n->attrs[i].kind = CLG_IMP_TENSOR;
+      n->attrs[i].tensor = t;
+      return CLG_OK;
+    }
+  clg_imp_attr *grown = realloc(n->attrs, sizeof *grown * (size_t)(n->num_attrs + 1));
+  if (!grown) {
+    clg_imp_tensor_clear(&t);
+    return oom(c);
+  }
+  n->attrs = grown;
+  clg_imp_attr *a = &n->attrs[n->num_attrs++];
+  memset(a, 0, sizeof *a);
+  a->kind = CLG_IMP_TENSOR;
+  a->tensor = t;
+  if (!(a->name = clg_strdup(const_value_attr)))
+    return oom(c);
+  return CLG_OK;
+}
+
 /* One weight: its bytes from data (len available), dequantized, into node's value. Sets *used. */
 static clg_code read_weight(const tfjs_ctx *c, const json_t *wj, const char *shards,
                             const uint8_t *data, size_t len, size_t *used)
@@ -715,26 +775,9 @@ static clg_code read_weight(const tfjs_ctx *c, const json_t *wj, const char *sha
     }
   } else
     memcpy(vals, data, (size_t)bytes);
-  /* tfjs has no int64 or float64: its converter stores such a Const's weight as int32 or
-   * float32 and keeps the node's TensorFlow dtype. Widened back (exactly) where the Const
-   * declares the wider dtype, as tools/tfjs_to_pb.py does, so that its consumers get the dtype
-   * the graph was made with. */
-  int wide = declared_dtype(n);
-  if ((t.tf_dtype == 3 && wide == 9) || (t.tf_dtype == 1 && wide == 2)) {
-    void *w64 = malloc(count ? (size_t)count * 8 : 1);
-    if (!w64) {
-      free(vals);
-      return oom(c);
-    }
-    for (size_t i = 0; i < count; i++)
-      if (wide == 9)
-        ((int64_t *)w64)[i] = ((const int32_t *)vals)[i];
-      else
-        ((double *)w64)[i] = ((const float *)vals)[i];
-    free(vals);
-    vals = w64;
-    t.tf_dtype = wide;
-  }
+  clg_code widened = widen_to_declared(c, n, &t, &vals, count);
+  if (widened != CLG_OK)
+    return widened;
   char w[700];
   snprintf(w, sizeof w, "%s: %s", c->file, where);
   clg_code code =
@@ -742,27 +785,7 @@ static clg_code read_weight(const tfjs_ctx *c, const json_t *wj, const char *sha
   free(vals);
   if (code != CLG_OK)
     return code;
-  /* The weight is the Const's value: it replaces the topology's (empty) tensor. */
-  for (int i = 0; i < n->num_attrs; i++)
-    if (strcmp(n->attrs[i].name, const_value_attr) == 0) {
-      clg_imp_tensor_clear(&n->attrs[i].tensor);
-      n->attrs[i].kind = CLG_IMP_TENSOR;
-      n->attrs[i].tensor = t;
-      return CLG_OK;
-    }
-  clg_imp_attr *grown = realloc(n->attrs, sizeof *grown * (size_t)(n->num_attrs + 1));
-  if (!grown) {
-    clg_imp_tensor_clear(&t);
-    return oom(c);
-  }
-  n->attrs = grown;
-  clg_imp_attr *a = &n->attrs[n->num_attrs++];
-  memset(a, 0, sizeof *a);
-  a->kind = CLG_IMP_TENSOR;
-  a->tensor = t;
-  if (!(a->name = clg_strdup(const_value_attr)))
-    return oom(c);
-  return CLG_OK;
+  return set_const_value(c, n, t);
 }
 
 static clg_code read_weights(const tfjs_ctx *c, const json_t *manifest, const char *base_dir)

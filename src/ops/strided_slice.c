@@ -26,6 +26,74 @@ static const clg_attr_def attrs[] = {
 enum { MAX_SPARSE = 31, NEW_AXIS = -2, SHRUNK = -1 };
 
 /* The spec over an input of descriptor x (StridedSlice's input, or StridedSliceGrad's shape). */
+/* The five masks, each an int32 bit mask, in attribute order (begin, ellipsis, end, new
+ * axis, shrink axis). */
+static clg_code read_masks(const clg_node *n, int64_t *masks)
+{
+  static const char *const mask_names[5] = {"begin_mask", "ellipsis_mask", "end_mask",
+                                            "new_axis_mask", "shrink_axis_mask"};
+  for (int k = 0; k < 5; k++) {
+    masks[k] = clg_node_attr(n, A_BEGIN_MASK + k)->i;
+    if (masks[k] < 0 || masks[k] > INT32_MAX)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s is %lld; it must be an int32 bit mask",
+                            mask_names[k], (long long)masks[k]);
+  }
+  return CLG_OK;
+}
+
+/* Step 3 of spec_of: each range of the dense spec made explicit and clamped, into s's begin,
+ * stride and size. */
+static clg_code clamp_ranges(const clg_node *n, const clg_out_desc *x, const int64_t *begin,
+                             const int64_t *end, const int64_t *stride, uint32_t dbegin,
+                             uint32_t dend, uint32_t dshrink, clg_slice_spec *s)
+{
+  const int dims = x->rank;
+  s->rank = dims;
+  for (int i = 0; i < dims; i++) {
+    int64_t d = x->dims[i], st = stride[i];
+    bool shrink_i = dshrink >> i & 1;
+    if (st == 0)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "strides[%d] must be non-zero", i);
+    if (st == INT64_MIN)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "strides[%d] is too large", i);
+    if (shrink_i && st <= 0)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "only stride 1 allowed on non-range indexing.");
+    int64_t lo = st > 0 ? 0 : -1, hi = st > 0 ? d : d - 1, b, e;
+    if (shrink_i) {
+      b = begin[i] < 0 ? d + begin[i] : begin[i];
+      if (b < 0 || b >= d)
+        return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                              "slice index %lld of dimension %d out of bounds.", (long long)b, i);
+      e = b + 1;
+    } else {
+      int64_t v[2] = {begin[i], end[i]};
+      bool masked[2] = {dbegin >> i & 1, dend >> i & 1};
+      int64_t r[2];
+      for (int c = 0; c < 2; c++) {
+        if (masked[c]) {
+          /* begin masked: the first element in the stride's direction; end: one past the last */
+          r[c] = (c == 0) == (st > 0) ? lo : hi;
+        } else {
+          int64_t f = v[c] < 0 ? d + v[c] : v[c]; /* d >= 0: no overflow */
+          r[c] = f < lo ? lo : f > hi ? hi : f;
+        }
+      }
+      b = r[0];
+      e = r[1];
+    }
+    int64_t len = e - b, size;
+    if (len == 0 || ((len < 0) != (st < 0)))
+      size = 0;
+    else
+      size = len / st + (len % st != 0 ? 1 : 0);
+    s->begin[i] = size ? b : 0;
+    s->stride[i] = st;
+    s->size[i] = size;
+  }
+  return CLG_OK;
+}
+
 static clg_code spec_of(const clg_node *n, const clg_out_desc *x, clg_slice_spec *s)
 {
   int64_t sb[MAX_SPARSE], se[MAX_SPARSE], ss[MAX_SPARSE];
@@ -51,14 +119,8 @@ static clg_code spec_of(const clg_node *n, const clg_out_desc *x, clg_slice_spec
                           clg_dtype_name(bd->dtype), clg_dtype_name(ed->dtype),
                           clg_dtype_name(sd->dtype));
   int64_t masks[5];
-  static const char *const mask_names[5] = {"begin_mask", "ellipsis_mask", "end_mask",
-                                            "new_axis_mask", "shrink_axis_mask"};
-  for (int k = 0; k < 5; k++) {
-    masks[k] = clg_node_attr(n, A_BEGIN_MASK + k)->i;
-    if (masks[k] < 0 || masks[k] > INT32_MAX)
-      return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s is %lld; it must be an int32 bit mask",
-                            mask_names[k], (long long)masks[k]);
-  }
+  if ((code = read_masks(n, masks)) != CLG_OK)
+    return code;
   uint32_t begin_mask = (uint32_t)masks[0], ellipsis = (uint32_t)masks[1],
            end_mask = (uint32_t)masks[2], new_axis = (uint32_t)masks[3],
            shrink = (uint32_t)masks[4];
@@ -123,49 +185,8 @@ static clg_code spec_of(const clg_node *n, const clg_out_desc *x, clg_slice_spec
     begin[full] = end[full] = stride[full] = 0;
 
   /* Step 3: each range made explicit and clamped. */
-  s->rank = dims;
-  for (int i = 0; i < dims; i++) {
-    int64_t d = x->dims[i], st = stride[i];
-    bool shrink_i = dshrink >> i & 1;
-    if (st == 0)
-      return clg_node_error(n, CLG_INVALID_ARGUMENT, "strides[%d] must be non-zero", i);
-    if (st == INT64_MIN)
-      return clg_node_error(n, CLG_INVALID_ARGUMENT, "strides[%d] is too large", i);
-    if (shrink_i && st <= 0)
-      return clg_node_error(n, CLG_INVALID_ARGUMENT,
-                            "only stride 1 allowed on non-range indexing.");
-    int64_t lo = st > 0 ? 0 : -1, hi = st > 0 ? d : d - 1, b, e;
-    if (shrink_i) {
-      b = begin[i] < 0 ? d + begin[i] : begin[i];
-      if (b < 0 || b >= d)
-        return clg_node_error(n, CLG_INVALID_ARGUMENT,
-                              "slice index %lld of dimension %d out of bounds.", (long long)b, i);
-      e = b + 1;
-    } else {
-      int64_t v[2] = {begin[i], end[i]};
-      bool masked[2] = {dbegin >> i & 1, dend >> i & 1};
-      int64_t r[2];
-      for (int c = 0; c < 2; c++) {
-        if (masked[c]) {
-          /* begin masked: the first element in the stride's direction; end: one past the last */
-          r[c] = (c == 0) == (st > 0) ? lo : hi;
-        } else {
-          int64_t f = v[c] < 0 ? d + v[c] : v[c]; /* d >= 0: no overflow */
-          r[c] = f < lo ? lo : f > hi ? hi : f;
-        }
-      }
-      b = r[0];
-      e = r[1];
-    }
-    int64_t len = e - b, size;
-    if (len == 0 || ((len < 0) != (st < 0)))
-      size = 0;
-    else
-      size = len / st + (len % st != 0 ? 1 : 0);
-    s->begin[i] = size ? b : 0;
-    s->stride[i] = st;
-    s->size[i] = size;
-  }
+  if ((code = clamp_ranges(n, x, begin, end, stride, dbegin, dend, dshrink, s)) != CLG_OK)
+    return code;
 
   /* Step 4: the output's dims. */
   s->out_rank = 0;
