@@ -159,8 +159,11 @@ static clg_code back_node(clg_graph *g, clg_node *n, const char *from_x, grads *
   if (!dy && !(dy = malloc(sizeof *dy * (size_t)n->num_outputs)))
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of memory computing gradients");
   bool any = false;
-  if ((code = open_scopes(g, n, colocate)) != CLG_OK)
+  if ((code = open_scopes(g, n, colocate)) != CLG_OK) {
+    if (dy != dy_stack)
+      free(dy);
     return code;
+  }
   for (int o = 0; o < n->num_outputs; o++) {
     dy[o] = grads_sum(g, &gr[base[i] + o]);
     any = any || dy[o].node != NULL;
