@@ -255,6 +255,17 @@ clg_node *clg_lrn(clg_graph *g, const char *name, clg_node *x, int64_t depth_rad
  * its own copy, and all must run the same AllReduce nodes in the same order. */
 clg_node *clg_all_reduce(clg_graph *g, const char *name, clg_node *x, const char *reduction);
 
+/* --- TensorFlow graphs' ops (issue 23) ---------------------------------------------------
+ * Element-wise 1 / (1 + exp(-x)), tanh(x), min(max(x, 0), 6), |x| and sign(x) (-1, 0 or 1;
+ * NaN stays NaN); leaky_relu: x where x > 0, else alpha * x (TensorFlow's default alpha is
+ * 0.2). Float, and double where the device has it. */
+clg_node *clg_sigmoid(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_tanh(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_relu6(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_abs(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_sign(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_leaky_relu(clg_graph *g, const char *name, clg_node *x, double alpha);
+
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes
  * the op can infer from its inputs (such as T or N) may be omitted; given ones must agree.

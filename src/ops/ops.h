@@ -260,4 +260,8 @@ clg_code clg_node_attr_agrees(const clg_node *n, int i, const clg_attr *given);
  * order. malloc'd; NULL when memory runs out. */
 char *clg_node_def_string(const clg_node *n);
 
+/* TensorFlow graphs (issue 23): the ops real graphs use. */
+extern const clg_op_def clg_op_Sigmoid, clg_op_Tanh, clg_op_Relu6, clg_op_LeakyRelu, clg_op_Abs,
+    clg_op_Sign, clg_op_SigmoidGrad, clg_op_TanhGrad, clg_op_Relu6Grad, clg_op_LeakyReluGrad;
+
 #endif

@@ -79,6 +79,17 @@ static const clg_op_def *const registry[] = {
     &clg_op_BiasAddGrad,
     /* clusters */
     &clg_op_AllReduce,
+    /* TensorFlow graphs (issue 23) */
+    &clg_op_Sigmoid,
+    &clg_op_Tanh,
+    &clg_op_Relu6,
+    &clg_op_LeakyRelu,
+    &clg_op_Abs,
+    &clg_op_Sign,
+    &clg_op_SigmoidGrad,
+    &clg_op_TanhGrad,
+    &clg_op_Relu6Grad,
+    &clg_op_LeakyReluGrad,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))

@@ -1,3 +1,4 @@
 /* The host backend's kernel files: one CLG_KERNELS(family) line per file defining
  * clg_host_kernels_<family> (no include guard: included with CLG_KERNELS defined). */
 CLG_KERNELS(relu)
+CLG_KERNELS(activation)

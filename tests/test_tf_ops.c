@@ -1,0 +1,458 @@
+/* The ops TensorFlow graphs use (issue 23): each on CPU:0 and on a PoCL stand-in GPU against a
+ * naive double-precision reference written here from TensorFlow's documented semantics, the
+ * two device kinds against each other, gradients against central finite differences in
+ * float64 on both kinds, and bad input per op (clear errors naming the node). */
+// ctest: default CLGRAPH_LOG_LEVEL=warning
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "testutil.h"
+
+static int gpu_turn;
+static clg_session_options session_opt;
+
+/* --- tensors ---------------------------------------------------------------------------- */
+
+static size_t count_of(int rank, const int64_t *dims)
+{
+  size_t c = 1;
+  for (int k = 0; k < rank; k++)
+    c *= (size_t)dims[k];
+  return c;
+}
+
+static void set_elem(clg_tensor *t, size_t i, double v)
+{
+  void *p = clg_tensor_data(t);
+  if (clg_tensor_dtype(t) == CLG_FLOAT32)
+    ((float *)p)[i] = (float)v;
+  else if (clg_tensor_dtype(t) == CLG_FLOAT64)
+    ((double *)p)[i] = v;
+  else if (clg_tensor_dtype(t) == CLG_INT32)
+    ((int32_t *)p)[i] = (int32_t)v;
+  else if (clg_tensor_dtype(t) == CLG_INT64)
+    ((int64_t *)p)[i] = (int64_t)v;
+}
+
+static clg_tensor *rand_tensor(clg_dtype dt, int rank, const int64_t *dims, double lo, double hi)
+{
+  clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
+  for (size_t i = 0; i < clg_tensor_count(t); i++)
+    set_elem(t, i, clg_test_uniform(lo, hi));
+  return t;
+}
+
+static int irand(int lo, int hi) { return lo + (int)(clg_test_rand() % (unsigned)(hi - lo + 1)); }
+
+/* The values of t as doubles (malloc'd). */
+static double *values_of(const clg_tensor *t)
+{
+  size_t n = clg_tensor_count(t);
+  double *v = malloc(sizeof *v * (n ? n : 1));
+  for (size_t i = 0; i < n; i++)
+    v[i] = clg_test_elem(t, i);
+  return v;
+}
+
+/* A Const int32 vector (or scalar with n < 0) of the values v. */
+static inline clg_node *const_i32(clg_graph *g, int n, const int64_t *v)
+{
+  int32_t w[16];
+  for (int i = 0; i < (n < 0 ? 1 : n); i++)
+    w[i] = (int32_t)v[i];
+  clg_tensor *t = clg_tensor_new(CLG_INT32, n < 0 ? 0 : 1, (int64_t[]){n}, w);
+  clg_node *c = clg_const(g, NULL, t);
+  clg_tensor_free(t);
+  return c;
+}
+
+/* A Const int32 tensor of the shape given. */
+static inline clg_node *const_i32_shaped(clg_graph *g, int rank, const int64_t *dims,
+                                         const int64_t *v)
+{
+  size_t n = count_of(rank, dims);
+  int32_t w[64];
+  for (size_t i = 0; i < n; i++)
+    w[i] = (int32_t)v[i];
+  clg_tensor *t = clg_tensor_new(CLG_INT32, rank, dims, w);
+  clg_node *c = clg_const(g, NULL, t);
+  clg_tensor_free(t);
+  return c;
+}
+
+/* --- one op on both device kinds --------------------------------------------------------- */
+
+typedef clg_node *(*build_fn)(clg_graph *g, clg_node *const *in, const void *ctx);
+
+/* Builds fn's node on CPU:0 and on a stand-in GPU from placeholders fed `inputs`, runs both in
+ * one session and fetches output 0 of each into out[0] (CPU) and out[1] (GPU). */
+static clg_code run_both(int nin, clg_tensor *const *inputs, build_fn fn, const void *ctx,
+                         clg_tensor **out, char *err, size_t err_size)
+{
+  const char *gpus[4] = {"/device:GPU:0", "/device:GPU:1", "/device:GPU:2", "/device:GPU:3"};
+  out[0] = out[1] = NULL;
+  clg_graph *g = clg_graph_new();
+  clg_node *ph[8];
+  for (int i = 0; i < nin; i++) {
+    int64_t dims[CLG_MAX_RANK];
+    for (int k = 0; k < clg_tensor_rank(inputs[i]); k++)
+      dims[k] = clg_tensor_dim(inputs[i], k);
+    ph[i] = clg_placeholder(g, NULL, clg_tensor_dtype(inputs[i]), clg_tensor_rank(inputs[i]), dims);
+  }
+  clg_node *node[2];
+  clg_graph_push_device(g, "/cpu:0");
+  node[0] = fn(g, ph, ctx);
+  clg_graph_pop_device(g);
+  clg_graph_push_device(g, gpus[gpu_turn++ % 4]);
+  node[1] = fn(g, ph, ctx);
+  clg_graph_pop_device(g);
+  clg_code code = clg_graph_status(g);
+  clg_session *s = NULL;
+  if (code == CLG_OK)
+    code = clg_session_new(g, &session_opt, &s);
+  if (code == CLG_OK) {
+    clg_output feeds[8], fetch[2] = {{node[0], 0}, {node[1], 0}};
+    for (int i = 0; i < nin; i++)
+      feeds[i] = clg_out(ph[i], 0);
+    code = clg_session_run_outputs(s, nin, feeds, inputs, 2, fetch, out, 0, NULL);
+  }
+  snprintf(err, err_size, "%s", code == CLG_OK ? "" : clg_last_error());
+  clg_session_free(s);
+  clg_graph_free(g);
+  return code;
+}
+
+/* Every element within tol (relative to max(1, |ref|)) of ref, and the shape as given. */
+static bool close_to(const clg_tensor *t, const double *ref, int rank, const int64_t *dims,
+                     double tol, const char *what, const char *dev)
+{
+  bool shape_ok = t && clg_tensor_rank(t) == rank;
+  for (int k = 0; shape_ok && k < rank; k++)
+    shape_ok = clg_tensor_dim(t, k) == dims[k];
+  if (!shape_ok) {
+    CHECK_MSG(false, "%s on %s: shape differs (rank %d, want %d)", what, dev,
+              t ? clg_tensor_rank(t) : -1, rank);
+    return false;
+  }
+  size_t n = count_of(rank, dims);
+  for (size_t i = 0; i < n; i++) {
+    double v = clg_test_elem(t, i), err = fabs(v - ref[i]);
+    bool ok = err <= tol * fmax(1.0, fabs(ref[i])) || (isnan(v) && isnan(ref[i])) ||
+              (isinf(v) && v == ref[i]);
+    if (!ok) {
+      CHECK_MSG(false, "%s on %s: element %zu is %.9g, want %.9g", what, dev, i, v, ref[i]);
+      return false;
+    }
+  }
+  clg_test_passed++;
+  return true;
+}
+
+/* Runs on both kinds and checks both against ref (of the shape given) and each other. */
+static void check_op(const char *what, int nin, clg_tensor *const *inputs, build_fn fn,
+                     const void *ctx, const double *ref, int rank, const int64_t *dims, double tol)
+{
+  clg_tensor *out[2];
+  char err[1024];
+  clg_code code = run_both(nin, inputs, fn, ctx, out, err, sizeof err);
+  CHECK_MSG(code == CLG_OK, "%s: %s", what, err);
+  if (code == CLG_OK && close_to(out[0], ref, rank, dims, tol, what, "CPU:0")) {
+    close_to(out[1], ref, rank, dims, tol, what, "GPU");
+    double *cpu = values_of(out[0]);
+    close_to(out[1], cpu, rank, dims, 2 * tol, what, "GPU vs CPU:0");
+    free(cpu);
+  }
+  clg_tensor_free(out[0]);
+  clg_tensor_free(out[1]);
+}
+
+/* A build error: the graph's status is INVALID_ARGUMENT and its text holds `text`. */
+static void expect_build_error(clg_graph *g, const char *text, int line)
+{
+  CHECK_MSG(clg_graph_status(g) == CLG_INVALID_ARGUMENT, "line %d: status %s (%s)", line,
+            clg_code_name(clg_graph_status(g)), clg_graph_error(g));
+  CHECK_MSG(strstr(clg_graph_error(g), text) != NULL, "line %d: error \"%s\" lacks \"%s\"", line,
+            clg_graph_error(g), text);
+  clg_graph_free(g);
+}
+#define EXPECT_BUILD_ERROR(g, text) expect_build_error(g, text, __LINE__)
+
+/* --- gradients against finite differences ------------------------------------------------ */
+
+enum { INIT_UNIFORM, INIT_AWAY, INIT_DISTINCT };
+
+typedef struct gcase {
+  const char *name;
+  int nx;
+  int rank[2];
+  int64_t dims[2][4];
+  build_fn build;
+  const void *ctx;
+  int init;
+} gcase;
+
+static double *run_y(clg_session *s, int nx, clg_node *const *x, clg_tensor *const *xv, clg_node *y,
+                     size_t *ny)
+{
+  clg_tensor *out = NULL;
+  if (clg_session_run(s, nx, x, xv, 1, &y, &out) != CLG_OK) {
+    CHECK_MSG(false, "forward run: %s", clg_last_error());
+    return NULL;
+  }
+  *ny = clg_tensor_count(out);
+  double *v = values_of(out);
+  clg_tensor_free(out);
+  return v;
+}
+
+/* The whole Jacobian of y over each x, analytic (one run per unit grad_ys) against central
+ * differences, in float64 on `device`: the largest relative error must stay under 1e-6. */
+static void check_grad(const gcase *fc, const char *device)
+{
+  clg_graph *g = clg_graph_new();
+  CHECK_OK(clg_graph_push_device(g, device));
+  clg_node *x[2];
+  for (int i = 0; i < fc->nx; i++)
+    x[i] = clg_placeholder(g, NULL, CLG_FLOAT64, fc->rank[i], fc->dims[i]);
+  clg_node *y = fc->build(g, x, fc->ctx);
+  int64_t ydims[CLG_MAX_RANK] = {0};
+  for (int k = 0; y && k < clg_node_rank(y); k++)
+    ydims[k] = clg_node_dim(y, k);
+  clg_node *gy = clg_placeholder(g, "gy", CLG_FLOAT64, y ? clg_node_rank(y) : 0, ydims);
+  clg_output ys = clg_out(y, 0), gys = clg_out(gy, 0), xs[2], dx[2] = {{NULL, 0}, {NULL, 0}};
+  for (int i = 0; i < fc->nx; i++)
+    xs[i] = clg_out(x[i], 0);
+  CHECK_OK(clg_gradients(g, 1, &ys, &gys, fc->nx, xs, NULL, dx));
+  CHECK_OK(clg_graph_pop_device(g));
+  clg_session *s = NULL;
+  if (clg_graph_status(g) != CLG_OK || clg_session_new(g, &session_opt, &s) != CLG_OK) {
+    CHECK_MSG(false, "%s on %s: %s", fc->name, device, clg_last_error());
+    clg_graph_free(g);
+    return;
+  }
+  clg_tensor *xv[2];
+  for (int i = 0; i < fc->nx; i++) {
+    xv[i] = clg_tensor_new(CLG_FLOAT64, fc->rank[i], fc->dims[i], NULL);
+    double *p = clg_tensor_data(xv[i]);
+    size_t n = count_of(fc->rank[i], fc->dims[i]);
+    for (size_t k = 0; k < n; k++) {
+      p[k] = clg_test_uniform(-1, 1) * (fc->init == INIT_AWAY ? 4 : 1);
+      if (fc->init == INIT_AWAY && fabs(p[k]) < 0.1)
+        p[k] += p[k] < 0 ? -0.2 : 0.2;
+      if (fc->init == INIT_AWAY && fabs(p[k] - 6) < 0.1) /* Relu6's upper kink */
+        p[k] -= 0.2;
+      if (fc->init == INIT_DISTINCT) /* a ramp, shuffled below: no ties */
+        p[k] = ((double)k - (double)(n / 2)) * 0.01 + 0.003 * i;
+    }
+    for (size_t k = n; fc->init == INIT_DISTINCT && k > 1; k--) {
+      size_t j = (size_t)(clg_test_rand() % k);
+      double t = p[k - 1];
+      p[k - 1] = p[j];
+      p[j] = t;
+    }
+  }
+  size_t ny = 0;
+  free(run_y(s, fc->nx, x, xv, y, &ny));
+  clg_tensor *gyv = clg_tensor_new(CLG_FLOAT64, clg_node_rank(y), ydims, NULL);
+  double worst = 0;
+  for (int i = 0; i < fc->nx; i++) {
+    size_t n = count_of(fc->rank[i], fc->dims[i]);
+    CHECK_MSG(dx[i].node != NULL, "%s: no gradient for x%d", fc->name, i);
+    if (!dx[i].node)
+      continue;
+    double *ana = calloc(ny * n + 1, sizeof *ana);
+    for (size_t j = 0; j < ny; j++) {
+      memset(clg_tensor_data(gyv), 0, ny * sizeof(double));
+      ((double *)clg_tensor_data(gyv))[j] = 1;
+      clg_output fa[3] = {clg_out(x[0], 0), clg_out(fc->nx > 1 ? x[1] : gy, 0), clg_out(gy, 0)};
+      clg_tensor *feeds[3] = {xv[0], fc->nx > 1 ? xv[1] : gyv, gyv}, *out = NULL;
+      CHECK_OK(clg_session_run_outputs(s, fc->nx + 1, fa, feeds, 1, &dx[i], &out, 0, NULL));
+      if (out && clg_tensor_count(out) == n)
+        memcpy(ana + j * n, clg_tensor_const_data(out), n * sizeof(double));
+      else
+        CHECK_MSG(false, "%s on %s: dx%d has the wrong size", fc->name, device, i);
+      clg_tensor_free(out);
+    }
+    const double h = 1e-6;
+    double *p = clg_tensor_data(xv[i]);
+    for (size_t k = 0; k < n; k++) {
+      double keep = p[k];
+      size_t n1 = 0, n2 = 0;
+      p[k] = keep + h;
+      double *yp = run_y(s, fc->nx, x, xv, y, &n1);
+      p[k] = keep - h;
+      double *ym = run_y(s, fc->nx, x, xv, y, &n2);
+      p[k] = keep;
+      for (size_t j = 0; yp && ym && j < ny; j++) {
+        double num = (yp[j] - ym[j]) / (2 * h);
+        worst = fmax(worst, fabs(ana[j * n + k] - num) / fmax(1.0, fabs(num)));
+      }
+      free(yp);
+      free(ym);
+    }
+    free(ana);
+  }
+  CHECK_MSG(worst < 1e-6, "%s on %s: max relative error %g", fc->name, device, worst);
+  for (int i = 0; i < fc->nx; i++)
+    clg_tensor_free(xv[i]);
+  clg_tensor_free(gyv);
+  clg_session_free(s);
+  clg_graph_free(g);
+}
+
+static void check_grads(const gcase *cases, size_t n)
+{
+  const char *devices[2] = {"/cpu:0", "/device:GPU:1"};
+  for (int d = 0; d < 2; d++)
+    for (size_t i = 0; i < n; i++)
+      check_grad(&cases[i], devices[d]);
+}
+
+/* --- activations ------------------------------------------------------------------------- */
+
+typedef struct act_case {
+  const char *op;
+  int nin;
+  double alpha; /* LeakyRelu, LeakyReluGrad; < -1e9: the default */
+} act_case;
+
+static clg_node *build_act(clg_graph *g, clg_node *const *in, const void *ctx)
+{
+  const act_case *c = ctx;
+  clg_output io[2] = {clg_out(in[0], 0), clg_out(c->nin > 1 ? in[1] : NULL, 0)};
+  clg_attr a = clg_attr_float("alpha", c->alpha);
+  return clg_op(g, c->op, NULL, c->nin, io, c->alpha > -1e9 ? 1 : 0, &a);
+}
+
+static double ref_act(const char *op, double alpha, double a, double b)
+{
+  if (!strcmp(op, "Sigmoid"))
+    return 1 / (1 + exp(-a));
+  if (!strcmp(op, "Tanh"))
+    return tanh(a);
+  if (!strcmp(op, "Relu6"))
+    return isnan(a) ? a : fmin(fmax(a, 0), 6);
+  if (!strcmp(op, "LeakyRelu"))
+    return a > 0 ? a : alpha * a;
+  if (!strcmp(op, "Abs"))
+    return fabs(a);
+  if (!strcmp(op, "Sign"))
+    return isnan(a) ? a : a > 0 ? 1 : a < 0 ? -1 : 0;
+  if (!strcmp(op, "SigmoidGrad"))
+    return b * a * (1 - a);
+  if (!strcmp(op, "TanhGrad"))
+    return b * (1 - a * a);
+  if (!strcmp(op, "Relu6Grad"))
+    return b > 0 && b < 6 ? a : 0;
+  return b > 0 ? a : alpha * a; /* LeakyReluGrad */
+}
+
+static void test_activations(void)
+{
+  const act_case cases[] = {
+      {"Sigmoid", 1, -2e9},      {"Tanh", 1, -2e9},      {"Relu6", 1, -2e9},
+      {"LeakyRelu", 1, -2e9},    {"LeakyRelu", 1, 0.01}, {"LeakyRelu", 1, 1.5},
+      {"Abs", 1, -2e9},          {"Sign", 1, -2e9},      {"SigmoidGrad", 2, -2e9},
+      {"TanhGrad", 2, -2e9},     {"Relu6Grad", 2, -2e9}, {"LeakyReluGrad", 2, -2e9},
+      {"LeakyReluGrad", 2, 0.3},
+  };
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const act_case *c = &cases[ci];
+    for (int dti = 0; dti < 2; dti++) {
+      clg_dtype dt = dti ? CLG_FLOAT64 : CLG_FLOAT32;
+      int64_t dims[3] = {irand(1, 4), irand(1, 5), irand(1, 40)};
+      clg_tensor *in[2] = {rand_tensor(dt, 3, dims, -9, 9), rand_tensor(dt, 3, dims, -9, 9)};
+      /* The edges: 0, the kinks at 0 and 6, NaN and infinities. */
+      double edges[] = {0, 6, -0.0, NAN, INFINITY, -INFINITY, 5.999, 6.001};
+      size_t n = count_of(3, dims);
+      for (size_t k = 0; k < 8 && k < n; k++) {
+        set_elem(in[0], k, edges[k]);
+        set_elem(in[1], n - 1 - k, edges[k]);
+      }
+      double alpha = c->alpha > -1e9 ? c->alpha : 0.2;
+      double *ref = malloc(sizeof *ref * n);
+      for (size_t k = 0; k < n; k++) {
+        ref[k] = ref_act(c->op, alpha, clg_test_elem(in[0], k), clg_test_elem(in[1], k));
+        if (dt == CLG_FLOAT32 && !strcmp(c->op, "LeakyReluGrad")) /* alpha as a float */
+          ref[k] =
+              clg_test_elem(in[1], k) > 0 ? ref[k] : (double)(float)alpha * clg_test_elem(in[0], k);
+      }
+      char what[64];
+      snprintf(what, sizeof what, "%s %s", c->op, clg_dtype_name(dt));
+      check_op(what, c->nin, in, build_act, c, ref, 3, dims, dt == CLG_FLOAT32 ? 2e-6 : 1e-12);
+      free(ref);
+      clg_tensor_free(in[0]);
+      clg_tensor_free(in[1]);
+    }
+  }
+  /* Bad input: the gradient ops need one shape. */
+  clg_graph *g = clg_graph_new();
+  clg_node *a = clg_placeholder(g, "a", CLG_FLOAT32, 1, (int64_t[]){3});
+  clg_node *b = clg_placeholder(g, "b", CLG_FLOAT32, 1, (int64_t[]){4});
+  clg_op(g, "TanhGrad", "tg", 2, (clg_output[]){{a, 0}, {b, 0}}, 0, NULL);
+  EXPECT_BUILD_ERROR(g, "TanhGrad 'tg': inputs float [3] and float [4] must have one");
+}
+
+static clg_node *g_sigmoid(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_sigmoid(g, NULL, x[0]);
+}
+static clg_node *g_tanh(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_tanh(g, NULL, x[0]);
+}
+static clg_node *g_relu6(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_relu6(g, NULL, x[0]);
+}
+static clg_node *g_leaky(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_leaky_relu(g, NULL, x[0], 0.1);
+}
+static clg_node *g_abs(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_abs(g, NULL, x[0]);
+}
+/* Second order: the gradient of a gradient op (x squared through sigmoid's gradient). */
+static clg_node *g_sigmoid2(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_op(g, "SigmoidGrad", NULL, 2, (clg_output[]){{x[0], 0}, {x[1], 0}}, 0, NULL);
+}
+static clg_node *g_tanh2(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_op(g, "TanhGrad", NULL, 2, (clg_output[]){{x[0], 0}, {x[1], 0}}, 0, NULL);
+}
+
+static void test_activation_grads(void)
+{
+  const gcase cases[] = {
+      {"Sigmoid", 1, {2}, {{2, 3}}, g_sigmoid, NULL, INIT_UNIFORM},
+      {"Tanh", 1, {2}, {{2, 3}}, g_tanh, NULL, INIT_UNIFORM},
+      {"Relu6", 1, {2}, {{3, 4}}, g_relu6, NULL, INIT_AWAY},
+      {"LeakyRelu", 1, {2}, {{3, 3}}, g_leaky, NULL, INIT_AWAY},
+      {"Abs", 1, {2}, {{2, 3}}, g_abs, NULL, INIT_AWAY},
+      {"SigmoidGrad", 2, {1, 1}, {{4}, {4}}, g_sigmoid2, NULL, INIT_UNIFORM},
+      {"TanhGrad", 2, {1, 1}, {{4}, {4}}, g_tanh2, NULL, INIT_UNIFORM},
+  };
+  check_grads(cases, sizeof cases / sizeof cases[0]);
+}
+
+int main(void)
+{
+  clg_test_seed(23);
+  if (!clg_test_require_gpus(4))
+    return clg_test_summary("test_tf_ops");
+  clg_session_options_init(&session_opt);
+  session_opt.gpu_options.allow_growth = 1;
+  test_activations();
+  test_activation_grads();
+  return clg_test_summary("test_tf_ops");
+}
