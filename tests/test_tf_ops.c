@@ -445,6 +445,104 @@ static void test_activation_grads(void)
   check_grads(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* --- AddV2, Minimum ---------------------------------------------------------------------- */
+
+/* Index of the input element that broadcasts to output element i. */
+static size_t bcast_index(size_t i, int ro, const int64_t *dout, int ri, const int64_t *di)
+{
+  size_t idx = 0, stride = 1;
+  for (int k = ro - 1; k >= 0; k--) {
+    size_t d = i % (size_t)dout[k];
+    i /= (size_t)dout[k];
+    int ki = k - (ro - ri);
+    if (ki < 0)
+      continue;
+    idx += (di[ki] == 1 ? 0 : d) * stride;
+    stride *= (size_t)di[ki];
+  }
+  return idx;
+}
+
+static clg_node *build_binary(clg_graph *g, clg_node *const *in, const void *ctx)
+{
+  return clg_op(g, ctx, NULL, 2, (clg_output[]){{in[0], 0}, {in[1], 0}}, 0, NULL);
+}
+
+static void test_binary_tf(void)
+{
+  const char *ops[2] = {"AddV2", "Minimum"};
+  for (int rep = 0; rep < 16; rep++) {
+    const char *op = ops[rep % 2];
+    int ro = irand(1, 4);
+    int64_t dout[4], da[4], db[4];
+    for (int k = 0; k < ro; k++)
+      dout[k] = irand(1, 5);
+    int ra = rep < 4 ? ro : irand(0, ro), rb = rep < 4 ? ro : irand(0, ro);
+    for (int k = 0; k < ra; k++)
+      da[k] = rep >= 4 && clg_test_rand() % 3 == 0 ? 1 : dout[k + ro - ra];
+    for (int k = 0; k < rb; k++)
+      db[k] = rep >= 4 && clg_test_rand() % 3 == 0 ? 1 : dout[k + ro - rb];
+    int r = ra > rb ? ra : rb;
+    int64_t dr[4];
+    for (int k = 0; k < r; k++) {
+      int ka = k - (r - ra), kb = k - (r - rb);
+      int64_t x = ka >= 0 ? da[ka] : 1, y = kb >= 0 ? db[kb] : 1;
+      dr[k] = x == 1 ? y : x;
+    }
+    clg_dtype dt = rep % 5 == 3 ? CLG_FLOAT64 : CLG_FLOAT32;
+    clg_tensor *in[2] = {rand_tensor(dt, ra, da, -2, 2), rand_tensor(dt, rb, db, -2, 2)};
+    /* Ties and NaN: Minimum keeps x on a tie, and a NaN in x (y < NaN is false). */
+    if (clg_tensor_count(in[0]) > 1 && clg_tensor_count(in[1]) > 1) {
+      set_elem(in[0], 0, NAN);
+      set_elem(in[1], 1, NAN);
+    }
+    size_t n = count_of(r, dr);
+    double *ref = malloc(sizeof *ref * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) {
+      double x = clg_test_elem(in[0], bcast_index(i, r, dr, ra, da));
+      double y = clg_test_elem(in[1], bcast_index(i, r, dr, rb, db));
+      ref[i] = rep % 2 ? (y < x ? y : x) : x + y;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "%s rep %d", op, rep);
+    check_op(what, 2, in, build_binary, op, ref, r, dr, dt == CLG_FLOAT32 ? 1e-6 : 1e-12);
+    free(ref);
+    clg_tensor_free(in[0]);
+    clg_tensor_free(in[1]);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *a = clg_placeholder(g, "a", CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  clg_node *b = clg_placeholder(g, "b", CLG_FLOAT32, 1, (int64_t[]){4});
+  clg_minimum(g, "m", a, b);
+  EXPECT_BUILD_ERROR(g, "Minimum 'm': Incompatible shapes: [2,3] vs. [4]");
+  g = clg_graph_new();
+  a = clg_placeholder(g, "a", CLG_FLOAT32, 1, (int64_t[]){3});
+  b = clg_placeholder(g, "b", CLG_FLOAT64, 1, (int64_t[]){3});
+  clg_add_v2(g, "s", a, b);
+  EXPECT_BUILD_ERROR(g, "AddV2 's': dtypes differ: float vs double");
+}
+
+static clg_node *g_add_v2(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_add_v2(g, NULL, x[0], x[1]);
+}
+static clg_node *g_minimum(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_minimum(g, NULL, x[0], x[1]);
+}
+
+static void test_binary_tf_grads(void)
+{
+  const gcase cases[] = {
+      {"AddV2 broadcast", 2, {2, 1}, {{2, 3}, {3}}, g_add_v2, NULL, INIT_UNIFORM},
+      {"Minimum", 2, {2, 2}, {{2, 3}, {2, 3}}, g_minimum, NULL, INIT_DISTINCT},
+      {"Minimum broadcast", 2, {2, 2}, {{2, 3}, {1, 3}}, g_minimum, NULL, INIT_DISTINCT},
+  };
+  check_grads(cases, sizeof cases / sizeof cases[0]);
+}
+
 int main(void)
 {
   clg_test_seed(23);
@@ -454,5 +552,7 @@ int main(void)
   session_opt.gpu_options.allow_growth = 1;
   test_activations();
   test_activation_grads();
+  test_binary_tf();
+  test_binary_tf_grads();
   return clg_test_summary("test_tf_ops");
 }

@@ -265,6 +265,10 @@ clg_node *clg_relu6(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_abs(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_sign(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_leaky_relu(clg_graph *g, const char *name, clg_node *x, double alpha);
+/* a + b (op AddV2, as TensorFlow 2 builds tf.add) and min(a, b) (y < x ? y : x), broadcast as
+ * clg_add. */
+clg_node *clg_add_v2(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+clg_node *clg_minimum(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes

@@ -262,6 +262,7 @@ char *clg_node_def_string(const clg_node *n);
 
 /* TensorFlow graphs (issue 23): the ops real graphs use. */
 extern const clg_op_def clg_op_Sigmoid, clg_op_Tanh, clg_op_Relu6, clg_op_LeakyRelu, clg_op_Abs,
-    clg_op_Sign, clg_op_SigmoidGrad, clg_op_TanhGrad, clg_op_Relu6Grad, clg_op_LeakyReluGrad;
+    clg_op_Sign, clg_op_SigmoidGrad, clg_op_TanhGrad, clg_op_Relu6Grad, clg_op_LeakyReluGrad,
+    clg_op_AddV2, clg_op_Minimum;
 
 #endif

@@ -90,6 +90,8 @@ static const clg_op_def *const registry[] = {
     &clg_op_TanhGrad,
     &clg_op_Relu6Grad,
     &clg_op_LeakyReluGrad,
+    &clg_op_AddV2,
+    &clg_op_Minimum,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))

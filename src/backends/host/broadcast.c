@@ -53,6 +53,9 @@
     case CLG_BINOP_GREATER_EQUAL:                                                                  \
       WALK(((uint8_t *)out)[i] = x[pa] >= y[pb]);                                                  \
       break;                                                                                       \
+    case CLG_BINOP_MIN:                                                                            \
+      WALK(o[i] = y[pb] < x[pa] ? y[pb] : x[pa]);                                                  \
+      break;                                                                                       \
     }                                                                                              \
   } while (0)
 

@@ -2,3 +2,4 @@
  * clg_opencl_kernels_<family> (no include guard: included with CLG_KERNELS defined). */
 CLG_KERNELS(relu)
 CLG_KERNELS(activation)
+CLG_KERNELS(binary_tf)
