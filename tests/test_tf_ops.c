@@ -56,7 +56,7 @@ static double *values_of(const clg_tensor *t)
 }
 
 /* A Const int32 vector (or scalar with n < 0) of the values v. */
-static inline clg_node *const_i32(clg_graph *g, int n, const int64_t *v)
+static clg_node *const_i32(clg_graph *g, int n, const int64_t *v)
 {
   int32_t w[16];
   for (int i = 0; i < (n < 0 ? 1 : n); i++)
@@ -68,8 +68,7 @@ static inline clg_node *const_i32(clg_graph *g, int n, const int64_t *v)
 }
 
 /* A Const int32 tensor of the shape given. */
-static inline clg_node *const_i32_shaped(clg_graph *g, int rank, const int64_t *dims,
-                                         const int64_t *v)
+static clg_node *const_i32_shaped(clg_graph *g, int rank, const int64_t *dims, const int64_t *v)
 {
   size_t n = count_of(rank, dims);
   int32_t w[64];
@@ -543,6 +542,307 @@ static void test_binary_tf_grads(void)
   check_grads(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* --- Squeeze, ExpandDims, Slice, Pad, PadV2, ConcatV2 ------------------------------------ */
+
+static void unravel(size_t i, int rank, const int64_t *dims, int64_t *idx)
+{
+  for (int k = rank - 1; k >= 0; k--) {
+    idx[k] = (int64_t)(i % (size_t)dims[k]);
+    i /= (size_t)dims[k];
+  }
+}
+
+static size_t ravel(int rank, const int64_t *dims, const int64_t *idx)
+{
+  size_t r = 0;
+  for (int k = 0; k < rank; k++)
+    r = r * (size_t)dims[k] + (size_t)idx[k];
+  return r;
+}
+
+typedef struct array_case {
+  const char *op;
+  int nin;      /* placeholders */
+  int nconst;   /* Const int32 inputs after them: values, shapes */
+  int crank[2]; /* -1: a scalar */
+  int64_t cdims[2][2];
+  int64_t cv[2][16];
+  int nattrs;
+  clg_attr attrs[2];
+} array_case;
+
+static clg_node *build_array(clg_graph *g, clg_node *const *in, const void *ctx)
+{
+  const array_case *c = ctx;
+  clg_output io[8];
+  int k = 0;
+  for (int i = 0; i < c->nin; i++)
+    io[k++] = clg_out(in[i], 0);
+  for (int i = 0; i < c->nconst; i++)
+    io[k++] = clg_out(c->crank[i] < 0    ? const_i32(g, -1, c->cv[i])
+                      : c->crank[i] == 1 ? const_i32(g, (int)c->cdims[i][0], c->cv[i])
+                                         : const_i32_shaped(g, 2, c->cdims[i], c->cv[i]),
+                      0);
+  /* PadV2's constant_values after the paddings: placeholder nin - 1 goes last. */
+  if (!strcmp(c->op, "PadV2")) {
+    clg_output t = io[c->nin - 1];
+    io[c->nin - 1] = io[c->nin];
+    io[c->nin] = t;
+  }
+  return clg_op(g, c->op, NULL, k, io, c->nattrs, c->attrs);
+}
+
+static clg_dtype pick_dtype(int rep)
+{
+  return rep % 4 == 1 ? CLG_FLOAT64 : rep % 4 == 3 ? CLG_INT32 : CLG_FLOAT32;
+}
+
+static void test_squeeze_expand(void)
+{
+  for (int rep = 0; rep < 12; rep++) {
+    clg_dtype dt = pick_dtype(rep);
+    int rank = irand(1, 5);
+    int64_t dims[5];
+    for (int k = 0; k < rank; k++)
+      dims[k] = clg_test_rand() % 2 ? 1 : irand(2, 4);
+    clg_tensor *x = rand_tensor(dt, rank, dims, -50, 50);
+    double *ref = values_of(x);
+    /* Squeeze: every 1 (no attribute), or a chosen subset (negative indices half the time). */
+    array_case c = {"Squeeze", 1, 0, {0}, {{0}}, {{0}}, 0, {{0}}};
+    int64_t sd[5], od[5];
+    int nsd = 0, ro = 0;
+    for (int k = 0; k < rank; k++) {
+      bool drop = dims[k] == 1 && (rep % 2 == 0 || clg_test_rand() % 2);
+      if (drop)
+        sd[nsd++] = clg_test_rand() % 2 ? k - rank : k;
+      else
+        od[ro++] = dims[k];
+    }
+    if (rep % 2) {
+      c.nattrs = 1;
+      c.attrs[0] = clg_attr_int_list("squeeze_dims", nsd, sd);
+      if (nsd == 0) { /* an empty list squeezes every 1, as TensorFlow's default */
+        ro = 0;
+        for (int k = 0; k < rank; k++)
+          if (dims[k] != 1)
+            od[ro++] = dims[k];
+      }
+    }
+    char what[64];
+    snprintf(what, sizeof what, "Squeeze rep %d", rep);
+    check_op(what, 1, &x, build_array, &c, ref, ro, od, 0);
+    /* ExpandDims at every axis in [-rank-1, rank]. */
+    int64_t axis = irand(-rank - 1, rank), pos = axis < 0 ? axis + rank + 1 : axis;
+    array_case e = {"ExpandDims", 1, 1, {-1}, {{0}}, {{axis}}, 0, {{0}}};
+    int64_t ed[6];
+    for (int k = 0, j = 0; k <= rank; k++)
+      ed[k] = k == pos ? 1 : dims[j++];
+    snprintf(what, sizeof what, "ExpandDims axis %lld rep %d", (long long)axis, rep);
+    check_op(what, 1, &x, build_array, &e, ref, rank + 1, ed, 0);
+    free(ref);
+    clg_tensor_free(x);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 2, (int64_t[]){1, 3});
+  clg_squeeze(g, "s", x, 1, (int64_t[]){1});
+  EXPECT_BUILD_ERROR(g, "Squeeze 's': Can not squeeze dim[1], expected a dimension of 1, got 3");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 2, (int64_t[]){1, 3});
+  clg_squeeze(g, "s", x, 1, (int64_t[]){2});
+  EXPECT_BUILD_ERROR(g, "Tried to squeeze dim index 2 for tensor with 2 dimensions.");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 2, (int64_t[]){1, 3});
+  clg_expand_dims(g, "e", x, -4);
+  EXPECT_BUILD_ERROR(g,
+                     "ExpandDims 'e': Tried to expand dim index -4 for tensor with 2 dimensions.");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 2, (int64_t[]){1, 3});
+  clg_node *ax = clg_placeholder(g, "ax", CLG_INT32, 0, NULL);
+  clg_op(g, "ExpandDims", "e", 2, (clg_output[]){{x, 0}, {ax, 0}}, 0, NULL);
+  EXPECT_BUILD_ERROR(g, "dim (input 1) must be a constant: shapes are static, but 'ax' is a "
+                        "Placeholder");
+}
+
+static void test_slice_pad(void)
+{
+  for (int rep = 0; rep < 16; rep++) {
+    clg_dtype dt = pick_dtype(rep);
+    int rank = irand(1, 4);
+    int64_t dims[4], begin[4], size[4], sdims[4], before[4], after[4], pdims[4];
+    for (int k = 0; k < rank; k++) {
+      dims[k] = irand(1, 5);
+      begin[k] = irand(0, (int)dims[k]);
+      size[k] = irand(0, (int)(dims[k] - begin[k]));
+      sdims[k] = size[k];
+      if (rep % 3 == 0 && k == 0) { /* -1: to the end */
+        sdims[k] = dims[k] - begin[k];
+        size[k] = -1;
+      }
+      before[k] = irand(0, 3);
+      after[k] = irand(0, 3);
+      pdims[k] = dims[k] + before[k] + after[k];
+    }
+    clg_tensor *in[2] = {rand_tensor(dt, rank, dims, -50, 50), rand_tensor(dt, 0, NULL, 1, 9)};
+    array_case sc = {"Slice", 1, 2, {1, 1}, {{rank}, {rank}}, {{0}}, 0, {{0}}};
+    memcpy(sc.cv[0], begin, sizeof begin);
+    memcpy(sc.cv[1], size, sizeof size);
+    size_t ns = count_of(rank, sdims), np = count_of(rank, pdims);
+    double *ref = malloc(sizeof *ref * (ns + np + 1));
+    for (size_t i = 0; i < ns; i++) {
+      int64_t idx[4];
+      unravel(i, rank, sdims, idx);
+      for (int k = 0; k < rank; k++)
+        idx[k] += begin[k];
+      ref[i] = clg_test_elem(in[0], ravel(rank, dims, idx));
+    }
+    char what[64];
+    snprintf(what, sizeof what, "Slice rep %d", rep);
+    check_op(what, 1, in, build_array, &sc, ref, rank, sdims, 0);
+    /* Pad (zeros) on even reps, PadV2 (a fed constant) on odd ones. */
+    bool v2 = rep % 2;
+    array_case pc = {v2 ? "PadV2" : "Pad", v2 ? 2 : 1, 1, {2}, {{rank, 2}}, {{0}}, 0, {{0}}};
+    for (int k = 0; k < rank; k++) {
+      pc.cv[0][2 * k] = before[k];
+      pc.cv[0][2 * k + 1] = after[k];
+    }
+    double cv = v2 ? clg_test_elem(in[1], 0) : 0;
+    for (size_t i = 0; i < np; i++) {
+      int64_t idx[4];
+      unravel(i, rank, pdims, idx);
+      bool inside = true;
+      for (int k = 0; k < rank; k++) {
+        idx[k] -= before[k];
+        inside = inside && idx[k] >= 0 && idx[k] < dims[k];
+      }
+      ref[i] = inside ? clg_test_elem(in[0], ravel(rank, dims, idx)) : cv;
+    }
+    snprintf(what, sizeof what, "%s rep %d", pc.op, rep);
+    check_op(what, pc.nin, in, build_array, &pc, ref, rank, pdims, 0);
+    free(ref);
+    clg_tensor_free(in[0]);
+    clg_tensor_free(in[1]);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  clg_slice(g, "s", x, 2, (int64_t[]){1, 2}, (int64_t[]){1, 2});
+  EXPECT_BUILD_ERROR(g, "Slice 's': Expected begin[1] in [0, 3] and size[1] in [0, 1], but got 2 "
+                        "and 2");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  clg_pad(g, "p", x, 2, (int64_t[]){1, -1}, (int64_t[]){0, 0}, NULL);
+  EXPECT_BUILD_ERROR(g, "Pad 'p': Paddings must be non-negative: -1 in dimension 1");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  clg_op(g, "Pad", "p", 2, (clg_output[]){{x, 0}, {const_i32(g, 2, (int64_t[]){1, 1}), 0}}, 0,
+         NULL);
+  EXPECT_BUILD_ERROR(g, "Pad 'p': The first dimension of paddings must be the rank of inputs[2, "
+                        "2]: paddings has shape [2]");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  clg_node *cv = clg_placeholder(g, "cv", CLG_FLOAT64, 0, NULL);
+  clg_pad(g, "p", x, 2, (int64_t[]){1, 1}, (int64_t[]){0, 0}, cv);
+  EXPECT_BUILD_ERROR(g, "PadV2 'p': constant_values is double but input is float");
+}
+
+static void test_concat(void)
+{
+  for (int rep = 0; rep < 12; rep++) {
+    clg_dtype dt = pick_dtype(rep);
+    int rank = irand(1, 4), nv = irand(2, 4);
+    int axis = irand(0, rank - 1);
+    int64_t dims[4][4], odims[4];
+    for (int k = 0; k < rank; k++)
+      odims[k] = irand(1, 4);
+    odims[axis] = 0;
+    clg_tensor *in[4];
+    for (int i = 0; i < nv; i++) {
+      memcpy(dims[i], odims, sizeof odims);
+      dims[i][axis] = irand(rep == 5 && i == 1 ? 0 : 1, 4); /* an empty value once */
+      odims[axis] += dims[i][axis];
+      in[i] = rand_tensor(dt, rank, dims[i], -50, 50);
+    }
+    int64_t given = rep % 3 == 0 ? axis - rank : axis;
+    array_case c = {"ConcatV2", nv, 1, {-1}, {{0}}, {{given}}, 0, {{0}}};
+    size_t n = count_of(rank, odims);
+    double *ref = malloc(sizeof *ref * (n + 1));
+    for (size_t i = 0; i < n; i++) {
+      int64_t idx[4];
+      unravel(i, rank, odims, idx);
+      int v = 0;
+      while (idx[axis] >= dims[v][axis])
+        idx[axis] -= dims[v++][axis];
+      ref[i] = clg_test_elem(in[v], ravel(rank, dims[v], idx));
+    }
+    char what[64];
+    snprintf(what, sizeof what, "ConcatV2 of %d on axis %lld rep %d", nv, (long long)given, rep);
+    check_op(what, nv, in, build_array, &c, ref, rank, odims, 0);
+    free(ref);
+    for (int i = 0; i < nv; i++)
+      clg_tensor_free(in[i]);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *a = clg_placeholder(g, "a", CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  clg_node *b = clg_placeholder(g, "b", CLG_FLOAT32, 2, (int64_t[]){3, 3});
+  clg_concat(g, "c", 2, (clg_node *[]){a, b}, 1);
+  EXPECT_BUILD_ERROR(g, "ConcatV2 'c': ConcatOp : Dimensions of inputs should match: shape[0] = "
+                        "float [2,3] vs. shape[1] = float [3,3]");
+  g = clg_graph_new();
+  a = clg_placeholder(g, "a", CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  b = clg_placeholder(g, "b", CLG_FLOAT32, 2, (int64_t[]){3, 3});
+  clg_concat(g, "c", 2, (clg_node *[]){a, b}, 2);
+  EXPECT_BUILD_ERROR(g, "ConcatOp : Expected concatenating dimensions in the range [-2, 2), but "
+                        "got 2");
+  g = clg_graph_new();
+  a = clg_placeholder(g, "a", CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  clg_concat(g, "c", 1, (clg_node *[]){a}, 0);
+  EXPECT_BUILD_ERROR(g, "ConcatV2 takes N >= 2 values and an axis, not 2 inputs");
+}
+
+static clg_node *g_squeeze(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_square(g, NULL, clg_squeeze(g, NULL, x[0], 0, NULL));
+}
+static clg_node *g_expand(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_square(g, NULL, clg_expand_dims(g, NULL, x[0], -1));
+}
+static clg_node *g_slice(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_slice(g, NULL, x[0], 3, (int64_t[]){1, 0, 1}, (int64_t[]){1, -1, 2});
+}
+static clg_node *g_pad(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_square(g, NULL, clg_pad(g, NULL, x[0], 2, (int64_t[]){1, 0}, (int64_t[]){2, 1}, NULL));
+}
+static clg_node *g_pad_v2(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  clg_node *cv = clg_const_f64(g, NULL, 0, NULL, (double[]){0.5});
+  return clg_square(g, NULL, clg_pad(g, NULL, x[0], 2, (int64_t[]){0, 2}, (int64_t[]){1, 0}, cv));
+}
+static clg_node *g_concat(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_square(g, NULL, clg_concat(g, NULL, 2, x, -1));
+}
+
+static void test_array_grads(void)
+{
+  const gcase cases[] = {
+      {"Squeeze", 1, {3}, {{2, 1, 3}}, g_squeeze, NULL, INIT_UNIFORM},
+      {"ExpandDims", 1, {2}, {{2, 3}}, g_expand, NULL, INIT_UNIFORM},
+      {"Slice", 1, {3}, {{3, 2, 4}}, g_slice, NULL, INIT_UNIFORM},
+      {"Pad", 1, {2}, {{2, 3}}, g_pad, NULL, INIT_UNIFORM},
+      {"PadV2", 1, {2}, {{2, 2}}, g_pad_v2, NULL, INIT_UNIFORM},
+      {"ConcatV2", 2, {2, 2}, {{2, 3}, {2, 2}}, g_concat, NULL, INIT_UNIFORM},
+  };
+  check_grads(cases, sizeof cases / sizeof cases[0]);
+}
+
 int main(void)
 {
   clg_test_seed(23);
@@ -554,5 +854,9 @@ int main(void)
   test_activation_grads();
   test_binary_tf();
   test_binary_tf_grads();
+  test_squeeze_expand();
+  test_slice_pad();
+  test_concat();
+  test_array_grads();
   return clg_test_summary("test_tf_ops");
 }

@@ -269,6 +269,19 @@ clg_node *clg_leaky_relu(clg_graph *g, const char *name, clg_node *x, double alp
  * clg_add. */
 clg_node *clg_add_v2(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_minimum(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+/* Array ops of any dtype. squeeze: x without the dims of size 1 listed in dims (ndims 0: all
+ * of them; negative counts from the end). expand_dims: a dim of 1 inserted at axis (in
+ * [-rank-1, rank]). slice: size[k] elements from begin[k] along each dim (-1: to the end).
+ * pad: before[k] and after[k] elements around dim k, of constant_value (a scalar node of x's
+ * dtype: op PadV2) or 0 (NULL: op Pad). concat: the n >= 2 values joined along axis (op
+ * ConcatV2; negative counts from the end). The index arguments become Consts. */
+clg_node *clg_squeeze(clg_graph *g, const char *name, clg_node *x, int ndims, const int64_t *dims);
+clg_node *clg_expand_dims(clg_graph *g, const char *name, clg_node *x, int64_t axis);
+clg_node *clg_slice(clg_graph *g, const char *name, clg_node *x, int rank, const int64_t *begin,
+                    const int64_t *size);
+clg_node *clg_pad(clg_graph *g, const char *name, clg_node *x, int rank, const int64_t *before,
+                  const int64_t *after, clg_node *constant_value);
+clg_node *clg_concat(clg_graph *g, const char *name, int n, clg_node *const *values, int64_t axis);
 
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes

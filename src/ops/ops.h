@@ -263,6 +263,12 @@ char *clg_node_def_string(const clg_node *n);
 /* TensorFlow graphs (issue 23): the ops real graphs use. */
 extern const clg_op_def clg_op_Sigmoid, clg_op_Tanh, clg_op_Relu6, clg_op_LeakyRelu, clg_op_Abs,
     clg_op_Sign, clg_op_SigmoidGrad, clg_op_TanhGrad, clg_op_Relu6Grad, clg_op_LeakyReluGrad,
-    clg_op_AddV2, clg_op_Minimum;
+    clg_op_AddV2, clg_op_Minimum, clg_op_Squeeze, clg_op_ExpandDims, clg_op_Slice, clg_op_Pad,
+    clg_op_PadV2, clg_op_ConcatV2;
+/* Their constant index inputs, checked (array_tf.c): Slice's begin and size (-1 resolved),
+ * Pad's paddings, ConcatV2's axis (non-negative). */
+clg_code clg_slice_begin(const clg_node *n, int64_t *begin, int64_t *size);
+clg_code clg_pad_paddings(const clg_node *n, int64_t *before, int64_t *after);
+clg_code clg_concat_axis(const clg_node *n, int *axis);
 
 #endif

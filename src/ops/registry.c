@@ -92,6 +92,12 @@ static const clg_op_def *const registry[] = {
     &clg_op_LeakyReluGrad,
     &clg_op_AddV2,
     &clg_op_Minimum,
+    &clg_op_Squeeze,
+    &clg_op_ExpandDims,
+    &clg_op_Slice,
+    &clg_op_Pad,
+    &clg_op_PadV2,
+    &clg_op_ConcatV2,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))

@@ -3,3 +3,4 @@
 CLG_KERNELS(relu)
 CLG_KERNELS(activation)
 CLG_KERNELS(binary_tf)
+CLG_KERNELS(array_tf)
