@@ -843,6 +843,164 @@ static void test_array_grads(void)
   check_grads(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* --- DepthwiseConv2dNative and its gradients --------------------------------------------- */
+
+/* TensorFlow's SAME/VALID sizes for one spatial dim, computed here independently. */
+static void window_dim(int64_t in, int64_t k, int64_t d, int64_t s, bool same, int64_t *out,
+                       int64_t *pad)
+{
+  int64_t eff = (k - 1) * d + 1;
+  if (same) {
+    *out = (in + s - 1) / s;
+    int64_t total = (*out - 1) * s + eff - in;
+    *pad = total > 0 ? total / 2 : 0;
+  } else {
+    *out = in >= eff ? (in - eff) / s + 1 : 0;
+    *pad = 0;
+  }
+}
+
+typedef struct dw_case {
+  int64_t x[4], f[4], s, d;
+  bool same;
+  int op; /* 0 forward, 1 backprop input, 2 backprop filter */
+} dw_case;
+
+static clg_node *build_dw(clg_graph *g, clg_node *const *in, const void *ctx)
+{
+  const dw_case *c = ctx;
+  int64_t st[4] = {1, c->s, c->s, 1}, dl[4] = {1, c->d, c->d, 1};
+  clg_attr at[3] = {clg_attr_int_list("strides", 4, st),
+                    clg_attr_string("padding", c->same ? "SAME" : "VALID"),
+                    clg_attr_int_list("dilations", 4, dl)};
+  if (c->op == 0)
+    return clg_op(g, "DepthwiseConv2dNative", NULL, 2, (clg_output[]){{in[0], 0}, {in[1], 0}}, 3,
+                  at);
+  if (c->op == 1)
+    return clg_op(g, "DepthwiseConv2dNativeBackpropInput", NULL, 3,
+                  (clg_output[]){{const_i32(g, 4, c->x), 0}, {in[0], 0}, {in[1], 0}}, 3, at);
+  return clg_op(g, "DepthwiseConv2dNativeBackpropFilter", NULL, 3,
+                (clg_output[]){{in[0], 0}, {const_i32(g, 4, c->f), 0}, {in[1], 0}}, 3, at);
+}
+
+static void test_depthwise(void)
+{
+  for (int rep = 0; rep < 30; rep++) {
+    dw_case c;
+    c.op = rep % 3;
+    c.same = rep % 2;
+    c.s = irand(1, 3);
+    c.d = rep % 5 == 4 ? 2 : 1;
+    int64_t C = irand(1, 5), M = rep % 4 == 0 ? irand(2, 3) : 1;
+    int64_t x[4] = {irand(1, 2), irand(1, 8), irand(1, 8), C};
+    int64_t f[4] = {irand(1, 4), irand(1, 4), C, M};
+    if (!c.same) { /* VALID needs the window inside the input */
+      x[1] += (f[0] - 1) * c.d;
+      x[2] += (f[1] - 1) * c.d;
+    }
+    memcpy(c.x, x, sizeof x);
+    memcpy(c.f, f, sizeof f);
+    int64_t oh, ow, pt, pl;
+    window_dim(x[1], f[0], c.d, c.s, c.same, &oh, &pt);
+    window_dim(x[2], f[1], c.d, c.s, c.same, &ow, &pl);
+    int64_t y[4] = {x[0], oh, ow, C * M};
+    clg_dtype dt = rep % 6 == 5 ? CLG_FLOAT64 : CLG_FLOAT32;
+    clg_tensor *xt = rand_tensor(dt, 4, x, -1, 1), *ft = rand_tensor(dt, 4, f, -1, 1);
+    clg_tensor *yt = rand_tensor(dt, 4, y, -1, 1);
+    size_t nx = count_of(4, x), nf = count_of(4, f), ny = count_of(4, y);
+    /* The reference: a scatter over (output, tap), written from the definition. */
+    double *ry = calloc(ny, sizeof(double)), *rx = calloc(nx, sizeof(double)),
+           *rf = calloc(nf, sizeof(double));
+    for (int64_t b = 0; b < x[0]; b++)
+      for (int64_t i = 0; i < oh; i++)
+        for (int64_t j = 0; j < ow; j++)
+          for (int64_t a = 0; a < f[0]; a++)
+            for (int64_t e = 0; e < f[1]; e++) {
+              int64_t ih = i * c.s - pt + a * c.d, iw = j * c.s - pl + e * c.d;
+              if (ih < 0 || ih >= x[1] || iw < 0 || iw >= x[2])
+                continue;
+              for (int64_t ch = 0; ch < C; ch++)
+                for (int64_t m = 0; m < M; m++) {
+                  size_t yi = (size_t)(((b * oh + i) * ow + j) * C * M + ch * M + m);
+                  size_t xi = (size_t)(((b * x[1] + ih) * x[2] + iw) * C + ch);
+                  size_t fi = (size_t)(((a * f[1] + e) * C + ch) * M + m);
+                  ry[yi] += clg_test_elem(xt, xi) * clg_test_elem(ft, fi);
+                  rx[xi] += clg_test_elem(yt, yi) * clg_test_elem(ft, fi);
+                  rf[fi] += clg_test_elem(xt, xi) * clg_test_elem(yt, yi);
+                }
+            }
+    char what[128];
+    snprintf(what, sizeof what,
+             "%s x [%lld,%lld,%lld,%lld] f [%lld,%lld,%lld,%lld] s %lld d %lld %s",
+             c.op == 0   ? "Depthwise"
+             : c.op == 1 ? "DepthwiseBackpropInput"
+                         : "DepthwiseBackpropFilter",
+             (long long)x[0], (long long)x[1], (long long)x[2], (long long)x[3], (long long)f[0],
+             (long long)f[1], (long long)f[2], (long long)f[3], (long long)c.s, (long long)c.d,
+             c.same ? "SAME" : "VALID");
+    double tol = dt == CLG_FLOAT32 ? 1e-5 : 1e-12;
+    if (c.op == 0)
+      check_op(what, 2, (clg_tensor *[]){xt, ft}, build_dw, &c, ry, 4, y, tol);
+    else if (c.op == 1)
+      check_op(what, 2, (clg_tensor *[]){ft, yt}, build_dw, &c, rx, 4, x, tol);
+    else
+      check_op(what, 2, (clg_tensor *[]){xt, yt}, build_dw, &c, rf, 4, f, tol * 4);
+    free(ry);
+    free(rx);
+    free(rf);
+    clg_tensor_free(xt);
+    clg_tensor_free(ft);
+    clg_tensor_free(yt);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 4, (int64_t[]){1, 5, 5, 3});
+  clg_node *f = clg_placeholder(g, "f", CLG_FLOAT32, 4, (int64_t[]){3, 3, 2, 1});
+  clg_depthwise_conv2d(g, "dw", x, f, (int64_t[]){1, 1, 1, 1}, "SAME", NULL);
+  EXPECT_BUILD_ERROR(g, "DepthwiseConv2dNative 'dw': input and filter must have the same depth: 3 "
+                        "vs 2");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 4, (int64_t[]){1, 2, 5, 3});
+  f = clg_placeholder(g, "f", CLG_FLOAT32, 4, (int64_t[]){3, 3, 3, 1});
+  clg_depthwise_conv2d(g, "dw", x, f, (int64_t[]){1, 1, 1, 1}, "VALID", NULL);
+  EXPECT_BUILD_ERROR(g, "Negative dimension size caused by subtracting 3 from 2");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 4, (int64_t[]){1, 5, 5, 3});
+  f = clg_placeholder(g, "f", CLG_FLOAT32, 4, (int64_t[]){3, 3, 3, 1});
+  clg_depthwise_conv2d(g, "dw", x, f, (int64_t[]){1, 1, 1, 1}, "EXPLICIT", NULL);
+  EXPECT_BUILD_ERROR(g, "padding must be SAME or VALID, not 'EXPLICIT'");
+}
+
+static clg_node *g_dw(clg_graph *g, clg_node *const *x, const void *ctx)
+{
+  const dw_case *c = ctx;
+  int64_t st[4] = {1, c->s, c->s, 1}, dl[4] = {1, c->d, c->d, 1};
+  return clg_depthwise_conv2d(g, NULL, x[0], x[1], st, c->same ? "SAME" : "VALID", dl);
+}
+
+static void test_depthwise_grads(void)
+{
+  static const dw_case same1 = {{0}, {0}, 1, 1, true, 0}, valid2 = {{0}, {0}, 2, 1, false, 0},
+                       same2d = {{0}, {0}, 2, 2, true, 0};
+  const gcase cases[] = {
+      {"Depthwise SAME", 2, {4, 4}, {{1, 4, 4, 2}, {3, 3, 2, 1}}, g_dw, &same1, INIT_UNIFORM},
+      {"Depthwise VALID stride 2 multiplier 2",
+       2,
+       {4, 4},
+       {{2, 5, 5, 2}, {2, 2, 2, 2}},
+       g_dw,
+       &valid2,
+       INIT_UNIFORM},
+      {"Depthwise SAME stride 2 dilated",
+       2,
+       {4, 4},
+       {{1, 5, 4, 3}, {2, 2, 3, 1}},
+       g_dw,
+       &same2d,
+       INIT_UNIFORM},
+  };
+  check_grads(cases, sizeof cases / sizeof cases[0]);
+}
+
 int main(void)
 {
   clg_test_seed(23);
@@ -858,5 +1016,7 @@ int main(void)
   test_slice_pad();
   test_concat();
   test_array_grads();
+  test_depthwise();
+  test_depthwise_grads();
   return clg_test_summary("test_tf_ops");
 }

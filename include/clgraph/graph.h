@@ -282,6 +282,12 @@ clg_node *clg_slice(clg_graph *g, const char *name, clg_node *x, int rank, const
 clg_node *clg_pad(clg_graph *g, const char *name, clg_node *x, int rank, const int64_t *before,
                   const int64_t *after, clg_node *constant_value);
 clg_node *clg_concat(clg_graph *g, const char *name, int n, clg_node *const *values, int64_t axis);
+/* NHWC depthwise convolution (op DepthwiseConv2dNative): input [N,H,W,C], filter [KH,KW,C,M],
+ * output [N,OH,OW,C*M] (channel c*M+m: input channel c with filter[:,:,c,m]); strides,
+ * padding and dilations as clg_conv2d's. Float, and double where the device has it. */
+clg_node *clg_depthwise_conv2d(clg_graph *g, const char *name, clg_node *input, clg_node *filter,
+                               const int64_t strides[4], const char *padding,
+                               const int64_t *dilations);
 
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes

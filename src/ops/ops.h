@@ -270,5 +270,10 @@ extern const clg_op_def clg_op_Sigmoid, clg_op_Tanh, clg_op_Relu6, clg_op_LeakyR
 clg_code clg_slice_begin(const clg_node *n, int64_t *begin, int64_t *size);
 clg_code clg_pad_paddings(const clg_node *n, int64_t *before, int64_t *after);
 clg_code clg_concat_axis(const clg_node *n, int *axis);
+extern const clg_op_def clg_op_DepthwiseConv2dNative, clg_op_DepthwiseConv2dNativeBackpropInput,
+    clg_op_DepthwiseConv2dNativeBackpropFilter;
+/* The geometry of a depthwise op (depthwise.c): input [n,h,w,c], filter [kh,kw,c,*mult],
+ * cout = c * mult output channels; checked. */
+clg_code clg_depthwise_geometry(const clg_node *n, clg_window *g, int64_t *mult);
 
 #endif

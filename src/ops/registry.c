@@ -98,6 +98,9 @@ static const clg_op_def *const registry[] = {
     &clg_op_Pad,
     &clg_op_PadV2,
     &clg_op_ConcatV2,
+    &clg_op_DepthwiseConv2dNative,
+    &clg_op_DepthwiseConv2dNativeBackpropInput,
+    &clg_op_DepthwiseConv2dNativeBackpropFilter,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))
