@@ -1001,6 +1001,125 @@ static void test_depthwise_grads(void)
   check_grads(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* --- ResizeBilinear and its gradient ----------------------------------------------------- */
+
+typedef struct rs_case {
+  int64_t oh, ow;
+  bool align, half;
+  int op; /* 0 ResizeBilinear, 1 ResizeBilinearGrad, 2 clg_gradients of ResizeBilinear */
+} rs_case;
+
+static clg_node *build_rs(clg_graph *g, clg_node *const *in, const void *ctx)
+{
+  const rs_case *c = ctx;
+  clg_attr at[2] = {clg_attr_bool("align_corners", c->align),
+                    clg_attr_bool("half_pixel_centers", c->half)};
+  if (c->op == 1)
+    return clg_op(g, "ResizeBilinearGrad", NULL, 2, (clg_output[]){{in[0], 0}, {in[1], 0}}, 2, at);
+  clg_node *y = clg_resize_bilinear(g, NULL, in[0], c->oh, c->ow, c->align, c->half);
+  if (c->op == 0)
+    return y;
+  clg_output ys = clg_out(y, 0), gy = clg_out(in[1], 0), xs = clg_out(in[0], 0), dx;
+  clg_gradients(g, 1, &ys, &gy, 1, &xs, NULL, &dx);
+  return dx.node;
+}
+
+/* TensorFlow's source coordinate, in float as its kernel computes it. */
+static void rs_weights(const rs_case *c, int64_t i, int64_t in, int64_t out, int64_t *lo,
+                       int64_t *hi, double *lerp)
+{
+  float scale = c->align && out > 1 ? (float)(in - 1) / (float)(out - 1) : (float)in / (float)out;
+  float s = c->half ? ((float)i + 0.5f) * scale - 0.5f : (float)i * scale;
+  *lo = (int64_t)floorf(s) > 0 ? (int64_t)floorf(s) : 0;
+  *hi = (int64_t)ceilf(s) < in - 1 ? (int64_t)ceilf(s) : in - 1;
+  *lerp = (double)(s - floorf(s));
+}
+
+static void test_resize(void)
+{
+  /* TensorFlow's own test (resize_bilinear_op_test.cc, TestBilinear2x2To3x3). */
+  {
+    rs_case c = {3, 3, false, false, 0};
+    clg_tensor *x = clg_tensor_new(CLG_FLOAT32, 4, (int64_t[]){1, 2, 2, 1}, (float[]){1, 2, 3, 4});
+    double want[9] = {1, 5.0 / 3, 2, 7.0 / 3, 3, 10.0 / 3, 3, 11.0 / 3, 4};
+    check_op("ResizeBilinear 2x2 to 3x3", 1, &x, build_rs, &c, want, 4, (int64_t[]){1, 3, 3, 1},
+             1e-6);
+    c.align = true; /* TestBilinearAlignCorners2x2To3x3 */
+    double want_ac[9] = {1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4};
+    check_op("ResizeBilinear 2x2 to 3x3 align_corners", 1, &x, build_rs, &c, want_ac, 4,
+             (int64_t[]){1, 3, 3, 1}, 1e-6);
+    clg_tensor_free(x);
+  }
+  for (int rep = 0; rep < 36; rep++) {
+    rs_case c;
+    c.op = rep % 3;
+    c.align = rep % 9 >= 3 && rep % 9 < 6;
+    c.half = rep % 9 >= 6;
+    int64_t x[4] = {irand(1, 2), irand(1, 6), irand(1, 6), irand(1, 4)};
+    c.oh = irand(1, 9);
+    c.ow = irand(1, 9);
+    if (rep % 4 == 0) { /* the same size: TensorFlow's copy */
+      c.oh = x[1];
+      c.ow = x[2];
+    }
+    int64_t y[4] = {x[0], c.oh, c.ow, x[3]};
+    clg_dtype dt = rep % 5 == 2 ? CLG_FLOAT64 : CLG_FLOAT32;
+    clg_tensor *xt = rand_tensor(dt, 4, x, -2, 2), *dyt = rand_tensor(CLG_FLOAT32, 4, y, -2, 2);
+    size_t nx = count_of(4, x), ny = count_of(4, y);
+    double *ry = calloc(ny, sizeof(double)), *rx = calloc(nx, sizeof(double));
+    for (int64_t b = 0; b < x[0]; b++)
+      for (int64_t i = 0; i < c.oh; i++) {
+        int64_t ylo, yhi, xlo, xhi;
+        double yl, xl;
+        rs_weights(&c, i, x[1], c.oh, &ylo, &yhi, &yl);
+        for (int64_t j = 0; j < c.ow; j++) {
+          rs_weights(&c, j, x[2], c.ow, &xlo, &xhi, &xl);
+          for (int64_t ch = 0; ch < x[3]; ch++) {
+            int64_t corner[4][2] = {{ylo, xlo}, {ylo, xhi}, {yhi, xlo}, {yhi, xhi}};
+            double w[4] = {(1 - yl) * (1 - xl), (1 - yl) * xl, yl * (1 - xl), yl * xl};
+            size_t yi = (size_t)(((b * c.oh + i) * c.ow + j) * x[3] + ch);
+            for (int k = 0; k < 4; k++) {
+              size_t xi = (size_t)(((b * x[1] + corner[k][0]) * x[2] + corner[k][1]) * x[3] + ch);
+              ry[yi] += w[k] * clg_test_elem(xt, xi);
+              rx[xi] += w[k] * clg_test_elem(dyt, yi);
+            }
+          }
+        }
+      }
+    char what[160];
+    snprintf(what, sizeof what, "%s %s [%lld,%lld,%lld,%lld] to %lldx%lld%s%s",
+             c.op == 0   ? "ResizeBilinear"
+             : c.op == 1 ? "ResizeBilinearGrad"
+                         : "gradient of",
+             clg_dtype_name(dt), (long long)x[0], (long long)x[1], (long long)x[2], (long long)x[3],
+             (long long)c.oh, (long long)c.ow, c.align ? " align_corners" : "",
+             c.half ? " half_pixel_centers" : "");
+    if (c.op == 0)
+      check_op(what, 1, &xt, build_rs, &c, ry, 4, y, 2e-6);
+    else if (c.op == 1)
+      check_op(what, 2, (clg_tensor *[]){dyt, xt}, build_rs, &c, rx, 4, x, 1e-5);
+    else
+      check_op(what, 2, (clg_tensor *[]){xt, dyt}, build_rs, &c, rx, 4, x, 1e-5);
+    free(ry);
+    free(rx);
+    clg_tensor_free(xt);
+    clg_tensor_free(dyt);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 4, (int64_t[]){1, 2, 2, 1});
+  clg_resize_bilinear(g, "r", x, 3, 3, true, true);
+  EXPECT_BUILD_ERROR(g, "ResizeBilinear 'r': If half_pixel_centers is True, align_corners must be "
+                        "False.");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 4, (int64_t[]){1, 2, 2, 1});
+  clg_resize_bilinear(g, "r", x, 0, 3, false, false);
+  EXPECT_BUILD_ERROR(g, "output dimensions must be positive, not 0 x 3");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 3, (int64_t[]){2, 2, 1});
+  clg_resize_bilinear(g, "r", x, 3, 3, false, false);
+  EXPECT_BUILD_ERROR(g, "input must be 4-dimensional, not [2,2,1]");
+}
+
 int main(void)
 {
   clg_test_seed(23);
@@ -1018,5 +1137,6 @@ int main(void)
   test_array_grads();
   test_depthwise();
   test_depthwise_grads();
+  test_resize();
   return clg_test_summary("test_tf_ops");
 }

@@ -288,6 +288,11 @@ clg_node *clg_concat(clg_graph *g, const char *name, int n, clg_node *const *val
 clg_node *clg_depthwise_conv2d(clg_graph *g, const char *name, clg_node *input, clg_node *filter,
                                const int64_t strides[4], const char *padding,
                                const int64_t *dilations);
+/* Bilinear resize of NHWC images (float or double) to [N,height,width,C] float, as TensorFlow
+ * 1.x's tf.image.resize_bilinear (op ResizeBilinear) with align_corners and
+ * half_pixel_centers (not both). */
+clg_node *clg_resize_bilinear(clg_graph *g, const char *name, clg_node *images, int64_t height,
+                              int64_t width, bool align_corners, bool half_pixel_centers);
 
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes

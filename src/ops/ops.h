@@ -275,5 +275,14 @@ extern const clg_op_def clg_op_DepthwiseConv2dNative, clg_op_DepthwiseConv2dNati
 /* The geometry of a depthwise op (depthwise.c): input [n,h,w,c], filter [kh,kw,c,*mult],
  * cout = c * mult output channels; checked. */
 clg_code clg_depthwise_geometry(const clg_node *n, clg_window *g, int64_t *mult);
+extern const clg_op_def clg_op_ResizeBilinear, clg_op_ResizeBilinearGrad;
+/* ResizeBilinear's geometry (resize.c): images [n,h,w,c] resized to [n,oh,ow,c] with
+ * TensorFlow's float scales; the layout matches clg_rs in backends/opencl/resize.c. */
+typedef struct clg_resize {
+  int64_t n, h, w, c, oh, ow;
+  float hs, ws;
+  bool half_pixel;
+} clg_resize;
+void clg_resize_geometry(const clg_node *n, clg_resize *r);
 
 #endif

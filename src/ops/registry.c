@@ -101,6 +101,8 @@ static const clg_op_def *const registry[] = {
     &clg_op_DepthwiseConv2dNative,
     &clg_op_DepthwiseConv2dNativeBackpropInput,
     &clg_op_DepthwiseConv2dNativeBackpropFilter,
+    &clg_op_ResizeBilinear,
+    &clg_op_ResizeBilinearGrad,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))
