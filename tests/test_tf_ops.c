@@ -1120,6 +1120,222 @@ static void test_resize(void)
   EXPECT_BUILD_ERROR(g, "input must be 4-dimensional, not [2,2,1]");
 }
 
+/* --- StridedSlice ------------------------------------------------------------------------ */
+
+/* One entry of a Python slice spec: x[a:b:s], x[i], x[tf.newaxis] or x[...]. */
+enum { SL_RANGE, SL_INDEX, SL_NEW, SL_ELLIPSIS };
+typedef struct sl_entry {
+  int kind;
+  int64_t b, e, s;
+  bool no_b, no_e; /* a:, :b (the masks) */
+} sl_entry;
+
+typedef struct sl_case {
+  int n;
+  sl_entry en[8];
+  int64_t begin[8], end[8], strides[8], masks[5];
+} sl_case;
+
+/* TensorFlow's Python front end: entries to begin/end/strides and the five masks. */
+static void sl_encode(sl_case *c)
+{
+  memset(c->masks, 0, sizeof c->masks);
+  for (int i = 0; i < c->n; i++) {
+    const sl_entry *e = &c->en[i];
+    c->begin[i] = e->kind == SL_INDEX || e->kind == SL_RANGE ? e->b : 0;
+    c->end[i] = e->kind == SL_INDEX ? e->b + 1 : e->kind == SL_RANGE ? e->e : 0;
+    c->strides[i] = e->kind == SL_RANGE ? e->s : 1;
+    if (e->kind == SL_RANGE && e->no_b)
+      c->masks[0] |= 1 << i;
+    if (e->kind == SL_RANGE && e->no_e)
+      c->masks[1] |= 1 << i;
+    if (e->kind == SL_ELLIPSIS)
+      c->masks[2] |= 1 << i;
+    if (e->kind == SL_NEW)
+      c->masks[3] |= 1 << i;
+    if (e->kind == SL_INDEX)
+      c->masks[4] |= 1 << i;
+  }
+}
+
+/* Python's slice.indices: the start and count of a[b:e:s] over d. */
+static void py_range(const sl_entry *e, int64_t d, int64_t *start, int64_t *count)
+{
+  int64_t s = e->s, lo = s > 0 ? 0 : -1, hi = s > 0 ? d : d - 1;
+  int64_t b = e->no_b ? (s > 0 ? lo : hi) : e->b < 0 ? e->b + d : e->b;
+  int64_t en = e->no_e ? (s > 0 ? hi : lo) : e->e < 0 ? e->e + d : e->e;
+  b = b < lo ? lo : b > hi ? hi : b;
+  en = en < lo ? lo : en > hi ? hi : en;
+  *start = b;
+  *count = s > 0 ? (en > b ? (en - b + s - 1) / s : 0) : (b > en ? (b - en - s - 1) / -s : 0);
+}
+
+static clg_node *build_sl(clg_graph *g, clg_node *const *in, const void *ctx)
+{
+  const sl_case *c = ctx;
+  return clg_strided_slice(g, NULL, in[0], c->n, c->begin, c->end, c->strides, c->masks);
+}
+
+static void test_strided_slice(void)
+{
+  int64_t seen[5] = {0}; /* which masks the random specs used */
+  int negative = 0;
+  for (int rep = 0; rep < 40; rep++) {
+    clg_dtype dt = pick_dtype(rep);
+    int rank = irand(1, 4);
+    int64_t dims[4];
+    for (int k = 0; k < rank; k++)
+      dims[k] = irand(1, 6);
+    clg_tensor *x = rand_tensor(dt, rank, dims, -50, 50);
+    /* A spec: some real entries (at most rank), new axes anywhere, an ellipsis half the time. */
+    sl_case c;
+    memset(&c, 0, sizeof c);
+    int real = irand(0, rank), ell = rep % 2 ? irand(0, real) : -1, r = 0;
+    for (int i = 0; r < real || (ell >= 0 && ell == r && i <= real + 2); i++) {
+      if (c.n >= 7)
+        break;
+      sl_entry *e = &c.en[c.n];
+      if (ell == r && !(i > 0 && c.en[c.n - 1].kind == SL_ELLIPSIS)) {
+        bool placed = false;
+        for (int j = 0; j < c.n; j++)
+          placed = placed || c.en[j].kind == SL_ELLIPSIS;
+        if (!placed) {
+          e->kind = SL_ELLIPSIS;
+          c.n++;
+          continue;
+        }
+      }
+      if (clg_test_rand() % 5 == 0) {
+        e->kind = SL_NEW;
+        c.n++;
+        continue;
+      }
+      if (r >= real)
+        break;
+      c.n++;
+      r++;
+      e->kind = clg_test_rand() % 4 == 0 ? SL_INDEX : SL_RANGE;
+      e->b = irand(-7, 7);
+      e->e = irand(-7, 7);
+      e->s = clg_test_rand() % 3 == 0 ? -irand(1, 3) : irand(1, 3);
+      e->no_b = clg_test_rand() % 3 == 0;
+      e->no_e = clg_test_rand() % 3 == 0;
+    }
+    /* The dims each real entry lands on (an ellipsis, explicit or implicit, takes the rest). */
+    int nreal = 0, has_ell = 0;
+    for (int i = 0; i < c.n; i++) {
+      nreal += c.en[i].kind == SL_RANGE || c.en[i].kind == SL_INDEX;
+      has_ell += c.en[i].kind == SL_ELLIPSIS;
+    }
+    if (!has_ell)
+      c.en[c.n++].kind = SL_ELLIPSIS; /* implicit at the end, as TensorFlow's */
+    int dim = 0;
+    int64_t start[4], step[4], cnt[4], odims[8];
+    int ro = 0;
+    bool valid = true;
+    for (int i = 0; i < c.n; i++) {
+      sl_entry *e = &c.en[i];
+      if (e->kind == SL_NEW) {
+        odims[ro++] = 1;
+      } else if (e->kind == SL_ELLIPSIS) {
+        for (int k = 0; k < rank - nreal; k++, dim++) {
+          start[dim] = 0, step[dim] = 1, cnt[dim] = dims[dim];
+          odims[ro++] = dims[dim];
+        }
+      } else if (e->kind == SL_INDEX) {
+        e->b = e->b % dims[dim]; /* in range: -d <= b < d */
+        start[dim] = e->b < 0 ? e->b + dims[dim] : e->b, step[dim] = 1, cnt[dim] = 1;
+        dim++;
+      } else {
+        py_range(e, dims[dim], &start[dim], &cnt[dim]);
+        step[dim] = e->s;
+        odims[ro++] = cnt[dim];
+        dim++;
+      }
+    }
+    if (!has_ell)
+      c.n--; /* the implicit ellipsis is not part of the spec given */
+    sl_encode(&c);
+    for (int k = 0; k < 5; k++)
+      seen[k] |= c.masks[k];
+    for (int i = 0; i < c.n; i++)
+      negative += c.en[i].kind == SL_RANGE && c.en[i].s < 0;
+    size_t n = count_of(ro, odims);
+    double *ref = malloc(sizeof *ref * (n + 1));
+    for (size_t i = 0; valid && i < n; i++) {
+      /* Output i walks the input dims in order (new axes and indices contribute nothing). */
+      size_t rem = i, idx[4] = {0};
+      for (int k = rank - 1; k >= 0; k--) {
+        size_t q = rem % (size_t)cnt[k];
+        rem /= (size_t)cnt[k];
+        idx[k] = (size_t)(start[k] + (int64_t)q * step[k]);
+      }
+      size_t off = 0;
+      for (int k = 0; k < rank; k++)
+        off = off * (size_t)dims[k] + idx[k];
+      ref[i] = clg_test_elem(x, off);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "StridedSlice rep %d (%d entries, masks %lld %lld %lld %lld %lld)",
+             rep, c.n, (long long)c.masks[0], (long long)c.masks[1], (long long)c.masks[2],
+             (long long)c.masks[3], (long long)c.masks[4]);
+    check_op(what, 1, &x, build_sl, &c, ref, ro, odims, 0);
+    free(ref);
+    clg_tensor_free(x);
+  }
+  for (int k = 0; k < 5; k++)
+    CHECK_MSG(seen[k] != 0, "no random spec used mask %d", k);
+  CHECK(negative > 0);
+  /* Known results: x[::-1] of [0..4], x[1:-1, 2] of a 3x4, x[..., None, 0] of a 2x3. */
+  {
+    clg_tensor *x = clg_tensor_new(CLG_FLOAT32, 1, (int64_t[]){5}, (float[]){0, 1, 2, 3, 4});
+    sl_case c = {1, {{SL_RANGE, 0, 0, -1, true, true}}, {0}, {0}, {0}, {0}};
+    sl_encode(&c);
+    check_op("x[::-1]", 1, &x, build_sl, &c, (double[]){4, 3, 2, 1, 0}, 1, (int64_t[]){5}, 0);
+    clg_tensor_free(x);
+    float v[12];
+    for (int i = 0; i < 12; i++)
+      v[i] = (float)i;
+    x = clg_tensor_new(CLG_FLOAT32, 2, (int64_t[]){3, 4}, v);
+    sl_case d = {2,   {{SL_RANGE, 1, -1, 1, false, false}, {SL_INDEX, 2, 0, 1, false, false}},
+                 {0}, {0},
+                 {0}, {0}};
+    sl_encode(&d);
+    check_op("x[1:-1, 2]", 1, &x, build_sl, &d, (double[]){6}, 1, (int64_t[]){1}, 0);
+    clg_tensor_free(x);
+    x = clg_tensor_new(CLG_FLOAT32, 2, (int64_t[]){2, 3}, v);
+    sl_case e = {3,
+                 {{SL_ELLIPSIS, 0, 0, 0, false, false},
+                  {SL_NEW, 0, 0, 0, false, false},
+                  {SL_INDEX, 0, 0, 1, false, false}},
+                 {0},
+                 {0},
+                 {0},
+                 {0}};
+    sl_encode(&e);
+    check_op("x[..., None, 0]", 1, &x, build_sl, &e, (double[]){0, 3}, 2, (int64_t[]){2, 1}, 0);
+    clg_tensor_free(x);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  clg_strided_slice(g, "s", x, 1, (int64_t[]){0}, (int64_t[]){1}, (int64_t[]){0}, NULL);
+  EXPECT_BUILD_ERROR(g, "StridedSlice 's': strides[0] must be non-zero");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  clg_strided_slice(g, "s", x, 1, (int64_t[]){5}, (int64_t[]){6}, (int64_t[]){1},
+                    (int64_t[]){0, 0, 0, 0, 1});
+  EXPECT_BUILD_ERROR(g, "slice index 5 of dimension 0 out of bounds.");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  clg_strided_slice(g, "s", x, 2, (int64_t[]){0, 0}, (int64_t[]){1, 1}, (int64_t[]){1, 1},
+                    (int64_t[]){0, 0, 3, 0, 0});
+  EXPECT_BUILD_ERROR(g, "Multiple ellipses in slice spec not allowed");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 1, (int64_t[]){2});
+  clg_strided_slice(g, "s", x, 2, (int64_t[]){0, 0}, (int64_t[]){1, 1}, (int64_t[]){1, 1}, NULL);
+  EXPECT_BUILD_ERROR(g, "Index out of range using input dim 1; input has only 1 dims");
+}
+
 int main(void)
 {
   clg_test_seed(23);
@@ -1138,5 +1354,6 @@ int main(void)
   test_depthwise();
   test_depthwise_grads();
   test_resize();
+  test_strided_slice();
   return clg_test_summary("test_tf_ops");
 }

@@ -293,6 +293,12 @@ clg_node *clg_depthwise_conv2d(clg_graph *g, const char *name, clg_node *input, 
  * half_pixel_centers (not both). */
 clg_node *clg_resize_bilinear(clg_graph *g, const char *name, clg_node *images, int64_t height,
                               int64_t width, bool align_corners, bool half_pixel_centers);
+/* x[begin:end:strides] over n spec entries, as TensorFlow's StridedSlice; masks (NULL: all 0)
+ * are begin_mask, end_mask, ellipsis_mask, new_axis_mask and shrink_axis_mask. Any dtype; no
+ * gradient. */
+clg_node *clg_strided_slice(clg_graph *g, const char *name, clg_node *x, int n,
+                            const int64_t *begin, const int64_t *end, const int64_t *strides,
+                            const int64_t masks[5]);
 
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes

@@ -284,5 +284,15 @@ typedef struct clg_resize {
   bool half_pixel;
 } clg_resize;
 void clg_resize_geometry(const clg_node *n, clg_resize *r);
+/* StridedSlice's spec (strided_slice.c), checked: per input dim the canonical begin, stride
+ * and size (TensorFlow's processing shape), and the output's dims. */
+extern const clg_op_def clg_op_StridedSlice;
+typedef struct clg_slice_spec {
+  int rank;
+  int64_t begin[CLG_MAX_RANK], stride[CLG_MAX_RANK], size[CLG_MAX_RANK];
+  int out_rank;
+  int64_t out_dims[CLG_MAX_RANK];
+} clg_slice_spec;
+clg_code clg_strided_slice_spec(const clg_node *n, clg_slice_spec *s);
 
 #endif

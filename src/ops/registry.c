@@ -103,6 +103,7 @@ static const clg_op_def *const registry[] = {
     &clg_op_DepthwiseConv2dNativeBackpropFilter,
     &clg_op_ResizeBilinear,
     &clg_op_ResizeBilinearGrad,
+    &clg_op_StridedSlice,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))
