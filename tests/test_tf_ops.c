@@ -1336,6 +1336,103 @@ static void test_strided_slice(void)
   EXPECT_BUILD_ERROR(g, "Index out of range using input dim 1; input has only 1 dims");
 }
 
+/* --- Pack, Shape, DepthToSpace ----------------------------------------------------------- */
+
+static void test_pack_shape_d2s(void)
+{
+  for (int rep = 0; rep < 12; rep++) {
+    clg_dtype dt = pick_dtype(rep);
+    int rank = irand(0, 3), nv = irand(1, 4);
+    int64_t dims[4];
+    for (int k = 0; k < rank; k++)
+      dims[k] = irand(1, 4);
+    int64_t axis = irand(-rank - 1, rank), pos = axis < 0 ? axis + rank + 1 : axis;
+    clg_tensor *in[4];
+    for (int i = 0; i < nv; i++)
+      in[i] = rand_tensor(dt, rank, dims, -50, 50);
+    int64_t od[5];
+    for (int k = 0, j = 0; k <= rank; k++)
+      od[k] = k == pos ? nv : dims[j++];
+    size_t n = count_of(rank + 1, od);
+    double *ref = malloc(sizeof *ref * n);
+    for (size_t i = 0; i < n; i++) {
+      int64_t idx[5], src[4];
+      unravel(i, rank + 1, od, idx);
+      for (int k = 0, j = 0; k <= rank; k++)
+        if (k != pos)
+          src[j++] = idx[k];
+      ref[i] = clg_test_elem(in[idx[pos]], ravel(rank, dims, src));
+    }
+    array_case c = {"Pack", nv, 0, {0}, {{0}}, {{0}}, 1, {clg_attr_int("axis", axis)}};
+    char what[64];
+    snprintf(what, sizeof what, "Pack of %d on axis %lld rep %d", nv, (long long)axis, rep);
+    check_op(what, nv, in, build_array, &c, ref, rank + 1, od, 0);
+    /* Shape of the first value, int32 and int64. */
+    double sref[4];
+    for (int k = 0; k < rank; k++)
+      sref[k] = (double)dims[k];
+    array_case sc = {"Shape", 1,     0,       {0},
+                     {{0}},   {{0}}, rep % 2, {clg_attr_dtype("out_type", CLG_INT64)}};
+    snprintf(what, sizeof what, "Shape rep %d", rep);
+    check_op(what, 1, in, build_array, &sc, sref, 1, (int64_t[]){rank}, 0);
+    free(ref);
+    for (int i = 0; i < nv; i++)
+      clg_tensor_free(in[i]);
+    /* DepthToSpace. */
+    int64_t b = irand(2, 3), c2 = irand(1, 3);
+    int64_t xd[4] = {irand(1, 2), irand(1, 4), irand(1, 4), b * b * c2};
+    int64_t yd[4] = {xd[0], xd[1] * b, xd[2] * b, c2};
+    clg_tensor *x = rand_tensor(dt, 4, xd, -50, 50);
+    size_t ny = count_of(4, yd);
+    double *dref = malloc(sizeof *dref * ny);
+    for (size_t i = 0; i < ny; i++) {
+      int64_t o[4];
+      unravel(i, 4, yd, o);
+      int64_t src[4] = {o[0], o[1] / b, o[2] / b, ((o[1] % b) * b + o[2] % b) * c2 + o[3]};
+      dref[i] = clg_test_elem(x, ravel(4, xd, src));
+    }
+    array_case dc = {"DepthToSpace", 1, 0, {0}, {{0}}, {{0}}, 1, {clg_attr_int("block_size", b)}};
+    snprintf(what, sizeof what, "DepthToSpace block %lld rep %d", (long long)b, rep);
+    check_op(what, 1, &x, build_array, &dc, dref, 4, yd, 0);
+    free(dref);
+    clg_tensor_free(x);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *a = clg_placeholder(g, "a", CLG_FLOAT32, 1, (int64_t[]){3});
+  clg_node *b = clg_placeholder(g, "b", CLG_FLOAT32, 1, (int64_t[]){4});
+  clg_pack(g, "p", 2, (clg_node *[]){a, b}, 0);
+  EXPECT_BUILD_ERROR(g, "Pack 'p': Shapes of all inputs must match: values[0].shape = float [3] != "
+                        "values[1].shape = float [4]");
+  g = clg_graph_new();
+  a = clg_placeholder(g, "a", CLG_FLOAT32, 1, (int64_t[]){3});
+  clg_pack(g, "p", 1, &a, 2);
+  EXPECT_BUILD_ERROR(g, "axis = 2 not in [-2, 2)");
+  g = clg_graph_new();
+  a = clg_placeholder(g, "a", CLG_FLOAT32, 4, (int64_t[]){1, 2, 2, 6});
+  clg_depth_to_space(g, "d", a, 2);
+  EXPECT_BUILD_ERROR(g, "DepthToSpace 'd': Input depth dimension 6 should be divisible by: 4");
+}
+
+static clg_node *g_pack(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_square(g, NULL, clg_pack(g, NULL, 2, x, 1));
+}
+static clg_node *g_d2s(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_square(g, NULL, clg_depth_to_space(g, NULL, x[0], 2));
+}
+
+static void test_pack_d2s_grads(void)
+{
+  const gcase cases[] = {
+      {"Pack", 2, {2, 2}, {{2, 3}, {2, 3}}, g_pack, NULL, INIT_UNIFORM},
+      {"DepthToSpace", 1, {4}, {{1, 2, 1, 8}}, g_d2s, NULL, INIT_UNIFORM},
+  };
+  check_grads(cases, sizeof cases / sizeof cases[0]);
+}
+
 int main(void)
 {
   clg_test_seed(23);
@@ -1355,5 +1452,7 @@ int main(void)
   test_depthwise_grads();
   test_resize();
   test_strided_slice();
+  test_pack_shape_d2s();
+  test_pack_d2s_grads();
   return clg_test_summary("test_tf_ops");
 }

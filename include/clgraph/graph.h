@@ -299,6 +299,13 @@ clg_node *clg_resize_bilinear(clg_graph *g, const char *name, clg_node *images, 
 clg_node *clg_strided_slice(clg_graph *g, const char *name, clg_node *x, int n,
                             const int64_t *begin, const int64_t *end, const int64_t *strides,
                             const int64_t masks[5]);
+/* pack: the n >= 1 values of one shape stacked along a new dim at axis (in [-rank-1, rank];
+ * op Pack, tf.stack). shape: x's dims as a vector of out_type (int32 or int64; op Shape).
+ * depth_to_space: NHWC [N,H,W,C] to [N,H*b,W*b,C/(b*b)], output (h*b+i, w*b+j, c) from input
+ * channel (i*b+j)*C/(b*b)+c (op DepthToSpace). Any dtype. */
+clg_node *clg_pack(clg_graph *g, const char *name, int n, clg_node *const *values, int64_t axis);
+clg_node *clg_shape(clg_graph *g, const char *name, clg_node *x, clg_dtype out_type);
+clg_node *clg_depth_to_space(clg_graph *g, const char *name, clg_node *x, int64_t block_size);
 
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes

@@ -438,6 +438,195 @@ const clg_op_def clg_op_ConcatV2 = {
     .grad = concat_grad,
 };
 
+/* --- Pack ---------------------------------------------------------------------------------- */
+
+static const clg_attr_def pack_attrs[] = {
+    {.name = "N", .type = CLG_ATTR_INT, .inferred = true},
+    {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "axis", .type = CLG_ATTR_INT, .has_default = true, .def_i = 0},
+};
+
+int clg_pack_axis(const clg_node *n)
+{
+  int64_t a = n->attrs[2].i;
+  return (int)(a < 0 ? a + clg_node_in(n, 0)->rank + 1 : a);
+}
+
+static clg_code pack_infer(clg_node *n)
+{
+  const clg_out_desc *x0 = clg_node_in(n, 0);
+  int64_t a = n->attrs[2].i;
+  if (a < -x0->rank - 1 || a > x0->rank)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "axis = %lld not in [%d, %d)", (long long)a,
+                          -x0->rank - 1, x0->rank + 1);
+  if (x0->rank >= CLG_MAX_RANK)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "the output would have rank %d; at most %d",
+                          x0->rank + 1, CLG_MAX_RANK);
+  for (int i = 1; i < n->num_inputs; i++) {
+    const clg_out_desc *x = clg_node_in(n, i);
+    bool ok = x->rank == x0->rank && x->dtype == x0->dtype;
+    for (int k = 0; ok && k < x->rank; k++)
+      ok = x->dims[k] == x0->dims[k];
+    if (!ok) {
+      char s0[192], si[192];
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "Shapes of all inputs must match: values[0].shape = %s %s != "
+                            "values[%d].shape = %s %s",
+                            clg_dtype_name(x0->dtype), clg_out_shape_string(x0, s0, sizeof s0), i,
+                            clg_dtype_name(x->dtype), clg_out_shape_string(x, si, sizeof si));
+    }
+  }
+  clg_attr_value *nn = &n->attrs[0];
+  if (nn->set && nn->i != n->num_inputs)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute N is %lld but there are %d values",
+                          (long long)nn->i, n->num_inputs);
+  nn->set = true;
+  nn->i = n->num_inputs;
+  clg_code code = set_dtype(n, 1, x0->dtype);
+  if (code != CLG_OK)
+    return code;
+  int axis = clg_pack_axis(n);
+  int64_t dims[CLG_MAX_RANK];
+  for (int k = 0, j = 0; k <= x0->rank; k++)
+    dims[k] = k == axis ? n->num_inputs : x0->dims[j++];
+  return clg_node_set_output(n, 0, x0->dtype, x0->rank + 1, dims);
+}
+
+/* TensorFlow's _PackGrad (an Unpack): value i gets dy's slice i along axis, reshaped. */
+static clg_code pack_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  const clg_out_desc *o = &n->outs[0], *x = clg_node_in(n, 0);
+  int axis = clg_pack_axis(n);
+  int64_t size[CLG_MAX_RANK];
+  memcpy(size, o->dims, sizeof(int64_t) * (size_t)o->rank);
+  size[axis] = 1;
+  for (int i = 0; i < n->num_inputs; i++) {
+    int64_t begin[CLG_MAX_RANK] = {0};
+    begin[axis] = i;
+    clg_output b = clg_out(clg_const_ints(g, o->rank, begin), 0);
+    clg_output s = clg_out(clg_const_ints(g, o->rank, size), 0);
+    clg_output sl = clg_grad_build(g, &clg_op_Slice, 3, (clg_output[]){dy[0], b, s}, 0, NULL);
+    clg_output shape = clg_out(clg_const_ints(g, x->rank, x->dims), 0);
+    dx[i] = clg_grad_build(g, &clg_op_Reshape, 2, (clg_output[]){sl, shape}, 0, NULL);
+  }
+  return clg_graph_status(g);
+}
+
+const clg_op_def clg_op_Pack = {
+    .name = "Pack",
+    .num_inputs = CLG_OP_VARIADIC,
+    .num_outputs = 1,
+    .num_attrs = 3,
+    .attrs = pack_attrs,
+    .infer = pack_infer,
+    .inplace = -1,
+    .grad = pack_grad,
+};
+
+/* --- Shape --------------------------------------------------------------------------------- */
+
+static const clg_attr_def shape_attrs[] = {
+    {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "out_type", .type = CLG_ATTR_DTYPE, .inferred = true}, /* int32 unless given */
+};
+
+static clg_code shape_infer(clg_node *n)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  clg_attr_value *ot = &n->attrs[1];
+  if (!ot->set) {
+    ot->set = true;
+    ot->dtype = CLG_INT32;
+  }
+  if (ot->dtype != CLG_INT32 && ot->dtype != CLG_INT64)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "out_type must be int32 or int64, not %s",
+                          clg_dtype_name(ot->dtype));
+  for (int k = 0; ot->dtype == CLG_INT32 && k < x->rank; k++)
+    if (x->dims[k] > INT32_MAX)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "dimension %d is %lld, beyond int32: use out_type int64", k,
+                            (long long)x->dims[k]);
+  clg_code code = set_dtype(n, 0, x->dtype);
+  return code != CLG_OK ? code : clg_node_set_output(n, 0, ot->dtype, 1, (int64_t[]){x->rank});
+}
+
+/* Shape has no gradient in TensorFlow (its value does not depend on the input's). */
+const clg_op_def clg_op_Shape = {
+    .name = "Shape",
+    .num_inputs = 1,
+    .num_outputs = 1,
+    .num_attrs = 2,
+    .attrs = shape_attrs,
+    .infer = shape_infer,
+    .inplace = -1,
+};
+
+/* --- DepthToSpace -------------------------------------------------------------------------- */
+
+static const clg_attr_def d2s_attrs[] = {
+    {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "block_size", .type = CLG_ATTR_INT},
+    {.name = "data_format", .type = CLG_ATTR_STRING, .has_default = true, .def_s = "NHWC"},
+};
+
+static clg_code d2s_infer(clg_node *n)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  int64_t b = n->attrs[1].i;
+  clg_code code = clg_nhwc_attr(n, &n->attrs[2]);
+  if (code != CLG_OK)
+    return code;
+  if (b < 2)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "Value for attr 'block_size' of %lld must be "
+                          "at least minimum 2",
+                          (long long)b);
+  char s[192];
+  if (x->rank != 4)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "input rank should be 4 instead of %d (%s)",
+                          x->rank, clg_out_shape_string(x, s, sizeof s));
+  int64_t bb;
+  if (!clg_checked_mul(b, b, &bb) || x->dims[3] % bb != 0)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "Input depth dimension %lld should be divisible by: %lld",
+                          (long long)x->dims[3], (long long)(clg_checked_mul(b, b, &bb) ? bb : b));
+  int64_t dims[4] = {x->dims[0], 0, 0, x->dims[3] / bb};
+  if (!clg_checked_mul(x->dims[1], b, &dims[1]) || !clg_checked_mul(x->dims[2], b, &dims[2]))
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "the output's spatial size passes %lld",
+                          (long long)INT64_MAX);
+  if ((code = set_dtype(n, 0, x->dtype)) != CLG_OK)
+    return code;
+  return clg_node_set_output(n, 0, x->dtype, 4, dims);
+}
+
+/* TensorFlow's _DepthToSpaceGrad is SpaceToDepth of dy: the inverse permutation, here as
+ * Reshape [N,H,b,W,b,C'], Transpose to [N,H,W,b,b,C'] and Reshape back to x's shape. */
+static clg_code d2s_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  int64_t b = n->attrs[1].i, c = x->dims[3] / (b * b);
+  int64_t six[6] = {x->dims[0], x->dims[1], b, x->dims[2], b, c};
+  clg_output r = clg_grad_build(
+      g, &clg_op_Reshape, 2, (clg_output[]){dy[0], clg_out(clg_const_ints(g, 6, six), 0)}, 0, NULL);
+  clg_output t = clg_grad_build(
+      g, &clg_op_Transpose, 2,
+      (clg_output[]){r, clg_out(clg_const_ints(g, 6, (int64_t[]){0, 1, 3, 2, 4, 5}), 0)}, 0, NULL);
+  dx[0] = clg_grad_build(g, &clg_op_Reshape, 2,
+                         (clg_output[]){t, clg_out(clg_const_ints(g, 4, x->dims), 0)}, 0, NULL);
+  return clg_graph_status(g);
+}
+
+const clg_op_def clg_op_DepthToSpace = {
+    .name = "DepthToSpace",
+    .num_inputs = 1,
+    .num_outputs = 1,
+    .num_attrs = 3,
+    .attrs = d2s_attrs,
+    .infer = d2s_infer,
+    .inplace = -1,
+    .grad = d2s_grad,
+};
+
 /* --- typed builders ------------------------------------------------------------------------- */
 
 clg_node *clg_squeeze(clg_graph *g, const char *name, clg_node *x, int ndims, const int64_t *dims)
@@ -471,8 +660,8 @@ clg_node *clg_pad(clg_graph *g, const char *name, clg_node *x, int rank, const i
 
 clg_node *clg_concat(clg_graph *g, const char *name, int n, clg_node *const *values, int64_t axis)
 {
-  clg_output stack[9];
-  clg_output *in = n >= 0 && n < 9 ? stack : malloc(sizeof *in * ((size_t)(n < 0 ? 0 : n) + 1));
+  clg_output stack[9] = {{NULL, 0}};
+  clg_output *in = n >= 0 && n < 9 ? stack : calloc((size_t)(n < 0 ? 0 : n) + 1, sizeof *in);
   if (!in)
     return NULL;
   for (int i = 0; i < n; i++)
@@ -482,4 +671,33 @@ clg_node *clg_concat(clg_graph *g, const char *name, int n, clg_node *const *val
   if (in != stack)
     free(in);
   return r;
+}
+
+clg_node *clg_pack(clg_graph *g, const char *name, int n, clg_node *const *values, int64_t axis)
+{
+  clg_output stack[8] = {{NULL, 0}};
+  clg_output *in = n > 0 && n <= 8 ? stack : calloc((size_t)(n > 0 ? n : 1), sizeof *in);
+  if (!in)
+    return NULL;
+  for (int i = 0; i < n; i++)
+    in[i] = clg_out(values[i], 0);
+  clg_attr a = clg_attr_int("axis", axis);
+  clg_node *r = clg_graph_build(g, &clg_op_Pack, name, n, in, 1, &a);
+  if (in != stack)
+    free(in);
+  return r;
+}
+
+clg_node *clg_shape(clg_graph *g, const char *name, clg_node *x, clg_dtype out_type)
+{
+  clg_output in = {x, 0};
+  clg_attr a = clg_attr_dtype("out_type", out_type);
+  return clg_graph_build(g, &clg_op_Shape, name, 1, &in, 1, &a);
+}
+
+clg_node *clg_depth_to_space(clg_graph *g, const char *name, clg_node *x, int64_t block_size)
+{
+  clg_output in = {x, 0};
+  clg_attr a = clg_attr_int("block_size", block_size);
+  return clg_graph_build(g, &clg_op_DepthToSpace, name, 1, &in, 1, &a);
 }

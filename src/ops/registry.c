@@ -104,6 +104,9 @@ static const clg_op_def *const registry[] = {
     &clg_op_ResizeBilinear,
     &clg_op_ResizeBilinearGrad,
     &clg_op_StridedSlice,
+    &clg_op_Pack,
+    &clg_op_Shape,
+    &clg_op_DepthToSpace,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))

@@ -1,6 +1,6 @@
-/* Squeeze, ExpandDims, Slice, Pad, PadV2 and ConcatV2 on the host, for elements of any size:
- * copies (none when the output reuses the input), a strided gather (Slice), rows copied whole
- * between fills (Pad) and rows of each value copied into place (ConcatV2). */
+/* Squeeze, ExpandDims, Slice, Pad, PadV2, ConcatV2, Pack, Shape and DepthToSpace on the host, for
+ * elements of any size: copies (none when the output reuses the input), a strided gather (Slice),
+ * rows copied whole between fills (Pad) and rows of each value copied into place (ConcatV2). */
 #include <string.h>
 
 #include "backends/host/host.h"
@@ -109,12 +109,17 @@ static clg_code pad_run(const clg_kernel_ctx *c)
   return CLG_OK;
 }
 
+/* ConcatV2 and Pack: each value's rows (outer of them) copied into place in the output's rows;
+ * a Pack is a concatenation of values with a new dim of 1 at its axis. */
 static clg_code concat_run(const clg_kernel_ctx *c)
 {
   const clg_node *n = c->node;
   const clg_out_desc *o = &n->outs[0];
-  int axis = 0;
-  clg_code code = clg_concat_axis(n, &axis);
+  bool pack = n->def == &clg_op_Pack;
+  int axis = 0, values = pack ? n->num_inputs : n->num_inputs - 1;
+  clg_code code = pack ? CLG_OK : clg_concat_axis(n, &axis);
+  if (pack)
+    axis = clg_pack_axis(n);
   if (code != CLG_OK || clg_out_count(o) == 0)
     return code;
   size_t es = clg_dtype_size(o->dtype), outer = 1, inner = 1;
@@ -123,14 +128,51 @@ static clg_code concat_run(const clg_kernel_ctx *c)
   for (int k = axis + 1; k < o->rank; k++)
     inner *= (size_t)o->dims[k];
   size_t out_row = (size_t)o->dims[axis] * inner * es, col = 0;
-  for (int i = 0; i < n->num_inputs - 1; i++) {
-    size_t in_row = (size_t)clg_node_in(n, i)->dims[axis] * inner * es;
+  for (int i = 0; i < values; i++) {
+    size_t in_row = (pack ? 1 : (size_t)clg_node_in(n, i)->dims[axis]) * inner * es;
     const char *src = c->in[i].host;
     char *dst = (char *)c->out[0].host + col;
     for (size_t q = 0; in_row && q < outer; q++)
       memcpy(dst + q * out_row, src + q * in_row, in_row);
     col += in_row;
   }
+  return CLG_OK;
+}
+
+static clg_code shape_run(const clg_kernel_ctx *c)
+{
+  const clg_out_desc *x = clg_node_in(c->node, 0);
+  for (int k = 0; k < x->rank; k++) {
+    if (c->node->outs[0].dtype == CLG_INT32)
+      ((int32_t *)c->out[0].host)[k] = (int32_t)x->dims[k];
+    else
+      ((int64_t *)c->out[0].host)[k] = x->dims[k];
+  }
+  return CLG_OK;
+}
+
+/* DepthToSpace as a gather: output [N, H, b, W, b, C'] (row-major, the output's own order)
+ * reads input [n, h, w, (i*b + j)*C' + c]. */
+static void d2s_map(const clg_node *n, clg_strided *m)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  size_t b = (size_t)n->attrs[1].i, H = (size_t)x->dims[1], W = (size_t)x->dims[2];
+  size_t C = (size_t)x->dims[3], c = C / (b * b);
+  memset(m, 0, sizeof *m);
+  m->rank = 6;
+  size_t dims[6] = {(size_t)x->dims[0], H, b, W, b, c}, sa[6] = {H * W * C, W * C, b * c, C, c, 1};
+  memcpy(m->dims, dims, sizeof dims);
+  memcpy(m->sa, sa, sizeof sa);
+  clg_strided_merge(m);
+}
+
+static clg_code d2s_run(const clg_kernel_ctx *c)
+{
+  if (clg_out_count(&c->node->outs[0]) == 0)
+    return CLG_OK;
+  clg_strided m;
+  d2s_map(c->node, &m);
+  clg_host_gather(clg_dtype_size(c->node->outs[0].dtype), c->in[0].host, c->out[0].host, &m);
   return CLG_OK;
 }
 
@@ -141,5 +183,8 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_Pad, {CLG_KIND_HOST, NULL, pad_run, NULL, NULL}},
     {&clg_op_PadV2, {CLG_KIND_HOST, NULL, pad_run, NULL, NULL}},
     {&clg_op_ConcatV2, {CLG_KIND_HOST, NULL, concat_run, NULL, NULL}},
+    {&clg_op_Pack, {CLG_KIND_HOST, NULL, concat_run, NULL, NULL}},
+    {&clg_op_Shape, {CLG_KIND_HOST, NULL, shape_run, NULL, NULL}},
+    {&clg_op_DepthToSpace, {CLG_KIND_HOST, NULL, d2s_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_host_kernels_array_tf, entries);

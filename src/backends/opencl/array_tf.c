@@ -1,4 +1,5 @@
-/* Squeeze, ExpandDims, Slice, Pad, PadV2 and ConcatV2 on OpenCL devices, for elements of any
+/* Squeeze, ExpandDims, Slice, Pad, PadV2, ConcatV2, Pack, Shape and DepthToSpace on OpenCL
+ * devices, for elements of any
  * size: buffer copies (none when the output reuses the input), cl/broadcast.cl's strided
  * gather (Slice), one work-item per output element (Pad) and per element of each value
  * (ConcatV2). */
@@ -132,12 +133,16 @@ static clg_code pad_run(const clg_kernel_ctx *c)
   return clg_cl_launch(c->dev, CLG_FLOAT32, &source, sized(names, es), args, 9, (size_t)count);
 }
 
+/* ConcatV2 and Pack (a concatenation of values with a new dim of 1 at its axis). */
 static clg_code concat_run(const clg_kernel_ctx *c)
 {
   const clg_node *n = c->node;
   const clg_out_desc *o = &n->outs[0];
-  int axis = 0;
-  clg_code code = clg_concat_axis(n, &axis);
+  bool pack = n->def == &clg_op_Pack;
+  int axis = 0, values = pack ? n->num_inputs : n->num_inputs - 1;
+  clg_code code = pack ? CLG_OK : clg_concat_axis(n, &axis);
+  if (pack)
+    axis = clg_pack_axis(n);
   if (code != CLG_OK || clg_out_count(o) == 0)
     return code;
   static const char *const names[4] = {"clg_concat1", "clg_concat2", "clg_concat4", "clg_concat8"};
@@ -146,9 +151,9 @@ static clg_code concat_run(const clg_kernel_ctx *c)
     inner *= (size_t)o->dims[k];
   cl_ulong out_row = (cl_ulong)o->dims[axis] * inner, col = 0;
   cl_mem ym = clg_cl_mem(&c->out[0]);
-  for (int i = 0; i < n->num_inputs - 1 && code == CLG_OK; i++) {
+  for (int i = 0; i < values && code == CLG_OK; i++) {
     const clg_out_desc *x = clg_node_in(n, i);
-    cl_ulong in_row = (cl_ulong)x->dims[axis] * inner, count = clg_out_count(x);
+    cl_ulong in_row = (pack ? 1 : (cl_ulong)x->dims[axis]) * inner, count = clg_out_count(x);
     cl_ulong xo = c->in[i].offset / es, yo = c->out[0].offset / es + col;
     cl_mem xm = clg_cl_mem(&c->in[i]);
     col += in_row;
@@ -163,6 +168,44 @@ static clg_code concat_run(const clg_kernel_ctx *c)
   return code;
 }
 
+/* The dims, written by a blocking upload (a few bytes; the queue is in order). */
+static clg_code shape_run(const clg_kernel_ctx *c)
+{
+  const clg_out_desc *x = clg_node_in(c->node, 0);
+  int64_t v64[CLG_MAX_RANK];
+  int32_t v32[CLG_MAX_RANK];
+  for (int k = 0; k < x->rank; k++) {
+    v64[k] = x->dims[k];
+    v32[k] = (int32_t)x->dims[k];
+  }
+  bool i32 = c->node->outs[0].dtype == CLG_INT32;
+  size_t bytes = (size_t)x->rank * (i32 ? 4 : 8);
+  if (bytes == 0)
+    return CLG_OK;
+  return clg_device_upload(c->dev, clg_cl_mem(&c->out[0]), c->out[0].offset,
+                           i32 ? (const void *)v32 : (const void *)v64, bytes);
+}
+
+/* DepthToSpace as a gather: output [N, H, b, W, b, C'] reads input [n, h, w, (i*b + j)*C' + c]. */
+static clg_code d2s_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  if (clg_out_count(&n->outs[0]) == 0)
+    return CLG_OK;
+  const clg_out_desc *x = clg_node_in(n, 0);
+  size_t b = (size_t)n->attrs[1].i, H = (size_t)x->dims[1], W = (size_t)x->dims[2];
+  size_t C = (size_t)x->dims[3], ch = C / (b * b);
+  clg_strided m;
+  memset(&m, 0, sizeof m);
+  m.rank = 6;
+  size_t dims[6] = {(size_t)x->dims[0], H, b, W, b, ch},
+         sa[6] = {H * W * C, W * C, b * ch, C, ch, 1};
+  memcpy(m.dims, dims, sizeof dims);
+  memcpy(m.sa, sa, sizeof sa);
+  clg_strided_merge(&m);
+  return clg_cl_gather(c->dev, clg_dtype_size(n->outs[0].dtype), &c->in[0], &c->out[0], &m);
+}
+
 static const clg_kernel_entry entries[] = {
     {&clg_op_Squeeze, {CLG_KIND_OPENCL, NULL, copy_run, NULL, NULL}},
     {&clg_op_ExpandDims, {CLG_KIND_OPENCL, NULL, copy_run, NULL, NULL}},
@@ -170,5 +213,8 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_Pad, {CLG_KIND_OPENCL, NULL, pad_run, NULL, NULL}},
     {&clg_op_PadV2, {CLG_KIND_OPENCL, NULL, pad_run, NULL, NULL}},
     {&clg_op_ConcatV2, {CLG_KIND_OPENCL, NULL, concat_run, NULL, NULL}},
+    {&clg_op_Pack, {CLG_KIND_OPENCL, NULL, concat_run, NULL, NULL}},
+    {&clg_op_Shape, {CLG_KIND_OPENCL, NULL, shape_run, NULL, NULL}},
+    {&clg_op_DepthToSpace, {CLG_KIND_OPENCL, NULL, d2s_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_opencl_kernels_array_tf, entries);
