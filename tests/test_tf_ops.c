@@ -469,9 +469,9 @@ static clg_node *build_binary(clg_graph *g, clg_node *const *in, const void *ctx
 
 static void test_binary_tf(void)
 {
-  const char *ops[2] = {"AddV2", "Minimum"};
-  for (int rep = 0; rep < 16; rep++) {
-    const char *op = ops[rep % 2];
+  const char *ops[3] = {"AddV2", "Minimum", "Prelu"};
+  for (int rep = 0; rep < 18; rep++) {
+    const char *op = ops[rep % 3];
     int ro = irand(1, 4);
     int64_t dout[4], da[4], db[4];
     for (int k = 0; k < ro; k++)
@@ -500,7 +500,7 @@ static void test_binary_tf(void)
     for (size_t i = 0; i < n; i++) {
       double x = clg_test_elem(in[0], bcast_index(i, r, dr, ra, da));
       double y = clg_test_elem(in[1], bcast_index(i, r, dr, rb, db));
-      ref[i] = rep % 2 ? (y < x ? y : x) : x + y;
+      ref[i] = rep % 3 == 1 ? (y < x ? y : x) : rep % 3 == 2 ? (x < 0 ? y * x : x) : x + y;
     }
     char what[64];
     snprintf(what, sizeof what, "%s rep %d", op, rep);
@@ -532,9 +532,17 @@ static clg_node *g_minimum(clg_graph *g, clg_node *const *x, const void *c)
   return clg_minimum(g, NULL, x[0], x[1]);
 }
 
+static clg_node *g_prelu(clg_graph *g, clg_node *const *x, const void *c)
+{
+  (void)c;
+  return clg_prelu(g, NULL, x[0], x[1]);
+}
+
 static void test_binary_tf_grads(void)
 {
   const gcase cases[] = {
+      {"Prelu", 2, {2, 2}, {{2, 3}, {2, 3}}, g_prelu, NULL, INIT_AWAY},
+      {"Prelu broadcast", 2, {3, 1}, {{2, 2, 3}, {3}}, g_prelu, NULL, INIT_AWAY},
       {"AddV2 broadcast", 2, {2, 1}, {{2, 3}, {3}}, g_add_v2, NULL, INIT_UNIFORM},
       {"Minimum", 2, {2, 2}, {{2, 3}, {2, 3}}, g_minimum, NULL, INIT_DISTINCT},
       {"Minimum broadcast", 2, {2, 2}, {{2, 3}, {1, 3}}, g_minimum, NULL, INIT_DISTINCT},

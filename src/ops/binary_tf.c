@@ -1,7 +1,8 @@
-/* AddV2 and Minimum, element-wise with numpy broadcasting as Add and Maximum (binary.c).
- * AddV2 is Add under the name TensorFlow 2's graphs use (tf.add builds it); Minimum is
- * y < x ? y : x (a NaN in x wins, as Eigen's min). Float everywhere, double on the host and on
- * devices with fp64. Kernels: backends/host/binary_tf.c, backends/opencl/binary_tf.c. */
+/* AddV2, Minimum and Prelu, element-wise with numpy broadcasting as Add and Maximum
+ * (binary.c). AddV2 is Add under the name TensorFlow 2's graphs use (tf.add builds it);
+ * Minimum is y < x ? y : x (a NaN in x wins, as Eigen's min); Prelu(x, alpha) is tfjs's op
+ * (tf.prelu, in tfjs graph models): x < 0 ? alpha * x : x. Float everywhere, double on the host and
+ * on devices with fp64. Kernels: backends/host/binary_tf.c, backends/opencl/binary_tf.c. */
 #include "graph/graph.h"
 #include "ops/ops.h"
 
@@ -61,6 +62,17 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
     da = clg_grad_build(g, &clg_op_Select, 3, (clg_output[]){mask, dy[0], zeros}, 0, NULL);
     db = clg_grad_build(g, &clg_op_Select, 3, (clg_output[]){mask, zeros, dy[0]}, 0, NULL);
   }
+  if (n->def == &clg_op_Prelu) {
+    /* tfjs's prelu gradient: x gets dy where x > 0, else dy * alpha; alpha gets dy * x where
+     * x <= 0 (both summed back to their own shapes). */
+    /* The mask x <= 0 of the output's shape (zeros of dy's shape against x, broadcast). */
+    clg_output zeros = clg_grad_build(g, &clg_op_ZerosLike, 1, &dy[0], 0, NULL);
+    clg_output neg = clg_grad_build(g, &clg_op_GreaterEqual, 2, (clg_output[]){zeros, a}, 0, NULL);
+    clg_output dya = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], b}, 0, NULL);
+    clg_output dyx = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], a}, 0, NULL);
+    da = clg_grad_build(g, &clg_op_Select, 3, (clg_output[]){neg, dya, dy[0]}, 0, NULL);
+    db = clg_grad_build(g, &clg_op_Select, 3, (clg_output[]){neg, dyx, zeros}, 0, NULL);
+  }
   dx[0] = unbroadcast(g, da, clg_node_in(n, 0), &n->outs[0]);
   dx[1] = unbroadcast(g, db, clg_node_in(n, 1), &n->outs[0]);
   return clg_graph_status(g);
@@ -79,6 +91,7 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
   };
 BINARY_TF_DEF(AddV2)
 BINARY_TF_DEF(Minimum)
+BINARY_TF_DEF(Prelu)
 
 static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *a,
                        clg_node *b)
@@ -95,4 +108,9 @@ clg_node *clg_add_v2(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 clg_node *clg_minimum(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
   return build(g, &clg_op_Minimum, name, a, b);
+}
+
+clg_node *clg_prelu(clg_graph *g, const char *name, clg_node *x, clg_node *alpha)
+{
+  return build(g, &clg_op_Prelu, name, x, alpha);
 }

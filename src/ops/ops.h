@@ -270,7 +270,7 @@ extern const clg_op_def clg_op_Sigmoid, clg_op_Tanh, clg_op_Relu6, clg_op_LeakyR
 clg_code clg_slice_begin(const clg_node *n, int64_t *begin, int64_t *size);
 clg_code clg_pad_paddings(const clg_node *n, int64_t *before, int64_t *after);
 clg_code clg_concat_axis(const clg_node *n, int *axis);
-extern const clg_op_def clg_op_Pack, clg_op_Shape, clg_op_DepthToSpace;
+extern const clg_op_def clg_op_Pack, clg_op_Shape, clg_op_DepthToSpace, clg_op_Prelu;
 /* Pack's axis, non-negative (checked at build). */
 int clg_pack_axis(const clg_node *n);
 extern const clg_op_def clg_op_DepthwiseConv2dNative, clg_op_DepthwiseConv2dNativeBackpropInput,

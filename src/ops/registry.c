@@ -107,6 +107,7 @@ static const clg_op_def *const registry[] = {
     &clg_op_Pack,
     &clg_op_Shape,
     &clg_op_DepthToSpace,
+    &clg_op_Prelu,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))

@@ -1,10 +1,12 @@
-/* AddV2 and Minimum on the host: flat loops for equal shapes or a scalar operand (AddV2),
+/* AddV2, Minimum and Prelu on the host: flat loops for equal shapes or a scalar operand (AddV2),
  * the strided walk of numpy broadcasting otherwise. */
 #include "backends/host/host.h"
 
 static clg_binop binop(const clg_node *n)
 {
-  return n->def == &clg_op_Minimum ? CLG_BINOP_MIN : CLG_BINOP_ADD;
+  return n->def == &clg_op_Minimum ? CLG_BINOP_MIN
+         : n->def == &clg_op_Prelu ? CLG_BINOP_PRELU
+                                   : CLG_BINOP_ADD;
 }
 
 static clg_code binary_run(const clg_kernel_ctx *c)
@@ -26,5 +28,6 @@ static clg_code binary_run(const clg_kernel_ctx *c)
 static const clg_kernel_entry entries[] = {
     {&clg_op_AddV2, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
     {&clg_op_Minimum, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
+    {&clg_op_Prelu, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_host_kernels_binary_tf, entries);

@@ -1,10 +1,12 @@
-/* AddV2 and Minimum on OpenCL devices: the flat kernel for equal shapes or a scalar operand
+/* AddV2, Minimum and Prelu on OpenCL devices: the flat kernel for equal shapes or a scalar operand
  * (AddV2), cl/broadcast.cl's strided kernels otherwise. */
 #include "backends/opencl/opencl.h"
 
 static clg_binop binop(const clg_node *n)
 {
-  return n->def == &clg_op_Minimum ? CLG_BINOP_MIN : CLG_BINOP_ADD;
+  return n->def == &clg_op_Minimum ? CLG_BINOP_MIN
+         : n->def == &clg_op_Prelu ? CLG_BINOP_PRELU
+                                   : CLG_BINOP_ADD;
 }
 
 static clg_code binary_run(const clg_kernel_ctx *c)
@@ -25,5 +27,6 @@ static clg_code binary_run(const clg_kernel_ctx *c)
 static const clg_kernel_entry entries[] = {
     {&clg_op_AddV2, {CLG_KIND_OPENCL, clg_kernel_float_or_double, binary_run, NULL, NULL}},
     {&clg_op_Minimum, {CLG_KIND_OPENCL, clg_kernel_float_or_double, binary_run, NULL, NULL}},
+    {&clg_op_Prelu, {CLG_KIND_OPENCL, clg_kernel_float_or_double, binary_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_opencl_kernels_binary_tf, entries);
