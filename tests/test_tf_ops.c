@@ -1339,6 +1339,11 @@ static void test_strided_slice(void)
                     (int64_t[]){0, 0, 3, 0, 0});
   EXPECT_BUILD_ERROR(g, "Multiple ellipses in slice spec not allowed");
   g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 2, (int64_t[]){2, 3});
+  clg_strided_slice(g, "s", x, 1, (int64_t[]){0}, (int64_t[]){1}, (int64_t[]){1},
+                    (int64_t[]){0, INT64_MIN, 0, 0, 0});
+  EXPECT_BUILD_ERROR(g, "end_mask is -9223372036854775808; masks are 32-bit sets of bits");
+  g = clg_graph_new();
   x = clg_placeholder(g, "x", CLG_FLOAT32, 1, (int64_t[]){2});
   clg_strided_slice(g, "s", x, 2, (int64_t[]){0, 0}, (int64_t[]){1, 1}, (int64_t[]){1, 1}, NULL);
   EXPECT_BUILD_ERROR(g, "Index out of range using input dim 1; input has only 1 dims");

@@ -45,6 +45,13 @@ clg_code clg_strided_slice_spec(const clg_node *n, clg_slice_spec *s)
   int64_t bm = n->attrs[A_BEGIN_MASK].i, em = n->attrs[A_END_MASK].i;
   int64_t ell = n->attrs[A_ELLIPSIS_MASK].i, nam = n->attrs[A_NEW_AXIS_MASK].i;
   int64_t sm = n->attrs[A_SHRINK_MASK].i;
+  const char *names[5] = {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                          "shrink_axis_mask"};
+  int64_t all[5] = {bm, em, ell, nam, sm};
+  for (int k = 0; k < 5; k++)
+    if (all[k] < 0 || all[k] > INT32_MAX)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s is %lld; masks are 32-bit sets of bits",
+                            names[k], (long long)all[k]);
   if (ell & (ell - 1))
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "Multiple ellipses in slice spec not allowed");
   /* New axes after the ellipsis, and an implicit ellipsis at the end when there is none. */
