@@ -1446,6 +1446,91 @@ static void test_pack_d2s_grads(void)
   check_grads(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* --- MirrorPad --------------------------------------------------------------------------- */
+
+static int64_t mirror_ref(int64_t o, int64_t before, int64_t d, bool sym)
+{
+  /* Walk the mirrored sequence: the input read outward from each edge. */
+  int64_t i = o - before;
+  while (i < 0 || i >= d) {
+    if (i < 0)
+      i = sym ? -1 - i : -i;
+    else
+      i = sym ? 2 * d - 1 - i : 2 * d - 2 - i;
+  }
+  return i;
+}
+
+static void test_mirror_pad(void)
+{
+  for (int rep = 0; rep < 16; rep++) {
+    bool sym = rep % 2;
+    clg_dtype dt = rep % 4 == 3 ? CLG_FLOAT64 : CLG_FLOAT32;
+    int rank = irand(1, 3);
+    int64_t dims[3], before[3], after[3], pd[3];
+    for (int k = 0; k < rank; k++) {
+      dims[k] = irand(sym ? 1 : 2, 5);
+      before[k] = irand(0, (int)(sym ? dims[k] : dims[k] - 1));
+      after[k] = irand(0, (int)(sym ? dims[k] : dims[k] - 1));
+      pd[k] = dims[k] + before[k] + after[k];
+    }
+    clg_tensor *x = rand_tensor(dt, rank, dims, -2, 2), *dy = rand_tensor(dt, rank, pd, -2, 2);
+    array_case c = {
+        "MirrorPad", 1,     1, {2},
+        {{rank, 2}}, {{0}}, 1, {clg_attr_string("mode", sym ? "SYMMETRIC" : "REFLECT")}};
+    for (int k = 0; k < rank; k++) {
+      c.cv[0][2 * k] = before[k];
+      c.cv[0][2 * k + 1] = after[k];
+    }
+    size_t np = count_of(rank, pd), nx = count_of(rank, dims);
+    double *ref = malloc(sizeof *ref * np), *gref = calloc(nx, sizeof *gref);
+    for (size_t i = 0; i < np; i++) {
+      int64_t idx[3];
+      unravel(i, rank, pd, idx);
+      for (int k = 0; k < rank; k++)
+        idx[k] = mirror_ref(idx[k], before[k], dims[k], sym);
+      ref[i] = clg_test_elem(x, ravel(rank, dims, idx));
+      gref[ravel(rank, dims, idx)] += clg_test_elem(dy, i); /* the adjoint: a scatter */
+    }
+    char what[64];
+    snprintf(what, sizeof what, "MirrorPad %s rep %d", sym ? "SYMMETRIC" : "REFLECT", rep);
+    check_op(what, 1, &x, build_array, &c, ref, rank, pd, 0);
+    c.op = "MirrorPadGrad";
+    snprintf(what, sizeof what, "MirrorPadGrad %s rep %d", sym ? "SYMMETRIC" : "REFLECT", rep);
+    check_op(what, 1, &dy, build_array, &c, gref, rank, dims, 1e-5);
+    free(ref);
+    free(gref);
+    clg_tensor_free(x);
+    clg_tensor_free(dy);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_node *x = clg_placeholder(g, "x", CLG_FLOAT32, 1, (int64_t[]){3});
+  clg_mirror_pad(g, "m", x, 1, (int64_t[]){3}, (int64_t[]){0}, "REFLECT");
+  EXPECT_BUILD_ERROR(g, "MirrorPad 'm': paddings must be no greater than the dimension size: 3, 0 "
+                        "greater than 2 (REFLECT) in dimension 0");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 1, (int64_t[]){3});
+  clg_mirror_pad(g, "m", x, 1, (int64_t[]){1}, (int64_t[]){0}, "CONSTANT");
+  EXPECT_BUILD_ERROR(g, "mode must be REFLECT or SYMMETRIC, not 'CONSTANT'");
+}
+
+static clg_node *g_mirror(clg_graph *g, clg_node *const *x, const void *c)
+{
+  return clg_square(g, NULL,
+                    clg_mirror_pad(g, NULL, x[0], 2, (int64_t[]){1, 2}, (int64_t[]){2, 1},
+                                   c ? "SYMMETRIC" : "REFLECT"));
+}
+
+static void test_mirror_grads(void)
+{
+  static const int yes = 1;
+  const gcase cases[] = {
+      {"MirrorPad REFLECT", 1, {2}, {{3, 3}}, g_mirror, NULL, INIT_UNIFORM},
+      {"MirrorPad SYMMETRIC", 1, {2}, {{2, 3}}, g_mirror, &yes, INIT_UNIFORM},
+  };
+  check_grads(cases, sizeof cases / sizeof cases[0]);
+}
+
 int main(void)
 {
   clg_test_seed(23);
@@ -1467,5 +1552,7 @@ int main(void)
   test_strided_slice();
   test_pack_shape_d2s();
   test_pack_d2s_grads();
+  test_mirror_pad();
+  test_mirror_grads();
   return clg_test_summary("test_tf_ops");
 }

@@ -284,6 +284,10 @@ clg_node *clg_slice(clg_graph *g, const char *name, clg_node *x, int rank, const
 clg_node *clg_pad(clg_graph *g, const char *name, clg_node *x, int rank, const int64_t *before,
                   const int64_t *after, clg_node *constant_value);
 clg_node *clg_concat(clg_graph *g, const char *name, int n, clg_node *const *values, int64_t axis);
+/* pad with x's own values mirrored at each edge: mode "REFLECT" (the edge not repeated; each
+ * padding at most dim - 1) or "SYMMETRIC" (repeated; at most dim). Op MirrorPad. */
+clg_node *clg_mirror_pad(clg_graph *g, const char *name, clg_node *x, int rank,
+                         const int64_t *before, const int64_t *after, const char *mode);
 /* NHWC depthwise convolution (op DepthwiseConv2dNative): input [N,H,W,C], filter [KH,KW,C,M],
  * output [N,OH,OW,C*M] (channel c*M+m: input channel c with filter[:,:,c,m]); strides,
  * padding and dilations as clg_conv2d's. Float, and double where the device has it. */

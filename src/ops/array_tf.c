@@ -627,6 +627,81 @@ const clg_op_def clg_op_DepthToSpace = {
     .grad = d2s_grad,
 };
 
+/* --- MirrorPad, MirrorPadGrad ---------------------------------------------------------- */
+
+static const clg_attr_def mirror_attrs[] = {
+    {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "Tpaddings", .type = CLG_ATTR_DTYPE, .inferred = true},
+    {.name = "mode", .type = CLG_ATTR_STRING},
+};
+
+bool clg_mirror_symmetric(const clg_node *n) { return strcmp(n->attrs[2].s, "SYMMETRIC") == 0; }
+
+/* MirrorPad: each padding at most dim - 1 (REFLECT) or dim (SYMMETRIC), as TensorFlow's.
+ * MirrorPadGrad(input, paddings): input is the padded gradient, the output the unpadded one. */
+static clg_code mirror_infer(clg_node *n)
+{
+  bool grad = n->def == &clg_op_MirrorPadGrad;
+  const char *mode = n->attrs[2].s ? n->attrs[2].s : "";
+  if (strcmp(mode, "REFLECT") != 0 && strcmp(mode, "SYMMETRIC") != 0)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "mode must be REFLECT or SYMMETRIC, not '%s'",
+                          mode);
+  const clg_out_desc *x = clg_node_in(n, 0);
+  int64_t before[CLG_MAX_RANK], after[CLG_MAX_RANK], dims[CLG_MAX_RANK];
+  clg_code code = clg_pad_paddings(n, before, after);
+  if (code != CLG_OK)
+    return code;
+  int64_t off = mode[0] == 'R' ? 1 : 0;
+  for (int k = 0; k < x->rank; k++) {
+    int64_t d = grad ? x->dims[k] - before[k] - after[k] : x->dims[k];
+    if (grad && (before[k] > x->dims[k] || after[k] > x->dims[k] - before[k]))
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "paddings %lld and %lld pass the input's dimension %d of %lld",
+                            (long long)before[k], (long long)after[k], k, (long long)x->dims[k]);
+    if (before[k] > d - off || after[k] > d - off)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "paddings must be no greater than the dimension size: %lld, %lld "
+                            "greater than %lld (%s) in dimension %d",
+                            (long long)before[k], (long long)after[k], (long long)(d - off), mode,
+                            k);
+    dims[k] = grad ? d : d + before[k] + after[k];
+  }
+  if ((code = set_dtype(n, 0, x->dtype)) != CLG_OK ||
+      (code = set_dtype(n, 1, in_dtype(n, 1))) != CLG_OK)
+    return code;
+  return clg_node_set_output(n, 0, x->dtype, x->rank, dims);
+}
+
+/* TensorFlow's _MirrorPadGrad. */
+static clg_code mirror_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  clg_attr mode = clg_attr_string("mode", n->attrs[2].s);
+  dx[0] =
+      clg_grad_build(g, &clg_op_MirrorPadGrad, 2, (clg_output[]){dy[0], n->inputs[1]}, 1, &mode);
+  return clg_graph_status(g);
+}
+
+const clg_op_def clg_op_MirrorPad = {
+    .name = "MirrorPad",
+    .num_inputs = 2,
+    .num_outputs = 1,
+    .num_attrs = 3,
+    .attrs = mirror_attrs,
+    .infer = mirror_infer,
+    .inplace = -1,
+    .grad = mirror_grad,
+};
+
+const clg_op_def clg_op_MirrorPadGrad = {
+    .name = "MirrorPadGrad",
+    .num_inputs = 2,
+    .num_outputs = 1,
+    .num_attrs = 3,
+    .attrs = mirror_attrs,
+    .infer = mirror_infer,
+    .inplace = -1,
+};
+
 /* --- typed builders ------------------------------------------------------------------------- */
 
 clg_node *clg_squeeze(clg_graph *g, const char *name, clg_node *x, int ndims, const int64_t *dims)
@@ -700,4 +775,12 @@ clg_node *clg_depth_to_space(clg_graph *g, const char *name, clg_node *x, int64_
   clg_output in = {x, 0};
   clg_attr a = clg_attr_int("block_size", block_size);
   return clg_graph_build(g, &clg_op_DepthToSpace, name, 1, &in, 1, &a);
+}
+
+clg_node *clg_mirror_pad(clg_graph *g, const char *name, clg_node *x, int rank,
+                         const int64_t *before, const int64_t *after, const char *mode)
+{
+  clg_output in[2] = {{x, 0}, paddings_const(g, rank, before, after)};
+  clg_attr a = clg_attr_string("mode", mode);
+  return clg_graph_build(g, &clg_op_MirrorPad, name, 2, in, 1, &a);
 }

@@ -273,6 +273,9 @@ clg_code clg_concat_axis(const clg_node *n, int *axis);
 extern const clg_op_def clg_op_Pack, clg_op_Shape, clg_op_DepthToSpace, clg_op_Prelu;
 /* Pack's axis, non-negative (checked at build). */
 int clg_pack_axis(const clg_node *n);
+extern const clg_op_def clg_op_MirrorPad, clg_op_MirrorPadGrad;
+/* Whether a MirrorPad(Grad)'s mode is SYMMETRIC (else REFLECT). */
+bool clg_mirror_symmetric(const clg_node *n);
 extern const clg_op_def clg_op_DepthwiseConv2dNative, clg_op_DepthwiseConv2dNativeBackpropInput,
     clg_op_DepthwiseConv2dNativeBackpropFilter;
 /* The geometry of a depthwise op (depthwise.c): input [n,h,w,c], filter [kh,kw,c,*mult],

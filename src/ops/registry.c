@@ -108,6 +108,8 @@ static const clg_op_def *const registry[] = {
     &clg_op_Shape,
     &clg_op_DepthToSpace,
     &clg_op_Prelu,
+    &clg_op_MirrorPad,
+    &clg_op_MirrorPadGrad,
 };
 
 #define NUM_OPS ((int)(sizeof registry / sizeof registry[0]))

@@ -176,6 +176,98 @@ static clg_code d2s_run(const clg_kernel_ctx *c)
   return CLG_OK;
 }
 
+/* MirrorPad: output element (o_k) reads input (i_k), i = o - before mirrored into [0, d) (REFLECT:
+ * -i, 2d - 2 - i; SYMMETRIC: -i - 1, 2d - 1 - i). */
+static int64_t mirror_src(int64_t o, int64_t before, int64_t d, bool sym)
+{
+  int64_t i = o - before;
+  if (i < 0)
+    return sym ? -i - 1 : -i;
+  if (i >= d)
+    return sym ? 2 * d - 1 - i : 2 * d - 2 - i;
+  return i;
+}
+
+/* MirrorPadGrad: the up to 3 padded positions per dim that read unpadded index i. */
+static int mirror_sources(int64_t i, int64_t before, int64_t after, int64_t d, bool sym, int64_t *o)
+{
+  int k = 0;
+  o[k++] = i + before;
+  int64_t l = sym ? before - i - 1 : before - i; /* left mirror */
+  if (l >= 0 && l < before && (sym || i >= 1))
+    o[k++] = l;
+  int64_t r = sym ? 2 * d - 1 - i : 2 * d - 2 - i; /* right mirror, unpadded coordinate */
+  if (r >= d && r < d + after)
+    o[k++] = r + before;
+  return k;
+}
+
+#define MIRROR(T)                                                                                  \
+  do {                                                                                             \
+    const T *x = c->in[0].host;                                                                    \
+    T *y = c->out[0].host;                                                                         \
+    for (size_t q = 0; q < count; q++) {                                                           \
+      size_t rem = q, src = 0, stride = 1;                                                         \
+      if (!grad) {                                                                                 \
+        for (int k = r - 1; k >= 0; k--) {                                                         \
+          int64_t ok = (int64_t)(rem % (size_t)o->dims[k]);                                        \
+          rem /= (size_t)o->dims[k];                                                               \
+          src += (size_t)mirror_src(ok, before[k], x_->dims[k], sym) * stride;                     \
+          stride *= (size_t)x_->dims[k];                                                           \
+        }                                                                                          \
+        y[q] = x[src];                                                                             \
+        continue;                                                                                  \
+      }                                                                                            \
+      int64_t cand[CLG_MAX_RANK][3], nc[CLG_MAX_RANK], pick[CLG_MAX_RANK] = {0};                   \
+      for (int k = r - 1; k >= 0; k--) {                                                           \
+        int64_t ik = (int64_t)(rem % (size_t)o->dims[k]);                                          \
+        rem /= (size_t)o->dims[k];                                                                 \
+        nc[k] = mirror_sources(ik, before[k], after[k], o->dims[k], sym, cand[k]);                 \
+      }                                                                                            \
+      T sum = 0;                                                                                   \
+      for (;;) {                                                                                   \
+        size_t off = 0;                                                                            \
+        for (int k = 0; k < r; k++)                                                                \
+          off = off * (size_t)x_->dims[k] + (size_t)cand[k][pick[k]];                              \
+        sum += x[off];                                                                             \
+        int k = r - 1;                                                                             \
+        for (; k >= 0; k--) {                                                                      \
+          if (++pick[k] < nc[k])                                                                   \
+            break;                                                                                 \
+          pick[k] = 0;                                                                             \
+        }                                                                                          \
+        if (k < 0)                                                                                 \
+          break;                                                                                   \
+      }                                                                                            \
+      y[q] = sum;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+static clg_code mirror_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  const clg_out_desc *x_ = clg_node_in(n, 0), *o = &n->outs[0];
+  int64_t before[CLG_MAX_RANK], after[CLG_MAX_RANK];
+  clg_code code = clg_pad_paddings(n, before, after);
+  size_t count = clg_out_count(o);
+  if (code != CLG_OK || count == 0)
+    return code;
+  bool sym = clg_mirror_symmetric(n), grad = n->def == &clg_op_MirrorPadGrad;
+  int r = x_->rank;
+  if (o->dtype == CLG_FLOAT64)
+    MIRROR(double);
+  else
+    MIRROR(float);
+  return CLG_OK;
+}
+
+/* Float or double (MirrorPadGrad sums; MirrorPad's copies are as generic, kept to floats here). */
+static bool mirror_supports(const clg_node *n, const clg_device *dev)
+{
+  (void)dev;
+  return n->outs[0].dtype == CLG_FLOAT32 || n->outs[0].dtype == CLG_FLOAT64;
+}
+
 static const clg_kernel_entry entries[] = {
     {&clg_op_Squeeze, {CLG_KIND_HOST, NULL, copy_run, NULL, NULL}},
     {&clg_op_ExpandDims, {CLG_KIND_HOST, NULL, copy_run, NULL, NULL}},
@@ -186,5 +278,7 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_Pack, {CLG_KIND_HOST, NULL, concat_run, NULL, NULL}},
     {&clg_op_Shape, {CLG_KIND_HOST, NULL, shape_run, NULL, NULL}},
     {&clg_op_DepthToSpace, {CLG_KIND_HOST, NULL, d2s_run, NULL, NULL}},
+    {&clg_op_MirrorPad, {CLG_KIND_HOST, mirror_supports, mirror_run, NULL, NULL}},
+    {&clg_op_MirrorPadGrad, {CLG_KIND_HOST, mirror_supports, mirror_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_host_kernels_array_tf, entries);

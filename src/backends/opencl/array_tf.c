@@ -206,6 +206,113 @@ static clg_code d2s_run(const clg_kernel_ctx *c)
   return clg_cl_gather(c->dev, clg_dtype_size(n->outs[0].dtype), &c->in[0], &c->out[0], &m);
 }
 
+static const clg_cl_text mirror_source = {
+    "mirror_pad",
+    "typedef struct clg_mp { long rank; long odims[8]; long idims[8]; long before[8];\n"
+    "  long after[8]; long sym; } clg_mp;\n"
+    "static long clg_mirror_src(long o, long before, long d, long sym)\n"
+    "{\n"
+    "  long i = o - before;\n"
+    "  if (i < 0)\n"
+    "    return sym ? -i - 1 : -i;\n"
+    "  if (i >= d)\n"
+    "    return sym ? 2 * d - 1 - i : 2 * d - 2 - i;\n"
+    "  return i;\n"
+    "}\n"
+    "__kernel void clg_mirror_pad(__global const T *x, ulong xo, __global T *y, ulong yo,\n"
+    "                             ulong count, clg_mp m)\n"
+    "{\n"
+    "  ulong q = get_global_id(0);\n"
+    "  if (q >= count)\n"
+    "    return;\n"
+    "  ulong rem = q, src = 0, stride = 1;\n"
+    "  for (int k = (int)m.rank - 1; k >= 0; k--) {\n"
+    "    long ok = (long)(rem % (ulong)m.odims[k]);\n"
+    "    rem /= (ulong)m.odims[k];\n"
+    "    src += (ulong)clg_mirror_src(ok, m.before[k], m.idims[k], m.sym) * stride;\n"
+    "    stride *= (ulong)m.idims[k];\n"
+    "  }\n"
+    "  y[yo + q] = x[xo + src];\n"
+    "}\n"
+    "__kernel void clg_mirror_pad_grad(__global const T *x, ulong xo, __global T *y, ulong yo,\n"
+    "                                  ulong count, clg_mp m)\n"
+    "{\n"
+    "  ulong q = get_global_id(0);\n"
+    "  if (q >= count)\n"
+    "    return;\n"
+    "  long cand[8][3], nc[8], pick[8];\n"
+    "  ulong rem = q;\n"
+    "  for (int k = (int)m.rank - 1; k >= 0; k--) {\n"
+    "    long i = (long)(rem % (ulong)m.odims[k]), d = m.odims[k], b = m.before[k], n = 0;\n"
+    "    rem /= (ulong)m.odims[k];\n"
+    "    cand[k][n++] = i + b;\n"
+    "    long l = m.sym ? b - i - 1 : b - i;\n"
+    "    if (l >= 0 && l < b && (m.sym || i >= 1))\n"
+    "      cand[k][n++] = l;\n"
+    "    long r = m.sym ? 2 * d - 1 - i : 2 * d - 2 - i;\n"
+    "    if (r >= d && r < d + m.after[k])\n"
+    "      cand[k][n++] = r + b;\n"
+    "    nc[k] = n;\n"
+    "    pick[k] = 0;\n"
+    "  }\n"
+    "  T sum = (T)0;\n"
+    "  for (;;) {\n"
+    "    ulong off = 0;\n"
+    "    for (int k = 0; k < (int)m.rank; k++)\n"
+    "      off = off * (ulong)m.idims[k] + (ulong)cand[k][pick[k]];\n"
+    "    sum += x[xo + off];\n"
+    "    int k = (int)m.rank - 1;\n"
+    "    for (; k >= 0; k--) {\n"
+    "      if (++pick[k] < nc[k])\n"
+    "        break;\n"
+    "      pick[k] = 0;\n"
+    "    }\n"
+    "    if (k < 0)\n"
+    "      break;\n"
+    "  }\n"
+    "  y[yo + q] = sum;\n"
+    "}\n"};
+
+/* The layout of clg_mp above. */
+typedef struct cl_mp {
+  cl_long rank, odims[8], idims[8], before[8], after[8], sym;
+} cl_mp;
+
+static clg_code mirror_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  const clg_out_desc *x = clg_node_in(n, 0), *o = &n->outs[0];
+  int64_t before[CLG_MAX_RANK], after[CLG_MAX_RANK];
+  clg_code code = clg_pad_paddings(n, before, after);
+  cl_ulong count = clg_out_count(o);
+  if (code != CLG_OK || count == 0)
+    return code;
+  cl_mp m;
+  memset(&m, 0, sizeof m);
+  m.rank = x->rank;
+  m.sym = clg_mirror_symmetric(n);
+  for (int k = 0; k < x->rank; k++) {
+    m.odims[k] = o->dims[k];
+    m.idims[k] = x->dims[k];
+    m.before[k] = before[k];
+    m.after[k] = after[k];
+  }
+  size_t es = clg_dtype_size(o->dtype);
+  cl_mem xm = clg_cl_mem(&c->in[0]), ym = clg_cl_mem(&c->out[0]);
+  cl_ulong xo = c->in[0].offset / es, yo = c->out[0].offset / es;
+  clg_cl_arg args[] = {{sizeof xm, &xm}, {sizeof xo, &xo},       {sizeof ym, &ym},
+                       {sizeof yo, &yo}, {sizeof count, &count}, {sizeof m, &m}};
+  return clg_cl_launch(c->dev, o->dtype, &mirror_source,
+                       n->def == &clg_op_MirrorPad ? "clg_mirror_pad" : "clg_mirror_pad_grad", args,
+                       6, (size_t)count);
+}
+
+static bool mirror_supports(const clg_node *n, const clg_device *dev)
+{
+  clg_dtype t = n->outs[0].dtype;
+  return t == CLG_FLOAT32 || (t == CLG_FLOAT64 && dev->info.has_fp64);
+}
+
 static const clg_kernel_entry entries[] = {
     {&clg_op_Squeeze, {CLG_KIND_OPENCL, NULL, copy_run, NULL, NULL}},
     {&clg_op_ExpandDims, {CLG_KIND_OPENCL, NULL, copy_run, NULL, NULL}},
@@ -216,5 +323,7 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_Pack, {CLG_KIND_OPENCL, NULL, concat_run, NULL, NULL}},
     {&clg_op_Shape, {CLG_KIND_OPENCL, NULL, shape_run, NULL, NULL}},
     {&clg_op_DepthToSpace, {CLG_KIND_OPENCL, NULL, d2s_run, NULL, NULL}},
+    {&clg_op_MirrorPad, {CLG_KIND_OPENCL, mirror_supports, mirror_run, NULL, NULL}},
+    {&clg_op_MirrorPadGrad, {CLG_KIND_OPENCL, mirror_supports, mirror_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_opencl_kernels_array_tf, entries);
