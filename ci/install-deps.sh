@@ -9,9 +9,12 @@ set -euo pipefail
 # libopenmpi-dev, openmpi-bin: tasks of /job:worker as MPI ranks (src/cluster/) and mpirun for
 # their tests.
 # python3: ci/gpu-check.sh writes its report with it (its dry run is a test).
+# protobuf-compiler, python3-protobuf: tools/tfjs_to_pb.py (tfjs graph models to frozen .pb
+# files for the GraphDef reader's tests), run at test time by the tfjs_to_pb test.
 packages=(build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev
           pocl-opencl-icd libopenblas-dev clinfo valgrind clang libclang-rt-14-dev
-          libjansson-dev zlib1g-dev chromium libopenmpi-dev openmpi-bin python3)
+          libjansson-dev zlib1g-dev chromium libopenmpi-dev openmpi-bin python3
+          protobuf-compiler python3-protobuf)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

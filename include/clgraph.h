@@ -36,6 +36,7 @@
 
 #include "clgraph/checkpoint.h"
 #include "clgraph/device.h"
+#include "clgraph/export.h"
 #include "clgraph/graph.h"
 #include "clgraph/import.h"
 #include "clgraph/log.h"

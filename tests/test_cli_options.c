@@ -373,6 +373,38 @@ static void test_parser_required_and_long(void)
   free(err);
 }
 
+/* A repeatable option (clgraph run's --input): each occurrence appended, in order, up to
+ * max_items; a value that is an option is refused as for any valued option. */
+static void test_parser_repeat(void)
+{
+  const char *texts[3] = {NULL, NULL, NULL};
+  int count = -1;
+  bool json = false;
+  clg_tool_opt opts[] = {{"--input", CLG_TOOL_REPEAT, .meta = "NAME=FILE", .max_items = 2,
+                          .texts = texts, .count = &count},
+                         {"--json", CLG_TOOL_FLAG, .flag = &json},
+                         {NULL}};
+  clg_tool_cmd cmd = {.name = "t", .usage = parse_usage, .opts = opts, .max_args = 1};
+  CHECK(clg_tool_parse(&cmd, 2, (char *[]){"t", "m", NULL}) == CLG_TOOL_RUN);
+  CHECK(count == -1); /* absent: the variable keeps its value */
+  CHECK(clg_tool_parse(&cmd, 6, (char *[]){"t", "--input", "a=1", "m", "--input", "b=2", NULL}) ==
+        CLG_TOOL_RUN);
+  CHECK(count == 2 && texts[0] && texts[1] && strcmp(texts[0], "a=1") == 0 &&
+        strcmp(texts[1], "b=2") == 0 && cmd.num_args == 1);
+  cmd.err = tmpfile();
+  CHECK(clg_tool_parse(&cmd, 7,
+                       (char *[]){"t", "--input", "a", "--input", "b", "--input", "c", NULL}) == 2);
+  char *err = cmd.err ? read_back(cmd.err) : NULL;
+  CHECK_STR(err, "clgraph t: --input given more than 2 times\n\n"
+                 "usage: clgraph t [options] [A [B]]\n");
+  free(err);
+  cmd.err = tmpfile();
+  CHECK(clg_tool_parse(&cmd, 3, (char *[]){"t", "--input", "--json", NULL}) == 2);
+  err = cmd.err ? read_back(cmd.err) : NULL;
+  CHECK(err && strncmp(err, "clgraph t: --input needs a value\n", 33) == 0);
+  free(err);
+}
+
 static bool put_file(const char *path, const void *data, size_t n)
 {
   FILE *f = fopen(path, "wb");
@@ -466,6 +498,12 @@ static void test_commands(const char *dir)
        "usage: clgraph train"},
       {"eval --checkpoint a --checkpoint b",
        "clgraph eval: --checkpoint given twice ('a', then 'b')", "usage: clgraph eval"},
+      {"export --checkpoint a --checkpoint b --output c",
+       "clgraph export: --checkpoint given twice ('a', then 'b')", "usage: clgraph export"},
+      {"run m.pb --seed 1 --seed 2", "clgraph run: --seed given twice ('1', then '2')",
+       "usage: clgraph run"},
+      {"inspect m.pb --json --json", "clgraph inspect: --json given twice",
+       "usage: clgraph inspect"},
   };
   for (size_t i = 0; i < sizeof twice / sizeof twice[0]; i++)
     check_status(twice[i].args, 2, twice[i].reason, twice[i].usage);
@@ -544,6 +582,7 @@ int main(void)
 {
   test_parser_cases();
   test_parser_required_and_long();
+  test_parser_repeat();
   const char *dir = getenv("CLG_BINARY_DIR");
   CHECK_MSG(dir != NULL, "CLG_BINARY_DIR is not set (run through ctest)");
   if (!dir)

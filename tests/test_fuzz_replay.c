@@ -14,6 +14,12 @@
 #include "fuzz/fuzz_suballoc.c"
 #define FUZZ_SAFETENSORS_ENTRY fuzz_safetensors_one
 #include "fuzz/fuzz_safetensors.c"
+#define FUZZ_NPY_ENTRY fuzz_npy_one
+#include "fuzz/fuzz_npy.c"
+#define FUZZ_GRAPHDEF_ENTRY fuzz_graphdef_one
+#include "fuzz/fuzz_graphdef.c"
+#define FUZZ_TFJS_ENTRY fuzz_tfjs_one
+#include "fuzz/fuzz_tfjs.c"
 #define FUZZ_GRAPH_ENTRY fuzz_graph_one
 #define FUZZ_GRAPH_INIT fuzz_graph_init
 #include "fuzz/fuzz_graph.c"
@@ -87,6 +93,9 @@ int main(void)
   replay("fuzz_devname", fuzz_devname_one, 10);
   replay("fuzz_suballoc", fuzz_suballoc_one, 5);
   replay("fuzz_safetensors", fuzz_safetensors_one, 8);
+  replay("fuzz_npy", fuzz_npy_one, 10);
+  replay("fuzz_graphdef", fuzz_graphdef_one, 8);
+  replay("fuzz_tfjs", fuzz_tfjs_one, 6);
   if (clg_test_require_gpus(4)) {
     fuzz_graph_init(NULL, NULL);
     replay("fuzz_graph", fuzz_graph_one, 10);

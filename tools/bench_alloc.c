@@ -8,10 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "clgraph.h"
-#include "core/core.h"
-#include "device/device.h"
-#include "memory/memory.h"
 #include "pictures.h"
 #include "tool.h"
 
@@ -153,16 +151,16 @@ static double one_region_reference(const trace *t, uint64_t align)
 }
 
 /* Replays: ns per pair, or a negative value on failure. */
-static double run_clg(clg_allocator *a, const trace *t, clg_block *blocks)
+static double run_clg(clg_allocator *a, const trace *t, clg_bench_blocks *blocks)
 {
   uint64_t t0 = clg_now_ns();
   for (size_t i = 0; i < t->n; i++) {
     const op *o = &t->ops[i];
     if (o->size) {
-      if (clg_allocator_alloc(a, o->size, &blocks[o->slot]) != CLG_OK)
+      if (clg_bench_blocks_alloc(a, blocks, o->slot, o->size) != CLG_OK)
         return -1;
     } else {
-      clg_allocator_free(a, &blocks[o->slot], NULL);
+      clg_bench_blocks_release(a, blocks, o->slot);
     }
   }
   return (double)(clg_now_ns() - t0) / (double)t->pairs;
@@ -193,7 +191,8 @@ static double run_clcreate(clg_device *dev, const trace *t, cl_mem *mems)
     const op *o = &t->ops[i];
     if (o->size) {
       cl_int err;
-      mems[o->slot] = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, o->size, NULL, &err);
+      mems[o->slot] =
+          clCreateBuffer(clg_bench_device_context(dev), CL_MEM_READ_WRITE, o->size, NULL, &err);
       if (err != CL_SUCCESS)
         return -1;
     } else {
@@ -251,7 +250,7 @@ int clg_bench_alloc(int argc, char **argv)
   trace t = make_realistic(allocations, 64, 0x5eedull, false);
   /* The same shape with small sizes only (256 B .. 16 KiB): glibc's best case. */
   trace ts = make_realistic(allocations, 64, 0x5eedull, true);
-  clg_block *blocks = calloc(t.slots, sizeof *blocks);
+  clg_bench_blocks *blocks = clg_bench_blocks_new(t.slots);
   void **ptrs = calloc(t.slots, sizeof *ptrs);
   cl_mem *mems = calloc(t.slots, sizeof *mems);
   double *v_clg = calloc((size_t)repeats, sizeof(double));
@@ -296,7 +295,7 @@ int clg_bench_alloc(int argc, char **argv)
 
   /* Memory overhead of allow_growth on a random trace, with a fresh allocator. */
   trace rt = make_random(50000, 96, 0xfeedull);
-  clg_block *rblocks = calloc(rt.slots, sizeof *rblocks);
+  clg_bench_blocks *rblocks = clg_bench_blocks_new(rt.slots);
   clg_memory_stats st;
   memset(&st, 0, sizeof st);
   if (ok && clg_allocator_new(dev, &opt, &a) == CLG_OK) {
@@ -318,21 +317,22 @@ int clg_bench_alloc(int argc, char **argv)
   if (ok && reserve && gpu) {
     clg_memory_options def = {0};
     if (clg_allocator_new(dev, &def, &a) == CLG_OK) {
-      clg_block b;
+      clg_bench_blocks *b = clg_bench_blocks_new(1);
       uint64_t t0 = clg_now_ns();
-      if (clg_allocator_alloc(a, 1, &b) == CLG_OK) {
+      if (b && clg_bench_blocks_alloc(a, b, 0, 1) == CLG_OK) {
         reserve_s = (double)(clg_now_ns() - t0) / 1e9;
-        clg_allocator_free(a, &b, NULL);
+        clg_bench_blocks_release(a, b, 0);
       } else {
         fprintf(stderr, "clgraph bench alloc: reserving failed: %s\n", clg_last_error());
       }
+      clg_bench_blocks_free(b);
       clg_allocator_stats(a, &st_res);
       clg_allocator_destroy(a);
     }
   }
 
-  const char *name = dev->info.full_name;
-  const char *cl_name = gpu ? dev->info.cl_name : "host";
+  const char *name = clg_bench_device_info(dev)->full_name;
+  const char *cl_name = gpu ? clg_bench_device_info(dev)->cl_name : "host";
   bool goal_ns = ns_clg < 100, goal_malloc = ns_clg <= 2 * ns_mal, goal_overhead = overhead < 1.15;
   if (json) {
     char clbuf[32] = "null", resbuf[32] = "null";
@@ -407,8 +407,8 @@ int clg_bench_alloc(int argc, char **argv)
   free(v_sclg);
   free(v_smal);
   free(rt.ops);
-  free(blocks);
-  free(rblocks);
+  clg_bench_blocks_free(blocks);
+  clg_bench_blocks_free(rblocks);
   free(ptrs);
   free(mems);
   free(v_clg);

@@ -16,9 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "clgraph.h"
-#include "cluster/cluster.h"
-#include "core/core.h"
 #include "pictures.h"
 #include "tool.h"
 
@@ -54,10 +53,15 @@ int clg_bench_allreduce(int argc, char **argv)
   opt.gpu_options.allow_growth = 1;
   const int sizes[] = {1, 4, 16, 64, 256};
   int task = 0, tasks = 1, status = 0;
-  clg_strbuf out;
-  clg_strbuf_init(&out);
+  char *text = NULL; /* the JSON, printed at the end by task 0 */
+  size_t text_len = 0;
+  FILE *out = open_memstream(&text, &text_len);
+  if (!out) {
+    fprintf(stderr, "clgraph bench allreduce: out of host memory\n");
+    return 1;
+  }
   if (json)
-    clg_strbuf_printf(&out, "{\"bench\": \"allreduce\", \"dtype\": \"float32\", \"sizes\": [");
+    fprintf(out, "{\"bench\": \"allreduce\", \"dtype\": \"float32\", \"sizes\": [");
   int printed = 0;
   for (int si = 0; si < 5 && sizes[si] <= max_mib && status == 0; si++) {
     size_t bytes = (size_t)sizes[si] << 20, count = bytes / 4;
@@ -79,7 +83,7 @@ int clg_bench_allreduce(int argc, char **argv)
     /* --trace: task 0's session runs (every task would write the same file). */
     if (task == 0)
       clg_tool_bench_session_setup(s);
-    clg_cluster *c = clg_cluster_current();
+    clg_cluster *c = clg_session_cluster(s);
     double *t_sess = calloc((size_t)repeats, sizeof(double));
     double *t_op = calloc((size_t)repeats, sizeof(double));
     double *t_mpi = calloc((size_t)repeats, sizeof(double));
@@ -99,7 +103,7 @@ int clg_bench_allreduce(int argc, char **argv)
           code = clg_session_run(s, 1, &x, &feed, 1, &y, &o);
           clg_tensor_free(o);
         } else if (side == 1) {
-          code = clg_cluster_allreduce(c, buf, count, CLG_FLOAT32, CLG_REDUCE_SUM, "bench");
+          code = clg_bench_cluster_allreduce_sum(c, buf, count, "bench");
         } else if (c) {
           code = clg_cluster_reference_allreduce(c, buf, count, CLG_FLOAT32);
         }
@@ -122,10 +126,10 @@ int clg_bench_allreduce(int argc, char **argv)
       double rs = clg_tool_median(r_sess, repeats), ro = clg_tool_median(r_op, repeats);
       double gb = (double)bytes / 1e9;
       if (json)
-        clg_strbuf_printf(&out,
-                          "%s\n  {\"mib\": %d, \"session_gbps\": %.3f, \"op_gbps\": %.3f, "
-                          "\"mpi_gbps\": %.3f, \"session_vs_mpi\": %.3f, \"op_vs_mpi\": %.3f}",
-                          printed++ ? "," : "", sizes[si], gb / ms, gb / mo, gb / mm, rs, ro);
+        fprintf(out,
+                "%s\n  {\"mib\": %d, \"session_gbps\": %.3f, \"op_gbps\": %.3f, "
+                "\"mpi_gbps\": %.3f, \"session_vs_mpi\": %.3f, \"op_vs_mpi\": %.3f}",
+                printed++ ? "," : "", sizes[si], gb / ms, gb / mo, gb / mm, rs, ro);
       else
         printf("%4d MiB on %d tasks: session %7.3f GB/s (%.2fx), op %7.3f GB/s (%.2fx), "
                "MPI_Allreduce %7.3f GB/s\n",
@@ -143,10 +147,12 @@ int clg_bench_allreduce(int argc, char **argv)
   }
   if (task != 0) /* task 0 writes the pictures; here none was asked for */
     clg_tool_pictures_init(&clg_tool_bench_pictures, clg_tool_bench_pictures.command, 1);
-  if (json && task == 0 && status == 0) {
-    clg_strbuf_printf(&out, "\n], \"tasks\": %d, \"repeats\": %d}\n", tasks, repeats);
-    fputs(out.buf ? out.buf : "", stdout);
-  }
-  clg_strbuf_free(&out);
+  bool print = json && task == 0 && status == 0;
+  if (print)
+    fprintf(out, "\n], \"tasks\": %d, \"repeats\": %d}\n", tasks, repeats);
+  fclose(out);
+  if (print)
+    fputs(text ? text : "", stdout);
+  free(text);
   return status;
 }

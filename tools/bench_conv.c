@@ -13,9 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "clgraph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
 #include "pictures.h"
 #include "tool.h"
 
@@ -48,7 +47,7 @@ static void fill(float *p, size_t n, unsigned *seed)
   }
 }
 
-static void window_of(const conv_shape *s, int64_t batch, clg_window *g)
+static void window_of(const conv_shape *s, int64_t batch, clg_bench_window *g)
 {
   memset(g, 0, sizeof *g);
   g->n = batch, g->h = s->h, g->w = s->w, g->c = s->c;
@@ -100,7 +99,7 @@ static double sess_run(sess_side *ss, char *note, size_t size)
 {
   uint64_t t0 = clg_now_ns();
   clg_code code = clg_session_run_outputs(ss->s, 0, NULL, NULL, 0, NULL, NULL, 1, &ss->conv);
-  if (code == CLG_OK && !ss->dev->is_host)
+  if (code == CLG_OK && !clg_bench_device_is_host(ss->dev))
     code = clg_device_finish(ss->dev);
   if (code != CLG_OK) {
     snprintf(note, size, "session run: %s", clg_last_error());
@@ -127,14 +126,14 @@ static void sess_close(sess_side *ss)
 
 typedef struct hand_side {
   clg_device *dev;
-  clg_window g;
+  clg_bench_window g;
   size_t m, n, k;
   const float *x, *f;
   float *p, *y; /* host */
   cl_mem mx, mf, mp, my;
 } hand_side;
 
-static bool hand_open(hand_side *h, clg_device *dev, const clg_window *g, const float *x,
+static bool hand_open(hand_side *h, clg_device *dev, const clg_bench_window *g, const float *x,
                       const float *f, char *note, size_t size)
 {
   memset(h, 0, sizeof *h);
@@ -143,7 +142,7 @@ static bool hand_open(hand_side *h, clg_device *dev, const clg_window *g, const 
   h->m = (size_t)(g->n * g->oh * g->ow), h->n = (size_t)g->cout, h->k = (size_t)g->kdim;
   h->x = x, h->f = f;
   size_t xb = (size_t)(g->n * g->h * g->w * g->c) * 4, fb = h->k * h->n * 4;
-  if (dev->is_host) {
+  if (clg_bench_device_is_host(dev)) {
     h->p = malloc(h->m * h->k * 4);
     h->y = malloc(h->m * h->n * 4);
     if (!h->p || !h->y) {
@@ -156,11 +155,14 @@ static bool hand_open(hand_side *h, clg_device *dev, const clg_window *g, const 
   cl_mem *bufs[4] = {&h->mx, &h->mf, &h->mp, &h->my};
   size_t bytes[4] = {xb, fb, h->m * h->k * 4, h->m * h->n * 4};
   for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
-    *bufs[i] = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes[i], NULL, &err);
+    *bufs[i] =
+        clCreateBuffer(clg_bench_device_context(dev), CL_MEM_READ_WRITE, bytes[i], NULL, &err);
   if (err == CL_SUCCESS)
-    err = clEnqueueWriteBuffer(dev->queue, h->mx, CL_TRUE, 0, xb, x, 0, NULL, NULL);
+    err =
+        clEnqueueWriteBuffer(clg_bench_device_queue(dev), h->mx, CL_TRUE, 0, xb, x, 0, NULL, NULL);
   if (err == CL_SUCCESS)
-    err = clEnqueueWriteBuffer(dev->queue, h->mf, CL_TRUE, 0, fb, f, 0, NULL, NULL);
+    err =
+        clEnqueueWriteBuffer(clg_bench_device_queue(dev), h->mf, CL_TRUE, 0, fb, f, 0, NULL, NULL);
   if (err != CL_SUCCESS) {
     snprintf(note, size, "hand: %s (%d)", clg_cl_error_name(err), err);
     return false;
@@ -171,11 +173,12 @@ static bool hand_open(hand_side *h, clg_device *dev, const clg_window *g, const 
 static double hand_run(hand_side *h, char *note, size_t size)
 {
   uint64_t t0 = clg_now_ns();
-  if (h->dev->is_host) { /* the same chunks of patch rows as the library's kernel */
+  if (clg_bench_device_is_host(
+          h->dev)) { /* the same chunks of patch rows as the library's kernel */
     size_t chunk = clg_conv_chunk_rows(false, h->k, 4, h->m);
     for (size_t r0 = 0; r0 < h->m; r0 += chunk) {
       size_t nr = h->m - r0 < chunk ? h->m - r0 : chunk;
-      clg_host_im2col(CLG_FLOAT32, h->x, h->p, r0, nr, &h->g);
+      clg_bench_host_im2col(CLG_FLOAT32, h->x, h->p, r0, nr, &h->g);
 #ifdef CLG_HAVE_CBLAS
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)h->n, (int)h->k, 1.0f,
                   h->p, (int)h->k, h->f, (int)h->n, 0.0f, h->y + r0 * h->n, (int)h->n);
@@ -187,14 +190,14 @@ static double hand_run(hand_side *h, char *note, size_t size)
     return since(t0);
   }
 #ifdef CLG_HAVE_CLBLAST
-  clg_block bx = {.mem = h->mx, .size = (size_t)(h->g.n * h->g.h * h->g.w * h->g.c) * 4};
-  clg_block bp = {.mem = h->mp, .size = h->m * h->k * 4};
-  clg_code code = clg_cl_im2col(h->dev, CLG_FLOAT32, &bx, &bp, 0, h->m, &h->g);
+  clg_code code = clg_bench_cl_im2col(h->dev, CLG_FLOAT32, h->mx,
+                                      (size_t)(h->g.n * h->g.h * h->g.w * h->g.c) * 4, h->mp,
+                                      h->m * h->k * 4, 0, h->m, &h->g);
   if (code != CLG_OK) {
     snprintf(note, size, "hand im2col: %s", clg_last_error());
     return NAN;
   }
-  cl_command_queue q = h->dev->queue;
+  cl_command_queue q = clg_bench_device_queue(h->dev);
   clg_clblast_tune(h->dev); /* the parameters the session's GEMMs use (once per device) */
   CLBlastStatusCode st =
       CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, h->m, h->n, h->k,
@@ -215,12 +218,12 @@ static double hand_run(hand_side *h, char *note, size_t size)
 /* The hand side's result, for the comparison. */
 static bool hand_result(hand_side *h, float *out)
 {
-  if (h->dev->is_host) {
+  if (clg_bench_device_is_host(h->dev)) {
     memcpy(out, h->y, h->m * h->n * 4);
     return true;
   }
-  return clEnqueueReadBuffer(h->dev->queue, h->my, CL_TRUE, 0, h->m * h->n * 4, out, 0, NULL,
-                             NULL) == CL_SUCCESS;
+  return clEnqueueReadBuffer(clg_bench_device_queue(h->dev), h->my, CL_TRUE, 0, h->m * h->n * 4,
+                             out, 0, NULL, NULL) == CL_SUCCESS;
 }
 
 static void hand_close(hand_side *h)
@@ -263,7 +266,7 @@ static double square_sgemm(size_t n, int repeats)
 static void measure(clg_device *dev, int dev_index, const conv_shape *cs, int64_t batch,
                     int repeats, conv_result *r)
 {
-  clg_window g;
+  clg_bench_window g;
   window_of(cs, batch, &g);
   size_t xn = (size_t)(batch * cs->h * cs->w * cs->c), fn = (size_t)g.kdim * (size_t)g.cout;
   size_t m = (size_t)(g.n * g.oh * g.ow), yn = m * (size_t)g.cout;
@@ -271,7 +274,7 @@ static void measure(clg_device *dev, int dev_index, const conv_shape *cs, int64_
   float *x = malloc(xn * 4), *f = malloc(fn * 4), *hy = malloc(yn * 4);
   double *ts = calloc((size_t)repeats, sizeof *ts), *th = calloc((size_t)repeats, sizeof *th),
          *ratio = calloc((size_t)repeats, sizeof *ratio);
-  snprintf(r->device, sizeof r->device, "%s", dev->info.name);
+  snprintf(r->device, sizeof r->device, "%s", clg_bench_device_info(dev)->name);
   r->conv = cs->name;
   r->session = r->hand = r->ratio = r->square = r->diff = NAN;
   if (!x || !f || !hy || !ts || !th || !ratio) {
@@ -283,7 +286,8 @@ static void measure(clg_device *dev, int dev_index, const conv_shape *cs, int64_
   fill(f, fn, &seed);
   sess_side ss;
   hand_side hs;
-  bool ok_s = sess_open(&ss, dev->info.name, dev_index, cs, batch, x, f, r->note, sizeof r->note);
+  bool ok_s = sess_open(&ss, clg_bench_device_info(dev)->name, dev_index, cs, batch, x, f, r->note,
+                        sizeof r->note);
   bool ok_h = ok_s && hand_open(&hs, dev, &g, x, f, r->note, sizeof r->note);
   /* Warm-up: programs compiled, arenas planned, caches filled. */
   if (ok_h)
@@ -315,7 +319,7 @@ static void measure(clg_device *dev, int dev_index, const conv_shape *cs, int64_
       r->diff = sqrt(num / (den > 0 ? den : 1));
     }
     clg_tensor_free(out);
-    if (dev->is_host)
+    if (clg_bench_device_is_host(dev))
       r->square =
           square_sgemm((size_t)llround(cbrt((double)m * (double)g.cout * (double)g.kdim)), repeats);
   }
@@ -406,14 +410,15 @@ int clg_bench_conv(int argc, char **argv)
            "rel.diff");
   for (int d = 0; d < ndev && res; d++) {
     clg_device *dev = clg_devices_at(devs, d);
-    if (only && strcmp(only, dev->info.name) != 0 && strcmp(only, dev->info.full_name) != 0)
+    if (only && strcmp(only, clg_bench_device_info(dev)->name) != 0 &&
+        strcmp(only, clg_bench_device_info(dev)->full_name) != 0)
       continue;
     for (int c = 0; c < 2; c++) {
       conv_result *r = &res[nres++];
       measure(dev, d, &shapes[c], batch, repeats, r);
       if (!json) {
         printf("%-16s %-6s %9.2f %9.2f %6.3f", r->device, r->conv, r->session, r->hand, r->ratio);
-        if (dev->is_host)
+        if (clg_bench_device_is_host(dev))
           printf(" %9.2f %6.1f%%", r->square, 100 * r->session / r->square);
         else
           printf(" %9s %7s", "-", "-");

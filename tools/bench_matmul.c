@@ -15,9 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "clgraph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
 #include "pictures.h"
 #include "tool.h"
 
@@ -270,7 +269,7 @@ static bool direct_setup(direct_bench *db, clg_device *dev, clg_dtype dt, size_t
   db->n = n;
   db->a = a;
   db->b = b;
-  if (dev->is_host) {
+  if (clg_bench_device_is_host(dev)) {
 #ifdef CLG_HAVE_CBLAS
     db->what = dt == CLG_FLOAT32 ? "cblas_sgemm (OpenBLAS)" : "cblas_dgemm (OpenBLAS)";
 #else
@@ -286,11 +285,13 @@ static bool direct_setup(direct_bench *db, clg_device *dev, clg_dtype dt, size_t
   size_t bytes = n * n * dtype_size(dt);
   cl_int err = CL_SUCCESS;
   for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
-    db->m[i] = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    db->m[i] = clCreateBuffer(clg_bench_device_context(dev), CL_MEM_READ_WRITE, bytes, NULL, &err);
   if (err == CL_SUCCESS)
-    err = clEnqueueWriteBuffer(dev->queue, db->m[0], CL_TRUE, 0, bytes, a, 0, NULL, NULL);
+    err = clEnqueueWriteBuffer(clg_bench_device_queue(dev), db->m[0], CL_TRUE, 0, bytes, a, 0, NULL,
+                               NULL);
   if (err == CL_SUCCESS)
-    err = clEnqueueWriteBuffer(dev->queue, db->m[1], CL_TRUE, 0, bytes, b, 0, NULL, NULL);
+    err = clEnqueueWriteBuffer(clg_bench_device_queue(dev), db->m[1], CL_TRUE, 0, bytes, b, 0, NULL,
+                               NULL);
   if (err != CL_SUCCESS) {
     snprintf(note, note_size, "direct: %s (%d)", clg_cl_error_name(err), err);
     return false;
@@ -311,7 +312,7 @@ static double direct_run(direct_bench *db, void *c, bool transfers, char *note, 
 {
   size_t n = db->n;
   uint64_t t0 = clg_now_ns();
-  if (db->dev->is_host) { /* c is required here: the product has to go somewhere */
+  if (clg_bench_device_is_host(db->dev)) { /* c is required here: the product has to go somewhere */
     void *out = c;
 #ifdef CLG_HAVE_CBLAS
     int in = (int)n;
@@ -328,7 +329,7 @@ static double direct_run(direct_bench *db, void *c, bool transfers, char *note, 
     return (double)(clg_now_ns() - t0) * 1e-9;
   }
 #ifdef CLG_HAVE_CLBLAST
-  cl_command_queue q = db->dev->queue;
+  cl_command_queue q = clg_bench_device_queue(db->dev);
   size_t bytes = n * n * dtype_size(db->dt);
   cl_int err = CL_SUCCESS;
   if (transfers) {
@@ -376,9 +377,10 @@ static void measure(result *r, clg_device *dev, size_t n, const void *a, const v
   direct_bench db;
   double ts[64], td[64], tk[64];
   int okS = 0, okD = 0, okK = 0;
-  bool has_s = sess_setup(&sb, dev->info.name, r->dtype, n, a, b, r->note, sizeof r->note);
+  bool has_s =
+      sess_setup(&sb, clg_bench_device_info(dev)->name, r->dtype, n, a, b, r->note, sizeof r->note);
   bool has_d = direct_setup(&db, dev, r->dtype, n, a, b, r->note, sizeof r->note);
-  bool has_k = has_d && !dev->is_host;
+  bool has_k = has_d && !clg_bench_device_is_host(dev);
   r->direct_what = db.what ? db.what : "";
   if (has_s && isnan(sess_run(&sb, c1, r->note, sizeof r->note)))
     has_s = false;
@@ -525,13 +527,15 @@ int clg_bench_matmul(int argc, char **argv)
 
   for (int d = 0; d < ndev; d++) {
     clg_device *dev = clg_devices_at(devs, d);
-    if (only && clg_devices_find(devs, only) != &dev->info)
+    if (only && clg_devices_find(devs, only) != clg_bench_device_info(dev))
       continue;
-    bool stand_in = !dev->is_host && dev->info.cl_type && strcmp(dev->info.cl_type, "CPU") == 0;
+    bool stand_in = !clg_bench_device_is_host(dev) && clg_bench_device_info(dev)->cl_type &&
+                    strcmp(clg_bench_device_info(dev)->cl_type, "CPU") == 0;
     for (int pass = 0; pass < 3; pass++) {
       clg_dtype dt = pass == 0 ? CLG_FLOAT32 : pass == 1 ? CLG_FLOAT64 : CLG_FLOAT16;
       int count = pass == 0 ? n32 : pass == 1 ? n64 : n16;
-      if (dt == CLG_FLOAT16 && dev->is_host) /* the host converts half to float: no GEMM */
+      if (dt == CLG_FLOAT16 &&
+          clg_bench_device_is_host(dev)) /* the host converts half to float: no GEMM */
         continue;
       for (int i = 0; i < count; i++) {
         size_t n = pass == 0 ? f32[i] : pass == 1 ? f64[i] : f16[i];
@@ -540,16 +544,17 @@ int clg_bench_matmul(int argc, char **argv)
           continue;
         }
         result *r = &res[nres++];
-        r->device = dev->info.name;
+        r->device = clg_bench_device_info(dev)->name;
         r->dtype = dt;
         r->n = n;
         r->clgraph = r->direct = r->kernel = r->diff = NAN;
         r->direct_what = "";
-        if (!dev->is_host && dt == CLG_FLOAT64 && !dev->info.has_fp64) {
+        if (!clg_bench_device_is_host(dev) && dt == CLG_FLOAT64 &&
+            !clg_bench_device_info(dev)->has_fp64) {
           snprintf(r->note, sizeof r->note, "no fp64 on this device");
           goto print;
         }
-        if (dt == CLG_FLOAT16 && !dev->info.has_fp16) {
+        if (dt == CLG_FLOAT16 && !clg_bench_device_info(dev)->has_fp16) {
           snprintf(r->note, sizeof r->note, "no fp16 on this device");
           goto print;
         }
@@ -568,7 +573,7 @@ int clg_bench_matmul(int argc, char **argv)
         if (!json) {
           /* CPU:0 float against the measured reference, not a nominal peak. */
           double pk = dt == CLG_FLOAT32 ? peak.ref_gflops_f32 : NAN;
-          bool show_peak = dev->is_host && pk > 0;
+          bool show_peak = clg_bench_device_is_host(dev) && pk > 0;
           printf("%-16s %-6s %5zu %9.1f %9.1f %6.2f", r->device, dtype_word(dt), n, r->clgraph,
                  r->direct, r->clgraph / r->direct);
           if (isnan(r->kernel))

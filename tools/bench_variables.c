@@ -15,10 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "clgraph.h"
-#include "core/core.h"
 #include "pictures.h"
-#include "runtime/runtime.h"
 #include "tool.h"
 
 enum { SIDE = 4096 }; /* the variable: [4096, 4096] float32 = 64 MiB */
@@ -88,13 +87,10 @@ static double side_run(side *e, uint64_t *h2d, uint64_t *d2h)
                                   e->feed ? &e->value : NULL, 1, &e->out, &out);
   double t = seconds_since(t0);
   clg_tensor_free(out);
-  clg_plan_stats ps;
-  if (code != CLG_OK || clg_session_plan_stats(e->s, &ps) != CLG_OK) {
+  if (code != CLG_OK || clg_bench_session_transfers(e->s, h2d, d2h) != CLG_OK) {
     fprintf(stderr, "clgraph bench variables: %s\n", clg_last_error());
     return -1;
   }
-  *h2d = ps.host_to_device_bytes;
-  *d2h = ps.device_to_host_bytes;
   return t;
 }
 

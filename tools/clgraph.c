@@ -19,6 +19,9 @@ static const struct {
     {"train", clg_tool_train, "train the CIFAR-10 tutorial's CNN (cifar10, digits, synthetic)"},
     {"eval", clg_tool_eval, "precision @ 1 of a checkpoint of clgraph train on the test split"},
     {"trace-html", clg_tool_trace_html, "TRACE.json OUT.html: a trace as a page to open offline"},
+    {"run", clg_tool_run, "MODEL: run a TensorFlow graph (.pb, tfjs model.json) on .npy inputs"},
+    {"inspect", clg_tool_inspect, "MODEL: what a model holds, and the op types clgraph lacks"},
+    {"export", clg_tool_export, "a checkpoint of clgraph train as a frozen TensorFlow GraphDef"},
 };
 
 static void usage(FILE *f)

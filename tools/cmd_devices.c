@@ -4,9 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "clgraph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
 #include "tool.h"
 
 static void usage(FILE *f)

@@ -146,6 +146,7 @@ static int take_value(const clg_tool_cmd *cmd, clg_tool_opt *o, const char *text
     *o->text = text;
     return CLG_TOOL_RUN;
   case CLG_TOOL_FLAG:
+  case CLG_TOOL_REPEAT:
     break;
   }
   return refuse(cmd, false, "%s: this option's kind is unknown (a bug of clgraph)", o->name);
@@ -184,6 +185,16 @@ int clg_tool_parse(clg_tool_cmd *cmd, int argc, char **argv)
     if (o->kind != CLG_TOOL_FLAG && !has_value(cmd->opts, o, argc, argv, i + 1))
       return refuse(cmd, true, "%s needs a value", a);
     const char *value = o->kind == CLG_TOOL_FLAG ? NULL : argv[++i];
+    if (o->kind == CLG_TOOL_REPEAT) {
+      if (!o->given)
+        *o->count = 0;
+      if (*o->count >= o->max_items)
+        return refuse(cmd, true, "%s given more than %d times", o->name, o->max_items);
+      o->given = true;
+      o->value = value;
+      o->texts[(*o->count)++] = value;
+      continue;
+    }
     if (o->given && o->kind == CLG_TOOL_FLAG)
       return refuse(cmd, true, "%s given twice", o->name);
     if (o->given)

@@ -13,6 +13,9 @@ int clg_tool_checkpoint(int argc, char **argv);
 int clg_tool_train(int argc, char **argv);
 int clg_tool_eval(int argc, char **argv);
 int clg_tool_trace_html(int argc, char **argv);
+int clg_tool_export(int argc, char **argv);
+int clg_tool_run(int argc, char **argv);
+int clg_tool_inspect(int argc, char **argv);
 
 /* Benchmarks, called by clg_tool_bench with argv[0] = "matmul" etc. */
 int clg_bench_matmul(int argc, char **argv);
@@ -48,7 +51,8 @@ int clg_bench_allreduce(int argc, char **argv);
  *   unknown option '--x'                          +
  *   unexpected argument 'x'                       + (more than max_args)
  *   --x needs a value                             +
- *   --x given twice ('1', then '2')               + (flags too: "--json given twice")
+ *   --x given twice ('1', then '2')               + (flags too: "--json given twice"; not REPEAT)
+ *   --x given more than 16 times                  + (REPEAT)
  *   --x FILE is required (help)                   +
  *   --x '5x': want 1..64                            (INT: [+-]digits only, in [min, max])
  *   --x 'inf': want a number in 0..1                (FLOAT: decimal digits, point, exponent)
@@ -62,6 +66,8 @@ typedef enum clg_tool_opt_kind {
   CLG_TOOL_STRING, /* any text into *text (a pointer into argv) */
   CLG_TOOL_LIST,   /* comma-separated whole numbers in [min, max], at most max_items, into
                       list[0 .. *count); "" is the empty list */
+  CLG_TOOL_REPEAT, /* any text, repeatable: each occurrence appended to texts[*count], at most
+                      max_items ("--input a=x --input b=y") */
 } clg_tool_opt_kind;
 
 typedef struct clg_tool_opt {
@@ -78,6 +84,7 @@ typedef struct clg_tool_opt {
   double *number;
   const char **text;
   int *list, *count;
+  const char **texts; /* REPEAT: room for max_items, *count of them used */
   /* Set by clg_tool_parse: whether it was given, and its text (NULL for a flag). */
   bool given;
   const char *value;

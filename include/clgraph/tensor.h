@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clgraph/status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -73,6 +75,34 @@ char *clg_tensor_to_string(const clg_tensor *t);
 /* The shape as TensorFlow prints it: "[2,3]", "[]" for a scalar, into buf (always
  * NUL-terminated). Returns buf. */
 char *clg_tensor_shape_string(const clg_tensor *t, char *buf, size_t size);
+
+/* --- numpy's .npy files ------------------------------------------------------------------
+ *
+ *   clg_tensor *x = NULL;
+ *   if (clg_tensor_load_npy("image.npy", &x) != CLG_OK)      // np.save("image.npy", a)
+ *     fprintf(stderr, "%s\n", clg_last_error());
+ *   clg_tensor_save_npy(x, "copy.npy");                       // np.load("copy.npy")
+ *
+ * Reads format versions 1.0, 2.0 and 3.0, little-endian, C order: descr '<f2', '<f4', '<f8'
+ * (float16 as CLG_FLOAT16's bit patterns), '<i1', '<i2', '<i4', '<i8', '|u1' and '|b1' ('<' or
+ * '=' for the byte order, '|' or either of them for one-byte types). int8, int16 and uint8,
+ * which clgraph has no dtype for, become CLG_INT32 holding the same values. The header
+ * dictionary is read as numpy writes it (keys 'descr', 'fortran_order' and 'shape', each
+ * once, no other); the data must be exactly what the shape needs. Errors name the file:
+ * INVALID_ARGUMENT for what is not an .npy file, a bad header, or a bool byte other than 0 or
+ * 1; UNIMPLEMENTED for big-endian data, Fortran order, a dtype not listed or a rank above
+ * CLG_MAX_RANK; DATA_LOSS for a file cut short or longer than its shape. clg_file_open_read's
+ * rules: a regular file only. */
+clg_code clg_tensor_load_npy(const char *path, clg_tensor **out);
+/* The same from bytes in memory; name is the file's name in messages. */
+clg_code clg_tensor_load_npy_memory(const void *bytes, size_t len, const char *name,
+                                    clg_tensor **out);
+/* Writes t as numpy's np.save does (version 1.0, or 2.0 when the header needs it; the header
+ * padded to 64 bytes), atomically as every file clgraph writes: a temporary file beside path
+ * renamed over it, so path holds the old file or the whole new one. Errors as
+ * clg_atomic_file's: PERMISSION_DENIED, NOT_FOUND (no such folder), RESOURCE_EXHAUSTED,
+ * INVALID_ARGUMENT, INTERNAL, naming the file. */
+clg_code clg_tensor_save_npy(const clg_tensor *t, const char *path);
 
 #ifdef __cplusplus
 }

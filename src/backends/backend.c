@@ -49,12 +49,6 @@ const clg_kernel_def *clg_backend_find_kernel(const clg_node *n, const clg_devic
       if (e->op == n->def && (!e->kernel.supports || e->kernel.supports(n, dev)))
         return &e->kernel;
     }
-  /* Ops whose kernels still sit in their op file (moving to the backends). */
-  for (int i = 0; i < n->def->num_kernels; i++) {
-    const clg_kernel_def *k = &n->def->kernels[i];
-    if (k->kind == kind && (!k->supports || k->supports(n, dev)))
-      return k;
-  }
   return NULL;
 }
 

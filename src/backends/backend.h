@@ -18,6 +18,41 @@
 #include "memory/memory.h"
 #include "ops/ops.h"
 
+struct clg_cluster;
+
+/* --- kernels --------------------------------------------------------------------------- */
+
+/* What a kernel gets to run one node. in[i] and out[i] are blocks of the device: host
+ * pointers in .host for the host kind, (cl_mem, offset) for OpenCL. An output may be the
+ * same block as the input the op allows in place (clg_op_def.inplace). */
+typedef struct clg_kernel_ctx {
+  clg_device *dev;
+  int device_index;
+  const clg_node *node;
+  const clg_block *in;
+  const clg_block *out;
+  clg_allocator *alloc;     /* the device's allocator, for scratch not planned */
+  const clg_block *scratch; /* the plan's scratch for this node (kernel's scratch()) */
+  /* Logs a warning once per (device, reason) for the life of the process state. */
+  void (*warn_once)(void *warn_ctx, int device, const char *reason, const char *message);
+  void *warn_ctx;
+  struct clg_cluster *cluster; /* the run's cluster (collective ops), or NULL: one task */
+} clg_kernel_ctx;
+
+typedef struct clg_kernel_def {
+  clg_device_kind kind;
+  /* Whether this kernel serves node n (its dtypes and attributes) on dev; NULL: always. n has
+   * every input, output and attribute its op declares (a variadic op: num_inputs >= 1), on a
+   * built node as on clg_backend_supported's stand-in, so a predicate may read any of them. */
+  bool (*supports)(const clg_node *n, const clg_device *dev);
+  clg_code (*run)(const clg_kernel_ctx *ctx);
+  /* Optional: bytes of scratch the kernel wants for n on dev; the plan holds them in the
+   * device's arena for the node's step (ctx->scratch), so no run allocates them. */
+  clg_code (*scratch)(const clg_node *n, clg_device *dev, size_t *bytes);
+  /* Optional: compiles what the first run would (a session's warm option). */
+  clg_code (*warm)(const clg_node *n, clg_device *dev);
+} clg_kernel_def;
+
 /* --- kernel registration ------------------------------------------------------------- */
 
 /* One kernel of a device kind for one op (kernel.kind is the kind of its folder). */
@@ -56,6 +91,17 @@ typedef enum clg_binop {
   CLG_BINOP_PRELU          /* Prelu (tfjs): x < 0 ? y * x : x, y the slope alpha */
 } clg_binop;
 
+/* Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg: element-wise math (ops/math.c). */
+typedef enum clg_unop {
+  CLG_UNOP_EXP,
+  CLG_UNOP_LOG,
+  CLG_UNOP_SQRT,
+  CLG_UNOP_RSQRT,
+  CLG_UNOP_SQUARE,
+  CLG_UNOP_FLOOR,
+  CLG_UNOP_NEG
+} clg_unop;
+
 /* An output of `rank` dims (merged where the inputs allow) and, per dim, the strides in
  * elements of up to two inputs (0 where an input is broadcast): numpy broadcasting, and
  * Transpose (input a's strides permuted). rank >= 1 (a scalar is [1]). */
@@ -79,10 +125,62 @@ void clg_strided_merge(clg_strided *m);
 /* Whether the input itself is the patch matrix (1x1, stride 1, no padding). */
 bool clg_conv_is_direct(const clg_window *g);
 
+/* What both kinds' kernels of reductions, Transpose and the float-only NN ops read off a
+ * node (node_maps.c). */
+/* Whether dtype t is float, or double on a device that has it (the host; OpenCL with fp64). */
+bool clg_kernel_float_dtype(clg_dtype t, const clg_device *dev);
+
+/* Sum, Mean, Max, L2Loss: the reduction, numbered as cl/reduce.cl's clg_reduce takes it. */
+typedef enum clg_reduction {
+  CLG_REDUCTION_SUM,
+  CLG_REDUCTION_MEAN,
+  CLG_REDUCTION_MAX,
+  CLG_REDUCTION_L2
+} clg_reduction;
+
+clg_reduction clg_reduction_of(const clg_node *n);
+
+/* The maps of the kept dims (nout outputs) and the reduced dims (nred elements each) over
+ * input 0 of a reduction or ArgMax (whose reduced map stays one dim). */
+void clg_reduce_maps(const clg_node *n, clg_strided *keep, clg_strided *red, size_t *nout,
+                     size_t *nred);
+
+/* Transpose's gather: output element i reads input 0 at clg_strided_offset(m, i). */
+void clg_transpose_map(const clg_node *n, clg_strided *m);
+
 /* Rows of one scratch chunk for a patch row of kdim elements of es bytes. */
 size_t clg_conv_chunk_rows(bool opencl, size_t kdim, size_t es, size_t rows);
 
 /* The element count of the map (the product of its dims). */
 size_t clg_strided_count(const clg_strided *m);
+
+/* --- what both kinds' element-wise kernels read off a node (elementwise.c) ------------ */
+
+/* The unop of a node of Exp, Log, Sqrt, Rsqrt, Square, Floor or Neg. */
+clg_unop clg_unop_of(const clg_node *n);
+
+/* The binop of a node of Add, Sub, Mul, RealDiv, Maximum, Equal or GreaterEqual. */
+clg_binop clg_binop_of(const clg_node *n);
+
+/* Whether n takes the flat kernels (add, sub, mul of equal shapes, or a scalar against a
+ * tensor), with its inputs' element counts into *na and *nb. */
+bool clg_binop_flat(const clg_node *n, size_t *na, size_t *nb);
+
+/* The broadcast map of n's two inputs onto its output. */
+void clg_binop_map(const clg_node *n, clg_strided *m);
+
+/* Equal, GreaterEqual: inputs float, double (with fp64 on OpenCL), int32 or int64; a bool
+ * output. */
+bool clg_binop_compare_supports(const clg_node *n, const clg_device *dev);
+
+/* Select: output elements per condition element (1: one shape, all: a scalar, or a row). */
+size_t clg_select_span(const clg_node *n);
+
+/* Select: elements of 1, 2, 4 or 8 bytes (every dtype). */
+bool clg_select_supports(const clg_node *n, const clg_device *dev);
+
+/* One element of value 0 or 1 (one) in dtype t into buf (8 bytes, the rest zero):
+ * ZerosLike, OnesLike. */
+void clg_fill_element(clg_dtype t, bool one, void *buf);
 
 #endif

@@ -103,8 +103,6 @@ clg_code clg_cluster_open(struct clg_devices *devs, double timeout_s, clg_cluste
 
 void clg_cluster_close(clg_cluster *c) { (void)c; }
 
-clg_cluster *clg_cluster_current(void) { return NULL; }
-
 int clg_cluster_task(const clg_cluster *c)
 {
   (void)c;

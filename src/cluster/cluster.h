@@ -61,8 +61,8 @@ clg_code clg_cluster_open(struct clg_devices *devs, double timeout_s, clg_cluste
  * peer unanswered (MPI_Finalize would wait for a dead task forever). NULL is a no-op. */
 void clg_cluster_close(clg_cluster *c);
 
-/* The process-wide cluster while one is open, else NULL (kernels of collective ops ask). */
-clg_cluster *clg_cluster_current(void);
+/* No process-wide "current" cluster: a run's kernels get theirs from their context
+ * (clg_kernel_ctx.cluster, the session's). */
 int clg_cluster_task(const clg_cluster *c);      /* 0 for NULL */
 int clg_cluster_num_tasks(const clg_cluster *c); /* 1 for NULL */
 double clg_cluster_timeout(const clg_cluster *c);

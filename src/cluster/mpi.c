@@ -103,7 +103,6 @@ struct clg_cluster {
   _Atomic(const char *) watched;
 };
 
-static clg_cluster *current;
 static bool we_initialized, finalize_registered, any_failure;
 
 /* Memory kept after failures (see holds): reachable from here, never freed. */
@@ -668,7 +667,6 @@ clg_code clg_cluster_open(clg_devices *devs, double timeout_s, clg_cluster **out
             "MPI_Iallreduce against the deadline instead of running MPI_Allreduce under a "
             "watchdog thread",
             thread_level_name(provided), RING_MIN >> 20);
-  current = c;
   *out = c;
   return CLG_OK;
 }
@@ -677,8 +675,6 @@ void clg_cluster_close(clg_cluster *c)
 {
   if (!c)
     return;
-  if (current == c)
-    current = NULL;
   pthread_mutex_lock(&c->wmu);
   c->wstop = true;
   pthread_cond_signal(&c->wcv);
@@ -717,8 +713,6 @@ void clg_cluster_release_tensor(clg_cluster *c, clg_tensor *t)
   else
     clg_tensor_free(t);
 }
-
-clg_cluster *clg_cluster_current(void) { return current; }
 
 int clg_cluster_task(const clg_cluster *c) { return c ? c->task : 0; }
 

@@ -678,20 +678,6 @@ clg_node *clg_graph_node_add(clg_node *n)
   return n;
 }
 
-clg_node *clg_op(clg_graph *g, const char *op, const char *name, int num_inputs,
-                 const clg_output *inputs, int num_attrs, const clg_attr *attrs)
-{
-  const clg_op_def *def = op ? clg_op_find(op) : NULL;
-  if (g && g->code == CLG_OK && !def) {
-    clg_error(CLG_INVALID_ARGUMENT,
-              "Op type not registered '%s' in binary running clgraph (node '%s')",
-              op ? op : "(NULL)", name ? name : "(default name)");
-    graph_record(g);
-    return NULL;
-  }
-  return clg_graph_build(g, def, name, num_inputs, inputs, num_attrs, attrs);
-}
-
 clg_code clg_node_add_control_input(clg_node *n, clg_node *before)
 {
   if (!n)

@@ -1,12 +1,15 @@
 /* The graph module's door: the node and graph structures the runtime reads. Graph
- * building knows nothing of OpenCL; device specs are kept as parsed names. */
+ * building knows nothing of OpenCL; device specs are kept as parsed names. A node is
+ * checked against the op definition it is built with (schema/schema.h); the graph knows no
+ * op by name and never includes the ops module (the registry and the by-name builder
+ * clg_op live there, above it). */
 #ifndef CLG_GRAPH_H
 #define CLG_GRAPH_H
 
 #include "clgraph/graph.h"
 #include "clgraph/variables.h"
 #include "core/core.h"
-#include "ops/ops.h"
+#include "schema/schema.h"
 
 struct clg_node {
   clg_graph *graph;
@@ -32,6 +35,20 @@ size_t clg_node_out_bytes(const clg_node *n, int i);
 char *clg_node_shape_string(const clg_node *n, char *buf, size_t size);
 /* The node's value attribute (Const), or NULL. */
 const clg_tensor *clg_node_value(const clg_node *n);
+/* Records "<Op> '<name>': <message>" as this thread's error and returns code (node_text.c,
+ * with the two below and the tensor element). */
+clg_code clg_node_error(const clg_node *n, clg_code code, const char *fmt, ...) CLG_PRINTF(3, 4);
+/* Whether attribute i of n, as its op's inference left it, is the value the caller gave:
+ * INVALID_ARGUMENT "attribute T is int32 but the inputs make it float" naming the node
+ * otherwise. The builder asks it of every given attribute the op infers (given ones must
+ * agree). */
+clg_code clg_node_attr_agrees(const clg_node *n, int i, const clg_attr *given);
+/* TensorFlow's node summary for errors: "b = Const[dtype=DT_FLOAT, value=Tensor<type: float
+ * shape: [3,2] values: 1 2 3...>, _device=\"/device:GPU:2\"]()", attributes in the op's
+ * order. malloc'd; NULL when memory runs out. */
+char *clg_node_def_string(const clg_node *n);
+/* Element i of a host tensor of any dtype, as a double. */
+double clg_tensor_element_double(const clg_tensor *t, size_t i);
 /* A version that changes whenever a node or a control edge is added (sessions re-plan). */
 uint64_t clg_graph_version(const clg_graph *g);
 

@@ -1,11 +1,10 @@
 /* AddN: the sum of one or more inputs of one shape and dtype (tf.add_n), added in input
- * order on every device kind. The output may reuse input 0's buffer. */
+ * order on every device kind. The output may reuse input 0's buffer.
+ * Kernels: backends/host/add_n.c, backends/opencl/add_n.c. */
 #include <stdlib.h>
 
 #include "graph/graph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
-#include "memory/memory.h"
+#include "ops/ops.h"
 
 enum { A_N, A_T };
 
@@ -43,32 +42,6 @@ static clg_code infer(clg_node *n)
   return clg_node_set_output(n, 0, first->dtype, first->rank, first->dims);
 }
 
-static clg_code host_run(const clg_kernel_ctx *c)
-{
-  const clg_node *n = c->node;
-  const void *stack[16];
-  const void **ptrs = n->num_inputs <= 16 ? stack : malloc(sizeof *ptrs * (size_t)n->num_inputs);
-  if (!ptrs)
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory running '%s'", n->name);
-  for (int i = 0; i < n->num_inputs; i++)
-    ptrs[i] = c->in[i].host;
-  clg_host_addn(n->outs[0].dtype, ptrs, n->num_inputs, c->out[0].host, clg_out_count(&n->outs[0]));
-  if (ptrs != stack)
-    free(ptrs);
-  return CLG_OK;
-}
-
-static clg_code cl_run(const clg_kernel_ctx *c)
-{
-  const clg_node *n = c->node;
-  return clg_cl_addn(c->dev, n->outs[0].dtype, c->in, n->num_inputs, &c->out[0],
-                     clg_out_count(&n->outs[0]));
-}
-
-static const clg_kernel_def kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL, NULL}};
-
 /* Every input gets the output's gradient. */
 static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
 {
@@ -85,8 +58,6 @@ const clg_op_def clg_op_AddN = {
     .num_attrs = 2,
     .attrs = attrs,
     .infer = infer,
-    .kernels = kernels,
-    .num_kernels = 2,
     .inplace = 0,
     .grad = grad,
 };

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
-#include "device/device.h"
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 enum { A_T, A_REDUCTION };
 
@@ -32,20 +32,6 @@ static clg_code infer(clg_node *n)
   return clg_infer_elementwise_unary(n); /* T first: the output is the input's */
 }
 
-static clg_code run(const clg_kernel_ctx *c)
-{
-  const clg_node *n = c->node;
-  clg_reduce_op op =
-      strcmp(n->attrs[A_REDUCTION].s, "mean") == 0 ? CLG_REDUCE_MEAN : CLG_REDUCE_SUM;
-  char shape[96]; /* for the message when the tasks' values differ */
-  return clg_cluster_allreduce_block(clg_cluster_current(), c->dev, &c->in[0], &c->out[0],
-                                     clg_out_count(&n->outs[0]), n->outs[0].dtype, op, n->name,
-                                     clg_node_shape_string(n, shape, sizeof shape));
-}
-
-static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, NULL, run, NULL, NULL},
-                                         {CLG_KIND_OPENCL, NULL, run, NULL, NULL}};
-
 /* Each task's input contributes to every task's output with weight 1 (sum) or 1/P (mean):
  * the gradient is the same reduction of the output gradients. */
 static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
@@ -62,8 +48,6 @@ const clg_op_def clg_op_AllReduce = {
     .num_attrs = 2,
     .attrs = attrs,
     .infer = infer,
-    .kernels = kernels,
-    .num_kernels = 2,
     .inplace = 0,
     .grad = grad,
 };

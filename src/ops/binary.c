@@ -2,17 +2,14 @@
  * broadcasting (shapes aligned at the right; each dim equal or 1). Float everywhere, double on
  * the host and on devices with fp64; the comparisons also take int32 and int64 and output
  * bool. The arithmetic ops'
- * output may reuse input 0's buffer (only when input 0 has the output's shape). */
+ * output may reuse input 0's buffer (only when input 0 has the output's shape).
+ * Kernels: backends/host/binary.c, backends/opencl/binary.c. */
 #include "graph/graph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
-#include "memory/memory.h"
+#include "ops/ops.h"
 
 enum { A_T };
 
 static const clg_attr_def attrs[] = {{.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true}};
-
-extern const clg_op_def clg_op_Equal, clg_op_GreaterEqual;
 
 static bool is_comparison(const clg_op_def *def)
 {
@@ -58,74 +55,6 @@ static clg_code infer(clg_node *n)
   t->dtype = a->dtype;
   return clg_node_set_output(n, 0, is_comparison(n->def) ? CLG_BOOL : a->dtype, rank, dims);
 }
-
-static clg_binop binop(const clg_node *n);
-
-/* Equal shapes, or a scalar against a tensor: the flat kernels (add, sub, mul). */
-static bool flat(const clg_node *n, size_t *na, size_t *nb)
-{
-  clg_binop op = binop(n);
-  size_t count = clg_out_count(&n->outs[0]);
-  *na = clg_out_count(clg_node_in(n, 0));
-  *nb = clg_out_count(clg_node_in(n, 1));
-  return op <= CLG_BINOP_MUL && (*na == count || *na == 1) && (*nb == count || *nb == 1);
-}
-
-static void map_of(const clg_node *n, clg_strided *m)
-{
-  const clg_out_desc *a = clg_node_in(n, 0), *b = clg_node_in(n, 1), *o = &n->outs[0];
-  clg_strided_broadcast(m, a->rank, a->dims, b->rank, b->dims, o->rank, o->dims);
-}
-
-static clg_code host_run(const clg_kernel_ctx *c)
-{
-  const clg_node *n = c->node;
-  size_t na, nb;
-  clg_dtype dt = clg_node_in(n, 0)->dtype;
-  if (flat(n, &na, &nb)) {
-    clg_host_binary(binop(n), dt, c->in[0].host, na, c->in[1].host, nb, c->out[0].host,
-                    clg_out_count(&n->outs[0]));
-    return CLG_OK;
-  }
-  clg_strided m;
-  map_of(n, &m);
-  clg_host_broadcast(binop(n), dt, c->in[0].host, c->in[1].host, c->out[0].host, &m);
-  return CLG_OK;
-}
-
-static clg_code cl_run(const clg_kernel_ctx *c)
-{
-  const clg_node *n = c->node;
-  size_t na, nb, count = clg_out_count(&n->outs[0]);
-  clg_dtype dt = clg_node_in(n, 0)->dtype;
-  if (count == 0)
-    return CLG_OK;
-  if (flat(n, &na, &nb))
-    return clg_cl_binary(c->dev, binop(n), dt, &c->in[0], na, &c->in[1], nb, &c->out[0], count);
-  clg_strided m;
-  map_of(n, &m);
-  return clg_cl_broadcast(c->dev, binop(n), dt, &c->in[0], &c->in[1], &c->out[0], &m);
-}
-
-static const clg_kernel_def kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL, NULL}};
-
-/* Equal, GreaterEqual: inputs float, double (with fp64 on OpenCL), int32 or int64; a bool
- * output. */
-static bool equal_supports(const clg_node *n, const clg_device *dev)
-{
-  clg_dtype t = clg_node_in(n, 0)->dtype;
-  if (clg_node_in(n, 1)->dtype != t || n->outs[0].dtype != CLG_BOOL)
-    return false;
-  if (t == CLG_FLOAT64)
-    return clg_device_ops_of(dev)->kind == CLG_KIND_HOST || dev->info.has_fp64;
-  return t == CLG_FLOAT32 || t == CLG_INT32 || t == CLG_INT64;
-}
-
-static const clg_kernel_def equal_kernels[] = {
-    {CLG_KIND_HOST, equal_supports, host_run, NULL, NULL},
-    {CLG_KIND_OPENCL, equal_supports, cl_run, NULL, NULL}};
 
 /* Add: both get dy; Sub: dy and -dy; Mul: dy * b and dy * a; RealDiv and Maximum below. An input
  * that was broadcast gets its gradient summed over the axes it was broadcast along, then reshaped
@@ -178,7 +107,7 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
 }
 
 /* Equal and GreaterEqual have no gradient (GRAD NULL), as TensorFlow's. */
-#define BINARY_DEF(OP, KERNELS, INPLACE, GRAD)                                                     \
+#define BINARY_DEF(OP, INPLACE, GRAD)                                                              \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
       .num_inputs = 2,                                                                             \
@@ -186,30 +115,16 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
       .num_attrs = 1,                                                                              \
       .attrs = attrs,                                                                              \
       .infer = infer,                                                                              \
-      .kernels = KERNELS,                                                                          \
-      .num_kernels = 2,                                                                            \
       .inplace = INPLACE,                                                                          \
       .grad = GRAD,                                                                                \
   };
-BINARY_DEF(Add, kernels, 0, grad)
-BINARY_DEF(Sub, kernels, 0, grad)
-BINARY_DEF(Mul, kernels, 0, grad)
-BINARY_DEF(RealDiv, kernels, 0, grad)
-BINARY_DEF(Maximum, kernels, 0, grad)
-BINARY_DEF(Equal, equal_kernels, -1, NULL)
-BINARY_DEF(GreaterEqual, equal_kernels, -1, NULL)
-
-static clg_binop binop(const clg_node *n)
-{
-  const clg_op_def *d = n->def;
-  return d == &clg_op_Add       ? CLG_BINOP_ADD
-         : d == &clg_op_Sub     ? CLG_BINOP_SUB
-         : d == &clg_op_Mul     ? CLG_BINOP_MUL
-         : d == &clg_op_RealDiv ? CLG_BINOP_DIV
-         : d == &clg_op_Maximum ? CLG_BINOP_MAX
-         : d == &clg_op_Equal   ? CLG_BINOP_EQUAL
-                                : CLG_BINOP_GREATER_EQUAL;
-}
+BINARY_DEF(Add, 0, grad)
+BINARY_DEF(Sub, 0, grad)
+BINARY_DEF(Mul, 0, grad)
+BINARY_DEF(RealDiv, 0, grad)
+BINARY_DEF(Maximum, 0, grad)
+BINARY_DEF(Equal, -1, NULL)
+BINARY_DEF(GreaterEqual, -1, NULL)
 
 static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *a,
                        clg_node *b)

@@ -1,8 +1,10 @@
 /* Const: a value held by the node (attribute "value"), uploaded once per session to the
- * device it is placed on. Its kernels move no data: the executor caches the value. */
+ * device it is placed on. Its kernels move no data: the executor caches the value
+ * (backends/host/const.c, backends/opencl/const.c). */
 #include <string.h>
 
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 enum { A_DTYPE, A_VALUE };
 
@@ -26,9 +28,6 @@ static clg_code infer(clg_node *n)
   return clg_node_set_output(n, 0, dt->dtype, clg_tensor_rank(t), dims);
 }
 
-static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, NULL, NULL, NULL, NULL},
-                                         {CLG_KIND_OPENCL, NULL, NULL, NULL, NULL}};
-
 const clg_op_def clg_op_Const = {
     .name = "Const",
     .num_inputs = 0,
@@ -36,8 +35,6 @@ const clg_op_def clg_op_Const = {
     .num_attrs = 2,
     .attrs = attrs,
     .infer = infer,
-    .kernels = kernels,
-    .num_kernels = 2,
     .inplace = -1,
     .flags = CLG_OP_CONST,
 };

@@ -1,17 +1,14 @@
 /* Conv2D (tf.nn.conv2d, NHWC): input [N,H,W,Cin], filter [KH,KW,Cin,Cout], strides and
  * dilations [1,s,s,1], padding SAME or VALID with TensorFlow's arithmetic (SAME: out =
  * ceil(in / s), the odd padding element at the bottom/right; VALID: a window larger than the
- * input is an error, as in TF 1.x). Cross-correlation. Kernels:
- * im2col + GEMM on both device kinds (kernels/host_nn.c, kernels/cl_nn.c); an OpenCL device
- * CLBlast cannot serve (no fp64, a compiler error) runs the host path on its data. */
-#include <stdio.h>
+ * input is an error, as in TF 1.x). Cross-correlation. Kernels: im2col + GEMM on both device
+ * kinds (backends/host/conv2d.c, backends/opencl/conv2d.c); an OpenCL device CLBlast cannot
+ * serve (no fp64, a compiler error) runs the host path on its data. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
-#include "memory/memory.h"
+#include "ops/ops.h"
 
 enum { A_T, A_DATA_FORMAT, A_DILATIONS, A_PADDING, A_STRIDES, A_USE_CUDNN };
 
@@ -24,8 +21,7 @@ static const clg_attr_def attrs[] = {
     {.name = "use_cudnn_on_gpu", .type = CLG_ATTR_BOOL, .has_default = true, .def_i = 1},
 };
 
-/* The geometry of n (its attributes checked at build). */
-static clg_code geometry(const clg_node *n, clg_window *g)
+clg_code clg_conv2d_geometry(const clg_node *n, clg_window *g)
 {
   const clg_out_desc *x = clg_node_in(n, 0), *f = clg_node_in(n, 1);
   bool same = false;
@@ -75,7 +71,7 @@ static clg_code infer(clg_node *n)
   clg_code code = clg_nhwc_attr(n, &n->attrs[A_DATA_FORMAT]);
   clg_window g;
   if (code == CLG_OK)
-    code = geometry(n, &g);
+    code = clg_conv2d_geometry(n, &g);
   if (code != CLG_OK)
     return code;
   n->attrs[A_T].set = true;
@@ -84,85 +80,6 @@ static clg_code infer(clg_node *n)
   return clg_node_set_output(n, 0, x->dtype, 4, dims);
 }
 
-static clg_code host_run(const clg_kernel_ctx *c)
-{
-  clg_window g;
-  geometry(c->node, &g);
-  return clg_host_conv2d(c->alloc, c->scratch, c->node->outs[0].dtype, c->in[0].host, c->in[1].host,
-                         c->out[0].host, &g);
-}
-
-/* The host path on the device's data, for what CLBlast cannot run. */
-static clg_code cl_on_host(const clg_kernel_ctx *c, const clg_window *g)
-{
-  const clg_node *n = c->node;
-  size_t xb = clg_node_out_bytes(n->inputs[0].node, n->inputs[0].index);
-  size_t fb = clg_node_out_bytes(n->inputs[1].node, n->inputs[1].index);
-  size_t yb = clg_node_out_bytes(n, 0);
-  void *x = malloc(xb ? xb : 1), *f = malloc(fb ? fb : 1), *y = malloc(yb ? yb : 1);
-  clg_code code = CLG_OK;
-  if (!x || !f || !y)
-    code =
-        clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for the host path of '%s'", n->name);
-  if (code == CLG_OK)
-    code = clg_device_download(c->dev, c->in[0].mem, c->in[0].offset, x, xb);
-  if (code == CLG_OK)
-    code = clg_device_download(c->dev, c->in[1].mem, c->in[1].offset, f, fb);
-  if (code == CLG_OK)
-    code = clg_host_conv2d(NULL, NULL, n->outs[0].dtype, x, f, y, g);
-  if (code == CLG_OK)
-    code = clg_device_upload(c->dev, c->out[0].mem, c->out[0].offset, y, yb);
-  free(x);
-  free(f);
-  free(y);
-  return code;
-}
-
-static clg_code cl_run(const clg_kernel_ctx *c)
-{
-  clg_window g;
-  geometry(c->node, &g);
-  const char *why = NULL;
-  clg_code code = clg_cl_conv2d(c->dev, c->alloc, c->scratch, c->node->outs[0].dtype, &c->in[0],
-                                &c->in[1], &c->out[0], &g, &why);
-  if (code != CLG_UNIMPLEMENTED)
-    return code;
-  char msg[1024];
-  snprintf(msg, sizeof msg, "Conv2D on %s runs on the host instead: %s", c->dev->info.full_name,
-           clg_last_error());
-  if (c->warn_once)
-    c->warn_once(c->warn_ctx, c->device_index, why ? why : clg_last_error(), msg);
-  return cl_on_host(c, &g);
-}
-
-static bool cl_supports(const clg_node *n, const clg_device *dev)
-{
-  return clg_kernel_float_or_double(n, dev) && clg_kernels_have_clblast();
-}
-
-/* The plan holds the im2col chunk (and on OpenCL CLBlast's scratch) for the node's step, so a
- * steady-state run makes no allocator call for it. */
-static clg_code host_scratch(const clg_node *n, clg_device *dev, size_t *bytes)
-{
-  (void)dev;
-  clg_window g;
-  clg_code code = geometry(n, &g);
-  *bytes = code == CLG_OK ? clg_host_conv2d_scratch(n->outs[0].dtype, &g) : 0;
-  return code;
-}
-
-static clg_code cl_scratch(const clg_node *n, clg_device *dev, size_t *bytes)
-{
-  clg_window g;
-  clg_code code = geometry(n, &g);
-  *bytes = 0;
-  return code == CLG_OK ? clg_cl_conv2d_scratch(dev, n->outs[0].dtype, &g, bytes) : code;
-}
-
-static const clg_kernel_def kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, host_scratch, NULL},
-    {CLG_KIND_OPENCL, cl_supports, cl_run, cl_scratch, NULL}};
-
 const clg_op_def clg_op_Conv2D = {
     .name = "Conv2D",
     .num_inputs = 2,
@@ -170,8 +87,6 @@ const clg_op_def clg_op_Conv2D = {
     .num_attrs = 6,
     .attrs = attrs,
     .infer = infer,
-    .kernels = kernels,
-    .num_kernels = 2,
     .inplace = -1,
     .grad = clg_grad_conv2d,
 };

@@ -3,15 +3,13 @@
  * (strides, padding, dilations, NHWC). The sizes are int32/int64 Const inputs, as TensorFlow
  * passes them (shapes are static here). Both run through GEMM: OpenBLAS or the portable GEMM
  * on the host, CLBlast on OpenCL devices, with the patches in the plan's scratch; an OpenCL
- * device CLBlast cannot serve runs the host path on its data. Also Conv2D's gradient. */
-#include <stdio.h>
+ * device CLBlast cannot serve runs the host path on its data (kernels:
+ * backends/host/conv2d_grad.c, backends/opencl/conv2d_grad.c). Also Conv2D's gradient. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
-#include "memory/memory.h"
+#include "ops/ops.h"
 
 enum { A_T, A_DATA_FORMAT, A_DILATIONS, A_PADDING, A_STRIDES, A_USE_CUDNN };
 
@@ -23,8 +21,6 @@ static const clg_attr_def attrs[] = {
     {.name = "strides", .type = CLG_ATTR_INT_LIST},
     {.name = "use_cudnn_on_gpu", .type = CLG_ATTR_BOOL, .has_default = true, .def_i = 1},
 };
-
-extern const clg_op_def clg_op_Conv2DBackpropInput, clg_op_Conv2DBackpropFilter;
 
 static bool is_filter(const clg_node *n) { return n->def == &clg_op_Conv2DBackpropFilter; }
 
@@ -57,7 +53,7 @@ static clg_code shapes(const clg_node *n, int64_t *x, int64_t *f)
   return CLG_OK;
 }
 
-static clg_code geometry(const clg_node *n, clg_window *g)
+clg_code clg_conv2d_grad_geometry(const clg_node *n, clg_window *g)
 {
   int64_t x[4], f[4];
   bool same;
@@ -101,7 +97,7 @@ static clg_code infer(clg_node *n)
   clg_code code = clg_nhwc_attr(n, &n->attrs[A_DATA_FORMAT]);
   clg_window g;
   if (code == CLG_OK)
-    code = geometry(n, &g);
+    code = clg_conv2d_grad_geometry(n, &g);
   if (code != CLG_OK)
     return code;
   int64_t want[4] = {g.n, g.oh, g.ow, g.cout};
@@ -122,111 +118,6 @@ static clg_code infer(clg_node *n)
   return clg_node_set_output(n, 0, t->dtype, 4, filter ? fd : xd);
 }
 
-static clg_code host_grad(const clg_node *n, clg_allocator *alloc, const clg_block *scratch,
-                          const void *in, const void *dy, void *out, const clg_window *g)
-{
-  clg_dtype dt = n->outs[0].dtype;
-  clg_code code = is_filter(n) ? clg_host_conv2d_backprop_filter(alloc, scratch, dt, in, dy, out, g)
-                               : clg_host_conv2d_backprop_input(alloc, scratch, dt, in, dy, out, g);
-  return code == CLG_OK ? code : clg_error_prefix("%s '%s': ", n->op, n->name);
-}
-
-/* The tensor input the kernel reads besides out_backprop: x for the filter's gradient, the
- * filter for the input's. */
-static int tensor_input(const clg_node *n) { return is_filter(n) ? 0 : 1; }
-
-static clg_code host_run(const clg_kernel_ctx *c)
-{
-  clg_window g;
-  geometry(c->node, &g);
-  int t = tensor_input(c->node);
-  return host_grad(c->node, c->alloc, c->scratch, c->in[t].host, c->in[2].host, c->out[0].host, &g);
-}
-
-/* The host path on the device's data, for what CLBlast cannot run. */
-static clg_code cl_on_host(const clg_kernel_ctx *c, const clg_window *g)
-{
-  const clg_node *n = c->node;
-  int t = tensor_input(n);
-  size_t ib = clg_node_out_bytes(n->inputs[t].node, n->inputs[t].index);
-  size_t db = clg_node_out_bytes(n->inputs[2].node, n->inputs[2].index);
-  size_t ob = clg_node_out_bytes(n, 0);
-  void *in = malloc(ib ? ib : 1), *dy = malloc(db ? db : 1), *out = malloc(ob ? ob : 1);
-  clg_code code = CLG_OK;
-  if (!in || !dy || !out)
-    code =
-        clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for the host path of '%s'", n->name);
-  if (code == CLG_OK)
-    code = clg_device_download(c->dev, c->in[t].mem, c->in[t].offset, in, ib);
-  if (code == CLG_OK)
-    code = clg_device_download(c->dev, c->in[2].mem, c->in[2].offset, dy, db);
-  if (code == CLG_OK)
-    code = host_grad(n, NULL, NULL, in, dy, out, g);
-  if (code == CLG_OK)
-    code = clg_device_upload(c->dev, c->out[0].mem, c->out[0].offset, out, ob);
-  free(in);
-  free(dy);
-  free(out);
-  return code;
-}
-
-static clg_code cl_run(const clg_kernel_ctx *c)
-{
-  clg_window g;
-  geometry(c->node, &g);
-  const char *why = NULL;
-  int t = tensor_input(c->node);
-  clg_code code =
-      clg_cl_conv2d_backprop(c->dev, c->alloc, c->scratch, c->node->outs[0].dtype,
-                             is_filter(c->node), &c->in[t], &c->in[2], &c->out[0], &g, &why);
-  if (code != CLG_UNIMPLEMENTED)
-    return code;
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s on %s runs on the host instead: %s", c->node->op,
-           c->dev->info.full_name, clg_last_error());
-  if (c->warn_once)
-    c->warn_once(c->warn_ctx, c->device_index, why ? why : clg_last_error(), msg);
-  return cl_on_host(c, &g);
-}
-
-/* Float or double (with fp64 on OpenCL) tensors; the sizes input is integer. */
-static bool host_supports(const clg_node *n, const clg_device *dev)
-{
-  clg_dtype t = n->outs[0].dtype;
-  if (clg_node_in(n, 2)->dtype != t || clg_node_in(n, tensor_input(n))->dtype != t)
-    return false;
-  if (t == CLG_FLOAT64)
-    return clg_device_ops_of(dev)->kind == CLG_KIND_HOST || dev->info.has_fp64;
-  return t == CLG_FLOAT32;
-}
-
-static bool cl_supports(const clg_node *n, const clg_device *dev)
-{
-  return host_supports(n, dev) && clg_kernels_have_clblast();
-}
-
-static clg_code host_scratch(const clg_node *n, clg_device *dev, size_t *bytes)
-{
-  (void)dev;
-  clg_window g;
-  clg_code code = geometry(n, &g);
-  *bytes = code == CLG_OK ? clg_host_conv2d_grad_scratch(n->outs[0].dtype, &g, is_filter(n)) : 0;
-  return code;
-}
-
-static clg_code cl_scratch(const clg_node *n, clg_device *dev, size_t *bytes)
-{
-  clg_window g;
-  clg_code code = geometry(n, &g);
-  *bytes = 0;
-  return code == CLG_OK ? clg_cl_conv2d_grad_scratch(dev, n->outs[0].dtype, &g, is_filter(n), bytes)
-                        : code;
-}
-
-static const clg_kernel_def kernels[] = {
-    {CLG_KIND_HOST, host_supports, host_run, host_scratch, NULL},
-    {CLG_KIND_OPENCL, cl_supports, cl_run, cl_scratch, NULL}};
-
 #define GRAD_DEF(OP)                                                                               \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
@@ -235,8 +126,6 @@ static const clg_kernel_def kernels[] = {
       .num_attrs = 6,                                                                              \
       .attrs = attrs,                                                                              \
       .infer = infer,                                                                              \
-      .kernels = kernels,                                                                          \
-      .num_kernels = 2,                                                                            \
       .inplace = -1,                                                                               \
   };
 GRAD_DEF(Conv2DBackpropInput)

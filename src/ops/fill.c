@@ -1,15 +1,9 @@
 /* Fill (tf.fill: a shape from a constant dims vector, every element the scalar value),
  * ZerosLike and OnesLike (the input's shape and dtype). Any of float, double, int32, int64
- * and bool, on every device: these only write bytes. */
-#include <stdlib.h>
-#include <string.h>
-
+ * and bool, on every device: these only write bytes.
+ * Kernels: backends/host/fill.c, backends/opencl/fill.c. */
 #include "graph/graph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
-#include "memory/memory.h"
-
-extern const clg_op_def clg_op_ZerosLike, clg_op_OnesLike;
+#include "ops/ops.h"
 
 static bool fillable(clg_dtype t)
 {
@@ -47,31 +41,6 @@ static clg_code fill_infer(clg_node *n)
   return clg_node_set_output(n, 0, v->dtype, rank, dims);
 }
 
-static void replicate(void *out, const void *elem, size_t es, size_t count)
-{
-  for (size_t i = 0; i < count; i++)
-    memcpy((char *)out + i * es, elem, es);
-}
-
-static clg_code fill_host(const clg_kernel_ctx *c)
-{
-  replicate(c->out[0].host, c->in[1].host, clg_dtype_size(c->node->outs[0].dtype),
-            clg_out_count(&c->node->outs[0]));
-  return CLG_OK;
-}
-
-static clg_code fill_cl(const clg_kernel_ctx *c)
-{
-  size_t count = clg_out_count(&c->node->outs[0]);
-  if (count == 0)
-    return CLG_OK;
-  clg_strided m = {1, {count}, {0}, {0}}; /* every element reads element 0 of the value */
-  return clg_cl_gather(c->dev, clg_dtype_size(c->node->outs[0].dtype), &c->in[1], &c->out[0], &m);
-}
-
-static const clg_kernel_def fill_kernels[] = {{CLG_KIND_HOST, NULL, fill_host, NULL, NULL},
-                                              {CLG_KIND_OPENCL, NULL, fill_cl, NULL, NULL}};
-
 const clg_op_def clg_op_Fill = {
     .name = "Fill",
     .num_inputs = 2,
@@ -79,8 +48,6 @@ const clg_op_def clg_op_Fill = {
     .num_attrs = 2,
     .attrs = fill_attrs,
     .infer = fill_infer,
-    .kernels = fill_kernels,
-    .num_kernels = 2,
     .inplace = -1,
 };
 
@@ -95,51 +62,6 @@ static clg_code like_infer(clg_node *n)
   return clg_infer_elementwise_unary(n);
 }
 
-/* One element of value 0 or 1 in dtype t, into buf (8 bytes). */
-static void one_element(clg_dtype t, bool one, void *buf)
-{
-  memset(buf, 0, 8);
-  if (!one)
-    return;
-  switch (t) {
-  case CLG_FLOAT32:
-    *(float *)buf = 1.0f;
-    break;
-  case CLG_FLOAT64:
-    *(double *)buf = 1.0;
-    break;
-  case CLG_INT32:
-    *(int32_t *)buf = 1;
-    break;
-  case CLG_INT64:
-    *(int64_t *)buf = 1;
-    break;
-  default:
-    *(uint8_t *)buf = 1;
-    break;
-  }
-}
-
-static clg_code like_host(const clg_kernel_ctx *c)
-{
-  clg_dtype t = c->node->outs[0].dtype;
-  uint64_t elem[1];
-  one_element(t, c->node->def == &clg_op_OnesLike, elem);
-  replicate(c->out[0].host, elem, clg_dtype_size(t), clg_out_count(&c->node->outs[0]));
-  return CLG_OK;
-}
-
-static clg_code like_cl(const clg_kernel_ctx *c)
-{
-  clg_dtype t = c->node->outs[0].dtype;
-  uint64_t elem[1];
-  one_element(t, c->node->def == &clg_op_OnesLike, elem);
-  return clg_cl_fill(c->dev, &c->out[0], elem, clg_dtype_size(t), clg_node_out_bytes(c->node, 0));
-}
-
-static const clg_kernel_def like_kernels[] = {{CLG_KIND_HOST, NULL, like_host, NULL, NULL},
-                                              {CLG_KIND_OPENCL, NULL, like_cl, NULL, NULL}};
-
 #define LIKE_DEF(OP)                                                                               \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
@@ -148,8 +70,6 @@ static const clg_kernel_def like_kernels[] = {{CLG_KIND_HOST, NULL, like_host, N
       .num_attrs = 1,                                                                              \
       .attrs = clg_attrs_T,                                                                        \
       .infer = like_infer,                                                                         \
-      .kernels = like_kernels,                                                                     \
-      .num_kernels = 2,                                                                            \
       .inplace = 0,                                                                                \
   };
 LIKE_DEF(ZerosLike)

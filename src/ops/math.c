@@ -2,17 +2,11 @@
  * tf.square, tf.floor, tf.negative), with IEEE results at the edges (log(0) = -inf, log and sqrt of
  * a negative = NaN). Float everywhere, double on the host and on devices with fp64; the output may
  * reuse the input's buffer. Floor's gradient is None, as TensorFlow registers it (0 almost
- * everywhere). */
-#include <math.h>
-
+ * everywhere). Kernels: backends/host/math.c, backends/opencl/math.c. */
 #include "graph/graph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
-#include "memory/memory.h"
+#include "ops/ops.h"
 
 enum { M_EXP, M_LOG, M_SQRT, M_RSQRT, M_SQUARE, M_FLOOR, M_NEG };
-
-extern const clg_op_def clg_op_Exp, clg_op_Log, clg_op_Sqrt, clg_op_Rsqrt, clg_op_Floor;
 
 static int which(const clg_node *n)
 {
@@ -24,71 +18,6 @@ static int which(const clg_node *n)
          : n->def == &clg_op_Neg    ? M_NEG
                                     : M_RSQRT;
 }
-
-#define LOOP(T, EXP, LOG, SQRT, FLOOR)                                                             \
-  do {                                                                                             \
-    const T *x = c->in[0].host;                                                                    \
-    T *y = c->out[0].host;                                                                         \
-    switch (which(c->node)) {                                                                      \
-    case M_EXP:                                                                                    \
-      for (size_t i = 0; i < count; i++)                                                           \
-        y[i] = EXP(x[i]);                                                                          \
-      break;                                                                                       \
-    case M_LOG:                                                                                    \
-      for (size_t i = 0; i < count; i++)                                                           \
-        y[i] = LOG(x[i]);                                                                          \
-      break;                                                                                       \
-    case M_SQRT:                                                                                   \
-      for (size_t i = 0; i < count; i++)                                                           \
-        y[i] = SQRT(x[i]);                                                                         \
-      break;                                                                                       \
-    case M_SQUARE:                                                                                 \
-      for (size_t i = 0; i < count; i++)                                                           \
-        y[i] = x[i] * x[i];                                                                        \
-      break;                                                                                       \
-    case M_FLOOR:                                                                                  \
-      for (size_t i = 0; i < count; i++)                                                           \
-        y[i] = FLOOR(x[i]);                                                                        \
-      break;                                                                                       \
-    case M_NEG:                                                                                    \
-      for (size_t i = 0; i < count; i++)                                                           \
-        y[i] = -x[i];                                                                              \
-      break;                                                                                       \
-    default:                                                                                       \
-      for (size_t i = 0; i < count; i++)                                                           \
-        y[i] = (T)1 / SQRT(x[i]);                                                                  \
-      break;                                                                                       \
-    }                                                                                              \
-  } while (0)
-
-static clg_code host_run(const clg_kernel_ctx *c)
-{
-  size_t count = clg_out_count(&c->node->outs[0]);
-  if (c->node->outs[0].dtype == CLG_FLOAT64)
-    LOOP(double, exp, log, sqrt, floor);
-  else
-    LOOP(float, expf, logf, sqrtf, floorf);
-  return CLG_OK;
-}
-
-static const clg_cl_text sources[7] = {
-    {"Exp", "T clg_op(T x) { return exp(x); }\n" CLG_CL_UNARY_TEMPLATE},
-    {"Log", "T clg_op(T x) { return log(x); }\n" CLG_CL_UNARY_TEMPLATE},
-    {"Sqrt", "T clg_op(T x) { return sqrt(x); }\n" CLG_CL_UNARY_TEMPLATE},
-    {"Rsqrt", "T clg_op(T x) { return (T)1 / sqrt(x); }\n" CLG_CL_UNARY_TEMPLATE},
-    {"Square", "T clg_op(T x) { return x * x; }\n" CLG_CL_UNARY_TEMPLATE},
-    {"Floor", "T clg_op(T x) { return floor(x); }\n" CLG_CL_UNARY_TEMPLATE},
-    {"Neg", "T clg_op(T x) { return -x; }\n" CLG_CL_UNARY_TEMPLATE}};
-
-static clg_code cl_run(const clg_kernel_ctx *c)
-{
-  return clg_cl_unary(c->dev, &sources[which(c->node)], c->node->outs[0].dtype, &c->in[0],
-                      &c->out[0], clg_out_count(&c->node->outs[0]));
-}
-
-static const clg_kernel_def kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, host_run, NULL, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, cl_run, NULL, NULL}};
 
 static clg_output mul(clg_graph *g, clg_output a, clg_output b)
 {
@@ -138,8 +67,6 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
       .num_attrs = 1,                                                                              \
       .attrs = clg_attrs_T,                                                                        \
       .infer = clg_infer_elementwise_unary,                                                        \
-      .kernels = kernels,                                                                          \
-      .num_kernels = 2,                                                                            \
       .inplace = 0,                                                                                \
       .grad = grad,                                                                                \
   };

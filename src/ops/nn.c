@@ -1,14 +1,11 @@
 /* BiasAdd (a [C] bias along the last axis), MaxPool and AvgPool (NHWC windows, SAME padding
  * never wins a max and is not counted in an average) and LRN (over the channel axis).
- * Float, and double where the device has it. */
+ * Float, and double where the device has it. Kernels: backends/host/nn_kernels.c,
+ * backends/opencl/nn_kernels.c. */
 #include <string.h>
 
 #include "graph/graph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
-#include "memory/memory.h"
-
-extern const clg_op_def clg_op_MaxPool, clg_op_AvgPool;
+#include "ops/ops.h"
 
 /* --- BiasAdd ------------------------------------------------------------------------------ */
 
@@ -45,65 +42,6 @@ static clg_code bias_infer(clg_node *n)
   return clg_node_set_output(n, 0, x->dtype, x->rank, x->dims);
 }
 
-/* [rows, C] + [C] as a broadcast. */
-static void bias_map(const clg_node *n, clg_strided *m)
-{
-  const clg_out_desc *x = clg_node_in(n, 0);
-  size_t c = (size_t)x->dims[x->rank - 1];
-  int64_t dx[2] = {(int64_t)(c ? clg_out_count(x) / c : 0), (int64_t)c}, db[1] = {(int64_t)c};
-  clg_strided_broadcast(m, 2, dx, 1, db, 2, dx);
-}
-
-/* Rows split across the cores, each row plus the bias (a loop that vectorises; the output may
- * be the input: each element is read, then written, by one thread). */
-typedef struct bias_job {
-  const clg_kernel_ctx *c;
-  size_t k;
-} bias_job;
-
-#define BIAS_ROWS(T)                                                                               \
-  do {                                                                                             \
-    const T *x = j->c->in[0].host, *b = j->c->in[1].host;                                          \
-    T *y = j->c->out[0].host;                                                                      \
-    for (size_t r = r0; r < r1; r++)                                                               \
-      for (size_t i = 0; i < j->k; i++)                                                            \
-        y[r * j->k + i] = x[r * j->k + i] + b[i];                                                  \
-  } while (0)
-
-static void bias_rows(void *ctx, size_t r0, size_t r1)
-{
-  const bias_job *j = ctx;
-  if (j->c->node->outs[0].dtype == CLG_FLOAT64)
-    BIAS_ROWS(double);
-  else
-    BIAS_ROWS(float);
-}
-
-static clg_code bias_host(const clg_kernel_ctx *c)
-{
-  const clg_out_desc *x = clg_node_in(c->node, 0);
-  bias_job j = {c, (size_t)x->dims[x->rank - 1]};
-  if (j.k == 0)
-    return CLG_OK;
-  size_t rows = clg_out_count(x) / j.k;
-  clg_host_parallel_for(rows, ((size_t)1 << 14) / j.k + 1, bias_rows, &j);
-  return CLG_OK;
-}
-
-static clg_code bias_cl(const clg_kernel_ctx *c)
-{
-  if (clg_out_count(&c->node->outs[0]) == 0)
-    return CLG_OK;
-  clg_strided m;
-  bias_map(c->node, &m);
-  return clg_cl_broadcast(c->dev, CLG_BINOP_ADD, c->node->outs[0].dtype, &c->in[0], &c->in[1],
-                          &c->out[0], &m);
-}
-
-static const clg_kernel_def bias_kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, bias_host, NULL, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, bias_cl, NULL, NULL}};
-
 const clg_op_def clg_op_BiasAdd = {
     .name = "BiasAdd",
     .num_inputs = 2,
@@ -111,8 +49,6 @@ const clg_op_def clg_op_BiasAdd = {
     .num_attrs = 2,
     .attrs = bias_attrs,
     .infer = bias_infer,
-    .kernels = bias_kernels,
-    .num_kernels = 2,
     .inplace = 0,
     .grad = clg_grad_bias_add,
 };
@@ -129,7 +65,7 @@ static const clg_attr_def pool_attrs[] = {
     {.name = "strides", .type = CLG_ATTR_INT_LIST},
 };
 
-static clg_code pool_geometry(const clg_node *n, clg_window *g)
+clg_code clg_pool_geometry(const clg_node *n, clg_window *g)
 {
   const clg_out_desc *x = clg_node_in(n, 0);
   bool same;
@@ -153,7 +89,7 @@ static clg_code pool_infer(clg_node *n)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "input must be 4-dimensional, not %s",
                           clg_out_shape_string(x, sx, sizeof sx));
   clg_window g;
-  clg_code code = pool_geometry(n, &g);
+  clg_code code = clg_pool_geometry(n, &g);
   if (code != CLG_OK)
     return code;
   n->attrs[P_T].set = true;
@@ -161,29 +97,6 @@ static clg_code pool_infer(clg_node *n)
   int64_t dims[4] = {g.n, g.oh, g.ow, g.c};
   return clg_node_set_output(n, 0, x->dtype, 4, dims);
 }
-
-static clg_code pool_host(const clg_kernel_ctx *c)
-{
-  clg_window g;
-  pool_geometry(c->node, &g);
-  clg_host_pool(c->node->outs[0].dtype, c->node->def == &clg_op_AvgPool, c->in[0].host,
-                c->out[0].host, &g);
-  return CLG_OK;
-}
-
-static clg_code pool_cl(const clg_kernel_ctx *c)
-{
-  if (clg_out_count(&c->node->outs[0]) == 0)
-    return CLG_OK;
-  clg_window g;
-  pool_geometry(c->node, &g);
-  return clg_cl_pool(c->dev, c->node->outs[0].dtype, c->node->def == &clg_op_AvgPool, &c->in[0],
-                     &c->out[0], &g);
-}
-
-static const clg_kernel_def pool_kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, pool_host, NULL, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, pool_cl, NULL, NULL}};
 
 #define POOL_DEF(OP)                                                                               \
   const clg_op_def clg_op_##OP = {                                                                 \
@@ -193,8 +106,6 @@ static const clg_kernel_def pool_kernels[] = {
       .num_attrs = 5,                                                                              \
       .attrs = pool_attrs,                                                                         \
       .infer = pool_infer,                                                                         \
-      .kernels = pool_kernels,                                                                     \
-      .num_kernels = 2,                                                                            \
       .inplace = -1,                                                                               \
       .grad = clg_grad_pool,                                                                       \
   };
@@ -226,28 +137,12 @@ static clg_code lrn_infer(clg_node *n)
   return clg_infer_elementwise_unary(n);
 }
 
-static clg_code lrn_host(const clg_kernel_ctx *c)
+/* LRNGrad's attributes are LRN's (nn_grad.c), in the same order. */
+clg_lrn_params clg_lrn_params_of(const clg_node *n)
 {
-  const clg_node *n = c->node;
-  const clg_out_desc *x = clg_node_in(n, 0);
-  clg_host_lrn(x->dtype, c->in[0].host, c->out[0].host, clg_out_count(x), x->dims[3],
-               n->attrs[L_DEPTH_RADIUS].i, n->attrs[L_BIAS].f, n->attrs[L_ALPHA].f,
-               n->attrs[L_BETA].f);
-  return CLG_OK;
+  return (clg_lrn_params){n->attrs[L_DEPTH_RADIUS].i, n->attrs[L_BIAS].f, n->attrs[L_ALPHA].f,
+                          n->attrs[L_BETA].f};
 }
-
-static clg_code lrn_cl(const clg_kernel_ctx *c)
-{
-  const clg_node *n = c->node;
-  const clg_out_desc *x = clg_node_in(n, 0);
-  return clg_cl_lrn(c->dev, x->dtype, &c->in[0], &c->out[0], clg_out_count(x), x->dims[3],
-                    n->attrs[L_DEPTH_RADIUS].i, n->attrs[L_BIAS].f, n->attrs[L_ALPHA].f,
-                    n->attrs[L_BETA].f);
-}
-
-static const clg_kernel_def lrn_kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, lrn_host, NULL, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, lrn_cl, NULL, NULL}};
 
 const clg_op_def clg_op_LRN = {
     .name = "LRN",
@@ -256,8 +151,6 @@ const clg_op_def clg_op_LRN = {
     .num_attrs = 5,
     .attrs = lrn_attrs,
     .infer = lrn_infer,
-    .kernels = lrn_kernels,
-    .num_kernels = 2,
     .inplace = -1,
     .grad = clg_grad_lrn,
 };

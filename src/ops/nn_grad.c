@@ -4,28 +4,13 @@
  * unpadded elements; LRNGrad(input_grads, input_image, output_image); BiasAddGrad(out_backprop)
  * sums over all axes but the last. On OpenCL one work-item per output element (pooling: a
  * gather over the windows holding it), so no atomics and no dependence on scheduling; the host
- * scatters each window once. Also the gradient functions of BiasAdd, MaxPool, AvgPool and
- * LRN. */
-#include <stdlib.h>
+ * scatters each window once (kernels: backends/host/nn_grad.c, backends/opencl/nn_grad.c).
+ * Also the gradient functions of BiasAdd, MaxPool, AvgPool and LRN. */
 #include <string.h>
 
 #include "graph/graph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
-#include "memory/memory.h"
+#include "ops/ops.h"
 
-extern const clg_op_def clg_op_MaxPoolGrad, clg_op_AvgPoolGrad, clg_op_LRNGrad, clg_op_BiasAddGrad;
-
-static bool float_kernel(const clg_node *n, const clg_device *dev, int first, int last)
-{
-  clg_dtype t = n->outs[0].dtype;
-  for (int i = first; i <= last; i++)
-    if (clg_node_in(n, i)->dtype != t)
-      return false;
-  if (t == CLG_FLOAT64)
-    return clg_device_ops_of(dev)->kind == CLG_KIND_HOST || dev->info.has_fp64;
-  return t == CLG_FLOAT32;
-}
 
 static char *shape_of(const clg_out_desc *d, char *buf, size_t size)
 {
@@ -80,7 +65,7 @@ static clg_code pool_input_dims(const clg_node *n, int64_t *x)
   return code;
 }
 
-static clg_code pool_geometry(const clg_node *n, clg_window *g)
+clg_code clg_pool_grad_geometry(const clg_node *n, clg_window *g)
 {
   int64_t x[4];
   bool same;
@@ -110,7 +95,7 @@ static clg_code pool_infer(clg_node *n)
       return clg_node_error(n, CLG_INVALID_ARGUMENT, "dtypes differ: %s vs %s",
                             clg_dtype_name(clg_node_in(n, i)->dtype), clg_dtype_name(t));
   clg_window g;
-  clg_code code = pool_geometry(n, &g);
+  clg_code code = clg_pool_grad_geometry(n, &g);
   if (code != CLG_OK)
     return code;
   int64_t out[4] = {g.n, g.oh, g.ow, g.c};
@@ -127,34 +112,6 @@ static clg_code pool_infer(clg_node *n)
   return clg_node_set_output(n, 0, t, 4, xd);
 }
 
-static clg_code pool_host(const clg_kernel_ctx *c)
-{
-  clg_window g;
-  pool_geometry(c->node, &g);
-  bool avg = is_avg(c->node);
-  clg_host_pool_grad(c->node->outs[0].dtype, avg, avg ? NULL : c->in[0].host,
-                     c->in[avg ? 1 : 2].host, c->out[0].host, &g);
-  return CLG_OK;
-}
-
-static clg_code pool_cl(const clg_kernel_ctx *c)
-{
-  clg_window g;
-  pool_geometry(c->node, &g);
-  bool avg = is_avg(c->node);
-  return clg_cl_pool_grad(c->dev, c->node->outs[0].dtype, avg, avg ? NULL : &c->in[0],
-                          &c->in[avg ? 1 : 2], &c->out[0], &g);
-}
-
-static bool pool_supports(const clg_node *n, const clg_device *dev)
-{
-  return is_avg(n) ? float_kernel(n, dev, 1, 1) : float_kernel(n, dev, 0, 2);
-}
-
-static const clg_kernel_def pool_kernels[] = {
-    {CLG_KIND_HOST, pool_supports, pool_host, NULL, NULL},
-    {CLG_KIND_OPENCL, pool_supports, pool_cl, NULL, NULL}};
-
 const clg_op_def clg_op_MaxPoolGrad = {
     .name = "MaxPoolGrad",
     .num_inputs = 3,
@@ -162,8 +119,6 @@ const clg_op_def clg_op_MaxPoolGrad = {
     .num_attrs = 5,
     .attrs = pool_attrs,
     .infer = pool_infer,
-    .kernels = pool_kernels,
-    .num_kernels = 2,
     .inplace = -1,
 };
 
@@ -174,8 +129,6 @@ const clg_op_def clg_op_AvgPoolGrad = {
     .num_attrs = 5,
     .attrs = pool_attrs,
     .infer = pool_infer,
-    .kernels = pool_kernels,
-    .num_kernels = 2,
     .inplace = -1,
 };
 
@@ -230,29 +183,6 @@ static clg_code lrn_infer(clg_node *n)
   return clg_infer_elementwise_unary(n);
 }
 
-static clg_code lrn_host(const clg_kernel_ctx *c)
-{
-  const clg_node *n = c->node;
-  const clg_out_desc *x = clg_node_in(n, 0);
-  clg_host_lrn_grad(x->dtype, c->in[0].host, c->in[1].host, c->in[2].host, c->out[0].host,
-                    clg_out_count(x), x->dims[3], n->attrs[L_DEPTH_RADIUS].i, n->attrs[L_BIAS].f,
-                    n->attrs[L_ALPHA].f, n->attrs[L_BETA].f);
-  return CLG_OK;
-}
-
-static clg_code lrn_cl(const clg_kernel_ctx *c)
-{
-  const clg_node *n = c->node;
-  const clg_out_desc *x = clg_node_in(n, 0);
-  return clg_cl_lrn_grad(c->dev, x->dtype, &c->in[0], &c->in[1], &c->in[2], &c->out[0],
-                         clg_out_count(x), x->dims[3], n->attrs[L_DEPTH_RADIUS].i,
-                         n->attrs[L_BIAS].f, n->attrs[L_ALPHA].f, n->attrs[L_BETA].f);
-}
-
-static const clg_kernel_def lrn_kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, lrn_host, NULL, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, lrn_cl, NULL, NULL}};
-
 const clg_op_def clg_op_LRNGrad = {
     .name = "LRNGrad",
     .num_inputs = 3,
@@ -260,8 +190,6 @@ const clg_op_def clg_op_LRNGrad = {
     .num_attrs = 5,
     .attrs = lrn_attrs,
     .infer = lrn_infer,
-    .kernels = lrn_kernels,
-    .num_kernels = 2,
     .inplace = -1,
 };
 
@@ -301,116 +229,6 @@ static clg_code bias_infer(clg_node *n)
   return clg_node_set_output(n, 0, x->dtype, 1, &x->dims[x->rank - 1]);
 }
 
-static void bias_dims(const clg_node *n, size_t *rows, size_t *c)
-{
-  const clg_out_desc *x = clg_node_in(n, 0);
-  *c = (size_t)x->dims[x->rank - 1];
-  *rows = *c ? clg_out_count(x) / *c : 0;
-}
-
-/* The rows split into parts (as many as the cores: each reads its own contiguous rows), each
- * summing its rows per channel in double, in row order; then the parts' sums added in part
- * order. The part count depends only on the thread count and the shape: the same result in
- * every run. */
-typedef struct bias_job {
-  const clg_kernel_ctx *c;
-  size_t rows, k;
-  int parts;
-  double *part; /* [parts][k] */
-} bias_job;
-
-#define BIAS_LOOP(T)                                                                               \
-  do {                                                                                             \
-    const T *x = j->c->in[0].host;                                                                 \
-    for (size_t r = r0; r < r1; r++) {                                                             \
-      const T *row = x + r * j->k;                                                                 \
-      for (size_t i = 0; i < j->k; i++)                                                            \
-        acc[i] += row[i];                                                                          \
-    }                                                                                              \
-  } while (0)
-
-static void bias_part(void *ctx, int t)
-{
-  const bias_job *j = ctx;
-  size_t r0 = j->rows * (size_t)t / (size_t)j->parts;
-  size_t r1 = j->rows * (size_t)(t + 1) / (size_t)j->parts;
-  double *acc = j->part + (size_t)t * j->k;
-  for (size_t i = 0; i < j->k; i++)
-    acc[i] = 0;
-  if (j->c->node->outs[0].dtype == CLG_FLOAT64)
-    BIAS_LOOP(double);
-  else
-    BIAS_LOOP(float);
-}
-
-static clg_code bias_host(const clg_kernel_ctx *c)
-{
-  bias_job j = {c, 0, 0, 1, NULL};
-  bias_dims(c->node, &j.rows, &j.k);
-  if (j.k == 0)
-    return CLG_OK;
-  /* Split the rows only when they are many. */
-  if (j.rows * j.k >= ((size_t)1 << 16))
-    j.parts = clg_host_threads();
-  if ((size_t)j.parts > j.rows)
-    j.parts = j.rows > 0 ? (int)j.rows : 1;
-  if (!(j.part = malloc(sizeof(double) * (size_t)j.parts * j.k)))
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for BiasAddGrad's %d x %zu sums",
-                     j.parts, j.k);
-  clg_host_parallel(j.parts, bias_part, &j);
-  bool f64 = c->node->outs[0].dtype == CLG_FLOAT64;
-  for (size_t i = 0; i < j.k; i++) {
-    double s = j.part[i];
-    for (int t = 1; t < j.parts; t++)
-      s += j.part[(size_t)t * j.k + i];
-    if (f64)
-      ((double *)c->out[0].host)[i] = s;
-    else
-      ((float *)c->out[0].host)[i] = (float)s;
-  }
-  free(j.part);
-  return CLG_OK;
-}
-
-static const clg_cl_text reduce_source = {"reduce", NULL};
-
-/* Sum's kernel of cl/reduce.cl: one work-group per channel over the rows. */
-static clg_code bias_cl(const clg_kernel_ctx *c)
-{
-  size_t rows, k;
-  bias_dims(c->node, &rows, &k);
-  if (k == 0)
-    return CLG_OK;
-  clg_dtype dt = c->node->outs[0].dtype;
-  size_t es = clg_dtype_size(dt);
-  clg_strided keep, red;
-  memset(&keep, 0, sizeof keep);
-  memset(&red, 0, sizeof red);
-  keep.rank = red.rank = 1;
-  keep.dims[0] = k;
-  keep.sa[0] = 1;
-  red.dims[0] = rows ? rows : 1;
-  red.sa[0] = k;
-  clg_cl_map km, rm;
-  clg_strided_to_cl(&keep, &km);
-  clg_strided_to_cl(&red, &rm);
-  cl_ulong xo = c->in[0].offset / es, yo = c->out[0].offset / es, nr = rows;
-  cl_uint op = 0; /* sum */
-  clg_cl_arg args[] = {{sizeof(cl_mem), &c->in[0].mem},
-                       {sizeof xo, &xo},
-                       {sizeof(cl_mem), &c->out[0].mem},
-                       {sizeof yo, &yo},
-                       {sizeof nr, &nr},
-                       {sizeof km, &km},
-                       {sizeof rm, &rm},
-                       {sizeof op, &op}};
-  return clg_cl_launch_groups(c->dev, dt, &reduce_source, "clg_reduce", args, 8, k, rows);
-}
-
-static const clg_kernel_def bias_kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, bias_host, NULL, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, bias_cl, NULL, NULL}};
-
 const clg_op_def clg_op_BiasAddGrad = {
     .name = "BiasAddGrad",
     .num_inputs = 1,
@@ -418,8 +236,6 @@ const clg_op_def clg_op_BiasAddGrad = {
     .num_attrs = 2,
     .attrs = bias_attrs,
     .infer = bias_infer,
-    .kernels = bias_kernels,
-    .num_kernels = 2,
     .inplace = -1,
 };
 

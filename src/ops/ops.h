@@ -1,11 +1,14 @@
 /* The ops module's door: the op registry.
  *
- * An op is a record (clg_op_def): its TensorFlow type name, inputs and outputs, typed
- * attributes with defaults, shape and dtype inference, its kernels per device kind (each
- * with a predicate saying which nodes and devices it serves), whether an output may reuse
- * an input's buffer, and a slot for its gradient. One file per op (or small family) under
- * src/ops/ defines it; registry.c lists them. Graph building, the placer, the executor and
- * error texts ask this module; nothing else compares op names.
+ * An op is a record (clg_op_def, declared below the graph in schema/schema.h): its
+ * TensorFlow type name, inputs and outputs, typed attributes with defaults, shape and dtype
+ * inference, its kernels per device kind (each with a predicate saying which nodes and
+ * devices it serves), whether an output may reuse an input's buffer, and a slot for its
+ * gradient. One file per op (or small family) under src/ops/ defines it, with its gradient
+ * and typed builder; op_list.h lists them, registry.c finds them by name (clg_op, the
+ * by-name builder, is here too), gradients.c walks a graph's gradients. This module sits
+ * above the graph: it builds through graph/graph.h, and the graph never includes it. The
+ * placer, the executor and error texts ask this module; nothing else compares op names.
  *
  * This header sees no OpenCL: devices, blocks and allocators are opaque here. */
 #ifndef CLG_OPS_H
@@ -16,129 +19,13 @@
 
 #include "clgraph/graph.h"
 #include "core/core.h"
+#include "graph/graph.h"
+#include "schema/schema.h"
 
 struct clg_device;
 struct clg_block;
 struct clg_allocator;
-
-/* --- attributes ------------------------------------------------------------------------ */
-
-/* A node's attribute value (owned by the node: strings, lists and tensors are copies). */
-typedef struct clg_attr_value {
-  bool set;
-  clg_attr_type type;
-  int64_t i;
-  double f;
-  bool b;
-  char *s;
-  clg_dtype dtype;
-  int n;      /* list length (INT_LIST), rank (SHAPE) */
-  int64_t *v; /* list values or dims */
-  clg_tensor *tensor;
-} clg_attr_value;
-
-/* How an attribute is declared by its op. Listed in TensorFlow's printing order (sorted by
- * name, upper case first), which is also the order of a node's attrs[]. */
-typedef struct clg_attr_def {
-  const char *name;
-  clg_attr_type type;
-  /* Without a default: required, unless the op infers it (inferred is then true). */
-  bool has_default;
-  bool inferred;
-  int64_t def_i; /* default of INT and BOOL */
-  double def_f;
-  const char *def_s;
-} clg_attr_def;
-
-/* --- nodes as the ops see them ----------------------------------------------------------- */
-
-/* An output's dtype and static shape. */
-typedef struct clg_out_desc {
-  clg_dtype dtype;
-  int rank;
-  int64_t dims[CLG_MAX_RANK];
-} clg_out_desc;
-
-/* --- kernels --------------------------------------------------------------------------- */
-
-/* What a kernel gets to run one node. in[i] and out[i] are blocks of the device: host
- * pointers in .host for the host kind, (cl_mem, offset) for OpenCL. An output may be the
- * same block as the input the op allows in place (clg_op_def.inplace). */
-typedef struct clg_kernel_ctx {
-  struct clg_device *dev;
-  int device_index;
-  const clg_node *node;
-  const struct clg_block *in;
-  const struct clg_block *out;
-  struct clg_allocator *alloc;     /* the device's allocator, for scratch not planned */
-  const struct clg_block *scratch; /* the plan's scratch for this node (kernel's scratch()) */
-  /* Logs a warning once per (device, reason) for the life of the process state. */
-  void (*warn_once)(void *warn_ctx, int device, const char *reason, const char *message);
-  void *warn_ctx;
-} clg_kernel_ctx;
-
-typedef struct clg_kernel_def {
-  clg_device_kind kind;
-  /* Whether this kernel serves node n (its dtypes and attributes) on dev; NULL: always. n has
-   * every input, output and attribute its op declares (a variadic op: num_inputs >= 1), on a
-   * built node as on clg_backend_supported's stand-in, so a predicate may read any of them. */
-  bool (*supports)(const clg_node *n, const struct clg_device *dev);
-  clg_code (*run)(const clg_kernel_ctx *ctx);
-  /* Optional: bytes of scratch the kernel wants for n on dev; the plan holds them in the
-   * device's arena for the node's step (ctx->scratch), so no run allocates them. */
-  clg_code (*scratch)(const clg_node *n, struct clg_device *dev, size_t *bytes);
-  /* Optional: compiles what the first run would (a session's warm option). */
-  clg_code (*warm)(const clg_node *n, struct clg_device *dev);
-} clg_kernel_def;
-
-/* --- op definitions ---------------------------------------------------------------------- */
-
-enum {
-  CLG_OP_VARIADIC = -1, /* num_inputs: one or more */
-};
-
-/* Flags of an op. */
-enum {
-  CLG_OP_CONST = 1u << 0,         /* its value is attribute "value": cached per session */
-  CLG_OP_MUST_FEED = 1u << 1,     /* a Placeholder: running it unfed is an error */
-  CLG_OP_FOLLOWS_INPUT = 1u << 2, /* placed with its input when unconstrained (Identity) */
-  /* State: a VariableV2. Its value lives in the session (one per session), on its device;
-   * it is not a step of a run and its consumers read the stored buffer. */
-  CLG_OP_VARIABLE = 1u << 3,
-  /* Input 0 is overwritten whole, so it need not be initialized (Assign). */
-  CLG_OP_ASSIGNS = 1u << 4
-};
-
-typedef struct clg_op_def clg_op_def;
-
-/* An op's gradient: given n and the gradients of its outputs (grad_outputs[i].node NULL
- * where output i has none), adds the nodes that compute the gradients of its inputs into
- * grad_inputs (left {NULL, 0} for an input that gets none, as TensorFlow's None). Called by
- * clg_gradients inside the name scope "gradients/<node>_grad" and the device scope the
- * caller chose; errors are the graph's sticky error. */
-typedef clg_code (*clg_grad_fn)(clg_graph *g, clg_node *n, const clg_output *grad_outputs,
-                                clg_output *grad_inputs);
-
-struct clg_op_def {
-  const char *name;
-  int num_inputs; /* or CLG_OP_VARIADIC */
-  int num_outputs;
-  int num_attrs;
-  const clg_attr_def *attrs;
-  /* Checks the inputs and attributes, fills inferred attributes and sets every output with
-   * clg_node_set_output. Errors with clg_node_error, naming the node. */
-  clg_code (*infer)(clg_node *n);
-  const clg_kernel_def *kernels;
-  int num_kernels;
-  /* The input whose buffer output 0 may reuse (same byte size, last use), or -1. */
-  int inplace;
-  unsigned flags;
-  clg_grad_fn grad;
-  /* Bit i: input i is a variable (a reference edge) updated in place by the kernel, which
-   * gets the variable's buffer as in[i]; output 0 is then the variable of input 0 (out[0]
-   * is that same buffer). Such nodes are placed on their variable's device. */
-  unsigned ref_inputs;
-};
+struct clg_cluster;
 
 /* --- the registry ---------------------------------------------------------------------- */
 
@@ -154,8 +41,6 @@ const clg_node *clg_node_ref_variable(const clg_node *n, int i);
 
 /* --- helpers for op files --------------------------------------------------------------- */
 
-/* Records "<Op> '<name>': <message>" as this thread's error and returns code. */
-clg_code clg_node_error(const clg_node *n, clg_code code, const char *fmt, ...) CLG_PRINTF(3, 4);
 /* Sets output i's dtype and shape through the one checked path: rank in range, dims >= 0,
  * element count bounded so that byte sizes fit (INVALID_ARGUMENT naming the node). */
 clg_code clg_node_set_output(clg_node *n, int i, clg_dtype dtype, int rank, const int64_t *dims);
@@ -166,14 +51,6 @@ const clg_out_desc *clg_node_out(const clg_node *n, int i);
 /* Attribute i (in the def's order). */
 const clg_attr_value *clg_node_attr(const clg_node *n, int i);
 clg_attr_value *clg_node_attr_mut(clg_node *n, int i);
-/* Checked shape arithmetic (operands >= 0): false when the result passes INT64_MAX. The
- * product of n dims is 0 when one of them is, whatever the others. */
-bool clg_checked_mul(int64_t a, int64_t b, int64_t *r);
-bool clg_dims_product(int n, const int64_t *dims, int64_t *count);
-/* Elements of a descriptor (1 for a scalar). */
-size_t clg_out_count(const clg_out_desc *d);
-/* "[2,3]" into buf. */
-char *clg_out_shape_string(const clg_out_desc *d, char *buf, size_t size);
 /* Predicates for kernels: every input and output has dtype float32 (or float32/float64 with
  * fp64 on dev). */
 bool clg_node_all_dtype(const clg_node *n, clg_dtype dtype);
@@ -216,8 +93,6 @@ clg_code clg_nhwc_attr(const clg_node *n, const clg_attr_value *f);
  * (k): int32, or int64 when a value does not fit in int32, so that no value is cut. */
 clg_node *clg_const_ints(clg_graph *g, int n, const int64_t *v);
 clg_node *clg_const_int(clg_graph *g, int64_t v);
-/* Element i of a host tensor of any dtype, as a double. */
-double clg_tensor_element_double(const clg_tensor *t, size_t i);
 
 /* Inference of an element-wise op with one input: attribute 0 is T (clg_attrs_T), the
  * output has the input's dtype and shape. */
@@ -233,66 +108,68 @@ clg_output clg_grad_build(clg_graph *g, const clg_op_def *def, int num_inputs,
                           const clg_output *inputs, int num_attrs, const clg_attr *attrs);
 /* A scalar Const of dtype holding value. */
 clg_output clg_grad_scalar(clg_graph *g, clg_dtype dtype, double value);
-extern const clg_op_def clg_op_Const, clg_op_Placeholder, clg_op_MatMul, clg_op_Add, clg_op_Sub,
-    clg_op_Mul, clg_op_AddN, clg_op_Identity, clg_op_Relu, clg_op_Neg, clg_op_Square,
-    clg_op_ReluGrad, clg_op_RealDiv, clg_op_Maximum, clg_op_Equal, clg_op_Exp, clg_op_Log,
-    clg_op_Sqrt, clg_op_Rsqrt, clg_op_Cast, clg_op_Fill, clg_op_ZerosLike, clg_op_OnesLike,
-    clg_op_Reshape, clg_op_Transpose, clg_op_Sum, clg_op_Mean, clg_op_Max, clg_op_L2Loss,
-    clg_op_ArgMax, clg_op_Softmax, clg_op_LogSoftmax, clg_op_SparseSoftmaxCrossEntropyWithLogits,
-    clg_op_InTopKV2, clg_op_BiasAdd, clg_op_MaxPool, clg_op_AvgPool, clg_op_LRN, clg_op_Conv2D,
-    clg_op_Conv2DBackpropInput, clg_op_Conv2DBackpropFilter, clg_op_MaxPoolGrad, clg_op_AvgPoolGrad,
-    clg_op_LRNGrad, clg_op_BiasAddGrad;
-/* Maximum's gradient selects with these (binary.c, select.c). */
-extern const clg_op_def clg_op_GreaterEqual, clg_op_Select;
+/* Every op's definition, clg_op_<Name> (the list: op_list.h). */
+#define CLG_OP(name) extern const clg_op_def clg_op_##name;
+#include "ops/op_list.h"
+#undef CLG_OP
 /* Gradient functions that live beside their gradient ops (conv2d_grad.c, nn_grad.c). */
 clg_code clg_grad_conv2d(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 clg_code clg_grad_pool(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 clg_code clg_grad_lrn(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 clg_code clg_grad_bias_add(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx);
 
-/* Whether attribute i of n, as its op's inference left it, is the value the caller gave:
- * INVALID_ARGUMENT "attribute T is int32 but the inputs make it float" naming the node
- * otherwise. The builder asks it of every given attribute the op infers (graph.h: given
- * ones must agree). */
-clg_code clg_node_attr_agrees(const clg_node *n, int i, const clg_attr *given);
-/* TensorFlow's node summary for errors: "b = Const[dtype=DT_FLOAT, value=Tensor<type: float
- * shape: [3,2] values: 1 2 3...>, _device=\"/device:GPU:2\"]()", attributes in the op's
- * order. malloc'd; NULL when memory runs out. */
-char *clg_node_def_string(const clg_node *n);
+/* What the kernels of these ops read off a node, defined in the op files (the op's
+ * semantics: the backends' kernels compute with them; attributes checked at build). */
+/* MatMul: the transposes, op(a) [m,k] and op(b) [k,n]. */
+void clg_matmul_dims(const clg_node *n, bool *ta, bool *tb, size_t *m, size_t *nn, size_t *k);
+/* Conv2D's geometry; Conv2DBackpropInput's and Conv2DBackpropFilter's (the forward
+ * convolution's). */
+clg_code clg_conv2d_geometry(const clg_node *n, clg_window *g);
+clg_code clg_conv2d_grad_geometry(const clg_node *n, clg_window *g);
+/* MaxPool's and AvgPool's geometry; MaxPoolGrad's and AvgPoolGrad's (the forward pooling's). */
+clg_code clg_pool_geometry(const clg_node *n, clg_window *g);
+clg_code clg_pool_grad_geometry(const clg_node *n, clg_window *g);
+/* LRN's and LRNGrad's parameters. */
+typedef struct clg_lrn_params {
+  int64_t depth_radius;
+  double bias, alpha, beta;
+} clg_lrn_params;
+clg_lrn_params clg_lrn_params_of(const clg_node *n);
+/* RandomUniform, RandomStandardNormal, TruncatedNormal, ConstFill: the node's values (count
+ * elements of its dtype) into out on the host; they depend on the seeds only, never on the
+ * device (OpenCL kernels generate on the host and upload). */
+void clg_random_generate(const clg_node *n, void *out);
+/* SparseSoftmaxCrossEntropyWithLogits: TensorFlow's INVALID_ARGUMENT for the first of b labels
+ * (of dtype t, int32 or int64) outside [0, k), naming the node. */
+clg_code clg_xent_check_labels(const clg_node *n, const void *labels, clg_dtype t, size_t b,
+                               size_t k);
+/* InTopKV2's k (its Const input). */
+int64_t clg_in_top_k_k(const clg_node *n);
+/* Sum, Mean, Max, L2Loss, ArgMax: which axes of input 0 are reduced (red[CLG_MAX_RANK]). */
+clg_code clg_reduce_axes(const clg_node *n, bool *red);
 
-/* TensorFlow graphs (issue 23): the ops real graphs use. */
-extern const clg_op_def clg_op_Sigmoid, clg_op_Tanh, clg_op_Relu6, clg_op_LeakyRelu, clg_op_Abs,
-    clg_op_Sign, clg_op_SigmoidGrad, clg_op_TanhGrad, clg_op_Relu6Grad, clg_op_LeakyReluGrad,
-    clg_op_AddV2, clg_op_Minimum, clg_op_Squeeze, clg_op_ExpandDims, clg_op_Slice, clg_op_Pad,
-    clg_op_PadV2, clg_op_ConcatV2;
-/* Their constant index inputs, checked (array_tf.c): Slice's begin and size (-1 resolved),
- * Pad's paddings, ConcatV2's axis (non-negative). */
+/* TensorFlow graphs (issue 23): the checked geometry of the ops real graphs use, shared by
+ * their op files and their kernels (their definitions are listed in op_list.h). */
+/* Slice's begin and size (-1 resolved), Pad's paddings, ConcatV2's axis (non-negative), Pack's
+ * axis (non-negative), and whether a MirrorPad(Grad)'s mode is SYMMETRIC (array_tf.c). */
 clg_code clg_slice_begin(const clg_node *n, int64_t *begin, int64_t *size);
 clg_code clg_pad_paddings(const clg_node *n, int64_t *before, int64_t *after);
 clg_code clg_concat_axis(const clg_node *n, int *axis);
-extern const clg_op_def clg_op_Pack, clg_op_Shape, clg_op_DepthToSpace, clg_op_Prelu;
-/* Pack's axis, non-negative (checked at build). */
 int clg_pack_axis(const clg_node *n);
-extern const clg_op_def clg_op_MirrorPad, clg_op_MirrorPadGrad;
-/* Whether a MirrorPad(Grad)'s mode is SYMMETRIC (else REFLECT). */
 bool clg_mirror_symmetric(const clg_node *n);
-extern const clg_op_def clg_op_DepthwiseConv2dNative, clg_op_DepthwiseConv2dNativeBackpropInput,
-    clg_op_DepthwiseConv2dNativeBackpropFilter;
 /* The geometry of a depthwise op (depthwise.c): input [n,h,w,c], filter [kh,kw,c,*mult],
- * cout = c * mult output channels; checked. */
+ * cout = c * mult output channels. */
 clg_code clg_depthwise_geometry(const clg_node *n, clg_window *g, int64_t *mult);
-extern const clg_op_def clg_op_ResizeBilinear, clg_op_ResizeBilinearGrad;
 /* ResizeBilinear's geometry (resize.c): images [n,h,w,c] resized to [n,oh,ow,c] with
- * TensorFlow's float scales; the layout matches clg_rs in backends/opencl/resize.c. */
+ * TensorFlow's float scales. */
 typedef struct clg_resize {
   int64_t n, h, w, c, oh, ow;
   float hs, ws;
   bool half_pixel;
 } clg_resize;
 void clg_resize_geometry(const clg_node *n, clg_resize *r);
-/* StridedSlice's spec (strided_slice.c), checked: per input dim the canonical begin, stride
- * and size (TensorFlow's processing shape), and the output's dims. */
-extern const clg_op_def clg_op_StridedSlice;
+/* StridedSlice's spec (strided_slice.c): per input dim the canonical begin, stride and size
+ * (TensorFlow's processing shape), and the output's dims. */
 typedef struct clg_slice_spec {
   int rank;
   int64_t begin[CLG_MAX_RANK], stride[CLG_MAX_RANK], size[CLG_MAX_RANK];

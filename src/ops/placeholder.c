@@ -1,6 +1,8 @@
 /* Placeholder: a value fed at run time, with a static shape. Running one unfed is
- * TensorFlow's INVALID_ARGUMENT ("You must feed a value for placeholder tensor ..."). */
+ * TensorFlow's INVALID_ARGUMENT ("You must feed a value for placeholder tensor ...").
+ * Kernels: backends/host/placeholder.c, backends/opencl/placeholder.c. */
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 enum { A_DTYPE, A_SHAPE };
 
@@ -15,9 +17,6 @@ static clg_code infer(clg_node *n)
   return clg_node_set_output(n, 0, n->attrs[A_DTYPE].dtype, s->n, s->v);
 }
 
-static const clg_kernel_def kernels[] = {{CLG_KIND_HOST, NULL, NULL, NULL, NULL},
-                                         {CLG_KIND_OPENCL, NULL, NULL, NULL, NULL}};
-
 const clg_op_def clg_op_Placeholder = {
     .name = "Placeholder",
     .num_inputs = 0,
@@ -25,8 +24,6 @@ const clg_op_def clg_op_Placeholder = {
     .num_attrs = 2,
     .attrs = attrs,
     .infer = infer,
-    .kernels = kernels,
-    .num_kernels = 2,
     .inplace = -1,
     .flags = CLG_OP_MUST_FEED,
 };

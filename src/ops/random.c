@@ -11,11 +11,10 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
-#include "device/device.h"
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 /* --- Philox4x32-10 --------------------------------------------------------------------- */
 
@@ -105,17 +104,17 @@ enum { U_DTYPE, U_MAXVAL, U_MINVAL, U_SEED, U_SEED2, U_SHAPE };
 enum { N_DTYPE, N_MEAN, N_SEED, N_SEED2, N_SHAPE, N_STDDEV };
 enum { F_DTYPE, F_SHAPE, F_VALUE };
 
+/* The distribution is the op's: its definition, not its name (op_list.h declares them). */
 static enum kind kind_of(const clg_node *n)
 {
-  const char *op = n->def->name;
-  return strcmp(op, "RandomUniform") == 0          ? K_UNIFORM
-         : strcmp(op, "RandomStandardNormal") == 0 ? K_NORMAL
-         : strcmp(op, "TruncatedNormal") == 0      ? K_TRUNCATED
-                                                   : K_FILL;
+  return n->def == &clg_op_RandomUniform          ? K_UNIFORM
+         : n->def == &clg_op_RandomStandardNormal ? K_NORMAL
+         : n->def == &clg_op_TruncatedNormal      ? K_TRUNCATED
+                                                  : K_FILL;
 }
 
 /* Fills out (count elements of n's dtype) with n's values. */
-static void generate(const clg_node *n, void *out)
+void clg_random_generate(const clg_node *n, void *out)
 {
   clg_dtype dt = n->outs[0].dtype;
   size_t count = clg_out_count(&n->outs[0]);
@@ -159,39 +158,6 @@ static void generate(const clg_node *n, void *out)
     break;
   }
 }
-
-static clg_code host_run(const clg_kernel_ctx *c)
-{
-  generate(c->node, c->out[0].host);
-  return CLG_OK;
-}
-
-/* Made on the host, uploaded: the values cannot depend on the device. */
-static clg_code cl_run(const clg_kernel_ctx *c)
-{
-  size_t bytes = clg_node_out_bytes(c->node, 0);
-  if (!bytes)
-    return CLG_OK;
-  void *buf = malloc(bytes);
-  if (!buf)
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory generating %zu bytes", bytes);
-  generate(c->node, buf);
-  clg_code code = clg_device_ops_of(c->dev)->upload(c->dev, &c->out[0], buf, bytes);
-  free(buf);
-  return code;
-}
-
-static bool float_dtype(const clg_node *n, const clg_device *dev)
-{
-  (void)dev;
-  clg_dtype d = n->outs[0].dtype;
-  return d == CLG_FLOAT32 || d == CLG_FLOAT64 || d == CLG_FLOAT16;
-}
-
-static const clg_kernel_def random_kernels[] = {{CLG_KIND_HOST, float_dtype, host_run, NULL, NULL},
-                                                {CLG_KIND_OPENCL, float_dtype, cl_run, NULL, NULL}};
-static const clg_kernel_def fill_kernels[] = {{CLG_KIND_HOST, NULL, host_run, NULL, NULL},
-                                              {CLG_KIND_OPENCL, NULL, cl_run, NULL, NULL}};
 
 static clg_code infer_at(clg_node *n, int dtype_at, int shape_at)
 {
@@ -248,7 +214,7 @@ static const clg_attr_def fill_attrs[] = {
     {.name = "value", .type = CLG_ATTR_FLOAT, .has_default = true, .def_f = 0.0},
 };
 
-#define INIT_OP(NAME, ATTRS, INFER, KERNELS)                                                       \
+#define INIT_OP(NAME, ATTRS, INFER)                                                                \
   const clg_op_def clg_op_##NAME = {                                                               \
       .name = #NAME,                                                                               \
       .num_inputs = 0,                                                                             \
@@ -256,15 +222,13 @@ static const clg_attr_def fill_attrs[] = {
       .num_attrs = sizeof ATTRS / sizeof ATTRS[0],                                                 \
       .attrs = ATTRS,                                                                              \
       .infer = INFER,                                                                              \
-      .kernels = KERNELS,                                                                          \
-      .num_kernels = 2,                                                                            \
       .inplace = -1,                                                                               \
   }
 
-INIT_OP(RandomUniform, uniform_attrs, infer_uniform, random_kernels);
-INIT_OP(RandomStandardNormal, normal_attrs, infer_normal, random_kernels);
-INIT_OP(TruncatedNormal, normal_attrs, infer_normal, random_kernels);
-INIT_OP(ConstFill, fill_attrs, infer_fill, fill_kernels);
+INIT_OP(RandomUniform, uniform_attrs, infer_uniform);
+INIT_OP(RandomStandardNormal, normal_attrs, infer_normal);
+INIT_OP(TruncatedNormal, normal_attrs, infer_normal);
+INIT_OP(ConstFill, fill_attrs, infer_fill);
 
 /* --- seeds and the builder ----------------------------------------------------------------- */
 

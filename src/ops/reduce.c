@@ -1,30 +1,16 @@
 /* Sum, Mean, Max over constant axes (negative counts from the end; keep_dims keeps them as
  * 1), L2Loss (sum(t^2) / 2, a scalar) and ArgMax (the first index of the largest value along
- * one axis; int64 or int32). Float, and double where the device has it. On OpenCL devices
- * one work-group per output folds its elements as a tree in local memory (cl/reduce.cl);
- * the host accumulates in double. */
-#include <math.h>
+ * one axis; int64 or int32). Float, and double where the device has it. Kernels:
+ * backends/host/reduce.c (accumulating in double), backends/opencl/reduce.c (one work-group
+ * per output folds its elements as a tree in local memory, cl/reduce.cl). */
 #include <string.h>
 
 #include "graph/graph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
-#include "memory/memory.h"
+#include "ops/ops.h"
 
-enum { R_SUM, R_MEAN, R_MAX, R_L2 };
-
-extern const clg_op_def clg_op_Sum, clg_op_Mean, clg_op_Max, clg_op_L2Loss, clg_op_ArgMax;
-
-static int kind_of(const clg_node *n)
-{
-  return n->def == &clg_op_Sum    ? R_SUM
-         : n->def == &clg_op_Mean ? R_MEAN
-         : n->def == &clg_op_Max  ? R_MAX
-                                  : R_L2;
-}
 
 /* The reduced axes of n's input 0 (all for L2Loss, the const axes otherwise). */
-static clg_code reduced_axes(const clg_node *n, bool *red)
+clg_code clg_reduce_axes(const clg_node *n, bool *red)
 {
   const clg_out_desc *x = clg_node_in(n, 0);
   memset(red, 0, sizeof(bool) * CLG_MAX_RANK);
@@ -58,37 +44,6 @@ static clg_code reduced_axes(const clg_node *n, bool *red)
   return CLG_OK;
 }
 
-/* The maps of the kept and the reduced dims over input 0. */
-static void plan(const clg_node *n, clg_strided *keep, clg_strided *red, size_t *nout, size_t *nred)
-{
-  const clg_out_desc *x = clg_node_in(n, 0);
-  bool r[CLG_MAX_RANK];
-  reduced_axes(n, r); /* checked at build */
-  size_t stride[CLG_MAX_RANK], s = 1;
-  for (int k = x->rank - 1; k >= 0; k--) {
-    stride[k] = s;
-    s *= (size_t)x->dims[k];
-  }
-  memset(keep, 0, sizeof *keep);
-  memset(red, 0, sizeof *red);
-  *nout = *nred = 1;
-  for (int k = 0; k < x->rank; k++) {
-    clg_strided *m = r[k] ? red : keep;
-    m->dims[m->rank] = (size_t)x->dims[k];
-    m->sa[m->rank++] = stride[k];
-    *(r[k] ? nred : nout) *= (size_t)x->dims[k];
-  }
-  for (int i = 0; i < 2; i++) {
-    clg_strided *m = i ? red : keep;
-    if (m->rank == 0) {
-      m->rank = 1;
-      m->dims[0] = 1;
-    }
-    if (n->def != &clg_op_ArgMax || i == 0) /* ArgMax's reduced map stays one dim */
-      clg_strided_merge(m);
-  }
-}
-
 /* --- Sum, Mean, Max, L2Loss ---------------------------------------------------------------- */
 
 enum { A_T, A_TIDX, A_KEEP_DIMS };
@@ -103,7 +58,7 @@ static clg_code reduce_infer(clg_node *n)
 {
   const clg_out_desc *x = clg_node_in(n, 0);
   bool red[CLG_MAX_RANK];
-  clg_code code = reduced_axes(n, red);
+  clg_code code = clg_reduce_axes(n, red);
   if (code != CLG_OK)
     return code;
   int rank = 0;
@@ -128,77 +83,6 @@ static clg_code l2_infer(clg_node *n)
   return clg_node_set_output(n, 0, x->dtype, 0, NULL);
 }
 
-#define REDUCE_LOOP(T)                                                                             \
-  do {                                                                                             \
-    const T *x = c->in[0].host;                                                                    \
-    T *y = c->out[0].host;                                                                         \
-    for (size_t o = 0; o < nout; o++) {                                                            \
-      size_t base = clg_strided_offset(&keep, o);                                                  \
-      double acc = op == R_MAX ? -INFINITY : 0;                                                    \
-      for (size_t r = 0; r < nred; r++) {                                                          \
-        double v = x[base + clg_strided_offset(&red, r)];                                          \
-        if (op == R_MAX)                                                                           \
-          acc = acc < v ? v : acc;                                                                 \
-        else                                                                                       \
-          acc += op == R_L2 ? v * v : v;                                                           \
-      }                                                                                            \
-      y[o] = (T)(op == R_MEAN ? acc / (double)nred : op == R_L2 ? acc / 2 : acc);                  \
-    }                                                                                              \
-  } while (0)
-
-static clg_code reduce_host(const clg_kernel_ctx *c)
-{
-  clg_strided keep, red;
-  size_t nout, nred;
-  plan(c->node, &keep, &red, &nout, &nred);
-  int op = kind_of(c->node);
-  if (c->node->outs[0].dtype == CLG_FLOAT64)
-    REDUCE_LOOP(double);
-  else
-    REDUCE_LOOP(float);
-  return CLG_OK;
-}
-
-static const clg_cl_text source = {"reduce", NULL};
-
-static clg_code reduce_cl(const clg_kernel_ctx *c)
-{
-  clg_strided keep, red;
-  size_t nout, nred;
-  plan(c->node, &keep, &red, &nout, &nred);
-  if (nout == 0)
-    return CLG_OK;
-  clg_dtype dt = c->node->outs[0].dtype;
-  size_t es = clg_dtype_size(dt);
-  clg_cl_map km, rm;
-  clg_strided_to_cl(&keep, &km);
-  clg_strided_to_cl(&red, &rm);
-  cl_ulong xo = c->in[0].offset / es, yo = c->out[0].offset / es, nr = nred;
-  cl_uint op = (cl_uint)kind_of(c->node);
-  clg_cl_arg args[] = {{sizeof(cl_mem), &c->in[0].mem},
-                       {sizeof xo, &xo},
-                       {sizeof(cl_mem), &c->out[0].mem},
-                       {sizeof yo, &yo},
-                       {sizeof nr, &nr},
-                       {sizeof km, &km},
-                       {sizeof rm, &rm},
-                       {sizeof op, &op}};
-  return clg_cl_launch_groups(c->dev, dt, &source, "clg_reduce", args, 8, nout, nred);
-}
-
-/* Float inputs (the axes may be int32 or int64). */
-static bool float_supports(const clg_node *n, const clg_device *dev)
-{
-  clg_dtype t = clg_node_in(n, 0)->dtype;
-  if (t == CLG_FLOAT64)
-    return clg_device_ops_of(dev)->kind == CLG_KIND_HOST || dev->info.has_fp64;
-  return t == CLG_FLOAT32;
-}
-
-static const clg_kernel_def reduce_kernels[] = {
-    {CLG_KIND_HOST, float_supports, reduce_host, NULL, NULL},
-    {CLG_KIND_OPENCL, float_supports, reduce_cl, NULL, NULL}};
-
 /* The gradients: dy reshaped to the input's rank (reduced dims as 1, TensorFlow's keep_dims
  * shape) and broadcast back over the input: Sum as is, Mean divided by the reduced count;
  * Max to the elements equal to the max, shared among ties (TensorFlow's _MaxGrad); L2Loss
@@ -212,7 +96,7 @@ static clg_code reduce_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg
     return clg_graph_status(g);
   }
   bool red[CLG_MAX_RANK];
-  clg_code code = reduced_axes(n, red);
+  clg_code code = clg_reduce_axes(n, red);
   if (code != CLG_OK)
     return code;
   int64_t kd[CLG_MAX_RANK], axes[CLG_MAX_RANK];
@@ -262,8 +146,6 @@ static clg_code reduce_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg
       .num_attrs = 3,                                                                              \
       .attrs = reduce_attrs,                                                                       \
       .infer = reduce_infer,                                                                       \
-      .kernels = reduce_kernels,                                                                   \
-      .num_kernels = 2,                                                                            \
       .inplace = -1,                                                                               \
       .grad = reduce_grad,                                                                         \
   };
@@ -278,8 +160,6 @@ const clg_op_def clg_op_L2Loss = {
     .num_attrs = 1,
     .attrs = clg_attrs_T,
     .infer = l2_infer,
-    .kernels = reduce_kernels,
-    .num_kernels = 2,
     .inplace = -1,
     .grad = reduce_grad,
 };
@@ -298,7 +178,7 @@ static clg_code argmax_infer(clg_node *n)
 {
   const clg_out_desc *x = clg_node_in(n, 0);
   bool red[CLG_MAX_RANK];
-  clg_code code = reduced_axes(n, red);
+  clg_code code = clg_reduce_axes(n, red);
   if (code != CLG_OK)
     return code;
   clg_attr_value *ot = &n->attrs[AM_OUTPUT_TYPE];
@@ -324,62 +204,6 @@ static clg_code argmax_infer(clg_node *n)
   return clg_node_set_output(n, 0, ot->dtype, rank, dims);
 }
 
-#define ARGMAX_LOOP(T)                                                                             \
-  do {                                                                                             \
-    const T *x = c->in[0].host;                                                                    \
-    for (size_t o = 0; o < nout; o++) {                                                            \
-      size_t base = clg_strided_offset(&keep, o), at = 0;                                          \
-      for (size_t r = 1; r < nred; r++)                                                            \
-        if (x[base + r * red.sa[0]] > x[base + at * red.sa[0]])                                    \
-          at = r;                                                                                  \
-      if (c->node->outs[0].dtype == CLG_INT64)                                                     \
-        ((int64_t *)c->out[0].host)[o] = (int64_t)at;                                              \
-      else                                                                                         \
-        ((int32_t *)c->out[0].host)[o] = (int32_t)at;                                              \
-    }                                                                                              \
-  } while (0)
-
-static clg_code argmax_host(const clg_kernel_ctx *c)
-{
-  clg_strided keep, red;
-  size_t nout, nred;
-  plan(c->node, &keep, &red, &nout, &nred);
-  if (clg_node_in(c->node, 0)->dtype == CLG_FLOAT64)
-    ARGMAX_LOOP(double);
-  else
-    ARGMAX_LOOP(float);
-  return CLG_OK;
-}
-
-static clg_code argmax_cl(const clg_kernel_ctx *c)
-{
-  clg_strided keep, red;
-  size_t nout, nred;
-  plan(c->node, &keep, &red, &nout, &nred);
-  if (nout == 0)
-    return CLG_OK;
-  clg_dtype dt = clg_node_in(c->node, 0)->dtype, ot = c->node->outs[0].dtype;
-  clg_cl_map km, rm;
-  clg_strided_to_cl(&keep, &km);
-  clg_strided_to_cl(&red, &rm);
-  cl_ulong xo = c->in[0].offset / clg_dtype_size(dt), yo = c->out[0].offset / clg_dtype_size(ot),
-           nr = nred;
-  clg_cl_arg args[] = {{sizeof(cl_mem), &c->in[0].mem},
-                       {sizeof xo, &xo},
-                       {sizeof(cl_mem), &c->out[0].mem},
-                       {sizeof yo, &yo},
-                       {sizeof nr, &nr},
-                       {sizeof km, &km},
-                       {sizeof rm, &rm}};
-  return clg_cl_launch_groups(c->dev, dt, &source,
-                              ot == CLG_INT64 ? "clg_argmax_i64" : "clg_argmax_i32", args, 7, nout,
-                              nred);
-}
-
-static const clg_kernel_def argmax_kernels[] = {
-    {CLG_KIND_HOST, float_supports, argmax_host, NULL, NULL},
-    {CLG_KIND_OPENCL, float_supports, argmax_cl, NULL, NULL}};
-
 const clg_op_def clg_op_ArgMax = {
     .name = "ArgMax",
     .num_inputs = 2,
@@ -387,8 +211,6 @@ const clg_op_def clg_op_ArgMax = {
     .num_attrs = 3,
     .attrs = argmax_attrs,
     .infer = argmax_infer,
-    .kernels = argmax_kernels,
-    .num_kernels = 2,
     .inplace = -1,
 };
 

@@ -1,13 +1,12 @@
 /* Reshape (at most one -1 inferred from the element count) and Transpose (a permutation of
  * the dims), for any dtype on every device. Their shape and perm inputs must be Consts:
  * shapes are static in clgraph. Reshape's output reuses its input's buffer when the plan
- * allows (then it copies nothing); Transpose gathers through a strided map. */
+ * allows (then it copies nothing); Transpose gathers through a strided map. Kernels:
+ * backends/host/shape_ops.c, backends/opencl/shape_ops.c. */
 #include <string.h>
 
 #include "graph/graph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
-#include "memory/memory.h"
+#include "ops/ops.h"
 
 enum { A_T, A_TINDEX };
 
@@ -88,26 +87,6 @@ static clg_code reshape_infer(clg_node *n)
   return clg_node_set_output(n, 0, clg_node_in(n, 0)->dtype, rank, dims);
 }
 
-static clg_code reshape_host(const clg_kernel_ctx *c)
-{
-  size_t bytes = clg_node_out_bytes(c->node, 0);
-  if (bytes && c->out[0].host != c->in[0].host)
-    memcpy(c->out[0].host, c->in[0].host, bytes);
-  return CLG_OK;
-}
-
-static clg_code reshape_cl(const clg_kernel_ctx *c)
-{
-  size_t bytes = clg_node_out_bytes(c->node, 0);
-  if (!bytes || (c->out[0].mem == c->in[0].mem && c->out[0].offset == c->in[0].offset))
-    return CLG_OK;
-  return clg_device_copy(c->dev, c->out[0].mem, c->out[0].offset, c->dev, c->in[0].mem,
-                         c->in[0].offset, bytes, NULL, NULL);
-}
-
-static const clg_kernel_def reshape_kernels[] = {{CLG_KIND_HOST, NULL, reshape_host, NULL, NULL},
-                                                 {CLG_KIND_OPENCL, NULL, reshape_cl, NULL, NULL}};
-
 /* dy reshaped to the input's shape; the shape input gets none. */
 static clg_code reshape_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
 {
@@ -124,8 +103,6 @@ const clg_op_def clg_op_Reshape = {
     .num_attrs = 2,
     .attrs = reshape_attrs,
     .infer = reshape_infer,
-    .kernels = reshape_kernels,
-    .num_kernels = 2,
     .inplace = 0,
     .grad = reshape_grad,
 };
@@ -161,52 +138,6 @@ static clg_code transpose_infer(clg_node *n)
   return clg_node_set_output(n, 0, x->dtype, count, dims);
 }
 
-static void transpose_map(const clg_node *n, clg_strided *m)
-{
-  const clg_out_desc *x = clg_node_in(n, 0);
-  int64_t perm[CLG_MAX_RANK];
-  int count = 0;
-  clg_node_const_ints(n, 1, "perm", CLG_MAX_RANK, perm, &count); /* checked at build */
-  size_t stride[CLG_MAX_RANK];
-  size_t s = 1;
-  for (int k = x->rank - 1; k >= 0; k--) {
-    stride[k] = s;
-    s *= (size_t)x->dims[k];
-  }
-  memset(m, 0, sizeof *m);
-  m->rank = count;
-  for (int k = 0; k < count; k++) {
-    m->dims[k] = (size_t)x->dims[perm[k]];
-    m->sa[k] = stride[perm[k]];
-  }
-  if (count == 0) {
-    m->rank = 1;
-    m->dims[0] = 1;
-  }
-  clg_strided_merge(m);
-}
-
-static clg_code transpose_host(const clg_kernel_ctx *c)
-{
-  clg_strided m;
-  transpose_map(c->node, &m);
-  clg_host_gather(clg_dtype_size(c->node->outs[0].dtype), c->in[0].host, c->out[0].host, &m);
-  return CLG_OK;
-}
-
-static clg_code transpose_cl(const clg_kernel_ctx *c)
-{
-  if (clg_out_count(&c->node->outs[0]) == 0)
-    return CLG_OK;
-  clg_strided m;
-  transpose_map(c->node, &m);
-  return clg_cl_gather(c->dev, clg_dtype_size(c->node->outs[0].dtype), &c->in[0], &c->out[0], &m);
-}
-
-static const clg_kernel_def transpose_kernels[] = {
-    {CLG_KIND_HOST, NULL, transpose_host, NULL, NULL},
-    {CLG_KIND_OPENCL, NULL, transpose_cl, NULL, NULL}};
-
 /* dy transposed by the inverse permutation; the perm input gets none. */
 static clg_code transpose_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
 {
@@ -229,8 +160,6 @@ const clg_op_def clg_op_Transpose = {
     .num_attrs = 2,
     .attrs = transpose_attrs,
     .infer = transpose_infer,
-    .kernels = transpose_kernels,
-    .num_kernels = 2,
     .inplace = -1,
     .grad = transpose_grad,
 };

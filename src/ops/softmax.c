@@ -1,39 +1,12 @@
 /* Softmax and LogSoftmax over the last axis (the row's max subtracted first),
  * SparseSoftmaxCrossEntropyWithLogits (loss [B] = logsumexp - logits[label], backprop [B,K] =
  * softmax - onehot; a label outside [0, K) is TensorFlow's INVALID_ARGUMENT) and InTopKV2.
- * Float, and double where the device has it. OpenCL: one work-group per row, its max and sum
- * folded as trees in local memory (cl/reduce.cl). */
-#include <math.h>
-#include <stdlib.h>
-
+ * Float, and double where the device has it. Kernels: backends/host/softmax.c,
+ * backends/opencl/softmax.c (one work-group per row, its max and sum folded as trees in local
+ * memory, cl/reduce.cl). */
 #include "graph/graph.h"
-#include "backends/host/host.h"
-#include "backends/opencl/opencl.h"
-#include "memory/memory.h"
+#include "ops/ops.h"
 
-extern const clg_op_def clg_op_Softmax, clg_op_LogSoftmax;
-
-static const clg_cl_text source = {"reduce", NULL};
-
-static bool float_input0(const clg_node *n, const clg_device *dev)
-{
-  clg_dtype t = clg_node_in(n, 0)->dtype;
-  if (t == CLG_FLOAT64)
-    return clg_device_ops_of(dev)->kind == CLG_KIND_HOST || dev->info.has_fp64;
-  return t == CLG_FLOAT32;
-}
-
-/* The row's max and log-sum-exp, in double. */
-#define ROW_STATS(row, k, mx, lse)                                                                 \
-  do {                                                                                             \
-    mx = -INFINITY;                                                                                \
-    for (size_t j = 0; j < k; j++)                                                                 \
-      mx = fmax(mx, (double)row[j]);                                                               \
-    double sum_ = 0;                                                                               \
-    for (size_t j = 0; j < k; j++)                                                                 \
-      sum_ += exp((double)row[j] - mx);                                                            \
-    lse = mx + log(sum_);                                                                          \
-  } while (0)
 
 /* --- Softmax, LogSoftmax -------------------------------------------------------------------- */
 
@@ -44,61 +17,6 @@ static clg_code softmax_infer(clg_node *n)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "logits must have >= 1 dimension, got shape []");
   return clg_infer_elementwise_unary(n);
 }
-
-#define SOFTMAX_LOOP(T)                                                                            \
-  do {                                                                                             \
-    const T *x = c->in[0].host;                                                                    \
-    T *y = c->out[0].host;                                                                         \
-    for (size_t r = 0; r < rows; r++) {                                                            \
-      const T *xr = x + r * k;                                                                     \
-      double mx, lse;                                                                              \
-      ROW_STATS(xr, k, mx, lse);                                                                   \
-      for (size_t j = 0; j < k; j++)                                                               \
-        y[r * k + j] = (T)(log_out ? xr[j] - lse : exp(xr[j] - lse));                              \
-    }                                                                                              \
-  } while (0)
-
-static void softmax_dims(const clg_node *n, size_t *rows, size_t *k)
-{
-  const clg_out_desc *x = clg_node_in(n, 0);
-  *k = (size_t)x->dims[x->rank - 1];
-  *rows = *k ? clg_out_count(x) / *k : 0;
-}
-
-static clg_code softmax_host(const clg_kernel_ctx *c)
-{
-  size_t rows, k;
-  softmax_dims(c->node, &rows, &k);
-  bool log_out = c->node->def == &clg_op_LogSoftmax;
-  if (c->node->outs[0].dtype == CLG_FLOAT64)
-    SOFTMAX_LOOP(double);
-  else
-    SOFTMAX_LOOP(float);
-  return CLG_OK;
-}
-
-static clg_code softmax_cl(const clg_kernel_ctx *c)
-{
-  size_t rows, k;
-  softmax_dims(c->node, &rows, &k);
-  if (rows == 0)
-    return CLG_OK;
-  clg_dtype dt = c->node->outs[0].dtype;
-  size_t es = clg_dtype_size(dt);
-  cl_ulong xo = c->in[0].offset / es, yo = c->out[0].offset / es, n = k;
-  cl_uint log_out = c->node->def == &clg_op_LogSoftmax;
-  clg_cl_arg args[] = {{sizeof(cl_mem), &c->in[0].mem},
-                       {sizeof xo, &xo},
-                       {sizeof(cl_mem), &c->out[0].mem},
-                       {sizeof yo, &yo},
-                       {sizeof n, &n},
-                       {sizeof log_out, &log_out}};
-  return clg_cl_launch_groups(c->dev, dt, &source, "clg_softmax", args, 6, rows, k);
-}
-
-static const clg_kernel_def softmax_kernels[] = {
-    {CLG_KIND_HOST, clg_kernel_float_or_double, softmax_host, NULL, NULL},
-    {CLG_KIND_OPENCL, clg_kernel_float_or_double, softmax_cl, NULL, NULL}};
 
 /* The sum over the last axis of v, kept as a dim of 1 (it broadcasts back over the row). */
 static clg_output row_sum(clg_graph *g, const clg_node *n, clg_output v)
@@ -135,8 +53,6 @@ static clg_code softmax_grad(clg_graph *g, clg_node *n, const clg_output *dy, cl
       .num_attrs = 1,                                                                              \
       .attrs = clg_attrs_T,                                                                        \
       .infer = softmax_infer,                                                                      \
-      .kernels = softmax_kernels,                                                                  \
-      .num_kernels = 2,                                                                            \
       .inplace = -1,                                                                               \
       .grad = softmax_grad,                                                                        \
   };
@@ -186,7 +102,8 @@ static int64_t label_at(const void *labels, clg_dtype t, size_t i)
 }
 
 /* TensorFlow's error for the first label outside [0, k), listing the batch's labels. */
-static clg_code check_labels(const clg_node *n, const void *labels, clg_dtype t, size_t b, size_t k)
+clg_code clg_xent_check_labels(const clg_node *n, const void *labels, clg_dtype t, size_t b,
+                               size_t k)
 {
   for (size_t i = 0; i < b; i++) {
     int64_t v = label_at(labels, t, i);
@@ -208,75 +125,6 @@ static clg_code check_labels(const clg_node *n, const void *labels, clg_dtype t,
   }
   return CLG_OK;
 }
-
-#define XENT_LOOP(T)                                                                               \
-  do {                                                                                             \
-    const T *x = c->in[0].host;                                                                    \
-    T *loss = c->out[0].host, *bp = c->out[1].host;                                                \
-    for (size_t r = 0; r < b; r++) {                                                               \
-      const T *xr = x + r * k;                                                                     \
-      double mx, lse;                                                                              \
-      ROW_STATS(xr, k, mx, lse);                                                                   \
-      size_t label = (size_t)label_at(c->in[1].host, lt, r);                                       \
-      for (size_t j = 0; j < k; j++)                                                               \
-        bp[r * k + j] = (T)(exp(xr[j] - lse) - (j == label ? 1.0 : 0.0));                          \
-      loss[r] = (T)(lse - xr[label]);                                                              \
-    }                                                                                              \
-  } while (0)
-
-static clg_code xent_host(const clg_kernel_ctx *c)
-{
-  const clg_out_desc *x = clg_node_in(c->node, 0);
-  size_t b = (size_t)x->dims[0], k = (size_t)x->dims[1];
-  clg_dtype lt = clg_node_in(c->node, 1)->dtype;
-  clg_code code = check_labels(c->node, c->in[1].host, lt, b, k);
-  if (code != CLG_OK)
-    return code;
-  if (x->dtype == CLG_FLOAT64)
-    XENT_LOOP(double);
-  else
-    XENT_LOOP(float);
-  return CLG_OK;
-}
-
-static clg_code xent_cl(const clg_kernel_ctx *c)
-{
-  const clg_out_desc *x = clg_node_in(c->node, 0);
-  size_t b = (size_t)x->dims[0], k = (size_t)x->dims[1];
-  if (b == 0)
-    return CLG_OK;
-  clg_dtype lt = clg_node_in(c->node, 1)->dtype;
-  size_t lbytes = b * clg_dtype_size(lt);
-  /* The labels are checked on the host (a small read that waits for their producer): a
-   * kernel cannot raise TensorFlow's error. */
-  void *labels = malloc(lbytes);
-  if (!labels)
-    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for the labels of '%s'",
-                     c->node->name);
-  clg_code code = clg_device_download(c->dev, c->in[1].mem, c->in[1].offset, labels, lbytes);
-  if (code == CLG_OK)
-    code = check_labels(c->node, labels, lt, b, k);
-  free(labels);
-  if (code != CLG_OK)
-    return code;
-  size_t es = clg_dtype_size(x->dtype);
-  cl_ulong xo = c->in[0].offset / es, lo = c->in[1].offset / clg_dtype_size(lt),
-           so = c->out[0].offset / es, bo = c->out[1].offset / es, n = k;
-  clg_cl_arg args[] = {{sizeof(cl_mem), &c->in[0].mem},
-                       {sizeof xo, &xo},
-                       {sizeof(cl_mem), &c->in[1].mem},
-                       {sizeof lo, &lo},
-                       {sizeof(cl_mem), &c->out[0].mem},
-                       {sizeof so, &so},
-                       {sizeof(cl_mem), &c->out[1].mem},
-                       {sizeof bo, &bo},
-                       {sizeof n, &n}};
-  return clg_cl_launch_groups(c->dev, x->dtype, &source,
-                              lt == CLG_INT32 ? "clg_xent_i32" : "clg_xent_i64", args, 9, b, k);
-}
-
-static const clg_kernel_def xent_kernels[] = {{CLG_KIND_HOST, float_input0, xent_host, NULL, NULL},
-                                              {CLG_KIND_OPENCL, float_input0, xent_cl, NULL, NULL}};
 
 /* dlogits = dloss[:, None] * backprop (TensorFlow's gradient); the labels get none. A
  * gradient through the backprop output (a second derivative) is not supported. */
@@ -302,8 +150,6 @@ const clg_op_def clg_op_SparseSoftmaxCrossEntropyWithLogits = {
     .num_attrs = 2,
     .attrs = xent_attrs,
     .infer = xent_infer,
-    .kernels = xent_kernels,
-    .num_kernels = 2,
     .inplace = -1,
     .grad = xent_grad,
 };
@@ -351,65 +197,12 @@ static clg_code intopk_infer(clg_node *n)
   return clg_node_set_output(n, 0, CLG_BOOL, 1, t->dims);
 }
 
-#define INTOPK_LOOP(T)                                                                             \
-  do {                                                                                             \
-    const T *x = c->in[0].host;                                                                    \
-    for (size_t r = 0; r < b; r++) {                                                               \
-      const T *xr = x + r * nk;                                                                    \
-      int64_t t = label_at(c->in[1].host, tt, r);                                                  \
-      bool ok = t >= 0 && (size_t)t < nk;                                                          \
-      int64_t more = 0;                                                                            \
-      for (size_t j = 0; ok && j < nk; j++) {                                                      \
-        ok = isfinite(xr[j]);                                                                      \
-        more += xr[j] > xr[t];                                                                     \
-      }                                                                                            \
-      out[r] = ok && more < k;                                                                     \
-    }                                                                                              \
-  } while (0)
-
-static clg_code intopk_host(const clg_kernel_ctx *c)
+int64_t clg_in_top_k_k(const clg_node *n)
 {
-  const clg_out_desc *p = clg_node_in(c->node, 0);
-  size_t b = (size_t)p->dims[0], nk = (size_t)p->dims[1];
-  clg_dtype tt = clg_node_in(c->node, 1)->dtype;
-  int64_t k;
-  intopk_k(c->node, &k);
-  uint8_t *out = c->out[0].host;
-  if (p->dtype == CLG_FLOAT64)
-    INTOPK_LOOP(double);
-  else
-    INTOPK_LOOP(float);
-  return CLG_OK;
+  int64_t k = 0;
+  intopk_k(n, &k); /* checked at build */
+  return k;
 }
-
-static clg_code intopk_cl(const clg_kernel_ctx *c)
-{
-  const clg_out_desc *p = clg_node_in(c->node, 0);
-  size_t b = (size_t)p->dims[0], nk = (size_t)p->dims[1];
-  if (b == 0)
-    return CLG_OK;
-  clg_dtype tt = clg_node_in(c->node, 1)->dtype;
-  int64_t kv;
-  intopk_k(c->node, &kv);
-  cl_long k = kv;
-  cl_ulong xo = c->in[0].offset / clg_dtype_size(p->dtype),
-           to = c->in[1].offset / clg_dtype_size(tt), yo = c->out[0].offset, n = nk;
-  clg_cl_arg args[] = {{sizeof(cl_mem), &c->in[0].mem},
-                       {sizeof xo, &xo},
-                       {sizeof(cl_mem), &c->in[1].mem},
-                       {sizeof to, &to},
-                       {sizeof(cl_mem), &c->out[0].mem},
-                       {sizeof yo, &yo},
-                       {sizeof n, &n},
-                       {sizeof k, &k}};
-  return clg_cl_launch_groups(c->dev, p->dtype, &source,
-                              tt == CLG_INT32 ? "clg_intopk_i32" : "clg_intopk_i64", args, 8, b,
-                              nk);
-}
-
-static const clg_kernel_def intopk_kernels[] = {
-    {CLG_KIND_HOST, float_input0, intopk_host, NULL, NULL},
-    {CLG_KIND_OPENCL, float_input0, intopk_cl, NULL, NULL}};
 
 const clg_op_def clg_op_InTopKV2 = {
     .name = "InTopKV2",
@@ -418,8 +211,6 @@ const clg_op_def clg_op_InTopKV2 = {
     .num_attrs = 1,
     .attrs = intopk_attrs,
     .infer = intopk_infer,
-    .kernels = intopk_kernels,
-    .num_kernels = 2,
     .inplace = -1,
 };
 

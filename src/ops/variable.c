@@ -1,13 +1,15 @@
 /* VariableV2 (state that lives on its device, one value per session), NoOp, and the builders
  * of clgraph/variables.h that make variables: tf.Variable, tf.get_variable under variable
  * scopes, and tf.global_variables_initializer. The values themselves live in the session
- * (runtime/variables.c); a VariableV2 is not a step of a run. */
+ * (runtime/variables.c); a VariableV2 is not a step of a run.
+ * Kernels: backends/host/variable.c, backends/opencl/variable.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 enum { A_CONTAINER, A_DTYPE, A_SHAPE, A_SHARED_NAME };
 
@@ -24,10 +26,6 @@ static clg_code var_infer(clg_node *n)
   return clg_node_set_output(n, 0, n->attrs[A_DTYPE].dtype, s->n, s->v);
 }
 
-/* Storage is bytes: every dtype lives on every device. */
-static const clg_kernel_def var_kernels[] = {{CLG_KIND_HOST, NULL, NULL, NULL, NULL},
-                                             {CLG_KIND_OPENCL, NULL, NULL, NULL, NULL}};
-
 const clg_op_def clg_op_VariableV2 = {
     .name = "VariableV2",
     .num_inputs = 0,
@@ -35,8 +33,6 @@ const clg_op_def clg_op_VariableV2 = {
     .num_attrs = 4,
     .attrs = var_attrs,
     .infer = var_infer,
-    .kernels = var_kernels,
-    .num_kernels = 2,
     .inplace = -1,
     .flags = CLG_OP_VARIABLE,
 };
@@ -47,15 +43,6 @@ static clg_code noop_infer(clg_node *n)
   return CLG_OK;
 }
 
-static clg_code noop_run(const clg_kernel_ctx *c)
-{
-  (void)c;
-  return CLG_OK;
-}
-
-static const clg_kernel_def noop_kernels[] = {{CLG_KIND_HOST, NULL, noop_run, NULL, NULL},
-                                              {CLG_KIND_OPENCL, NULL, noop_run, NULL, NULL}};
-
 const clg_op_def clg_op_NoOp = {
     .name = "NoOp",
     .num_inputs = 0,
@@ -63,8 +50,6 @@ const clg_op_def clg_op_NoOp = {
     .num_attrs = 0,
     .attrs = NULL,
     .infer = noop_infer,
-    .kernels = noop_kernels,
-    .num_kernels = 2,
     .inplace = -1,
 };
 

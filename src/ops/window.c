@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 /* "Negative dimension size caused by subtracting 3 from 2 for 'conv' (op: 'Conv2D') with
  * input shapes: [1,2,5,3], [3,3,3,4]", TensorFlow 1.x's text from shape inference; the

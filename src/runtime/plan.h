@@ -13,6 +13,7 @@
 #ifndef CLG_RUNTIME_PLAN_H
 #define CLG_RUNTIME_PLAN_H
 
+#include "backends/backend.h"
 #include "cluster/cluster.h"
 #include "runtime/runtime.h"
 

@@ -229,6 +229,31 @@ void clg_process_release(clg_process *p)
   pthread_mutex_unlock(&process_lock);
 }
 
+clg_code clg_process_helper_session(clg_graph *g, clg_session **out)
+{
+  clg_session_options opt;
+  clg_session_options_init(&opt);
+  pthread_mutex_lock(&process_lock);
+  clg_process *held = process;
+  if (held) {
+    held->refs++; /* keeps first's strings alive while the session is created */
+    opt = held->first;
+    opt.log_device_placement = 0;
+    opt.trace_runs = 0;
+    opt.warm_matmul = 0;
+    opt.oom_memory_map = "";
+  } else {
+    /* The state lives only as long as this session: reserve no device's whole memory. */
+    opt.gpu_options.allow_growth = 1;
+  }
+  /* Host work joins no cluster (first.cluster is the creator's pointer, not kept). */
+  opt.cluster = "none";
+  pthread_mutex_unlock(&process_lock);
+  clg_code code = clg_session_new(g, &opt, out);
+  clg_process_release(held);
+  return code;
+}
+
 clg_devices *clg_process_devices(clg_process *p) { return p->devs; }
 
 clg_cluster *clg_process_cluster(clg_process *p) { return p ? p->cluster : NULL; }

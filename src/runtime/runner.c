@@ -278,7 +278,8 @@ static clg_code launch(clg_executor *x, const plan *p, const step *st, const clg
                         x->alloc[st->dev],
                         st->scratch >= 0 ? &x->blk[st->scratch] : NULL,
                         warn_once,
-                        x->proc};
+                        x->proc,
+                        x->cluster};
   if (code == CLG_OK)
     code = st->kernel->run(&ctx);
   if (code == CLG_OK && (n->def->flags & CLG_OP_ASSIGNS))

@@ -25,6 +25,11 @@ struct clg_cluster *clg_process_cluster(clg_process *p);
 clg_code clg_process_allocator(clg_process *p, int device, clg_allocator **out);
 /* Logs `message` at WARNING once per (device, reason) for the life of the process state. */
 void clg_process_warn_once(clg_process *p, int device, const char *reason, const char *message);
+/* A session on g for the library's own host work (import's constant folding): with the device
+ * and memory options the process state was created with when one exists, so that it neither
+ * warns about differing options nor changes them, else with allow_growth (the state then lives
+ * only as long as this session). */
+clg_code clg_process_helper_session(clg_graph *g, clg_session **out);
 
 /* --- variables (variables.c) ----------------------------------------------------------- */
 
@@ -158,6 +163,8 @@ typedef struct clg_session_vars {
 clg_code clg_session_lock_variables(clg_session *s, clg_session_vars *out);
 void clg_session_unlock_variables(clg_session *s);
 
+/* The cluster the session's process joined (its runs' kernels get it), or NULL. */
+struct clg_cluster *clg_session_cluster(const clg_session *s);
 /* The session's (for tests and benchmarks): its last run's plan. */
 clg_code clg_session_plan_stats(clg_session *s, clg_plan_stats *out);
 /* Host bytes the session holds for placements: the current one and every reason string it

@@ -539,9 +539,14 @@ size_t clg_session_placement_bytes(clg_session *s)
 }
 
 /* --- cluster (issue 17) */
+clg_cluster *clg_session_cluster(const clg_session *s)
+{
+  return s ? clg_process_cluster(s->proc) : NULL;
+}
+
 void clg_session_task(const clg_session *s, int *task, int *num_tasks)
 {
-  clg_cluster *c = s ? clg_process_cluster(s->proc) : NULL;
+  clg_cluster *c = clg_session_cluster(s);
   if (task)
     *task = clg_cluster_task(c);
   if (num_tasks)

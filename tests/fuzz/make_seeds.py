@@ -182,3 +182,138 @@ write("fuzz_graph", "second_session", const([2], [1, 2]) + [IDENT, 0] + run(2, [
       [SECOND] + run(2, [0, 1], opts=(1, 0x08))[1:])
 write("fuzz_graph", "devices", [DEVICES, 0x24, 3, 2, 1, 5, 0, 1, 2, 3, 4] +
       [DEVICES, 0x07, 8, 0, 0, 3, 4, 4, 4])
+
+
+# --- fuzz_graphdef: GraphDefs in the protobuf wire format ------------------------------------
+def pb_varint(v):
+    v &= (1 << 64) - 1
+    out = []
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def pb_field(num, wire, payload):
+    tag = pb_varint(num << 3 | wire)
+    if wire == 0:
+        return tag + pb_varint(payload)
+    if wire == 2:
+        return tag + pb_varint(len(payload)) + payload
+    return tag + payload  # fixed32 / fixed64 bytes given
+
+
+def pb_shape(dims):
+    if dims is None:
+        return pb_field(3, 0, 1)
+    return b"".join(pb_field(2, 2, pb_field(1, 0, d)) for d in dims)
+
+
+def pb_attr(key, value):
+    return pb_field(5, 2, pb_field(1, 2, key.encode()) + pb_field(2, 2, value))
+
+
+def pb_type(dt):
+    return pb_field(6, 0, dt)
+
+
+def pb_tensor_f32(dims, values, content=True):
+    import struct
+    t = pb_field(1, 0, 1) + pb_field(2, 2, pb_shape(dims))
+    raw = struct.pack("<%df" % len(values), *values)
+    t += pb_field(4, 2, raw) if content else pb_field(5, 2, raw)
+    return pb_field(8, 2, t)
+
+
+def pb_node(name, op, inputs=(), device=None, attrs=()):
+    n = pb_field(1, 2, name.encode()) + pb_field(2, 2, op.encode())
+    for i in inputs:
+        n += pb_field(3, 2, i.encode())
+    if device:
+        n += pb_field(4, 2, device.encode())
+    for k, v in attrs:
+        n += pb_attr(k, v)
+    return pb_field(1, 2, n)
+
+
+def pb_list_s(*items):
+    return pb_field(1, 2, b"".join(pb_field(2, 2, s.encode()) for s in items))
+
+
+F32 = pb_type(1)
+x_node = pb_node("x", "Placeholder", attrs=[("dtype", F32), ("shape", pb_field(7, 2, pb_shape([-1, 3])))])
+w_node = pb_node("w", "Const", attrs=[("dtype", F32), ("value", pb_tensor_f32([3, 2], [1, -2, 0.5, 3, -1, 2]))])
+b_node = pb_node("b", "Const", attrs=[("value", pb_tensor_f32([2], [0.5, -4], content=False))])
+mm = pb_node("mm", "MatMul", ["x", "w"], attrs=[("T", F32), ("transpose_a", pb_field(5, 0, 0))])
+ba = pb_node("ba", "BiasAdd", ["mm", "b"], "/device:CPU:0", [("T", F32), ("data_format", pb_field(2, 2, b"NHWC"))])
+relu = pb_node("r", "Relu", ["ba", "^w"])
+GD = {
+    "mlp": x_node + w_node + b_node + mm + ba + relu,
+    "mlp_reversed": relu + ba + mm + b_node + w_node + x_node,
+    "fused": x_node + w_node + b_node + pb_node("f", "_FusedMatMul", ["x", "w", "b"], attrs=[
+        ("fused_ops", pb_list_s("BiasAdd", "Relu")), ("num_args", pb_field(3, 0, 1))]),
+    "shape_fold": pb_node("y", "Placeholder", attrs=[("dtype", F32), ("shape", pb_field(7, 2, pb_shape([4, 6])))]) +
+    pb_node("x", "Placeholder", attrs=[("dtype", F32), ("shape", pb_field(7, 2, pb_shape([2, 3, 4])))]) +
+    pb_node("s", "Shape", ["y"], attrs=[("out_type", pb_type(3))]) +
+    pb_node("s64", "Cast", ["s"], attrs=[("DstT", pb_type(9))]) + pb_node("out", "Reshape", ["x", "s64"]),
+    "cycle": pb_node("a", "Add", ["b", "b"]) + pb_node("b", "Add", ["a", "a"]),
+    "no_input": pb_node("a", "Identity", ["ghost:1"]),
+    "unknown_op": pb_node("lc", "LoopCond", []),
+    "unknown_dtype": pb_node("k", "Const", attrs=[("value", pb_field(8, 2, pb_field(1, 0, 77)))]),
+    "typed_fill": pb_node("k", "Const", attrs=[("value", pb_field(8, 2, pb_field(1, 0, 3) + pb_field(2, 2, pb_shape([4])) + pb_field(7, 0, 9)))]),
+    "half": pb_node("h", "Const", attrs=[("value", pb_field(8, 2, pb_field(1, 0, 19) + pb_field(2, 2, pb_shape([2])) + pb_field(13, 2, pb_varint(0x3c00) + pb_varint(0xc000))))]),
+    "versions": pb_field(4, 2, pb_field(1, 0, 27)) + x_node,
+    "wrong_wire": pb_field(1, 0, 5),
+    "truncated": (x_node + w_node)[:-5],
+}
+for name, data in GD.items():
+    write("fuzz_graphdef", name, data)
+
+# --- fuzz_tfjs: model.json, a 0 byte, the bytes of w.bin -------------------------------------
+import json
+import struct
+
+TOPO = {"node": [
+    {"name": "x", "op": "Placeholder", "attr": {"dtype": {"type": "DT_FLOAT"},
+                                                "shape": {"shape": {"dim": [{"size": "1"}, {"size": "2"}]}}}},
+    {"name": "w", "op": "Const", "attr": {"value": {"tensor": {"dtype": "DT_FLOAT", "tensorShape": {
+        "dim": [{"size": "2"}, {"size": "2"}]}}}, "dtype": {"type": "DT_FLOAT"}}},
+    {"name": "q", "op": "Const", "attr": {"value": {"tensor": {"dtype": "DT_FLOAT", "tensorShape": {
+        "dim": [{"size": "2"}]}}}}},
+    {"name": "mm", "op": "MatMul", "input": ["x", "w"], "attr": {"transpose_b": {"b": True}}},
+    {"name": "y", "op": "AddV2", "input": ["mm", "q"]},
+]}
+WEIGHTS = [{"name": "w", "shape": [2, 2], "dtype": "float32"},
+           {"name": "q", "shape": [2], "dtype": "float32",
+            "quantization": {"dtype": "uint8", "scale": 0.5, "min": -1}}]
+SHARD = struct.pack("<4f", 1, 2, -3, 0.25) + bytes([0, 200])
+
+
+def tfjs(topology, manifest, shard, extra=None):
+    m = {"format": "graph-model", "modelTopology": topology, "weightsManifest": manifest}
+    m.update(extra or {})
+    return json.dumps(m).encode() + b"\0" + shard
+
+
+TJ = {
+    "model": tfjs(TOPO, [{"paths": ["w.bin"], "weights": WEIGHTS}], SHARD,
+                  {"signature": {"inputs": {"x:0": {"name": "x:0"}}, "outputs": {"y:0": {"name": "y:0"}}}}),
+    "two_shards": tfjs(TOPO, [{"paths": ["w.bin", "v.bin"], "weights": WEIGHTS}], SHARD[:9]),
+    "float16": tfjs(TOPO, [{"paths": ["w.bin"], "weights": [
+        {"name": "w", "shape": [2, 2], "dtype": "float32", "quantization": {"dtype": "float16"}},
+        {"name": "q", "shape": [2], "dtype": "float32", "quantization": {"dtype": "uint16", "scale": 0.1, "min": 0}}]}],
+        struct.pack("<4H2H", 0x3c00, 0x4000, 0xc200, 0x3400, 1, 65535)),
+    "short": tfjs(TOPO, [{"paths": ["w.bin"], "weights": WEIGHTS}], SHARD[:7]),
+    "missing": tfjs(TOPO, [{"paths": ["nothere.bin"], "weights": WEIGHTS}], b""),
+    "overlap": tfjs(TOPO, [{"paths": ["w.bin"], "weights": WEIGHTS[:1]}, {"paths": ["w.bin"], "weights": WEIGHTS[1:]}], SHARD),
+    "no_paths": tfjs(TOPO, [{"weights": WEIGHTS}], SHARD),
+    "attrs": tfjs({"node": [{"name": "c", "op": "Const", "attr": {"value": {"tensor": {
+        "dtype": "DT_INT32", "tensorShape": {"dim": [{"size": "3"}]}, "intVal": [1, "2"]}}}},
+        {"name": "l", "op": "Identity", "input": ["c"], "attr": {"list": {"list": {"i": ["1", 2], "s": []}},
+                                                               "s": {"s": "TkhXQw=="}, "f": {"f": "NaN"}}}]}, [], b""),
+    "bad_shape": tfjs({"node": {}}, [], b""),
+}
+for name, data in TJ.items():
+    write("fuzz_tfjs", name, data)

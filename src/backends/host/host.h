@@ -141,4 +141,13 @@ void clg_host_lrn_grad(clg_dtype dtype, const void *dy, const void *x, const voi
                        size_t count, int64_t c, int64_t radius, double bias, double alpha,
                        double beta);
 
+/* Host paths of a node, for the host's kernels and for the OpenCL kernels' fallback on the
+ * device's data where CLBlast cannot serve it: MatMul (half through float) of a and b into c;
+ * Conv2DBackpropInput (in: the filter) or Conv2DBackpropFilter (in: x). Errors name the node. */
+clg_code clg_host_matmul_node(const clg_node *n, const void *a, const void *b, void *c);
+
+clg_code clg_host_conv2d_grad_node(const clg_node *n, clg_allocator *alloc,
+                                   const clg_block *scratch, const void *in, const void *dy,
+                                   void *out, const clg_window *g);
+
 #endif

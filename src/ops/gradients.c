@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 /* The gradients collected for one output: a small growable list. */
 typedef struct grads {

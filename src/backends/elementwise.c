@@ -1,0 +1,93 @@
+/* What the host's and the OpenCL kernels of the element-wise families read off a node alike:
+ * which unop or binop, flat or broadcast, Select's span, a fill element. */
+#include <string.h>
+
+#include "backends/backend.h"
+
+
+clg_unop clg_unop_of(const clg_node *n)
+{
+  const clg_op_def *d = n->def;
+  return d == &clg_op_Exp      ? CLG_UNOP_EXP
+         : d == &clg_op_Log    ? CLG_UNOP_LOG
+         : d == &clg_op_Sqrt   ? CLG_UNOP_SQRT
+         : d == &clg_op_Square ? CLG_UNOP_SQUARE
+         : d == &clg_op_Floor  ? CLG_UNOP_FLOOR
+         : d == &clg_op_Neg    ? CLG_UNOP_NEG
+                               : CLG_UNOP_RSQRT;
+}
+
+clg_binop clg_binop_of(const clg_node *n)
+{
+  const clg_op_def *d = n->def;
+  return d == &clg_op_Add       ? CLG_BINOP_ADD
+         : d == &clg_op_Sub     ? CLG_BINOP_SUB
+         : d == &clg_op_Mul     ? CLG_BINOP_MUL
+         : d == &clg_op_RealDiv ? CLG_BINOP_DIV
+         : d == &clg_op_Maximum ? CLG_BINOP_MAX
+         : d == &clg_op_Equal   ? CLG_BINOP_EQUAL
+                                : CLG_BINOP_GREATER_EQUAL;
+}
+
+bool clg_binop_flat(const clg_node *n, size_t *na, size_t *nb)
+{
+  clg_binop op = clg_binop_of(n);
+  size_t count = clg_out_count(&n->outs[0]);
+  *na = clg_out_count(clg_node_in(n, 0));
+  *nb = clg_out_count(clg_node_in(n, 1));
+  return op <= CLG_BINOP_MUL && (*na == count || *na == 1) && (*nb == count || *nb == 1);
+}
+
+void clg_binop_map(const clg_node *n, clg_strided *m)
+{
+  const clg_out_desc *a = clg_node_in(n, 0), *b = clg_node_in(n, 1), *o = &n->outs[0];
+  clg_strided_broadcast(m, a->rank, a->dims, b->rank, b->dims, o->rank, o->dims);
+}
+
+bool clg_binop_compare_supports(const clg_node *n, const clg_device *dev)
+{
+  clg_dtype t = clg_node_in(n, 0)->dtype;
+  if (clg_node_in(n, 1)->dtype != t || n->outs[0].dtype != CLG_BOOL)
+    return false;
+  if (t == CLG_FLOAT64)
+    return clg_device_ops_of(dev)->kind == CLG_KIND_HOST || dev->info.has_fp64;
+  return t == CLG_FLOAT32 || t == CLG_INT32 || t == CLG_INT64;
+}
+
+size_t clg_select_span(const clg_node *n)
+{
+  const clg_out_desc *c = clg_node_in(n, 0);
+  size_t count = clg_out_count(&n->outs[0]), nc = clg_out_count(c);
+  return nc == count ? 1 : c->rank == 0 ? count : count / nc;
+}
+
+bool clg_select_supports(const clg_node *n, const clg_device *dev)
+{
+  (void)dev;
+  size_t es = clg_dtype_size(n->outs[0].dtype);
+  return es == 1 || es == 2 || es == 4 || es == 8;
+}
+
+void clg_fill_element(clg_dtype t, bool one, void *buf)
+{
+  memset(buf, 0, 8);
+  if (!one)
+    return;
+  switch (t) {
+  case CLG_FLOAT32:
+    *(float *)buf = 1.0f;
+    break;
+  case CLG_FLOAT64:
+    *(double *)buf = 1.0;
+    break;
+  case CLG_INT32:
+    *(int32_t *)buf = 1;
+    break;
+  case CLG_INT64:
+    *(int64_t *)buf = 1;
+    break;
+  default:
+    *(uint8_t *)buf = 1;
+    break;
+  }
+}

@@ -1,0 +1,85 @@
+/* MatMul on OpenCL devices: CLBlast, with the host path on the device's data when CLBlast
+ * cannot serve the device (no fp64/fp16, a compiler error), warned once per device and
+ * reason. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backends/host/host.h"
+#include "backends/opencl/opencl.h"
+
+/* The host path for a device CLBlast cannot serve: inputs down, result up. */
+static clg_code cl_on_host(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  size_t ab = clg_node_out_bytes(n->inputs[0].node, n->inputs[0].index);
+  size_t bb = clg_node_out_bytes(n->inputs[1].node, n->inputs[1].index);
+  size_t cb = clg_node_out_bytes(n, 0);
+  void *a = malloc(ab ? ab : 1), *b = malloc(bb ? bb : 1), *out = malloc(cb ? cb : 1);
+  clg_code code = CLG_OK;
+  if (!a || !b || !out)
+    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for the host fallback of '%s'",
+                     n->name);
+  if (code == CLG_OK)
+    code = clg_device_download(c->dev, clg_cl_mem(&c->in[0]), c->in[0].offset, a, ab);
+  if (code == CLG_OK)
+    code = clg_device_download(c->dev, clg_cl_mem(&c->in[1]), c->in[1].offset, b, bb);
+  if (code == CLG_OK)
+    code = clg_host_matmul_node(n, a, b, out);
+  if (code == CLG_OK)
+    code = clg_device_upload(c->dev, clg_cl_mem(&c->out[0]), c->out[0].offset, out, cb);
+  free(a);
+  free(b);
+  free(out);
+  return code;
+}
+
+static clg_code cl_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  size_t m, nn, k;
+  bool ta, tb;
+  clg_matmul_dims(n, &ta, &tb, &m, &nn, &k);
+  const char *why = NULL;
+  clg_code code = clg_cl_matmul(c->dev, c->alloc, c->scratch, n->outs[0].dtype, ta, tb, m, nn, k,
+                                &c->in[0], &c->in[1], &c->out[0], &why);
+  if (code != CLG_UNIMPLEMENTED)
+    return code;
+  char msg[1024];
+  snprintf(msg, sizeof msg, "MatMul on %s runs on the host instead: %s", c->dev->info.full_name,
+           clg_last_error());
+  /* Keyed on the reason, not on which routine met it: a device without fp16 refuses both
+   * the direct Hgemm and the indirect HgemmWithTempBuffer. */
+  if (c->warn_once)
+    c->warn_once(c->warn_ctx, c->device_index, why ? why : clg_last_error(), msg);
+  return cl_on_host(c);
+}
+
+/* CLBlast decides at run time (no fp64/fp16, a compiler error); when it cannot, the host
+ * path runs with the device's data. Refusing here instead would hide such devices from the
+ * placer for a case the fallback covers. */
+static bool cl_supports(const clg_node *n, const clg_device *dev)
+{
+  (void)dev;
+  return (clg_node_all_dtype(n, CLG_FLOAT32) || clg_node_all_dtype(n, CLG_FLOAT64) ||
+          clg_node_all_dtype(n, CLG_FLOAT16)) &&
+         clg_kernels_have_clblast();
+}
+
+static clg_code cl_warm(const clg_node *n, clg_device *dev)
+{
+  clg_code code = clg_cl_warm_matmul(dev, n->outs[0].dtype);
+  return code == CLG_UNIMPLEMENTED ? CLG_OK : code; /* the host fallback needs no warming */
+}
+
+static clg_code cl_scratch(const clg_node *n, clg_device *dev, size_t *bytes)
+{
+  size_t m, nn, k;
+  bool ta, tb;
+  clg_matmul_dims(n, &ta, &tb, &m, &nn, &k);
+  return clg_cl_matmul_scratch(dev, n->outs[0].dtype, ta, tb, m, nn, k, bytes);
+}
+
+static const clg_kernel_entry entries[] = {
+    {&clg_op_MatMul, {CLG_KIND_OPENCL, cl_supports, cl_run, cl_scratch, cl_warm}},
+};
+CLG_KERNEL_SET(clg_opencl_kernels_matmul, entries);

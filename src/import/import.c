@@ -1,0 +1,1492 @@
+/* The importer (include/clgraph/import.h): a reader's neutral model becomes graph nodes through
+ * the generic builder (clg_op), in a topological order of the model's edges, each under its
+ * NodeDef's device as a device scope and the options' prefix as a name scope. Constant
+ * subgraphs fold into Consts on the host as they are built (shape arithmetic gives the static
+ * shapes Reshape and friends need). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "import/import_internal.h"
+#include "runtime/runtime.h"
+
+/* A folded constant holds at most this many elements (per output): beyond, the node is built
+ * as is and computed at run time (folding would only move weights-sized work to import). */
+#define FOLD_MAX_ELEMENTS (1u << 20)
+
+typedef struct name_map_entry {
+  char *name;
+  int num_outs;
+  clg_output *outs;
+} name_map_entry;
+
+struct clg_import_result {
+  const char *format;
+  char *producer;
+  int num_inputs, num_outputs;
+  clg_import_tensor *inputs, *outputs;
+  int num_model_nodes;
+  int num_op_types;
+  clg_import_op_type *op_types;
+  int opset;
+  int num_map;
+  name_map_entry *map;
+  int *hash; /* open addressing over map, -1 empty; size hash_size (a power of two) */
+  size_t hash_size;
+};
+
+void clg_import_options_init(clg_import_options *o)
+{
+  if (o)
+    memset(o, 0, sizeof *o);
+}
+
+/* --- names ------------------------------------------------------------------------------- */
+
+static uint64_t hash_name(const char *s, size_t len)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+/* A name hash over strings given by get(ctx, i), i < n: slot array of size *size. */
+static int *hash_build(int n, const char *(*get)(const void *ctx, int i), const void *ctx,
+                       size_t *size)
+{
+  size_t sz = 16;
+  while (sz < 2 * (size_t)n + 2)
+    sz *= 2;
+  int *h = malloc(sz * sizeof *h);
+  if (!h)
+    return NULL;
+  for (size_t i = 0; i < sz; i++)
+    h[i] = -1;
+  for (int i = 0; i < n; i++) {
+    const char *s = get(ctx, i);
+    size_t k = hash_name(s, strlen(s)) & (sz - 1);
+    while (h[k] >= 0)
+      k = (k + 1) & (sz - 1);
+    h[k] = i;
+  }
+  *size = sz;
+  return h;
+}
+
+static int hash_find(const int *h, size_t sz, const char *(*get)(const void *ctx, int i),
+                     const void *ctx, const char *name, size_t len)
+{
+  if (!h)
+    return -1;
+  size_t k = hash_name(name, len) & (sz - 1);
+  for (; h[k] >= 0; k = (k + 1) & (sz - 1)) {
+    const char *s = get(ctx, h[k]);
+    if (strlen(s) == len && memcmp(s, name, len) == 0)
+      return h[k];
+  }
+  return -1;
+}
+
+/* "node", "node:1", "^ctrl": the node name's length, the output index and whether a control
+ * input. A ":" followed by anything but digits belongs to the name. */
+static void parse_tensor_name(const char *s, size_t *len, int *index, bool *ctrl)
+{
+  *ctrl = s[0] == '^';
+  if (*ctrl)
+    s++;
+  size_t n = strlen(s);
+  *len = n;
+  *index = 0;
+  const char *colon = strrchr(s, ':');
+  if (colon && colon[1]) {
+    const char *p = colon + 1;
+    long v = 0;
+    while (*p >= '0' && *p <= '9' && v < 1000000)
+      v = v * 10 + (*p++ - '0');
+    if (!*p) {
+      *len = (size_t)(colon - s);
+      *index = (int)v;
+    }
+  }
+}
+
+static const char *model_node_name(const void *ctx, int i)
+{
+  return ((const clg_imp_model *)ctx)->nodes[i].name;
+}
+
+static const char *map_entry_name(const void *ctx, int i)
+{
+  return ((const clg_import_result *)ctx)->map[i].name;
+}
+
+/* --- results ------------------------------------------------------------------------------ */
+
+void clg_import_result_free(clg_import_result *r)
+{
+  if (!r)
+    return;
+  free(r->producer);
+  for (int i = 0; i < r->num_inputs; i++)
+    free((char *)r->inputs[i].name);
+  for (int i = 0; i < r->num_outputs; i++)
+    free((char *)r->outputs[i].name);
+  free(r->inputs);
+  free(r->outputs);
+  for (int i = 0; i < r->num_op_types; i++) {
+    free((char *)r->op_types[i].op);
+    free((char *)r->op_types[i].example_node);
+  }
+  free(r->op_types);
+  for (int i = 0; i < r->num_map; i++) {
+    free(r->map[i].name);
+    free(r->map[i].outs);
+  }
+  free(r->map);
+  free(r->hash);
+  free(r);
+}
+
+const char *clg_import_format_name(const clg_import_result *r) { return r ? r->format : ""; }
+const char *clg_import_producer(const clg_import_result *r)
+{
+  return r && r->producer ? r->producer : "";
+}
+int clg_import_num_inputs(const clg_import_result *r) { return r ? r->num_inputs : 0; }
+int clg_import_num_outputs(const clg_import_result *r) { return r ? r->num_outputs : 0; }
+const clg_import_tensor *clg_import_input(const clg_import_result *r, int i)
+{
+  return r && i >= 0 && i < r->num_inputs ? &r->inputs[i] : NULL;
+}
+const clg_import_tensor *clg_import_output(const clg_import_result *r, int i)
+{
+  return r && i >= 0 && i < r->num_outputs ? &r->outputs[i] : NULL;
+}
+int clg_import_num_model_nodes(const clg_import_result *r) { return r ? r->num_model_nodes : 0; }
+int clg_import_num_op_types(const clg_import_result *r) { return r ? r->num_op_types : 0; }
+const clg_import_op_type *clg_import_op_type_at(const clg_import_result *r, int i)
+{
+  return r && i >= 0 && i < r->num_op_types ? &r->op_types[i] : NULL;
+}
+int clg_import_opset(const clg_import_result *r) { return r ? r->opset : 0; }
+
+clg_code clg_import_find(const clg_import_result *r, const char *model_name, clg_output *out)
+{
+  if (!r || !model_name || !out)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_import_find: %s is NULL",
+                     !r            ? "result"
+                     : !model_name ? "model_name"
+                                   : "out");
+  size_t len;
+  int index;
+  bool ctrl;
+  parse_tensor_name(model_name, &len, &index, &ctrl);
+  int k = ctrl ? -1 : hash_find(r->hash, r->hash_size, map_entry_name, r, model_name, len);
+  if (k < 0)
+    return clg_error(CLG_NOT_FOUND, "the imported model has no node '%s'", model_name);
+  if (index >= r->map[k].num_outs)
+    return clg_error(CLG_NOT_FOUND, "the imported model's node '%.*s' has %d outputs, not %d",
+                     (int)len, model_name, r->map[k].num_outs, index + 1);
+  *out = r->map[k].outs[index];
+  return CLG_OK;
+}
+
+static clg_import_result *result_new(const clg_imp_model *m)
+{
+  clg_import_result *r = calloc(1, sizeof *r);
+  if (!r || !(r->producer = clg_strdup(m->producer))) {
+    free(r);
+    clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory importing %s", m->file);
+    return NULL;
+  }
+  r->format = m->format;
+  r->num_model_nodes = m->num_nodes;
+  return r;
+}
+
+/* The op census of a model, in the order op types first appear. */
+static clg_code census(clg_import_result *r, const clg_imp_model *m)
+{
+  r->op_types = calloc((size_t)m->num_nodes + 1, sizeof *r->op_types);
+  if (!r->op_types)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
+  for (int i = 0; i < m->num_nodes; i++) {
+    const clg_imp_node *n = &m->nodes[i];
+    int k = 0;
+    while (k < r->num_op_types && strcmp(r->op_types[k].op, n->op) != 0)
+      k++;
+    clg_import_op_type *t = &r->op_types[k];
+    if (k == r->num_op_types) {
+      if (!(t->op = clg_strdup(n->op)) || !(t->example_node = clg_strdup(n->name)))
+        return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
+      r->num_op_types++;
+      t->supported = clg_imp_op_supported(n);
+    } else if (t->supported && !clg_imp_op_supported(n)) {
+      /* a fused node whose epilogue clgraph lacks: the type is unsupported from here */
+      t->supported = 0;
+      free((char *)t->example_node);
+      if (!(t->example_node = clg_strdup(n->name)))
+        return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
+    }
+    t->count++;
+  }
+  return CLG_OK;
+}
+
+/* --- the build ------------------------------------------------------------------------------ */
+
+typedef struct imp {
+  clg_graph *g;
+  const clg_import_options *o;
+  clg_imp_model *m;
+  clg_import_result *r;
+  int *hash;
+  size_t hash_size;
+  clg_node **nodes;  /* per model node: the graph node that stands for it */
+  clg_output **outs; /* per model node: its outputs as graph tensors (after folding) */
+  int *nouts;
+  bool *fed;        /* a Placeholder fed through input_map (not built) */
+  bool *consumed;   /* per model node, whether any data input reads it */
+  bool *shape_used; /* per input_shapes entry */
+  bool *map_used;   /* per input_map entry */
+  /* Folding in waves: foldable nodes (every input a Const) wait in the scratch graph until a
+   * node reads one of them (or the build ends); then one helper session and one run compute
+   * the whole wave on CPU:0, so a model's thousands of shape nodes cost a few runs, not one
+   * session, placement and plan each. */
+  clg_graph *scratch; /* the wave: its nodes and copies of their Const inputs, on CPU:0 */
+  struct pending *pend;
+  int num_pend, cap_pend;
+  bool *pending;       /* per model node: waiting in the wave */
+  clg_graph *anchor_g; /* an empty graph whose helper session holds the device state */
+  clg_session *anchor; /* across the waves of one import */
+  bool no_fold;
+} imp;
+
+/* A node of the wave: what builds it again (a scratch graph for half a wave, or the node
+ * itself in g when it does not fold); ins and attrs point into g and the model. */
+typedef struct pending {
+  int idx;
+  const clg_op_def *def;
+  clg_node *sn; /* in scratch */
+  int nin, na, nout;
+  clg_output *ins;
+  clg_attr *attrs;
+} pending;
+
+static const char *file_of(const imp *c) { return c->m->file[0] ? c->m->file : "(memory)"; }
+
+static clg_code fail(imp *c, clg_code code)
+{
+  (void)code;
+  return clg_graph_record_error(c->g);
+}
+
+static bool same_tensor(const char *a, const char *b)
+{
+  size_t la, lb;
+  int ia, ib;
+  bool ca, cb;
+  parse_tensor_name(a, &la, &ia, &ca);
+  parse_tensor_name(b, &lb, &ib, &cb);
+  return !ca && !cb && la == lb && ia == ib && memcmp(a, b, la) == 0;
+}
+
+/* The input_map entry feeding model tensor `tensor`, or -1. */
+static int mapped(imp *c, const char *tensor)
+{
+  for (int i = 0; i < c->o->num_input_map; i++)
+    if (c->o->input_map[i].name && same_tensor(c->o->input_map[i].name, tensor))
+      return i;
+  return -1;
+}
+
+/* The graph tensor a model input string reads. */
+static clg_code resolve_input(imp *c, const clg_imp_node *n, const char *in, clg_output *out)
+{
+  int k = mapped(c, in);
+  if (k >= 0) {
+    c->map_used[k] = true;
+    *out = c->o->input_map[k].value;
+    return CLG_OK;
+  }
+  size_t len;
+  int index;
+  bool ctrl;
+  parse_tensor_name(in, &len, &index, &ctrl);
+  int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in, len);
+  if (p < 0 || !c->outs[p])
+    return fail(c, clg_error(CLG_INTERNAL, "%s: node '%s': input '%s' was not built", file_of(c),
+                             n->name, in));
+  if (index >= c->nouts[p])
+    return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                             "%s: node '%s': input '%s' names output %d of a node with %d",
+                             file_of(c), n->name, in, index, c->nouts[p]));
+  c->consumed[p] = true;
+  *out = c->outs[p][index];
+  return CLG_OK;
+}
+
+/* Attributes the fused rule consumes itself. */
+static bool fused_attr(const char *name)
+{
+  return strcmp(name, "fused_ops") == 0 || strcmp(name, "num_args") == 0 ||
+         strcmp(name, "epsilon") == 0 || strcmp(name, "leakyrelu_alpha") == 0;
+}
+
+static const char *attr_kind_name(clg_imp_attr_kind k)
+{
+  static const char *const names[] = {"empty",  "a string", "an int",   "a float", "a bool",
+                                      "a type", "a shape",  "a tensor", "a list",  "a function"};
+  return k >= 0 && k <= CLG_IMP_FUNC ? names[k] : "?";
+}
+
+/* The model attributes as clgraph attributes of def (what they point at stays in the model). */
+static clg_code convert_attrs(imp *c, const clg_imp_node *n, const clg_op_def *def, bool fused,
+                              clg_attr *out, int *num_out)
+{
+  char dt[24];
+  int k = 0;
+  for (int i = 0; i < n->num_attrs; i++) {
+    const clg_imp_attr *a = &n->attrs[i];
+    const clg_attr_def *d = NULL;
+    for (int j = 0; j < def->num_attrs && !d; j++)
+      if (strcmp(def->attrs[j].name, a->name) == 0)
+        d = &def->attrs[j];
+    if (!d) {
+      if (clg_imp_attr_ignorable(a) || (fused && fused_attr(a->name)))
+        continue;
+      return fail(c, clg_error(CLG_UNIMPLEMENTED,
+                               "%s: node '%s' (op %s): attribute '%s' is not one clgraph's %s "
+                               "has",
+                               file_of(c), n->name, n->op, a->name, def->name));
+    }
+    if (d->type == CLG_ATTR_SHAPE && def->flags & CLG_OP_MUST_FEED)
+      continue; /* bound by bind_shape */
+    clg_attr *o = &out[k];
+    o->name = d->name;
+    o->type = d->type;
+    bool ok = true;
+    switch (d->type) {
+    case CLG_ATTR_INT:
+      ok = a->kind == CLG_IMP_I;
+      o->v.i = a->i;
+      break;
+    case CLG_ATTR_FLOAT:
+      ok = a->kind == CLG_IMP_F || a->kind == CLG_IMP_I;
+      o->v.f = a->kind == CLG_IMP_F ? a->f : (double)a->i;
+      break;
+    case CLG_ATTR_BOOL:
+      ok = a->kind == CLG_IMP_B;
+      o->v.b = a->i != 0;
+      break;
+    case CLG_ATTR_STRING:
+      ok = a->kind == CLG_IMP_S;
+      o->v.s = a->s;
+      break;
+    case CLG_ATTR_DTYPE:
+      ok = a->kind == CLG_IMP_TYPE;
+      if (ok && !clg_imp_dtype((int)a->i, &o->v.dtype))
+        return fail(c, clg_error(CLG_UNIMPLEMENTED,
+                                 "%s: node '%s' (op %s): attribute '%s' is %s, a dtype clgraph "
+                                 "does not have",
+                                 file_of(c), n->name, n->op, a->name,
+                                 clg_imp_tf_dtype_name((int)a->i, dt)));
+      break;
+    case CLG_ATTR_INT_LIST:
+      ok = a->kind == CLG_IMP_LIST && (a->n == 0 || a->elem == CLG_IMP_I);
+      o->v.list.n = a->n;
+      o->v.list.v = a->ints;
+      break;
+    case CLG_ATTR_SHAPE:
+      ok = a->kind == CLG_IMP_SHAPE;
+      if (ok && a->shape.rank < 0)
+        return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                                 "%s: node '%s' (op %s): attribute '%s' is a shape of unknown "
+                                 "rank (clgraph's shapes are static)",
+                                 file_of(c), n->name, n->op, a->name));
+      for (int j = 0; ok && j < a->shape.rank; j++)
+        if (a->shape.dims[j] < 0)
+          return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                                   "%s: node '%s' (op %s): attribute '%s' has unknown dim %d "
+                                   "(clgraph's shapes are static)",
+                                   file_of(c), n->name, n->op, a->name, j));
+      o->v.list.n = a->shape.rank;
+      o->v.list.v = a->shape.dims;
+      break;
+    case CLG_ATTR_TENSOR:
+      ok = a->kind == CLG_IMP_TENSOR;
+      if (ok && !a->tensor.value) {
+        clg_dtype cd;
+        if (!clg_imp_dtype(a->tensor.tf_dtype, &cd))
+          return fail(c, clg_error(CLG_UNIMPLEMENTED,
+                                   "%s: node '%s' (op %s): a tensor of %s, a dtype clgraph does "
+                                   "not have",
+                                   file_of(c), n->name, n->op,
+                                   clg_imp_tf_dtype_name(a->tensor.tf_dtype, dt)));
+        return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                                 "%s: node '%s' (op %s): attribute '%s' holds no value (no "
+                                 "weight names the node)",
+                                 file_of(c), n->name, n->op, a->name));
+      }
+      o->v.tensor = a->tensor.value;
+      break;
+    }
+    if (!ok)
+      return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                               "%s: node '%s' (op %s): attribute '%s' is %s, not what clgraph's "
+                               "%s declares",
+                               file_of(c), n->name, n->op, a->name, attr_kind_name(a->kind),
+                               def->name));
+    k++;
+  }
+  *num_out = k;
+  return CLG_OK;
+}
+
+/* Placeholders: the model's shape with input_shapes' dims bound where it has -1. */
+static clg_code bind_shape(imp *c, const clg_imp_node *n, const clg_op_def *def, clg_attr *attrs,
+                           int *num, int64_t *dims)
+{
+  /* The op's one SHAPE attribute (Placeholder's "shape"). */
+  const char *shape_attr = NULL;
+  for (int i = 0; i < def->num_attrs && !shape_attr; i++)
+    if (def->attrs[i].type == CLG_ATTR_SHAPE)
+      shape_attr = def->attrs[i].name;
+  if (!shape_attr)
+    return CLG_OK;
+  const clg_imp_attr *sa = clg_imp_node_attr(n, shape_attr);
+  clg_imp_shape s = {.rank = -1};
+  if (sa && sa->kind == CLG_IMP_SHAPE)
+    s = sa->shape;
+  const clg_import_shape *bind = NULL;
+  for (int i = 0; i < c->o->num_input_shapes; i++) {
+    const clg_import_shape *b = &c->o->input_shapes[i];
+    if (b->name && (same_tensor(b->name, n->name) || strcmp(b->name, n->name) == 0)) {
+      bind = b;
+      c->shape_used[i] = true;
+    }
+  }
+  char text[200];
+  if (bind) {
+    if (bind->rank < 0 || bind->rank > CLG_MAX_RANK)
+      return fail(
+          c, clg_error(CLG_INVALID_ARGUMENT, "input_shapes '%s': rank %d", bind->name, bind->rank));
+    if (s.rank >= 0 && s.rank != bind->rank)
+      return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                               "input_shapes '%s': rank %d, but the model's input has rank %d",
+                               bind->name, bind->rank, s.rank));
+    for (int i = 0; i < bind->rank; i++) {
+      if (bind->dims[i] < 0)
+        return fail(c, clg_error(CLG_INVALID_ARGUMENT, "input_shapes '%s': dim %d is %lld",
+                                 bind->name, i, (long long)bind->dims[i]));
+      if (s.rank >= 0 && s.dims[i] >= 0 && s.dims[i] != bind->dims[i])
+        return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                                 "input_shapes '%s': dim %d is %lld, but the model fixes it at "
+                                 "%lld",
+                                 bind->name, i, (long long)bind->dims[i], (long long)s.dims[i]));
+    }
+    s.rank = bind->rank;
+    memcpy(s.dims, bind->dims, sizeof s.dims[0] * (size_t)bind->rank);
+  }
+  size_t k = 0;
+  text[0] = 0;
+  for (int i = 0; i < s.rank && k < sizeof text; i++)
+    k += (size_t)snprintf(text + k, sizeof text - k, "%s%lld", i ? "," : "", (long long)s.dims[i]);
+  if (s.rank < 0)
+    return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                             "%s: input '%s' has an unknown rank: bind it with input_shapes "
+                             "(clgraph's shapes are static)",
+                             file_of(c), n->name));
+  for (int i = 0; i < s.rank; i++)
+    if (s.dims[i] < 0)
+      return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                               "%s: input '%s' has shape [%s] with unknown dims: bind them with "
+                               "input_shapes (clgraph's shapes are static)",
+                               file_of(c), n->name, text));
+  memcpy(dims, s.dims, sizeof s.dims[0] * (size_t)s.rank);
+  int j = 0;
+  while (j < *num && strcmp(attrs[j].name, shape_attr) != 0)
+    j++;
+  attrs[j] = clg_attr_shape(shape_attr, s.rank, dims);
+  if (j == *num)
+    (*num)++;
+  return CLG_OK;
+}
+
+/* Records model node idx as the graph tensors outs[0..n). */
+static clg_code set_outs(imp *c, int idx, clg_node *node, int n, const clg_output *outs)
+{
+  c->nodes[idx] = node;
+  c->outs[idx] = malloc(sizeof *c->outs[idx] * (size_t)(n + 1));
+  if (!c->outs[idx])
+    return fail(c,
+                clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory importing %s", file_of(c)));
+  c->nouts[idx] = n;
+  for (int i = 0; i < n; i++)
+    c->outs[idx][i] = outs ? outs[i] : clg_out(node, i);
+  return CLG_OK;
+}
+
+static void pending_clear(imp *c)
+{
+  for (int i = 0; i < c->num_pend; i++) {
+    c->pending[c->pend[i].idx] = false;
+    free(c->pend[i].ins);
+    free(c->pend[i].attrs);
+  }
+  c->num_pend = 0;
+  clg_graph_free(c->scratch);
+  c->scratch = NULL;
+}
+
+static void fold_reset(imp *c)
+{
+  pending_clear(c);
+  free(c->pend);
+  c->pend = NULL;
+  c->cap_pend = 0;
+  clg_session_free(c->anchor);
+  clg_graph_free(c->anchor_g);
+  c->anchor = NULL;
+  c->anchor_g = NULL;
+}
+
+/* Node p of a wave in scratch graph sg (on CPU:0): Consts of its inputs' values, then it. */
+static clg_node *scratch_node(clg_graph *sg, const pending *p)
+{
+  clg_output sins[64];
+  for (int i = 0; i < p->nin; i++)
+    sins[i] = clg_out(clg_const(sg, NULL, clg_node_value(p->ins[i].node)), 0);
+  return clg_op(sg, p->def->name, NULL, p->nin, sins, p->na, p->attrs);
+}
+
+static clg_graph *scratch_new(void)
+{
+  clg_graph *sg = clg_graph_new();
+  if (sg && clg_graph_push_device(sg, "/device:CPU:0") != CLG_OK) {
+    clg_graph_free(sg);
+    return NULL;
+  }
+  return sg;
+}
+
+/* Folds a node whose inputs are all Consts: into the wave (*done true), computed at the next
+ * flush. *done false (and no error) when the node does not fold. */
+static clg_code try_fold(imp *c, int idx, const clg_op_def *def, int nin, const clg_output *ins,
+                         int na, const clg_attr *attrs, bool *done)
+{
+  *done = false;
+  if (c->no_fold || nin < 1 || nin > 64 ||
+      def->flags & (CLG_OP_CONST | CLG_OP_MUST_FEED | CLG_OP_VARIABLE | CLG_OP_ASSIGNS) ||
+      def->ref_inputs || def->num_outputs < 1)
+    return CLG_OK;
+  for (int i = 0; i < nin; i++)
+    if (!ins[i].node || !(ins[i].node->def->flags & CLG_OP_CONST))
+      return CLG_OK;
+  if (!c->scratch && !(c->scratch = scratch_new()))
+    return CLG_OK;
+  if (c->num_pend == c->cap_pend) {
+    int cap = c->cap_pend ? 2 * c->cap_pend : 16;
+    pending *grown = realloc(c->pend, sizeof *grown * (size_t)cap);
+    if (!grown)
+      return CLG_OK; /* built as is */
+    c->pend = grown;
+    c->cap_pend = cap;
+  }
+  pending *p = &c->pend[c->num_pend];
+  *p = (pending){.idx = idx, .def = def, .nin = nin, .na = na};
+  p->ins = malloc(sizeof *p->ins * (size_t)nin);
+  p->attrs = malloc(sizeof *p->attrs * (size_t)(na ? na : 1));
+  if (!p->ins || !p->attrs) {
+    free(p->ins);
+    free(p->attrs);
+    return CLG_OK;
+  }
+  memcpy(p->ins, ins, sizeof *p->ins * (size_t)nin);
+  memcpy(p->attrs, attrs, sizeof *p->attrs * (size_t)na);
+  p->sn = scratch_node(c->scratch, p);
+  bool fits = p->sn && (p->nout = clg_node_num_outputs(p->sn)) >= 1 && p->nout <= 64;
+  for (int i = 0; fits && i < p->nout; i++)
+    fits = clg_node_out_count(p->sn, i) <= FOLD_MAX_ELEMENTS;
+  if (!p->sn) {
+    /* The scratch graph's error is sticky (the real build reports it): the wave so far moves
+     * to a fresh one. */
+    clg_error_clear();
+    clg_graph *sg = scratch_new();
+    for (int i = 0; sg && i < c->num_pend; i++)
+      if (!(c->pend[i].sn = scratch_node(sg, &c->pend[i]))) {
+        clg_graph_free(sg);
+        sg = NULL;
+      }
+    clg_error_clear();
+    clg_graph_free(c->scratch);
+    c->scratch = sg;
+    if (!sg) /* cannot happen (they were built once): the wave is built as is */
+      c->no_fold = true;
+  }
+  if (!fits) { /* an unused node of the scratch graph: never run */
+    free(p->ins);
+    free(p->attrs);
+    return CLG_OK;
+  }
+  c->num_pend++;
+  c->pending[idx] = true;
+  *done = true;
+  return CLG_OK;
+}
+
+/* The model node of p as it is (not folded), in g under its device. */
+static clg_code build_unfolded(imp *c, const pending *p)
+{
+  const clg_imp_node *n = &c->m->nodes[p->idx];
+  if (n->device[0] && clg_graph_push_device(c->g, n->device) != CLG_OK)
+    return clg_graph_status(c->g);
+  clg_node *built = clg_op(c->g, p->def->name, n->name, p->nin, p->ins, p->na, p->attrs);
+  if (n->device[0])
+    clg_graph_pop_device(c->g);
+  if (!built)
+    return clg_graph_status(c->g);
+  return set_outs(c, p->idx, built, clg_node_num_outputs(built), NULL);
+}
+
+/* The values of p as Consts in g, under its device: output 0 keeps the node's name, the others
+ * are "<name>/output_<i>". Frees vals. */
+static clg_code build_folded(imp *c, const pending *p, clg_tensor **vals)
+{
+  const clg_imp_node *n = &c->m->nodes[p->idx];
+  clg_code code = CLG_OK;
+  bool pushed = n->device[0] && clg_graph_push_device(c->g, n->device) == CLG_OK;
+  if (n->device[0] && !pushed)
+    code = clg_graph_status(c->g);
+  clg_output outs[64];
+  for (int i = 0; i < p->nout; i++) {
+    char name[1024];
+    if (i == 0)
+      snprintf(name, sizeof name, "%s", n->name);
+    else
+      snprintf(name, sizeof name, "%s/output_%d", n->name, i);
+    clg_node *k = code == CLG_OK ? clg_const(c->g, name, vals[i]) : NULL;
+    if (!k && code == CLG_OK)
+      code = clg_graph_status(c->g);
+    outs[i] = clg_out(k, 0);
+    clg_tensor_free(vals[i]);
+  }
+  if (pushed)
+    clg_graph_pop_device(c->g);
+  return code == CLG_OK ? set_outs(c, p->idx, outs[0].node, p->nout, outs) : code;
+}
+
+/* Folds wave nodes [lo, hi) with one session on sg (NULL: a scratch graph of them is built)
+ * and one run; when that fails (a node without a host kernel, or one whose kernel fails), each
+ * half is tried alone, down to single nodes, which are then built as they are. */
+static clg_code fold_range(imp *c, clg_graph *sg, int lo, int hi)
+{
+  clg_graph *own = NULL;
+  clg_node **sn = malloc(sizeof *sn * (size_t)(hi - lo));
+  if (!sn)
+    return fail(c,
+                clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory importing %s", file_of(c)));
+  for (int i = lo; i < hi; i++)
+    sn[i - lo] = sg ? c->pend[i].sn : NULL;
+  if (!sg && (own = sg = scratch_new()))
+    for (int i = lo; i < hi && sg; i++)
+      if (!(sn[i - lo] = scratch_node(sg, &c->pend[i])))
+        sg = NULL;
+  int total = 0;
+  for (int i = lo; i < hi; i++)
+    total += c->pend[i].nout;
+  clg_output *fetch = malloc(sizeof *fetch * (size_t)total);
+  clg_tensor **vals = calloc((size_t)total, sizeof *vals);
+  clg_session *s = NULL;
+  bool ran = false;
+  if (sg && fetch && vals && clg_process_helper_session(sg, &s) == CLG_OK) {
+    int k = 0;
+    for (int i = lo; i < hi; i++)
+      for (int j = 0; j < c->pend[i].nout; j++)
+        fetch[k++] = clg_out(sn[i - lo], j);
+    ran = clg_session_run_outputs(s, 0, NULL, NULL, total, fetch, vals, 0, NULL) == CLG_OK;
+  }
+  clg_error_clear(); /* not folded: computed at run time instead */
+  clg_session_free(s);
+  clg_graph_free(own);
+  free(sn);
+  free(fetch);
+  clg_code code = CLG_OK;
+  if (ran) {
+    int k = 0;
+    for (int i = lo; i < hi; i++) {
+      clg_code one = build_folded(c, &c->pend[i], vals + k);
+      k += c->pend[i].nout;
+      if (code == CLG_OK)
+        code = one;
+    }
+  } else if (hi - lo == 1)
+    code = build_unfolded(c, &c->pend[lo]);
+  else {
+    int mid = lo + (hi - lo) / 2;
+    code = fold_range(c, NULL, lo, mid);
+    if (code == CLG_OK)
+      code = fold_range(c, NULL, mid, hi);
+  }
+  free(vals);
+  return code;
+}
+
+/* Computes the wave: its nodes become Consts in g (or themselves where they do not fold). */
+static clg_code fold_flush(imp *c)
+{
+  if (c->num_pend == 0)
+    return CLG_OK;
+  /* The device state stays held across the waves (a helper session alone would create and
+   * release it each wave); without a host session nothing folds in this import. */
+  if (!c->anchor && !c->no_fold &&
+      (!(c->anchor_g = clg_graph_new()) ||
+       clg_process_helper_session(c->anchor_g, &c->anchor) != CLG_OK)) {
+    clg_error_clear();
+    c->anchor = NULL;
+    c->no_fold = true;
+  }
+  clg_code code = CLG_OK;
+  if (c->no_fold)
+    for (int i = 0; i < c->num_pend && code == CLG_OK; i++)
+      code = build_unfolded(c, &c->pend[i]);
+  else
+    code = fold_range(c, c->scratch, 0, c->num_pend);
+  pending_clear(c);
+  return code;
+}
+
+static clg_code build_fused(imp *c, const clg_imp_node *n, const clg_imp_rule *rule, int nin,
+                            const clg_output *ins, clg_node **built)
+{
+  const clg_op_def *def = clg_op_find(rule->target);
+  if (!def)
+    return fail(c, clg_error(CLG_UNIMPLEMENTED,
+                             "%s: op type %s (node '%s') is not supported by clgraph (it needs "
+                             "%s)",
+                             file_of(c), n->op, n->name, rule->target));
+  const clg_imp_attr *fo = clg_imp_node_attr(n, "fused_ops");
+  int nsteps = fo && fo->kind == CLG_IMP_LIST ? fo->n : 0;
+  if (nin < 2)
+    return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                             "%s: node '%s' (op %s) has %d inputs, not 2 + "
+                             "its args",
+                             file_of(c), n->name, n->op, nin));
+  int nargs = 0;
+  for (int i = 0; i < nsteps; i++) {
+    if (!fo->strs || !clg_op_find(fo->strs[i]))
+      return fail(c, clg_error(CLG_UNIMPLEMENTED,
+                               "%s: op type %s (node '%s') fuses %s, which clgraph does not have",
+                               file_of(c), n->op, n->name, fo->strs ? fo->strs[i] : "?"));
+    nargs += clg_imp_fused_step_args(fo->strs[i]);
+  }
+  if (nin != 2 + nargs)
+    return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                             "%s: node '%s' (op %s) has %d inputs, but its fused ops take 2 + %d",
+                             file_of(c), n->name, n->op, nin, nargs));
+  clg_attr attrs[64];
+  int na = 0;
+  if (n->num_attrs > 64)
+    return fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' has %d attributes", file_of(c),
+                             n->name, n->num_attrs));
+  clg_code code = convert_attrs(c, n, def, true, attrs, &na);
+  if (code != CLG_OK)
+    return code;
+  char name[1024];
+  snprintf(name, sizeof name, "%s/%s", n->name, def->name);
+  clg_node *cur = clg_op(c->g, def->name, nsteps ? name : n->name, 2, ins, na, attrs);
+  int arg = 2;
+  for (int i = 0; i < nsteps && cur; i++) {
+    const char *step = fo->strs[i];
+    snprintf(name, sizeof name, "%s/%s", n->name, step);
+    const char *nm = i == nsteps - 1 ? n->name : name;
+    clg_output sin[2] = {clg_out(cur, 0), {NULL, 0}};
+    int sn = 1;
+    if (clg_imp_fused_step_args(step))
+      sin[sn++] = ins[arg++];
+    clg_attr sa[8];
+    int nsa = 0;
+    const clg_op_def *sd = clg_op_find(step);
+    for (int j = 0; j < sd->num_attrs && nsa < 8; j++) {
+      const char *from = clg_imp_fused_step_attr(sd->attrs[j].name);
+      const clg_imp_attr *v = from ? clg_imp_node_attr(n, from) : NULL;
+      if (v && v->kind == CLG_IMP_F && sd->attrs[j].type == CLG_ATTR_FLOAT)
+        sa[nsa++] = clg_attr_float(sd->attrs[j].name, v->f);
+    }
+    cur = clg_op(c->g, step, nm, sn, sin, nsa, sa);
+  }
+  if (!cur)
+    return clg_graph_status(c->g);
+  *built = cur;
+  return CLG_OK;
+}
+
+static clg_code build_node(imp *c, int idx)
+{
+  clg_imp_node *n = &c->m->nodes[idx];
+  const clg_imp_rule *rule = clg_imp_rule_find(n->op);
+  const clg_op_def *def = NULL;
+  if (!rule || rule->kind == CLG_IMP_RULE_NOFOLD || rule->kind == CLG_IMP_RULE_ALIAS)
+    def = clg_op_find(rule && rule->kind == CLG_IMP_RULE_ALIAS ? rule->target : n->op);
+  /* A Placeholder fed through input_map is not built: its consumers read the mapped value. */
+  if (def && def->flags & CLG_OP_MUST_FEED) {
+    int k = mapped(c, n->name);
+    if (k >= 0) {
+      c->map_used[k] = true;
+      c->fed[idx] = true;
+      clg_output v = c->o->input_map[k].value;
+      if (!v.node)
+        return fail(c, clg_error(CLG_INVALID_ARGUMENT, "input_map '%s': the value's node is NULL",
+                                 c->o->input_map[k].name));
+      return set_outs(c, idx, v.node, 1, &v);
+    }
+  }
+  if (!def && (!rule || (rule->kind != CLG_IMP_RULE_SHAPE && rule->kind != CLG_IMP_RULE_FUSED)))
+    return fail(c, clg_error(CLG_UNIMPLEMENTED,
+                             "%s: op type %s (node '%s') is not supported by clgraph", file_of(c),
+                             n->op, n->name));
+  int nin = 0, nctrl = 0;
+  clg_output ins[256];
+  clg_node *ctrl[256];
+  /* A node that reads the wave (data or control) needs it computed first. */
+  for (int i = 0; i < n->num_inputs && c->num_pend; i++) {
+    const char *in = n->inputs[i][0] == '^' ? n->inputs[i] + 1 : n->inputs[i];
+    size_t len;
+    int index;
+    bool isctrl;
+    parse_tensor_name(in, &len, &index, &isctrl);
+    int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in, len);
+    if (p >= 0 && c->pending[p]) {
+      clg_code code = fold_flush(c);
+      if (code != CLG_OK)
+        return code;
+    }
+  }
+  for (int i = 0; i < n->num_inputs; i++) {
+    const char *in = n->inputs[i];
+    if (in[0] == '^') {
+      size_t len;
+      int index;
+      bool isctrl;
+      parse_tensor_name(in, &len, &index, &isctrl);
+      int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, in + 1, len);
+      if (nctrl >= 256)
+        return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                                 "%s: node '%s' has more than 256 control inputs", file_of(c),
+                                 n->name));
+      if (p >= 0 && c->nodes[p])
+        ctrl[nctrl++] = c->nodes[p];
+      continue;
+    }
+    if (nin >= 256)
+      return fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' has more than 256 inputs",
+                               file_of(c), n->name));
+    clg_code code = resolve_input(c, n, in, &ins[nin]);
+    if (code != CLG_OK)
+      return code;
+    nin++;
+  }
+  if (n->device[0] && clg_graph_push_device(c->g, n->device) != CLG_OK)
+    return clg_graph_status(c->g);
+  clg_node *built = NULL;
+  bool deferred = false; /* in the wave */
+  clg_code code = CLG_OK;
+  if (rule && rule->kind == CLG_IMP_RULE_SHAPE) {
+    /* Shape of a static shape: a Const of out_type (int32 unless int64 asked). */
+    const clg_imp_attr *ot = clg_imp_node_attr(n, "out_type");
+    bool i64 = ot && ot->kind == CLG_IMP_TYPE && ot->i == 9;
+    if (nin != 1)
+      code =
+          fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' (op Shape) has %d inputs, not 1",
+                            file_of(c), n->name, nin));
+    else {
+      int rank = clg_node_output_rank(ins[0].node, ins[0].index);
+      int64_t dims[1] = {rank};
+      clg_tensor *t = clg_tensor_new(i64 ? CLG_INT64 : CLG_INT32, 1, dims, NULL);
+      if (!t)
+        code = fail(c, CLG_RESOURCE_EXHAUSTED);
+      else {
+        for (int i = 0; i < rank; i++) {
+          int64_t d = clg_node_output_dim(ins[0].node, ins[0].index, i);
+          if (i64)
+            ((int64_t *)clg_tensor_data(t))[i] = d;
+          else
+            ((int32_t *)clg_tensor_data(t))[i] = (int32_t)d;
+        }
+        built = clg_const(c->g, n->name, t);
+        clg_tensor_free(t);
+        if (!built)
+          code = clg_graph_status(c->g);
+      }
+    }
+  } else if (rule && rule->kind == CLG_IMP_RULE_FUSED) {
+    code = build_fused(c, n, rule, nin, ins, &built);
+  } else {
+    clg_attr attrs[66];
+    int na = 0;
+    int64_t dims[CLG_MAX_RANK];
+    if (n->num_attrs > 64)
+      code = fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' has %d attributes", file_of(c),
+                               n->name, n->num_attrs));
+    if (code == CLG_OK)
+      code = convert_attrs(c, n, def, false, attrs, &na);
+    if (code == CLG_OK && def->flags & CLG_OP_MUST_FEED)
+      code = bind_shape(c, n, def, attrs, &na, dims);
+    if (code == CLG_OK && !(rule && rule->kind == CLG_IMP_RULE_NOFOLD))
+      code = try_fold(c, idx, def, nin, ins, na, attrs, &deferred);
+    if (code == CLG_OK && !deferred) {
+      built = clg_op(c->g, def->name, n->name, nin, ins, na, attrs);
+      if (!built)
+        code = clg_graph_status(c->g);
+    }
+  }
+  if (n->device[0])
+    clg_graph_pop_device(c->g);
+  if (code != CLG_OK)
+    return code;
+  if (deferred) {
+    if (nctrl == 0)
+      return CLG_OK;
+    /* Control inputs go on what the node becomes: computed now. */
+    if ((code = fold_flush(c)) != CLG_OK)
+      return code;
+    built = c->nodes[idx];
+  }
+  for (int i = 0; i < nctrl; i++)
+    if (clg_node_add_control_input(built, ctrl[i]) != CLG_OK)
+      return clg_graph_status(c->g);
+  return deferred ? CLG_OK : set_outs(c, idx, built, clg_node_num_outputs(built), NULL);
+}
+
+/* A topological order of the model's nodes (data and control edges), file order among
+ * equals; a cycle and an input naming no node are INVALID_ARGUMENT naming a node. */
+static clg_code topo_order(imp *c, int *order)
+{
+  int n = c->m->num_nodes;
+  int *indeg = calloc((size_t)n + 1, sizeof *indeg);
+  int *start = calloc((size_t)n + 2, sizeof *start);
+  int total = 0;
+  for (int i = 0; i < n; i++)
+    total += c->m->nodes[i].num_inputs;
+  int *edges = malloc(((size_t)total + 1) * sizeof *edges);
+  int *src = malloc(((size_t)total + 1) * sizeof *src);
+  clg_code code = CLG_OK;
+  if (!indeg || !start || !edges || !src) {
+    code =
+        fail(c, clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory importing %s", file_of(c)));
+    goto out;
+  }
+  /* Producer of every input; counts per producer for the consumer lists. */
+  int e = 0;
+  for (int i = 0; i < n && code == CLG_OK; i++) {
+    const clg_imp_node *nd = &c->m->nodes[i];
+    for (int j = 0; j < nd->num_inputs; j++) {
+      const char *in = nd->inputs[j];
+      size_t len;
+      int index;
+      bool ctrl;
+      parse_tensor_name(in, &len, &index, &ctrl);
+      const char *nm = ctrl ? in + 1 : in;
+      int p = hash_find(c->hash, c->hash_size, model_node_name, c->m, nm, len);
+      if (p < 0) {
+        if (!ctrl && mapped(c, in) >= 0)
+          continue; /* fed from the graph: no model edge */
+        code = fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                                 "%s: node '%s': input '%s' names no node of the model", file_of(c),
+                                 nd->name, in));
+        break;
+      }
+      src[e] = p;
+      edges[e++] = i;
+      start[p + 1]++;
+      indeg[i]++;
+    }
+  }
+  if (code != CLG_OK)
+    goto out;
+  for (int i = 0; i < n; i++)
+    start[i + 1] += start[i];
+  int *fill = malloc(((size_t)n + 1) * sizeof *fill);
+  int *cons = malloc(((size_t)e + 1) * sizeof *cons);
+  if (!fill || !cons) {
+    free(fill);
+    free(cons);
+    code =
+        fail(c, clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory importing %s", file_of(c)));
+    goto out;
+  }
+  memcpy(fill, start, (size_t)n * sizeof *fill);
+  for (int k = 0; k < e; k++)
+    cons[fill[src[k]]++] = edges[k];
+  int head = 0, tail = 0;
+  for (int i = 0; i < n; i++)
+    if (indeg[i] == 0)
+      order[tail++] = i;
+  while (head < tail) {
+    int v = order[head++];
+    for (int k = start[v]; k < start[v + 1]; k++)
+      if (--indeg[cons[k]] == 0)
+        order[tail++] = cons[k];
+  }
+  free(fill);
+  free(cons);
+  if (tail < n) {
+    int bad = 0;
+    while (indeg[bad] == 0)
+      bad++;
+    code = fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                             "%s: node '%s' is on a cycle (or fed by one): the graph is not "
+                             "acyclic",
+                             file_of(c), c->m->nodes[bad].name));
+  }
+out:
+  free(indeg);
+  free(start);
+  free(edges);
+  free(src);
+  return code;
+}
+
+static clg_code add_tensor(clg_import_tensor **v, int *n, const char *name, clg_output value)
+{
+  clg_import_tensor *g = realloc(*v, sizeof *g * (size_t)(*n + 1));
+  if (!g)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
+  *v = g;
+  clg_import_tensor *t = &g[*n];
+  memset(t, 0, sizeof *t);
+  if (!(t->name = clg_strdup(name)))
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
+  (*n)++;
+  t->value = value;
+  t->rank = -1;
+  if (value.node) {
+    t->dtype = clg_node_output_dtype(value.node, value.index);
+    t->rank = clg_node_output_rank(value.node, value.index);
+    for (int i = 0; i < t->rank && i < CLG_MAX_RANK; i++)
+      t->dims[i] = clg_node_output_dim(value.node, value.index, i);
+  }
+  return CLG_OK;
+}
+
+/* The name map: every model node's outputs as graph tensors (folded ones included). */
+static clg_code fill_map(imp *c)
+{
+  clg_import_result *r = c->r;
+  int n = c->m->num_nodes;
+  r->map = calloc((size_t)n + 1, sizeof *r->map);
+  if (!r->map)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
+  for (int i = 0; i < n; i++) {
+    const clg_imp_node *nd = &c->m->nodes[i];
+    name_map_entry *e = &r->map[r->num_map];
+    if (!(e->name = clg_strdup(nd->name)))
+      return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
+    r->num_map++;
+    clg_node *gn = c->nodes[i];
+    (void)gn;
+    e->outs = malloc(sizeof *e->outs * (size_t)(c->nouts[i] + 1));
+    if (!e->outs)
+      return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
+    e->num_outs = c->nouts[i];
+    if (c->nouts[i])
+      memcpy(e->outs, c->outs[i], sizeof *e->outs * (size_t)c->nouts[i]);
+  }
+  r->hash = hash_build(r->num_map, map_entry_name, r, &r->hash_size);
+  if (!r->hash)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
+  return CLG_OK;
+}
+
+static clg_code fill_io(imp *c)
+{
+  clg_import_result *r = c->r;
+  clg_imp_model *m = c->m;
+  clg_code code = CLG_OK;
+  if (m->num_sig_inputs) {
+    for (int i = 0; i < m->num_sig_inputs && code == CLG_OK; i++) {
+      clg_output v;
+      if (mapped(c, m->sig_inputs[i].name) >= 0)
+        continue;
+      if ((code = clg_import_find(r, m->sig_inputs[i].name, &v)) != CLG_OK)
+        return clg_error(CLG_INVALID_ARGUMENT, "%s: signature input '%s' names no node", file_of(c),
+                         m->sig_inputs[i].name);
+      code = add_tensor(&r->inputs, &r->num_inputs, m->sig_inputs[i].name, v);
+    }
+  } else {
+    for (int i = 0; i < m->num_nodes && code == CLG_OK; i++)
+      if (c->nodes[i] && !c->fed[i] && c->nodes[i]->def->flags & CLG_OP_MUST_FEED)
+        code = add_tensor(&r->inputs, &r->num_inputs, m->nodes[i].name, clg_out(c->nodes[i], 0));
+  }
+  if (m->num_sig_outputs) {
+    for (int i = 0; i < m->num_sig_outputs && code == CLG_OK; i++) {
+      clg_output v;
+      if (clg_import_find(r, m->sig_outputs[i].name, &v) != CLG_OK)
+        return clg_error(CLG_INVALID_ARGUMENT, "%s: signature output '%s' names no tensor",
+                         file_of(c), m->sig_outputs[i].name);
+      code = add_tensor(&r->outputs, &r->num_outputs, m->sig_outputs[i].name, v);
+    }
+  } else {
+    for (int i = 0; i < m->num_nodes && code == CLG_OK; i++) {
+      if (c->consumed[i] || c->fed[i] || !c->nodes[i])
+        continue;
+      const name_map_entry *e = &r->map[i];
+      for (int j = 0; j < e->num_outs && code == CLG_OK; j++) {
+        char name[1100];
+        if (j == 0)
+          snprintf(name, sizeof name, "%s", m->nodes[i].name);
+        else
+          snprintf(name, sizeof name, "%s:%d", m->nodes[i].name, j);
+        code = add_tensor(&r->outputs, &r->num_outputs, name, e->outs[j]);
+      }
+    }
+  }
+  return code;
+}
+
+static clg_code build(clg_graph *g, clg_imp_model *m, const clg_import_options *o,
+                      clg_import_result **result)
+{
+  imp c = {.g = g, .o = o, .m = m};
+  int n = m->num_nodes;
+  clg_code code = CLG_OK;
+  int *order = NULL;
+  c.r = result_new(m);
+  c.hash = hash_build(n, model_node_name, m, &c.hash_size);
+  c.nodes = calloc((size_t)n + 1, sizeof *c.nodes);
+  c.outs = calloc((size_t)n + 1, sizeof *c.outs);
+  c.nouts = calloc((size_t)n + 1, sizeof *c.nouts);
+  c.fed = calloc((size_t)n + 1, sizeof *c.fed);
+  c.consumed = calloc((size_t)n + 1, sizeof *c.consumed);
+  c.pending = calloc((size_t)n + 1, sizeof *c.pending);
+  c.shape_used = calloc((size_t)o->num_input_shapes + 1, sizeof *c.shape_used);
+  c.map_used = calloc((size_t)o->num_input_map + 1, sizeof *c.map_used);
+  order = malloc(((size_t)n + 1) * sizeof *order);
+  if (!c.r || !c.hash || !c.nodes || !c.outs || !c.nouts || !c.fed || !c.consumed || !c.pending ||
+      !c.shape_used || !c.map_used || !order) {
+    code =
+        fail(&c, clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory importing %s", file_of(&c)));
+    goto out;
+  }
+  for (int i = 0; i < n; i++) {
+    size_t len = strlen(m->nodes[i].name);
+    int k = hash_find(c.hash, c.hash_size, model_node_name, m, m->nodes[i].name, len);
+    if (k != i) {
+      code = fail(&c, clg_error(CLG_INVALID_ARGUMENT, "%s: two nodes are named '%s'", file_of(&c),
+                                m->nodes[i].name));
+      goto out;
+    }
+  }
+  for (int i = 0; i < o->num_input_map; i++) {
+    const char *nm = o->input_map[i].name;
+    size_t len;
+    int index;
+    bool ctrl;
+    if (!nm) {
+      code = fail(&c, clg_error(CLG_INVALID_ARGUMENT, "input_map[%d]: the name is NULL", i));
+      goto out;
+    }
+    parse_tensor_name(nm, &len, &index, &ctrl);
+    if (ctrl || hash_find(c.hash, c.hash_size, model_node_name, m, nm, len) < 0) {
+      code = fail(&c, clg_error(CLG_INVALID_ARGUMENT,
+                                "input_map '%s' names no tensor of the model %s", nm, file_of(&c)));
+      goto out;
+    }
+  }
+  if ((code = topo_order(&c, order)) != CLG_OK)
+    goto out;
+  bool scoped = o->prefix && o->prefix[0];
+  if (scoped && clg_graph_push_name_scope(g, o->prefix) != CLG_OK) {
+    code = clg_graph_status(g);
+    goto out;
+  }
+  for (int i = 0; i < n && code == CLG_OK; i++)
+    code = build_node(&c, order[i]);
+  if (code == CLG_OK)
+    code = fold_flush(&c);
+  if (scoped)
+    clg_graph_pop_name_scope(g);
+  if (code != CLG_OK)
+    goto out;
+  for (int i = 0; i < o->num_input_shapes; i++)
+    if (!c.shape_used[i]) {
+      code = fail(&c, clg_error(CLG_INVALID_ARGUMENT,
+                                "input_shapes '%s' names no placeholder of the model %s",
+                                o->input_shapes[i].name ? o->input_shapes[i].name : "(NULL)",
+                                file_of(&c)));
+      goto out;
+    }
+  if ((code = fill_map(&c)) != CLG_OK || (code = census(c.r, m)) != CLG_OK ||
+      (code = fill_io(&c)) != CLG_OK) {
+    code = fail(&c, code);
+    goto out;
+  }
+out:
+  fold_reset(&c);
+  free(c.hash);
+  free(c.nodes);
+  for (int i = 0; c.outs && i < n; i++)
+    free(c.outs[i]);
+  free(c.outs);
+  free(c.nouts);
+  free(c.fed);
+  free(c.consumed);
+  free(c.pending);
+  free(c.shape_used);
+  free(c.map_used);
+  free(order);
+  if (code != CLG_OK || !result) {
+    clg_import_result_free(c.r);
+    c.r = NULL;
+  }
+  if (result)
+    *result = c.r;
+  return code;
+}
+
+/* --- entry points -------------------------------------------------------------------------- */
+
+static bool ends_with(const char *s, const char *tail)
+{
+  size_t a = strlen(s), b = strlen(tail);
+  return a >= b && strcmp(s + a - b, tail) == 0;
+}
+
+static clg_import_format detect(const uint8_t *b, size_t len, const char *file)
+{
+  size_t i = 0;
+  while (i < len && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r'))
+    i++;
+  if (i < len && b[i] == '{')
+    return CLG_IMPORT_TFJS;
+  if ((file && ends_with(file, ".onnx")) || (len && b[0] == 0x08))
+    return CLG_IMPORT_ONNX; /* ModelProto opens with ir_version (field 1, varint) */
+  return CLG_IMPORT_GRAPHDEF;
+}
+
+static clg_code read_any(clg_import_format fmt, const uint8_t *bytes, size_t len, const char *file,
+                         const char *base_dir, bool weights, clg_imp_model **m)
+{
+  if (fmt == CLG_IMPORT_AUTO)
+    fmt = detect(bytes, len, file);
+  switch (fmt) {
+  case CLG_IMPORT_GRAPHDEF:
+    return clg_imp_read_graphdef(bytes, len, file, m);
+  case CLG_IMPORT_TFJS:
+    return weights ? clg_imp_read_tfjs((const char *)bytes, len, file, base_dir, m)
+                   : clg_imp_read_tfjs_topology((const char *)bytes, len, file, m);
+  case CLG_IMPORT_ONNX:
+    return clg_error(CLG_UNIMPLEMENTED, "%s: ONNX models are not supported yet",
+                     file && file[0] ? file : "(memory)");
+  default:
+    return clg_error(CLG_INVALID_ARGUMENT, "import format %d is not a clg_import_format", (int)fmt);
+  }
+}
+
+static clg_code import_bytes(clg_graph *g, clg_import_format fmt, const uint8_t *bytes, size_t len,
+                             const char *file, const char *base_dir, const clg_import_options *o,
+                             clg_import_result **result)
+{
+  clg_imp_model *m = NULL;
+  clg_code code = read_any(fmt, bytes, len, file, base_dir, true, &m);
+  if (code != CLG_OK)
+    return clg_graph_record_error(g);
+  code = build(g, m, o, result);
+  clg_imp_model_free(m);
+  return code;
+}
+
+static clg_code check_args(clg_graph *g, const clg_import_options *o, clg_import_result **result)
+{
+  if (result)
+    *result = NULL;
+  if (!g)
+    return clg_error(CLG_INVALID_ARGUMENT, "clg_graph_import: the graph is NULL");
+  if (clg_graph_status(g) != CLG_OK)
+    return clg_graph_status(g);
+  if ((o && o->num_input_map > 0 && !o->input_map) ||
+      (o && o->num_input_shapes > 0 && !o->input_shapes) ||
+      (o && (o->num_input_map < 0 || o->num_input_shapes < 0))) {
+    clg_error(CLG_INVALID_ARGUMENT, "clg_graph_import: input_map or input_shapes and their "
+                                    "counts disagree");
+    return clg_graph_record_error(g);
+  }
+  return CLG_OK;
+}
+
+/* The folder of path ("." when it has none), into buf. */
+static const char *dir_of(const char *path, char *buf, size_t size)
+{
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    return ".";
+  size_t n = (size_t)(slash - path);
+  if (n == 0)
+    return "/";
+  snprintf(buf, size, "%.*s", (int)n, path);
+  return buf;
+}
+
+clg_code clg_graph_import(clg_graph *g, const char *path, const clg_import_options *o,
+                          clg_import_result **result)
+{
+  clg_import_options def;
+  clg_import_options_init(&def);
+  if (!o)
+    o = &def;
+  clg_code code = check_args(g, o, result);
+  if (code != CLG_OK)
+    return code;
+  if (!path) {
+    clg_error(CLG_INVALID_ARGUMENT, "clg_graph_import: path is NULL");
+    return clg_graph_record_error(g);
+  }
+  uint8_t *bytes;
+  size_t len;
+  if (clg_imp_read_file(path, &bytes, &len) != CLG_OK)
+    return clg_graph_record_error(g);
+  char dir[4096];
+  const char *base = o->base_dir ? o->base_dir : dir_of(path, dir, sizeof dir);
+  code = import_bytes(g, o->format, bytes, len, path, base, o, result);
+  free(bytes);
+  return code;
+}
+
+clg_code clg_graph_import_memory(clg_graph *g, clg_import_format format, const void *bytes,
+                                 size_t len, const clg_import_options *o,
+                                 clg_import_result **result)
+{
+  clg_import_options def;
+  clg_import_options_init(&def);
+  if (!o)
+    o = &def;
+  clg_code code = check_args(g, o, result);
+  if (code != CLG_OK)
+    return code;
+  if (!bytes && len) {
+    clg_error(CLG_INVALID_ARGUMENT, "clg_graph_import_memory: bytes is NULL");
+    return clg_graph_record_error(g);
+  }
+  /* JSON wants a terminated copy (jansson reads a length, but the copy costs little). */
+  uint8_t *copy = malloc(len + 1);
+  if (!copy) {
+    clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for a %zu-byte model", len);
+    return clg_graph_record_error(g);
+  }
+  if (len)
+    memcpy(copy, bytes, len);
+  copy[len] = 0;
+  code = import_bytes(g, format == CLG_IMPORT_AUTO ? o->format : format, copy, len, "", o->base_dir,
+                      o, result);
+  free(copy);
+  return code;
+}
+
+/* --- inspect ------------------------------------------------------------------------------ */
+
+static clg_code inspect_tensor(clg_import_tensor **v, int *n, const char *name, int tf_dtype,
+                               const clg_imp_shape *shape)
+{
+  clg_code code = add_tensor(v, n, name, (clg_output){NULL, 0});
+  if (code != CLG_OK)
+    return code;
+  clg_import_tensor *t = &(*v)[*n - 1];
+  clg_dtype d;
+  t->dtype = clg_imp_dtype(tf_dtype, &d) ? d : (clg_dtype)0;
+  t->rank = shape ? shape->rank : -1;
+  for (int i = 0; i < t->rank; i++)
+    t->dims[i] = shape->dims[i];
+  return CLG_OK;
+}
+
+static clg_code inspect_model(const clg_imp_model *m, clg_import_result *r)
+{
+  clg_code code = census(r, m);
+  for (int i = 0; i < m->num_sig_inputs && code == CLG_OK; i++)
+    code = inspect_tensor(&r->inputs, &r->num_inputs, m->sig_inputs[i].name,
+                          m->sig_inputs[i].tf_dtype, &m->sig_inputs[i].shape);
+  for (int i = 0; i < m->num_nodes && code == CLG_OK && !m->num_sig_inputs; i++) {
+    const clg_imp_node *n = &m->nodes[i];
+    const clg_op_def *def = clg_op_find(n->op);
+    if (!def || !(def->flags & CLG_OP_MUST_FEED))
+      continue;
+    const clg_imp_attr *dt = clg_imp_node_attr(n, "dtype"), *sh = clg_imp_node_attr(n, "shape");
+    code = inspect_tensor(&r->inputs, &r->num_inputs, n->name,
+                          dt && dt->kind == CLG_IMP_TYPE ? (int)dt->i : 0,
+                          sh && sh->kind == CLG_IMP_SHAPE ? &sh->shape : NULL);
+  }
+  for (int i = 0; i < m->num_sig_outputs && code == CLG_OK; i++)
+    code = inspect_tensor(&r->outputs, &r->num_outputs, m->sig_outputs[i].name,
+                          m->sig_outputs[i].tf_dtype, &m->sig_outputs[i].shape);
+  if (code != CLG_OK || m->num_sig_outputs)
+    return code;
+  /* Nodes nothing consumes, in file order. */
+  bool *used = calloc((size_t)m->num_nodes + 1, sizeof *used);
+  size_t hs;
+  int *h = hash_build(m->num_nodes, model_node_name, m, &hs);
+  if (!used || !h) {
+    free(used);
+    free(h);
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
+  }
+  for (int i = 0; i < m->num_nodes; i++)
+    for (int j = 0; j < m->nodes[i].num_inputs; j++) {
+      const char *in = m->nodes[i].inputs[j];
+      size_t len;
+      int index;
+      bool ctrl;
+      parse_tensor_name(in, &len, &index, &ctrl);
+      int p = ctrl ? -1 : hash_find(h, hs, model_node_name, m, in, len);
+      if (p >= 0)
+        used[p] = true;
+    }
+  for (int i = 0; i < m->num_nodes && code == CLG_OK; i++)
+    if (!used[i]) {
+      const clg_imp_attr *t = clg_imp_node_attr(&m->nodes[i], "T");
+      if (!t)
+        t = clg_imp_node_attr(&m->nodes[i], "dtype");
+      code = inspect_tensor(&r->outputs, &r->num_outputs, m->nodes[i].name,
+                            t && t->kind == CLG_IMP_TYPE ? (int)t->i : 0, NULL);
+    }
+  free(used);
+  free(h);
+  return code;
+}
+
+clg_code clg_import_inspect(const char *path, const clg_import_options *o,
+                            clg_import_result **result, char *err, size_t err_size)
+{
+  if (err && err_size)
+    err[0] = 0;
+  if (result)
+    *result = NULL;
+  clg_code code;
+  if (!path || !result)
+    code = clg_error(CLG_INVALID_ARGUMENT, "clg_import_inspect: %s is NULL",
+                     !path ? "path" : "result");
+  else {
+    uint8_t *bytes;
+    size_t len;
+    code = clg_imp_read_file(path, &bytes, &len);
+    clg_imp_model *m = NULL;
+    if (code == CLG_OK) {
+      code = read_any(o ? o->format : CLG_IMPORT_AUTO, bytes, len, path, NULL, false, &m);
+      free(bytes);
+    }
+    clg_import_result *r = code == CLG_OK ? result_new(m) : NULL;
+    if (code == CLG_OK && !r)
+      code = CLG_RESOURCE_EXHAUSTED;
+    if (code == CLG_OK)
+      code = inspect_model(m, r);
+    clg_imp_model_free(m);
+    if (code == CLG_OK)
+      *result = r;
+    else
+      clg_import_result_free(r);
+  }
+  if (code != CLG_OK && err && err_size)
+    snprintf(err, err_size, "%s", clg_last_error());
+  return code;
+}

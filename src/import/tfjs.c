@@ -1,0 +1,950 @@
+/* A TensorFlow.js graph model: model.json (modelTopology, a GraphDef in protobuf's JSON mapping;
+ * weightsManifest; signature) read with jansson, and its .bin weight shards. As tfjs loads
+ * them: the shards of all groups are one byte stream in manifest order, each group's weights
+ * laid end to end in its own shards; quantized weights are dequantized here (uint8/uint16:
+ * q * scale + min, float16: to float32), and a weight named like a Const node is its value. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "import/import_internal.h"
+
+/* The NodeDef attribute a weight fills (Const's value, as tfjs's converter leaves it empty). */
+static const char *const const_value_attr = "value";
+
+typedef struct tfjs_ctx {
+  const char *file;
+  clg_imp_model *m;
+} tfjs_ctx;
+
+static clg_code oom(const tfjs_ctx *c)
+{
+  return clg_error(CLG_RESOURCE_EXHAUSTED, "%s: out of host memory", c->file);
+}
+
+static clg_code bad(const tfjs_ctx *c, const char *what, const char *expected)
+{
+  return clg_error(CLG_INVALID_ARGUMENT, "%s: %s is not %s", c->file, what, expected);
+}
+
+/* --- JSON mapping helpers ------------------------------------------------------------------- */
+
+/* protobuf's JSON mapping writes int64 as a string, int32 as a number; both are accepted. */
+static bool json_int(const json_t *v, int64_t *out)
+{
+  if (json_is_integer(v)) {
+    *out = (int64_t)json_integer_value(v);
+    return true;
+  }
+  if (json_is_string(v)) {
+    const char *s = json_string_value(v);
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (!*s || *end || errno)
+      return false;
+    *out = x;
+    return true;
+  }
+  return false;
+}
+
+static bool json_float(const json_t *v, double *out)
+{
+  if (json_is_number(v)) {
+    *out = json_number_value(v);
+    return true;
+  }
+  if (json_is_string(v)) {
+    const char *s = json_string_value(v);
+    if (strcmp(s, "NaN") == 0)
+      *out = NAN;
+    else if (strcmp(s, "Infinity") == 0)
+      *out = INFINITY;
+    else if (strcmp(s, "-Infinity") == 0)
+      *out = -INFINITY;
+    else {
+      char *end;
+      *out = strtod(s, &end);
+      return *s && !*end;
+    }
+    return true;
+  }
+  return false;
+}
+
+static bool json_dtype(const json_t *v, int *out)
+{
+  int64_t i;
+  if (json_is_string(v)) {
+    int t = clg_imp_tf_dtype_parse(json_string_value(v));
+    if (t >= 0) {
+      *out = t;
+      return true;
+    }
+  }
+  if (json_int(v, &i) && i >= 0 && i < 1000) {
+    *out = (int)i;
+    return true;
+  }
+  return false;
+}
+
+static int b64_value(unsigned char ch)
+{
+  if (ch >= 'A' && ch <= 'Z')
+    return ch - 'A';
+  if (ch >= 'a' && ch <= 'z')
+    return ch - 'a' + 26;
+  if (ch >= '0' && ch <= '9')
+    return ch - '0' + 52;
+  if (ch == '+' || ch == '-')
+    return 62;
+  if (ch == '/' || ch == '_')
+    return 63;
+  return -1;
+}
+
+/* Base64 (protobuf's JSON bytes; standard or URL-safe, padding optional): malloc'd with a NUL
+ * after len bytes, or NULL with *ok false on a bad character. */
+static uint8_t *b64_decode(const char *s, size_t *len, bool *ok)
+{
+  size_t n = strlen(s);
+  uint8_t *out = malloc(n / 4 * 3 + 4);
+  *ok = out != NULL;
+  if (!out)
+    return NULL;
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '=')
+      break;
+    int v = b64_value((unsigned char)s[i]);
+    if (v < 0) {
+      free(out);
+      *ok = false;
+      return NULL;
+    }
+    acc = (acc << 6) | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[k++] = (uint8_t)(acc >> bits);
+    }
+  }
+  out[k] = 0;
+  *len = k;
+  return out;
+}
+
+static const json_t *get2(const json_t *o, const char *camel, const char *snake)
+{
+  const json_t *v = json_object_get(o, camel);
+  return v ? v : json_object_get(o, snake);
+}
+
+static clg_code read_shape(const tfjs_ctx *c, const json_t *j, clg_imp_shape *s, const char *where)
+{
+  char what[512];
+  s->rank = 0;
+  if (!json_is_object(j)) {
+    snprintf(what, sizeof what, "%s's shape", where);
+    return bad(c, what, "an object");
+  }
+  const json_t *unknown = get2(j, "unknownRank", "unknown_rank");
+  if (unknown && json_is_true(unknown)) {
+    s->rank = -1;
+    return CLG_OK;
+  }
+  const json_t *dims = json_object_get(j, "dim");
+  if (!dims)
+    return CLG_OK;
+  if (!json_is_array(dims)) {
+    snprintf(what, sizeof what, "%s's shape.dim", where);
+    return bad(c, what, "an array");
+  }
+  if (json_array_size(dims) > CLG_MAX_RANK)
+    return clg_error(CLG_INVALID_ARGUMENT, "%s: %s: a shape of rank %zu (clgraph's most is %d)",
+                     c->file, where, json_array_size(dims), CLG_MAX_RANK);
+  size_t i;
+  const json_t *d;
+  json_array_foreach(dims, i, d)
+  {
+    int64_t size = 0;
+    const json_t *v = json_is_object(d) ? json_object_get(d, "size") : NULL;
+    if (v && !json_int(v, &size)) {
+      snprintf(what, sizeof what, "%s's shape.dim[%zu].size", where, i);
+      return bad(c, what, "an integer");
+    }
+    if (!json_is_object(d) || size < -1) {
+      snprintf(what, sizeof what, "%s's shape.dim[%zu]", where, i);
+      return bad(c, what, "a dim of size >= -1");
+    }
+    s->dims[s->rank++] = size;
+  }
+  return CLG_OK;
+}
+
+/* A TensorProto in JSON: dtype, tensorShape, and tensorContent (base64) or typed values.
+ * has_values: whether the JSON held any (tfjs's Consts hold none: the weights give them). */
+static clg_code read_tensor(const tfjs_ctx *c, const json_t *j, clg_imp_tensor *t,
+                            const char *where, bool *has_values)
+{
+  char what[512], dt[24];
+  *has_values = false;
+  if (!json_is_object(j)) {
+    snprintf(what, sizeof what, "%s's tensor", where);
+    return bad(c, what, "an object");
+  }
+  const json_t *d = json_object_get(j, "dtype");
+  if (!d || !json_dtype(d, &t->tf_dtype)) {
+    snprintf(what, sizeof what, "%s's tensor dtype", where);
+    return bad(c, what, "a DataType");
+  }
+  if (!clg_imp_tf_dtype_known(t->tf_dtype))
+    return clg_error(CLG_INVALID_ARGUMENT, "%s: %s: unknown dtype %s", c->file, where,
+                     clg_imp_tf_dtype_name(t->tf_dtype, dt));
+  const json_t *sh = get2(j, "tensorShape", "tensor_shape");
+  clg_code code;
+  t->shape.rank = 0;
+  if (sh && (code = read_shape(c, sh, &t->shape, where)) != CLG_OK)
+    return code;
+  char w[512];
+  snprintf(w, sizeof w, "%s: %s", c->file, where);
+  const json_t *content = get2(j, "tensorContent", "tensor_content");
+  if (content) {
+    bool ok;
+    size_t len = 0;
+    uint8_t *raw =
+        json_is_string(content) ? b64_decode(json_string_value(content), &len, &ok) : NULL;
+    if (!raw) {
+      snprintf(what, sizeof what, "%s's tensorContent", where);
+      return bad(c, what, "base64");
+    }
+    *has_values = true;
+    code = clg_imp_tensor_from_raw(t, raw, len, w);
+    free(raw);
+    return code;
+  }
+  static const struct {
+    const char *camel, *snake;
+  } fields[] = {{"floatVal", "float_val"},   {"doubleVal", "double_val"}, {"intVal", "int_val"},
+                {"int64Val", "int64_val"},   {"boolVal", "bool_val"},     {"halfVal", "half_val"},
+                {"uint32Val", "uint32_val"}, {"uint64Val", "uint64_val"}};
+  const json_t *vals = NULL;
+  int which = -1;
+  for (int i = 0; i < 8 && !vals; i++)
+    if ((vals = get2(j, fields[i].camel, fields[i].snake)))
+      which = i;
+  size_t es = clg_imp_tf_dtype_size(t->tf_dtype);
+  if (!vals) {
+    /* tfjs's Consts hold no values: a weight gives them (value left NULL until then). */
+    bool empty = false;
+    for (int i = 0; i < t->shape.rank; i++)
+      empty = empty || t->shape.dims[i] == 0;
+    return empty && es ? clg_imp_tensor_from_values(t, NULL, 0, "no values", w) : CLG_OK;
+  }
+  if (!json_is_array(vals)) {
+    snprintf(what, sizeof what, "%s's %s", where, fields[which].camel);
+    return bad(c, what, "an array");
+  }
+  if (!es)
+    return clg_error(CLG_UNIMPLEMENTED, "%s: tensors of %s are not supported", w,
+                     clg_imp_tf_dtype_name(t->tf_dtype, dt));
+  size_t n = json_array_size(vals);
+  uint8_t *buf = malloc(n * es + 1);
+  if (!buf)
+    return oom(c);
+  clg_dtype cd;
+  bool floating = clg_imp_dtype(t->tf_dtype, &cd) && (cd == CLG_FLOAT32 || cd == CLG_FLOAT64);
+  for (size_t i = 0; i < n; i++) {
+    const json_t *v = json_array_get(vals, i);
+    uint8_t *dst = buf + i * es;
+    double f;
+    int64_t x;
+    bool ok;
+    if (floating && which != 5) {
+      ok = json_float(v, &f);
+      if (es == 4) {
+        float ff = (float)f;
+        memcpy(dst, &ff, 4);
+      } else
+        memcpy(dst, &f, 8);
+    } else if (json_is_boolean(v)) {
+      ok = true;
+      x = json_is_true(v);
+      memcpy(dst, &x, es < 8 ? es : 8);
+    } else {
+      ok = json_int(v, &x);
+      memcpy(dst, &x, es < 8 ? es : 8);
+    }
+    if (!ok) {
+      free(buf);
+      snprintf(what, sizeof what, "%s's %s[%zu]", where, fields[which].camel, i);
+      return bad(c, what, floating ? "a number" : "an integer");
+    }
+  }
+  *has_values = true;
+  code = clg_imp_tensor_from_values(t, buf, n, fields[which].camel, w);
+  free(buf);
+  return code;
+}
+
+static char *dup_json_string(const json_t *v) { return clg_strdup(json_string_value(v)); }
+
+static clg_code read_attr(const tfjs_ctx *c, const char *key, const json_t *j, clg_imp_attr *a,
+                          const char *node)
+{
+  char where[512], what[640];
+  snprintf(where, sizeof where, "node '%.200s' attr '%.200s'", node, key);
+  if (!(a->name = clg_strdup(key)))
+    return oom(c);
+  if (!json_is_object(j))
+    return bad(c, where, "an AttrValue object");
+  const json_t *v;
+  clg_code code;
+  bool ok, has;
+  if ((v = json_object_get(j, "s"))) {
+    a->kind = CLG_IMP_S;
+    a->s = json_is_string(v) ? (char *)b64_decode(json_string_value(v), &a->len, &ok) : NULL;
+    if (!a->s) {
+      snprintf(what, sizeof what, "%s's s", where);
+      return bad(c, what, "base64");
+    }
+  } else if ((v = json_object_get(j, "i"))) {
+    a->kind = CLG_IMP_I;
+    if (!json_int(v, &a->i)) {
+      snprintf(what, sizeof what, "%s's i", where);
+      return bad(c, what, "an integer");
+    }
+  } else if ((v = json_object_get(j, "f"))) {
+    a->kind = CLG_IMP_F;
+    if (!json_float(v, &a->f)) {
+      snprintf(what, sizeof what, "%s's f", where);
+      return bad(c, what, "a number");
+    }
+  } else if ((v = json_object_get(j, "b"))) {
+    a->kind = CLG_IMP_B;
+    if (!json_is_boolean(v)) {
+      snprintf(what, sizeof what, "%s's b", where);
+      return bad(c, what, "a boolean");
+    }
+    a->i = json_is_true(v);
+  } else if ((v = json_object_get(j, "type"))) {
+    a->kind = CLG_IMP_TYPE;
+    int t;
+    if (!json_dtype(v, &t)) {
+      snprintf(what, sizeof what, "%s's type", where);
+      return bad(c, what, "a DataType");
+    }
+    a->i = t;
+  } else if ((v = json_object_get(j, "shape"))) {
+    a->kind = CLG_IMP_SHAPE;
+    return read_shape(c, v, &a->shape, where);
+  } else if ((v = json_object_get(j, "tensor"))) {
+    a->kind = CLG_IMP_TENSOR;
+    return read_tensor(c, v, &a->tensor, where, &has);
+  } else if ((v = json_object_get(j, "func"))) {
+    a->kind = CLG_IMP_FUNC;
+    const json_t *name = json_is_object(v) ? json_object_get(v, "name") : NULL;
+    a->s = clg_strdup(json_is_string(name) ? json_string_value(name) : "");
+    if (!a->s)
+      return oom(c);
+  } else if ((v = json_object_get(j, "placeholder"))) {
+    a->kind = CLG_IMP_FUNC;
+    a->s = clg_strdup(json_is_string(v) ? json_string_value(v) : "");
+    if (!a->s)
+      return oom(c);
+  } else if ((v = json_object_get(j, "list"))) {
+    a->kind = CLG_IMP_LIST;
+    if (!json_is_object(v)) {
+      snprintf(what, sizeof what, "%s's list", where);
+      return bad(c, what, "an object");
+    }
+    static const struct {
+      const char *key;
+      clg_imp_attr_kind kind;
+    } kinds[] = {{"s", CLG_IMP_S},          {"i", CLG_IMP_I},       {"f", CLG_IMP_F},
+                 {"b", CLG_IMP_B},          {"type", CLG_IMP_TYPE}, {"shape", CLG_IMP_SHAPE},
+                 {"tensor", CLG_IMP_TENSOR}};
+    for (int k = 0; k < 7; k++) {
+      const json_t *arr = json_object_get(v, kinds[k].key);
+      if (!arr)
+        continue;
+      if (!json_is_array(arr)) {
+        snprintf(what, sizeof what, "%s's list.%s", where, kinds[k].key);
+        return bad(c, what, "an array");
+      }
+      size_t n = json_array_size(arr);
+      if (n == 0)
+        continue;
+      if (a->elem) {
+        snprintf(what, sizeof what, "%s's list", where);
+        return bad(c, what, "a list of one kind");
+      }
+      if (n > (1u << 24))
+        return clg_error(CLG_INVALID_ARGUMENT, "%s: %s: a list of %zu values", c->file, where, n);
+      a->elem = kinds[k].kind;
+      size_t cnt = n ? n : 1;
+      switch (a->elem) {
+      case CLG_IMP_S:
+        a->strs = calloc(cnt, sizeof *a->strs);
+        break;
+      case CLG_IMP_F:
+        a->floats = calloc(cnt, sizeof *a->floats);
+        break;
+      case CLG_IMP_SHAPE:
+        a->shapes = calloc(cnt, sizeof *a->shapes);
+        break;
+      case CLG_IMP_TENSOR:
+        a->tensors = calloc(cnt, sizeof *a->tensors);
+        break;
+      default:
+        a->ints = calloc(cnt, sizeof *a->ints);
+        break;
+      }
+      if (!a->strs && !a->floats && !a->shapes && !a->tensors && !a->ints)
+        return oom(c);
+      for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(arr, i);
+        bool good = true;
+        a->n = (int)i + 1;
+        switch (a->elem) {
+        case CLG_IMP_S: {
+          size_t len;
+          a->strs[i] =
+              json_is_string(e) ? (char *)b64_decode(json_string_value(e), &len, &ok) : NULL;
+          good = a->strs[i] != NULL;
+          break;
+        }
+        case CLG_IMP_I:
+          good = json_int(e, &a->ints[i]);
+          break;
+        case CLG_IMP_F:
+          good = json_float(e, &a->floats[i]);
+          break;
+        case CLG_IMP_B:
+          good = json_is_boolean(e);
+          a->ints[i] = json_is_true(e);
+          break;
+        case CLG_IMP_TYPE: {
+          int t = 0;
+          good = json_dtype(e, &t);
+          a->ints[i] = t;
+          break;
+        }
+        case CLG_IMP_SHAPE:
+          if ((code = read_shape(c, e, &a->shapes[i], where)) != CLG_OK)
+            return code;
+          break;
+        case CLG_IMP_TENSOR:
+          if ((code = read_tensor(c, e, &a->tensors[i], where, &has)) != CLG_OK)
+            return code;
+          break;
+        default:
+          break;
+        }
+        if (!good) {
+          snprintf(what, sizeof what, "%s's list.%s[%zu]", where, kinds[k].key, i);
+          return bad(c, what, "a value of its kind");
+        }
+      }
+    }
+  }
+  return CLG_OK;
+}
+
+static clg_code read_node(const tfjs_ctx *c, const json_t *j, size_t index, clg_imp_node *n)
+{
+  char what[512];
+  if (!json_is_object(j)) {
+    snprintf(what, sizeof what, "modelTopology.node[%zu]", index);
+    return bad(c, what, "an object");
+  }
+  const json_t *name = json_object_get(j, "name"), *op = json_object_get(j, "op");
+  if (!json_is_string(name) || !json_string_value(name)[0]) {
+    snprintf(what, sizeof what, "modelTopology.node[%zu].name", index);
+    return bad(c, what, "a non-empty string");
+  }
+  if (!(n->name = dup_json_string(name)))
+    return oom(c);
+  if (!json_is_string(op) || !json_string_value(op)[0]) {
+    snprintf(what, sizeof what, "node '%s' op", n->name);
+    return bad(c, what, "a non-empty string");
+  }
+  const json_t *dev = json_object_get(j, "device");
+  if (dev && !json_is_string(dev)) {
+    snprintf(what, sizeof what, "node '%s' device", n->name);
+    return bad(c, what, "a string");
+  }
+  if (!(n->op = dup_json_string(op)) ||
+      !(n->device = clg_strdup(dev ? json_string_value(dev) : "")))
+    return oom(c);
+  const json_t *in = json_object_get(j, "input");
+  if (in) {
+    if (!json_is_array(in)) {
+      snprintf(what, sizeof what, "node '%s' input", n->name);
+      return bad(c, what, "an array");
+    }
+    size_t k = json_array_size(in);
+    n->inputs = calloc(k ? k : 1, sizeof *n->inputs);
+    if (!n->inputs)
+      return oom(c);
+    for (size_t i = 0; i < k; i++) {
+      const json_t *s = json_array_get(in, i);
+      if (!json_is_string(s)) {
+        snprintf(what, sizeof what, "node '%s' input[%zu]", n->name, i);
+        return bad(c, what, "a string");
+      }
+      if (!(n->inputs[i] = dup_json_string(s)))
+        return oom(c);
+      n->num_inputs++;
+    }
+  }
+  const json_t *attr = json_object_get(j, "attr");
+  if (attr) {
+    if (!json_is_object(attr)) {
+      snprintf(what, sizeof what, "node '%s' attr", n->name);
+      return bad(c, what, "an object");
+    }
+    size_t k = json_object_size(attr);
+    n->attrs = calloc(k ? k : 1, sizeof *n->attrs);
+    if (!n->attrs)
+      return oom(c);
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)attr, key, v)
+    {
+      n->num_attrs++;
+      clg_code code = read_attr(c, key, v, &n->attrs[n->num_attrs - 1], n->name);
+      if (code != CLG_OK)
+        return code;
+    }
+  }
+  return CLG_OK;
+}
+
+/* --- the signature ----------------------------------------------------------------------- */
+
+static clg_code read_sig_list(const tfjs_ctx *c, const json_t *o, const char *what,
+                              clg_imp_sig **sigs, int *count)
+{
+  if (!o)
+    return CLG_OK;
+  if (!json_is_object(o))
+    return bad(c, what, "an object");
+  size_t n = json_object_size(o);
+  *sigs = calloc(n ? n : 1, sizeof **sigs);
+  if (!*sigs)
+    return oom(c);
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)o, key, v)
+  {
+    clg_imp_sig *s = &(*sigs)[*count];
+    const json_t *nm = json_is_object(v) ? json_object_get(v, "name") : NULL;
+    if (!(s->name = clg_strdup(json_is_string(nm) ? json_string_value(nm) : key)))
+      return oom(c);
+    (*count)++;
+    s->shape.rank = -1;
+    const json_t *dt = json_is_object(v) ? json_object_get(v, "dtype") : NULL;
+    if (dt && !json_dtype(dt, &s->tf_dtype))
+      s->tf_dtype = 0;
+    const json_t *sh = json_is_object(v) ? get2(v, "tensorShape", "tensor_shape") : NULL;
+    char where[300];
+    snprintf(where, sizeof where, "%s '%.200s'", what, s->name);
+    clg_code code;
+    if (sh && (code = read_shape(c, sh, &s->shape, where)) != CLG_OK)
+      return code;
+  }
+  return CLG_OK;
+}
+
+/* --- weights ----------------------------------------------------------------------------- */
+
+static clg_imp_node *find_node(clg_imp_model *m, const char *name)
+{
+  for (int i = 0; i < m->num_nodes; i++)
+    if (strcmp(m->nodes[i].name, name) == 0)
+      return &m->nodes[i];
+  return NULL;
+}
+
+static bool weight_dtype(const char *s, int *tf)
+{
+  static const struct {
+    const char *js;
+    int tf;
+  } map[] = {{"float32", 1}, {"int32", 3}, {"bool", 10},   {"float16", 19}, {"int64", 9},
+             {"uint8", 4},   {"int8", 6},  {"uint16", 17}, {"int16", 5},    {"float64", 2}};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (strcmp(s, map[i].js) == 0) {
+      *tf = map[i].tf;
+      return true;
+    }
+  return false;
+}
+
+/* IEEE half to float, exactly (every half is a float), by bits: the weights of real models are
+ * mostly float16, and this runs once per element at import. */
+static float half_to_float(uint16_t h)
+{
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+  if (exp == 0 && mant == 0)
+    bits = sign;
+  else if (exp == 0) { /* subnormal: normalise */
+    uint32_t e = 113;
+    while (!(mant & 0x400)) {
+      mant <<= 1;
+      e--;
+    }
+    bits = sign | e << 23 | (mant & 0x3ff) << 13;
+  } else if (exp == 31)
+    bits = sign | 0x7f800000u | mant << 13;
+  else
+    bits = sign | (exp + 112) << 23 | mant << 13;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* The dtype a Const declares: its dtype attr, else its value tensor's; 0 when neither, or when
+ * the two disagree (then the Const refuses its value, as tools/tfjs_to_pb.py does). */
+static int declared_dtype(const clg_imp_node *n)
+{
+  const clg_imp_attr *a = clg_imp_node_attr(n, "dtype"),
+                     *v = clg_imp_node_attr(n, const_value_attr);
+  int vt = v && v->kind == CLG_IMP_TENSOR ? v->tensor.tf_dtype : 0;
+  if (a && a->kind == CLG_IMP_TYPE)
+    return vt == 0 || vt == (int)a->i ? (int)a->i : 0;
+  return vt;
+}
+
+/* One weight: its bytes from data (len available), dequantized, into node's value. Sets *used. */
+static clg_code read_weight(const tfjs_ctx *c, const json_t *wj, const char *shards,
+                            const uint8_t *data, size_t len, size_t *used)
+{
+  char what[700], where[512];
+  const json_t *name = json_object_get(wj, "name"), *shape = json_object_get(wj, "shape"),
+               *dtype = json_object_get(wj, "dtype"), *q = json_object_get(wj, "quantization");
+  if (!json_is_string(name))
+    return bad(c, "a weightsManifest weight's name", "a string");
+  const char *nm = json_string_value(name);
+  snprintf(where, sizeof where, "weight '%.300s'", nm);
+  clg_imp_tensor t = {0};
+  if (!json_is_string(dtype) || !weight_dtype(json_string_value(dtype), &t.tf_dtype)) {
+    snprintf(what, sizeof what, "%s's dtype", where);
+    return bad(c, what, "float32, int32, bool, float16 or another tfjs dtype");
+  }
+  if (!json_is_array(shape) || json_array_size(shape) > CLG_MAX_RANK) {
+    snprintf(what, sizeof what, "%s's shape", where);
+    return bad(c, what, "an array of at most 8 dims");
+  }
+  uint64_t count = 1;
+  for (size_t i = 0; i < json_array_size(shape); i++) {
+    int64_t d;
+    if (!json_int(json_array_get(shape, i), &d) || d < 0 || d > (1ll << 40)) {
+      snprintf(what, sizeof what, "%s's shape[%zu]", where, i);
+      return bad(c, what, "a dim >= 0");
+    }
+    t.shape.dims[t.shape.rank++] = d;
+    count *= (uint64_t)d;
+    if (count > (1ull << 40)) {
+      snprintf(what, sizeof what, "%s's shape", where);
+      return bad(c, what, "a shape of a sensible size");
+    }
+  }
+  int qdtype = 0; /* 0: none, 4: uint8, 17: uint16, 19: float16 */
+  double scale = 1, min = 0;
+  if (q) {
+    const json_t *qd = json_is_object(q) ? json_object_get(q, "dtype") : NULL;
+    if (!json_is_string(qd) || !weight_dtype(json_string_value(qd), &qdtype) ||
+        (qdtype != 4 && qdtype != 17 && qdtype != 19)) {
+      snprintf(what, sizeof what, "%s's quantization.dtype", where);
+      return bad(c, what, "uint8, uint16 or float16");
+    }
+    if (qdtype != 19 && (!json_float(json_object_get(q, "scale"), &scale) ||
+                         !json_float(json_object_get(q, "min"), &min))) {
+      snprintf(what, sizeof what, "%s's quantization scale and min", where);
+      return bad(c, what, "numbers");
+    }
+  }
+  int stored = qdtype ? qdtype : t.tf_dtype;
+  size_t es = clg_imp_tf_dtype_size(stored);
+  uint64_t bytes = count * es;
+  if (bytes > len)
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "%s: %s needs %llu bytes at byte %zu of the shards [%s] but they hold %zu: "
+                     "short or missing shard data",
+                     c->file, where, (unsigned long long)bytes, *used, shards, len + *used);
+  *used += (size_t)bytes;
+  clg_imp_node *n = find_node(c->m, nm);
+  if (!n)
+    return CLG_OK; /* tfjs keeps weights no node names; they are unused */
+  void *vals = malloc(count ? (size_t)(count * clg_imp_tf_dtype_size(t.tf_dtype)) : 1);
+  if (!vals)
+    return oom(c);
+  if (qdtype == 19) {
+    if (t.tf_dtype != 1) {
+      free(vals);
+      snprintf(what, sizeof what, "%s with float16 quantization", where);
+      return bad(c, what, "float32");
+    }
+    for (size_t i = 0; i < count; i++) {
+      uint16_t h = (uint16_t)(data[2 * i] | data[2 * i + 1] << 8);
+      ((float *)vals)[i] = half_to_float(h);
+    }
+  } else if (qdtype) {
+    for (size_t i = 0; i < count; i++) {
+      double qv = qdtype == 4 ? data[i] : (double)(data[2 * i] | data[2 * i + 1] << 8);
+      double v = qv * scale + min;
+      if (t.tf_dtype == 1)
+        ((float *)vals)[i] = (float)v;
+      else if (t.tf_dtype == 3)
+        ((int32_t *)vals)[i] = (int32_t)lround(v); /* tfjs: Math.round for int32 weights */
+      else {
+        free(vals);
+        snprintf(what, sizeof what, "%s with %s quantization", where,
+                 qdtype == 4 ? "uint8" : "uint16");
+        return bad(c, what, "float32 or int32");
+      }
+    }
+  } else
+    memcpy(vals, data, (size_t)bytes);
+  /* tfjs has no int64 or float64: its converter stores such a Const's weight as int32 or
+   * float32 and keeps the node's TensorFlow dtype. Widened back (exactly) where the Const
+   * declares the wider dtype, as tools/tfjs_to_pb.py does, so that its consumers get the dtype
+   * the graph was made with. */
+  int wide = declared_dtype(n);
+  if ((t.tf_dtype == 3 && wide == 9) || (t.tf_dtype == 1 && wide == 2)) {
+    void *w64 = malloc(count ? (size_t)count * 8 : 1);
+    if (!w64) {
+      free(vals);
+      return oom(c);
+    }
+    for (size_t i = 0; i < count; i++)
+      if (wide == 9)
+        ((int64_t *)w64)[i] = ((const int32_t *)vals)[i];
+      else
+        ((double *)w64)[i] = ((const float *)vals)[i];
+    free(vals);
+    vals = w64;
+    t.tf_dtype = wide;
+  }
+  char w[700];
+  snprintf(w, sizeof w, "%s: %s", c->file, where);
+  clg_code code =
+      clg_imp_tensor_from_raw(&t, vals, (size_t)(count * clg_imp_tf_dtype_size(t.tf_dtype)), w);
+  free(vals);
+  if (code != CLG_OK)
+    return code;
+  /* The weight is the Const's value: it replaces the topology's (empty) tensor. */
+  for (int i = 0; i < n->num_attrs; i++)
+    if (strcmp(n->attrs[i].name, const_value_attr) == 0) {
+      clg_imp_tensor_clear(&n->attrs[i].tensor);
+      n->attrs[i].kind = CLG_IMP_TENSOR;
+      n->attrs[i].tensor = t;
+      return CLG_OK;
+    }
+  clg_imp_attr *grown = realloc(n->attrs, sizeof *grown * (size_t)(n->num_attrs + 1));
+  if (!grown) {
+    clg_imp_tensor_clear(&t);
+    return oom(c);
+  }
+  n->attrs = grown;
+  clg_imp_attr *a = &n->attrs[n->num_attrs++];
+  memset(a, 0, sizeof *a);
+  a->kind = CLG_IMP_TENSOR;
+  a->tensor = t;
+  if (!(a->name = clg_strdup(const_value_attr)))
+    return oom(c);
+  return CLG_OK;
+}
+
+static clg_code read_weights(const tfjs_ctx *c, const json_t *manifest, const char *base_dir)
+{
+  if (!json_is_array(manifest))
+    return bad(c, "weightsManifest", "an array");
+  /* Every shard once: a file named twice would give its bytes to two weights. */
+  int num_seen = 0;
+  const char *seen[256];
+  size_t gi;
+  const json_t *group;
+  clg_code code = CLG_OK;
+  json_array_foreach(manifest, gi, group)
+  {
+    char what[256];
+    snprintf(what, sizeof what, "weightsManifest[%zu]", gi);
+    const json_t *paths = json_is_object(group) ? json_object_get(group, "paths") : NULL;
+    const json_t *weights = json_is_object(group) ? json_object_get(group, "weights") : NULL;
+    if (!json_is_array(weights))
+      return bad(c, what, "an object with an array of weights");
+    if (!json_is_array(paths) || json_array_size(paths) == 0) {
+      if (json_array_size(weights) == 0)
+        continue;
+      return clg_error(CLG_INVALID_ARGUMENT,
+                       "%s: %s lists %zu weights but names no file (paths missing or empty)",
+                       c->file, what, json_array_size(weights));
+    }
+    /* The group's shards, concatenated. */
+    uint8_t *data = NULL;
+    size_t len = 0;
+    char list[1024] = "";
+    for (size_t p = 0; p < json_array_size(paths) && code == CLG_OK; p++) {
+      const json_t *pj = json_array_get(paths, p);
+      if (!json_is_string(pj) || !json_string_value(pj)[0]) {
+        code = bad(c, what, "a group whose paths are file names");
+        break;
+      }
+      const char *pn = json_string_value(pj);
+      for (int s = 0; s < num_seen; s++)
+        if (strcmp(seen[s], pn) == 0)
+          code = clg_error(CLG_INVALID_ARGUMENT,
+                           "%s: shard '%s' is named twice in weightsManifest: shards overlap",
+                           c->file, pn);
+      if (code != CLG_OK)
+        break;
+      if (num_seen < 256)
+        seen[num_seen++] = pn;
+      size_t k = strlen(list);
+      snprintf(list + k, sizeof list - k, "%s%s", k ? ", " : "", pn);
+      char path[4096];
+      snprintf(path, sizeof path, "%s/%s", base_dir && base_dir[0] ? base_dir : ".", pn);
+      uint8_t *bytes;
+      size_t n;
+      if ((code = clg_imp_read_file(path, &bytes, &n)) != CLG_OK) {
+        clg_error_prefix("%s: weight shard: ", c->file);
+        break;
+      }
+      uint8_t *grown = realloc(data, len + n + 1);
+      if (!grown) {
+        free(bytes);
+        code = oom(c);
+        break;
+      }
+      data = grown;
+      memcpy(data + len, bytes, n);
+      len += n;
+      free(bytes);
+    }
+    size_t used = 0;
+    size_t wi;
+    const json_t *w;
+    if (code == CLG_OK)
+      json_array_foreach(weights, wi, w)
+      {
+        if (!json_is_object(w)) {
+          code = bad(c, "a weightsManifest weight", "an object");
+          break;
+        }
+        if ((code = read_weight(c, w, list, data + used, len - used, &used)) != CLG_OK)
+          break;
+      }
+    free(data);
+    if (code != CLG_OK)
+      return code;
+  }
+  return CLG_OK;
+}
+
+/* --- model.json --------------------------------------------------------------------------- */
+
+static clg_code read_model(const char *json, size_t len, const char *file, const char *base_dir,
+                           bool weights, clg_imp_model **out)
+{
+  *out = NULL;
+  json_error_t jerr;
+  json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!root)
+    return clg_error(CLG_INVALID_ARGUMENT, "%s: not JSON (line %d: %s)", file, jerr.line,
+                     jerr.text);
+  clg_imp_model *m = clg_imp_model_new("tfjs", file);
+  if (!m) {
+    json_decref(root);
+    return CLG_RESOURCE_EXHAUSTED;
+  }
+  tfjs_ctx c = {m->file, m};
+  clg_code code = CLG_OK;
+  const json_t *topo = json_is_object(root) ? json_object_get(root, "modelTopology") : NULL;
+  const json_t *nodes = json_is_object(topo) ? json_object_get(topo, "node") : NULL;
+  if (!json_is_object(root))
+    code = bad(&c, "the model", "a JSON object");
+  else if (!topo)
+    code = bad(&c, "the model", "a tfjs graph model (no modelTopology)");
+  else if (!json_is_object(topo))
+    code = bad(&c, "modelTopology", "an object");
+  else if (nodes && !json_is_array(nodes))
+    code = bad(&c, "modelTopology.node", "an array");
+  const json_t *fmt = json_is_object(root) ? json_object_get(root, "format") : NULL;
+  if (code == CLG_OK && fmt &&
+      (!json_is_string(fmt) || strcmp(json_string_value(fmt), "graph-model") != 0))
+    code =
+        clg_error(CLG_UNIMPLEMENTED, "%s: format '%s' is not a tfjs graph model (\"graph-model\")",
+                  file, json_is_string(fmt) ? json_string_value(fmt) : "?");
+  size_t i;
+  const json_t *nj;
+  if (code == CLG_OK && nodes)
+    json_array_foreach(nodes, i, nj)
+    {
+      clg_imp_node *n = clg_imp_model_add(m);
+      if (!n || (code = read_node(&c, nj, i, n)) != CLG_OK) {
+        if (!n)
+          code = CLG_RESOURCE_EXHAUSTED;
+        break;
+      }
+    }
+  if (code == CLG_OK) {
+    const json_t *gen = json_object_get(root, "generatedBy"),
+                 *conv = json_object_get(root, "convertedBy");
+    char text[512];
+    snprintf(text, sizeof text, "%s%s%s", json_is_string(gen) ? json_string_value(gen) : "",
+             json_is_string(gen) && json_is_string(conv) ? "; " : "",
+             json_is_string(conv) ? json_string_value(conv) : "");
+    free(m->producer);
+    if (!(m->producer = clg_strdup(text)))
+      code = oom(&c);
+  }
+  if (code == CLG_OK) {
+    const json_t *sig = json_object_get(root, "signature");
+    const json_t *meta = json_object_get(root, "userDefinedMetadata");
+    if (!sig && json_is_object(meta))
+      sig = json_object_get(meta, "signature");
+    if (sig && !json_is_object(sig))
+      code = bad(&c, "signature", "an object");
+    else if (sig) {
+      code = read_sig_list(&c, json_object_get(sig, "inputs"), "signature.inputs", &m->sig_inputs,
+                           &m->num_sig_inputs);
+      if (code == CLG_OK)
+        code = read_sig_list(&c, json_object_get(sig, "outputs"), "signature.outputs",
+                             &m->sig_outputs, &m->num_sig_outputs);
+    }
+  }
+  if (code == CLG_OK && weights) {
+    const json_t *man = json_object_get(root, "weightsManifest");
+    if (man)
+      code = read_weights(&c, man, base_dir);
+  }
+  json_decref(root);
+  if (code != CLG_OK) {
+    clg_imp_model_free(m);
+    return code;
+  }
+  *out = m;
+  return CLG_OK;
+}
+
+clg_code clg_imp_read_tfjs(const char *json, size_t len, const char *file, const char *base_dir,
+                           clg_imp_model **out)
+{
+  return read_model(json, len, file, base_dir, true, out);
+}
+
+clg_code clg_imp_read_tfjs_topology(const char *json, size_t len, const char *file,
+                                    clg_imp_model **out)
+{
+  return read_model(json, len, file, NULL, false, out);
+}
