@@ -33,6 +33,8 @@ CLG_BCAST(clg_bc_div, T, x / y)
 CLG_BCAST(clg_bc_max, T, x < y ? y : x)
 CLG_BCAST(clg_bc_equal, uchar, x == y ? 1 : 0)
 CLG_BCAST(clg_bc_ge, uchar, x >= y ? 1 : 0)
+CLG_BCAST(clg_bc_min, T, y < x ? y : x)
+CLG_BCAST(clg_bc_prelu, T, x < (T)0 ? y * x : x)
 
 /* Equal and GreaterEqual on integers (the program's T is then unused). */
 #define CLG_BCAST_CMP(name, TI, OP)                                                              \

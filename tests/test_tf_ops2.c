@@ -432,6 +432,14 @@ static void test_pack_shape_prelu_d2s(void)
     run_case("Prelu", 2, in, build_prelu, NULL, &w);
     clg_tensor_free(in[0]);
     clg_tensor_free(in[1]);
+    /* x broadcast too (tfjs's Prelu kernels are broadcasting binary ops): x [3], alpha [2,1]
+     * gives [2,3], row r with alpha[r]. */
+    clg_tensor *bin[2] = {tensor(dt, 1, (int64_t[]){3}, (const double[]){-2, 1, -4}),
+                          tensor(dt, 2, (int64_t[]){2, 1}, (const double[]){0.5, 3})};
+    want wb = {dt, 2, {2, 3}, (const double[]){-1, 1, -2, -6, 1, -12}, 0, 0};
+    run_case("Prelu broadcasting x", 2, bin, build_prelu, NULL, &wb);
+    clg_tensor_free(bin[0]);
+    clg_tensor_free(bin[1]);
   }
   {
     clg_graph *g = clg_graph_new();
@@ -439,11 +447,6 @@ static void test_pack_shape_prelu_d2s(void)
     clg_node *a = clg_placeholder(g, NULL, CLG_FLOAT32, 2, (int64_t[]){4, 3});
     clg_prelu(g, "pr", x, a);
     EXPECT_ERROR(g, "Prelu 'pr'", "Incompatible shapes");
-    g = clg_graph_new();
-    x = clg_placeholder(g, NULL, CLG_FLOAT32, 1, (int64_t[]){3});
-    a = clg_placeholder(g, NULL, CLG_FLOAT32, 2, (int64_t[]){2, 3});
-    clg_prelu(g, "pr", x, a);
-    EXPECT_ERROR(g, "Prelu 'pr'", "alpha [2,3] must broadcast to x's shape [3]");
     g = clg_graph_new();
     x = clg_placeholder(g, NULL, CLG_INT32, 1, (int64_t[]){3});
     clg_prelu(g, "pr", x, x);

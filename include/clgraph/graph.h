@@ -218,7 +218,8 @@ clg_node *clg_strided_slice(clg_graph *g, const char *name, clg_node *x, int n,
 clg_node *clg_pack(clg_graph *g, const char *name, int n, const clg_output *values, int64_t axis);
 /* tf.shape: x's dims as a vector of out_type (int32 or int64). */
 clg_node *clg_shape(clg_graph *g, const char *name, clg_node *x, clg_dtype out_type);
-/* tfjs's Prelu: x < 0 ? alpha * x : x, alpha broadcast against x. Float, double. */
+/* tfjs's Prelu: x < 0 ? alpha * x : x, numpy broadcasting of x and alpha (the output has
+ * the broadcast shape), as tfjs's kernels. Float, and double where the device has it. */
 clg_node *clg_prelu(clg_graph *g, const char *name, clg_node *x, clg_node *alpha);
 /* tf.nn.depth_to_space, NHWC, TensorFlow's DCR order. Any dtype. */
 clg_node *clg_depth_to_space(clg_graph *g, const char *name, clg_node *x, int64_t block_size);
@@ -286,6 +287,49 @@ clg_node *clg_lrn(clg_graph *g, const char *name, clg_node *x, int64_t depth_rad
  * "sum". float32, float64, int32, int64. Give it no task in its device spec: every task runs
  * its own copy, and all must run the same AllReduce nodes in the same order. */
 clg_node *clg_all_reduce(clg_graph *g, const char *name, clg_node *x, const char *reduction);
+
+/* --- TensorFlow graphs' ops (issue 23) ---------------------------------------------------
+ * Element-wise 1 / (1 + exp(-x)), tanh(x), min(max(x, 0), 6), |x| and sign(x) (-1, 0 or 1;
+ * NaN stays NaN); leaky_relu: x where x > 0, else alpha * x (TensorFlow's default alpha is
+ * 0.2). Float, and double where the device has it. */
+clg_node *clg_sigmoid(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_tanh(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_relu6(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_abs(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_sign(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_leaky_relu(clg_graph *g, const char *name, clg_node *x, double alpha);
+/* a + b (op AddV2, as TensorFlow 2 builds tf.add) and min(a, b) (y < x ? y : x), broadcast as
+ * clg_add. */
+clg_node *clg_add_v2(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+clg_node *clg_minimum(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+/* Array ops of any dtype. squeeze: x without the dims of size 1 listed in dims (ndims 0: all
+ * of them; negative counts from the end). expand_dims: a dim of 1 inserted at axis (in
+ * [-rank-1, rank]). slice: size[k] elements from begin[k] along each dim (-1: to the end).
+ * pad: before[k] and after[k] elements around dim k, of constant_value (a scalar node of x's
+ * dtype: op PadV2) or 0 (NULL: op Pad). concat: the n >= 2 values joined along axis (op
+ * ConcatV2; negative counts from the end). The index arguments become Consts. */
+clg_node *clg_squeeze(clg_graph *g, const char *name, clg_node *x, int ndims, const int64_t *dims);
+clg_node *clg_expand_dims(clg_graph *g, const char *name, clg_node *x, int64_t axis);
+clg_node *clg_slice(clg_graph *g, const char *name, clg_node *x, int rank, const int64_t *begin,
+                    const int64_t *size);
+clg_node *clg_pad(clg_graph *g, const char *name, clg_node *x, int rank, const int64_t *before,
+                  const int64_t *after, clg_node *constant_value);
+clg_node *clg_concat(clg_graph *g, const char *name, int n, clg_node *const *values, int64_t axis);
+/* pad with x's own values mirrored at each edge: mode "REFLECT" (the edge not repeated; each
+ * padding at most dim - 1) or "SYMMETRIC" (repeated; at most dim). Op MirrorPad. */
+clg_node *clg_mirror_pad(clg_graph *g, const char *name, clg_node *x, int rank,
+                         const int64_t *before, const int64_t *after, const char *mode);
+/* NHWC depthwise convolution (op DepthwiseConv2dNative): input [N,H,W,C], filter [KH,KW,C,M],
+ * output [N,OH,OW,C*M] (channel c*M+m: input channel c with filter[:,:,c,m]); strides,
+ * padding and dilations as clg_conv2d's. Float, and double where the device has it. */
+clg_node *clg_depthwise_conv2d(clg_graph *g, const char *name, clg_node *input, clg_node *filter,
+                               const int64_t strides[4], const char *padding,
+                               const int64_t *dilations);
+/* Bilinear resize of NHWC images (float or double) to [N,height,width,C] float, as TensorFlow
+ * 1.x's tf.image.resize_bilinear (op ResizeBilinear) with align_corners and
+ * half_pixel_centers (not both). */
+clg_node *clg_resize_bilinear(clg_graph *g, const char *name, clg_node *images, int64_t height,
+                              int64_t width, bool align_corners, bool half_pixel_centers);
 
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes

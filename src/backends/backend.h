@@ -112,10 +112,12 @@ typedef enum clg_binop {
   CLG_BINOP_ADD,
   CLG_BINOP_SUB,
   CLG_BINOP_MUL,
-  CLG_BINOP_DIV,          /* RealDiv */
-  CLG_BINOP_MAX,          /* Maximum: x < y ? y : x (a NaN in x wins, as Eigen's max) */
-  CLG_BINOP_EQUAL,        /* Equal: a bool output */
-  CLG_BINOP_GREATER_EQUAL /* GreaterEqual: x >= y, a bool output (false with a NaN) */
+  CLG_BINOP_DIV,           /* RealDiv */
+  CLG_BINOP_MAX,           /* Maximum: x < y ? y : x (a NaN in x wins, as Eigen's max) */
+  CLG_BINOP_EQUAL,         /* Equal: a bool output */
+  CLG_BINOP_GREATER_EQUAL, /* GreaterEqual: x >= y, a bool output (false with a NaN) */
+  CLG_BINOP_MIN,           /* Minimum: y < x ? y : x (a NaN in x wins, as Eigen's min) */
+  CLG_BINOP_PRELU          /* Prelu (tfjs): x < 0 ? y * x : x, y the slope alpha */
 } clg_binop;
 
 /* Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg: element-wise math (ops/math.c). */

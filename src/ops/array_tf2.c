@@ -1,7 +1,8 @@
 /* More of the ops TensorFlow graphs use (issue 23): Pack, Shape, DepthToSpace, GatherV2,
- * Range, Tile and tfjs's Prelu, with TensorFlow's attributes, defaults and checks. Index-like
- * inputs (Tile's multiples, GatherV2's axis, Range's start/limit/delta) must be Consts:
- * shapes are static here. Kernels: backends/host/array_tf2.c, backends/opencl/array_tf2.c. */
+ * Range and Tile (tfjs's Prelu is binary_tf.c's), with TensorFlow's attributes, defaults and
+ * checks. Index-like inputs (Tile's multiples, GatherV2's axis, Range's start/limit/delta)
+ * must be Consts: shapes are static here. Kernels: backends/host/array_tf2.c,
+ * backends/opencl/array_tf2.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,52 +137,6 @@ clg_node *clg_shape(clg_graph *g, const char *name, clg_node *x, clg_dtype out_t
   return clg_graph_build(g, &clg_op_Shape, name, 1, &in, 1, &a);
 }
 
-/* --- Prelu (tfjs) ------------------------------------------------------------------------ */
-
-static clg_code prelu_infer(clg_node *n)
-{
-  const clg_out_desc *x = clg_node_in(n, 0), *a = clg_node_in(n, 1);
-  if (x->dtype != a->dtype)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "alpha is %s but x is %s",
-                          clg_dtype_name(a->dtype), clg_dtype_name(x->dtype));
-  if (x->dtype != CLG_FLOAT32 && x->dtype != CLG_FLOAT64)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "Prelu takes float32 or float64, not %s",
-                          clg_dtype_name(x->dtype));
-  int rank;
-  int64_t dims[CLG_MAX_RANK];
-  clg_code code = clg_infer_broadcast(n, x, a, &rank, dims);
-  if (code != CLG_OK)
-    return code;
-  bool same = rank == x->rank;
-  for (int k = 0; same && k < rank; k++)
-    same = dims[k] == x->dims[k];
-  if (!same) {
-    char sx[192], sa[192];
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "alpha %s must broadcast to x's shape %s",
-                          clg_out_shape_string(a, sa, sizeof sa),
-                          clg_out_shape_string(x, sx, sizeof sx));
-  }
-  if ((code = set_t(n, 0, x->dtype)) != CLG_OK)
-    return code;
-  return clg_node_set_output(n, 0, x->dtype, x->rank, x->dims);
-}
-
-const clg_op_def clg_op_Prelu = {
-    .name = "Prelu",
-    .num_inputs = 2,
-    .num_outputs = 1,
-    .num_attrs = 1,
-    .attrs = clg_attrs_T,
-    .infer = prelu_infer,
-    .inplace = 0,
-};
-
-clg_node *clg_prelu(clg_graph *g, const char *name, clg_node *x, clg_node *alpha)
-{
-  clg_output in[2] = {{x, 0}, {alpha, 0}};
-  return clg_graph_build(g, &clg_op_Prelu, name, 2, in, 0, NULL);
-}
-
 /* --- DepthToSpace ------------------------------------------------------------------------ */
 
 static const clg_attr_def d2s_attrs[] = {
@@ -219,6 +174,23 @@ static clg_code d2s_infer(clg_node *n)
   return clg_node_set_output(n, 0, x->dtype, 4, dims);
 }
 
+/* TensorFlow's _DepthToSpaceGrad is SpaceToDepth of dy: the inverse permutation, here as
+ * Reshape [N,H,b,W,b,C'], Transpose to [N,H,W,b,b,C'] and Reshape back to x's shape. */
+static clg_code d2s_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  int64_t b = n->attrs[1].i, c = x->dims[3] / (b * b);
+  int64_t six[6] = {x->dims[0], x->dims[1], b, x->dims[2], b, c};
+  clg_output r = clg_grad_build(
+      g, &clg_op_Reshape, 2, (clg_output[]){dy[0], clg_out(clg_const_ints(g, 6, six), 0)}, 0, NULL);
+  clg_output t = clg_grad_build(
+      g, &clg_op_Transpose, 2,
+      (clg_output[]){r, clg_out(clg_const_ints(g, 6, (int64_t[]){0, 1, 3, 2, 4, 5}), 0)}, 0, NULL);
+  dx[0] = clg_grad_build(g, &clg_op_Reshape, 2,
+                         (clg_output[]){t, clg_out(clg_const_ints(g, 4, x->dims), 0)}, 0, NULL);
+  return clg_graph_status(g);
+}
+
 const clg_op_def clg_op_DepthToSpace = {
     .name = "DepthToSpace",
     .num_inputs = 1,
@@ -227,6 +199,7 @@ const clg_op_def clg_op_DepthToSpace = {
     .attrs = d2s_attrs,
     .infer = d2s_infer,
     .inplace = -1,
+    .grad = d2s_grad,
 };
 
 clg_node *clg_depth_to_space(clg_graph *g, const char *name, clg_node *x, int64_t block_size)

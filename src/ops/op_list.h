@@ -71,7 +71,6 @@ CLG_OP(StridedSlice) /* strided_slice.c */
 CLG_OP(StridedSliceGrad)
 CLG_OP(Pack)         /* array_tf2.c */
 CLG_OP(Shape)
-CLG_OP(Prelu)
 CLG_OP(DepthToSpace)
 CLG_OP(GatherV2)
 CLG_OP(Range)
@@ -79,3 +78,30 @@ CLG_OP(Tile)
 CLG_OP(Unpack)
 CLG_OP(Split)
 CLG_OP(SplitV)
+/* TensorFlow graphs (issue 23) */
+CLG_OP(Sigmoid) /* activation.c */
+CLG_OP(Tanh)
+CLG_OP(Relu6)
+CLG_OP(LeakyRelu)
+CLG_OP(Abs)
+CLG_OP(Sign)
+CLG_OP(SigmoidGrad)
+CLG_OP(TanhGrad)
+CLG_OP(Relu6Grad)
+CLG_OP(LeakyReluGrad)
+CLG_OP(AddV2) /* binary_tf.c */
+CLG_OP(Minimum)
+CLG_OP(Prelu)
+CLG_OP(Squeeze) /* array_tf.c */
+CLG_OP(ExpandDims)
+CLG_OP(Slice)
+CLG_OP(Pad)
+CLG_OP(PadV2)
+CLG_OP(ConcatV2)
+CLG_OP(DepthwiseConv2dNative) /* depthwise.c */
+CLG_OP(DepthwiseConv2dNativeBackpropInput)
+CLG_OP(DepthwiseConv2dNativeBackpropFilter)
+CLG_OP(ResizeBilinear) /* resize.c */
+CLG_OP(ResizeBilinearGrad)
+CLG_OP(MirrorPad) /* array_tf.c */
+CLG_OP(MirrorPadGrad)

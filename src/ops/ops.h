@@ -164,4 +164,24 @@ int64_t clg_in_top_k_k(const clg_node *n);
 /* Sum, Mean, Max, L2Loss, ArgMax: which axes of input 0 are reduced (red[CLG_MAX_RANK]). */
 clg_code clg_reduce_axes(const clg_node *n, bool *red);
 
+/* TensorFlow graphs (issue 23): the checked geometry of the ops real graphs use, shared by
+ * their op files and their kernels (their definitions are listed in op_list.h). */
+/* Slice's begin and size (-1 resolved), Pad's paddings, ConcatV2's axis (non-negative), and
+ * whether a MirrorPad(Grad)'s mode is SYMMETRIC (array_tf.c). */
+clg_code clg_slice_begin(const clg_node *n, int64_t *begin, int64_t *size);
+clg_code clg_pad_paddings(const clg_node *n, int64_t *before, int64_t *after);
+clg_code clg_concat_axis(const clg_node *n, int *axis);
+bool clg_mirror_symmetric(const clg_node *n);
+/* The geometry of a depthwise op (depthwise.c): input [n,h,w,c], filter [kh,kw,c,*mult],
+ * cout = c * mult output channels. */
+clg_code clg_depthwise_geometry(const clg_node *n, clg_window *g, int64_t *mult);
+/* ResizeBilinear's geometry (resize.c): images [n,h,w,c] resized to [n,oh,ow,c] with
+ * TensorFlow's float scales. */
+typedef struct clg_resize {
+  int64_t n, h, w, c, oh, ow;
+  float hs, ws;
+  bool half_pixel;
+} clg_resize;
+void clg_resize_geometry(const clg_node *n, clg_resize *r);
+
 #endif

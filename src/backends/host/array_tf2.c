@@ -1,7 +1,7 @@
 /* The host kernels of issue 23's array ops (ops/strided_slice.c, ops/array_tf2.c): strided
  * copies for the data movement (StridedSlice and its gradient, Pack, Unpack, Split, SplitV,
  * Tile, DepthToSpace), index gathers
- * (GatherV2), generated values (Range, Shape) and tfjs's Prelu. */
+ * (GatherV2), generated values (Range, Shape). */
 #include <string.h>
 
 #include "backends/host/host.h"
@@ -253,39 +253,10 @@ static clg_code gather_run(const clg_kernel_ctx *c)
   return CLG_OK;
 }
 
-#define PRELU(T)                                                                                   \
-  do {                                                                                             \
-    const T *x = c->in[0].host, *a = c->in[1].host;                                                \
-    T *y = c->out[0].host;                                                                         \
-    for (size_t i = 0; i < count; i++) {                                                           \
-      size_t pa = 0, rest = i;                                                                     \
-      for (int k = m.rank - 1; k >= 0; k--) {                                                      \
-        pa += (rest % m.dims[k]) * m.sb[k];                                                        \
-        rest /= m.dims[k];                                                                         \
-      }                                                                                            \
-      T v = x[i];                                                                                  \
-      y[i] = v < 0 ? a[pa] * v : v;                                                                \
-    }                                                                                              \
-  } while (0)
-
-static clg_code prelu_run(const clg_kernel_ctx *c)
-{
-  const clg_out_desc *x = clg_node_in(c->node, 0), *al = clg_node_in(c->node, 1);
-  clg_strided m;
-  clg_strided_broadcast(&m, x->rank, x->dims, al->rank, al->dims, x->rank, x->dims);
-  size_t count = clg_strided_count(&m);
-  if (x->dtype == CLG_FLOAT64)
-    PRELU(double);
-  else
-    PRELU(float);
-  return CLG_OK;
-}
-
 static const clg_kernel_entry entries[] = {
     {&clg_op_StridedSlice, {CLG_KIND_HOST, NULL, strided_slice_run, NULL, NULL}},
     {&clg_op_Pack, {CLG_KIND_HOST, NULL, pack_run, NULL, NULL}},
     {&clg_op_Shape, {CLG_KIND_HOST, NULL, shape_run, NULL, NULL}},
-    {&clg_op_Prelu, {CLG_KIND_HOST, clg_kernel_float_or_double, prelu_run, NULL, NULL}},
     {&clg_op_DepthToSpace, {CLG_KIND_HOST, NULL, d2s_run, NULL, NULL}},
     {&clg_op_GatherV2, {CLG_KIND_HOST, NULL, gather_run, NULL, NULL}},
     {&clg_op_Range, {CLG_KIND_HOST, NULL, range_run, NULL, NULL}},

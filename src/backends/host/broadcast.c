@@ -53,6 +53,12 @@
     case CLG_BINOP_GREATER_EQUAL:                                                                  \
       WALK(((uint8_t *)out)[i] = x[pa] >= y[pb]);                                                  \
       break;                                                                                       \
+    case CLG_BINOP_MIN:                                                                            \
+      WALK(o[i] = y[pb] < x[pa] ? y[pb] : x[pa]);                                                  \
+      break;                                                                                       \
+    case CLG_BINOP_PRELU:                                                                          \
+      WALK(o[i] = x[pa] < 0 ? y[pb] * x[pa] : x[pa]);                                              \
+      break;                                                                                       \
     }                                                                                              \
   } while (0)
 

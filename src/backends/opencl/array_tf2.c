@@ -1,6 +1,6 @@
 /* The OpenCL kernels of issue 23's array ops (ops/strided_slice.c, ops/array_tf2.c): one
  * strided copy kernel per element size serves StridedSlice, Pack, Tile and DepthToSpace;
- * GatherV2, Range, Shape and Prelu have their own. */
+ * GatherV2, Range and Shape have their own. */
 #include <stdio.h>
 #include <string.h>
 
@@ -73,27 +73,11 @@ static const clg_cl_text source = {
     "__kernel void clg_range_i64(__global long *y, ulong yo, long start, long delta, ulong n)\n"
     "{ ulong i = get_global_id(0); if (i < n) y[yo + i] = start + (long)i * delta; }\n"};
 
-/* Kernels on T (float, or double with fp64): Range and Prelu. The map of Prelu is clg_map
- * of cl/broadcast.cl (clg_cl_map). */
+/* Range's kernel on T (float, or double with fp64). */
 static const clg_cl_text typed_source = {
     "array_tf2_typed",
-    "typedef struct { ulong rank; ulong dims[8]; ulong sa[8]; ulong sb[8]; } bmap;\n"
     "__kernel void clg_range_t(__global T *y, ulong yo, T start, T delta, ulong n)\n"
-    "{ ulong i = get_global_id(0); if (i < n) y[yo + i] = start + (T)i * delta; }\n"
-    "__kernel void clg_prelu(__global const T *x, ulong xo, __global const T *a, ulong ao,\n"
-    "                        __global T *y, ulong yo, ulong n, bmap m)\n"
-    "{\n"
-    "  ulong i = get_global_id(0);\n"
-    "  if (i >= n)\n"
-    "    return;\n"
-    "  ulong pa = 0, r = i;\n"
-    "  for (int k = (int)m.rank - 1; k >= 0; k--) {\n"
-    "    pa += (r % m.dims[k]) * m.sb[k];\n"
-    "    r /= m.dims[k];\n"
-    "  }\n"
-    "  T v = x[xo + i];\n"
-    "  y[yo + i] = v < (T)0 ? a[ao + pa] * v : v;\n"
-    "}\n"};
+    "{ ulong i = get_global_id(0); if (i < n) y[yo + i] = start + (T)i * delta; }\n"};
 
 static clg_code cl_copy(clg_device *dev, size_t es, const clg_block *src, const clg_block *dst,
                         const clg_copy_map *m)
@@ -277,29 +261,10 @@ static clg_code gather_run(const clg_kernel_ctx *c)
   return clg_cl_launch(c->dev, CLG_FLOAT32, &source, kernel, args, 10, (size_t)count);
 }
 
-static clg_code prelu_run(const clg_kernel_ctx *c)
-{
-  const clg_out_desc *x = clg_node_in(c->node, 0), *al = clg_node_in(c->node, 1);
-  clg_strided m;
-  clg_strided_broadcast(&m, x->rank, x->dims, al->rank, al->dims, x->rank, x->dims);
-  cl_ulong n = clg_strided_count(&m);
-  if (n == 0)
-    return CLG_OK;
-  clg_cl_map cm;
-  clg_strided_to_cl(&m, &cm);
-  size_t es = clg_dtype_size(x->dtype);
-  cl_mem xm = clg_cl_mem(&c->in[0]), am = clg_cl_mem(&c->in[1]), ym = clg_cl_mem(&c->out[0]);
-  cl_ulong xo = c->in[0].offset / es, ao = c->in[1].offset / es, yo = c->out[0].offset / es;
-  clg_cl_arg args[] = {{sizeof xm, &xm}, {sizeof xo, &xo}, {sizeof am, &am}, {sizeof ao, &ao},
-                       {sizeof ym, &ym}, {sizeof yo, &yo}, {sizeof n, &n},   {sizeof cm, &cm}};
-  return clg_cl_launch(c->dev, x->dtype, &typed_source, "clg_prelu", args, 8, (size_t)n);
-}
-
 static const clg_kernel_entry entries[] = {
     {&clg_op_StridedSlice, {CLG_KIND_OPENCL, NULL, strided_slice_run, NULL, NULL}},
     {&clg_op_Pack, {CLG_KIND_OPENCL, NULL, pack_run, NULL, NULL}},
     {&clg_op_Shape, {CLG_KIND_OPENCL, NULL, shape_run, NULL, NULL}},
-    {&clg_op_Prelu, {CLG_KIND_OPENCL, clg_kernel_float_or_double, prelu_run, NULL, NULL}},
     {&clg_op_DepthToSpace, {CLG_KIND_OPENCL, NULL, d2s_run, NULL, NULL}},
     {&clg_op_GatherV2, {CLG_KIND_OPENCL, NULL, gather_run, NULL, NULL}},
     {&clg_op_Range, {CLG_KIND_OPENCL, range_supports, range_run, NULL, NULL}},

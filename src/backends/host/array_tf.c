@@ -1,0 +1,240 @@
+/* Squeeze, ExpandDims, Slice, Pad, PadV2 and ConcatV2 on the host, for elements of any size:
+ * copies (none when the output reuses the input), a strided gather (Slice), rows copied whole
+ * between fills (Pad) and rows of each value copied into place (ConcatV2). */
+#include <string.h>
+
+#include "backends/host/host.h"
+
+static clg_code copy_run(const clg_kernel_ctx *c)
+{
+  size_t bytes = clg_out_count(&c->node->outs[0]) * clg_dtype_size(c->node->outs[0].dtype);
+  if (bytes && c->out[0].host != c->in[0].host)
+    memcpy(c->out[0].host, c->in[0].host, bytes);
+  return CLG_OK;
+}
+
+/* Row-major strides in elements. */
+static void strides_of(int rank, const int64_t *dims, size_t *st)
+{
+  size_t s = 1;
+  for (int k = rank - 1; k >= 0; k--) {
+    st[k] = s;
+    s *= (size_t)dims[k];
+  }
+}
+
+static clg_code slice_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  const clg_out_desc *x = clg_node_in(n, 0), *o = &n->outs[0];
+  int64_t begin[CLG_MAX_RANK], size[CLG_MAX_RANK];
+  clg_code code = clg_slice_begin(n, begin, size);
+  if (code != CLG_OK || clg_out_count(o) == 0)
+    return code;
+  size_t es = clg_dtype_size(o->dtype), st[CLG_MAX_RANK], base = 0;
+  strides_of(x->rank, x->dims, st);
+  clg_strided m;
+  memset(&m, 0, sizeof m);
+  m.rank = x->rank ? x->rank : 1;
+  m.dims[0] = 1;
+  for (int k = 0; k < x->rank; k++) {
+    base += (size_t)begin[k] * st[k];
+    m.dims[k] = (size_t)size[k];
+    m.sa[k] = st[k];
+  }
+  clg_strided_merge(&m);
+  clg_host_gather(es, (const char *)c->in[0].host + base * es, c->out[0].host, &m);
+  return CLG_OK;
+}
+
+/* Fills count elements of es bytes at p with the element at v. */
+static void fill(char *p, const char *v, size_t es, size_t count)
+{
+  bool zero = true;
+  for (size_t b = 0; b < es; b++)
+    zero = zero && v[b] == 0;
+  if (zero) {
+    memset(p, 0, es * count);
+    return;
+  }
+  for (size_t i = 0; i < count; i++)
+    memcpy(p + i * es, v, es);
+}
+
+static clg_code pad_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  const clg_out_desc *x = clg_node_in(n, 0), *o = &n->outs[0];
+  int64_t before[CLG_MAX_RANK], after[CLG_MAX_RANK];
+  clg_code code = clg_pad_paddings(n, before, after);
+  size_t count = clg_out_count(o);
+  if (code != CLG_OK || count == 0)
+    return code;
+  size_t es = clg_dtype_size(o->dtype);
+  char zero[8] = {0};
+  const char *v = n->num_inputs > 2 ? c->in[2].host : zero, *in = c->in[0].host;
+  char *out = c->out[0].host;
+  if (x->rank == 0) {
+    memcpy(out, in, es);
+    return CLG_OK;
+  }
+  /* Rows along the last dim: each is either all padding, or before + input row + after. */
+  int r = x->rank;
+  size_t row = (size_t)o->dims[r - 1], rows = count / row, ist[CLG_MAX_RANK];
+  strides_of(r, x->dims, ist);
+  int64_t idx[CLG_MAX_RANK] = {0}; /* the output row's index over dims [0, r - 1) */
+  for (size_t q = 0; q < rows; q++) {
+    char *dst = out + q * row * es;
+    bool inside = x->dims[r - 1] > 0;
+    size_t src = 0;
+    for (int k = 0; k < r - 1 && inside; k++) {
+      int64_t i = idx[k] - before[k];
+      inside = i >= 0 && i < x->dims[k];
+      src += (size_t)i * ist[k];
+    }
+    if (!inside) {
+      fill(dst, v, es, row);
+    } else {
+      size_t b = (size_t)before[r - 1], w = (size_t)x->dims[r - 1];
+      fill(dst, v, es, b);
+      memcpy(dst + b * es, in + src * es, w * es);
+      fill(dst + (b + w) * es, v, es, (size_t)after[r - 1]);
+    }
+    for (int k = r - 2; k >= 0; k--) {
+      if (++idx[k] < o->dims[k])
+        break;
+      idx[k] = 0;
+    }
+  }
+  return CLG_OK;
+}
+
+/* ConcatV2: each value's rows (outer of them) copied into place in the output's rows. */
+static clg_code concat_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  const clg_out_desc *o = &n->outs[0];
+  int axis = 0, values = n->num_inputs - 1;
+  clg_code code = clg_concat_axis(n, &axis);
+  if (code != CLG_OK || clg_out_count(o) == 0)
+    return code;
+  size_t es = clg_dtype_size(o->dtype), outer = 1, inner = 1;
+  for (int k = 0; k < axis; k++)
+    outer *= (size_t)o->dims[k];
+  for (int k = axis + 1; k < o->rank; k++)
+    inner *= (size_t)o->dims[k];
+  size_t out_row = (size_t)o->dims[axis] * inner * es, col = 0;
+  for (int i = 0; i < values; i++) {
+    size_t in_row = (size_t)clg_node_in(n, i)->dims[axis] * inner * es;
+    const char *src = c->in[i].host;
+    char *dst = (char *)c->out[0].host + col;
+    for (size_t q = 0; in_row && q < outer; q++)
+      memcpy(dst + q * out_row, src + q * in_row, in_row);
+    col += in_row;
+  }
+  return CLG_OK;
+}
+
+/* MirrorPad: output element (o_k) reads input (i_k), i = o - before mirrored into [0, d) (REFLECT:
+ * -i, 2d - 2 - i; SYMMETRIC: -i - 1, 2d - 1 - i). */
+static int64_t mirror_src(int64_t o, int64_t before, int64_t d, bool sym)
+{
+  int64_t i = o - before;
+  if (i < 0)
+    return sym ? -i - 1 : -i;
+  if (i >= d)
+    return sym ? 2 * d - 1 - i : 2 * d - 2 - i;
+  return i;
+}
+
+/* MirrorPadGrad: the up to 3 padded positions per dim that read unpadded index i. */
+static int mirror_sources(int64_t i, int64_t before, int64_t after, int64_t d, bool sym, int64_t *o)
+{
+  int k = 0;
+  o[k++] = i + before;
+  int64_t l = sym ? before - i - 1 : before - i; /* left mirror */
+  if (l >= 0 && l < before && (sym || i >= 1))
+    o[k++] = l;
+  int64_t r = sym ? 2 * d - 1 - i : 2 * d - 2 - i; /* right mirror, unpadded coordinate */
+  if (r >= d && r < d + after)
+    o[k++] = r + before;
+  return k;
+}
+
+#define MIRROR(T)                                                                                  \
+  do {                                                                                             \
+    const T *x = c->in[0].host;                                                                    \
+    T *y = c->out[0].host;                                                                         \
+    for (size_t q = 0; q < count; q++) {                                                           \
+      size_t rem = q, src = 0, stride = 1;                                                         \
+      if (!grad) {                                                                                 \
+        for (int k = r - 1; k >= 0; k--) {                                                         \
+          int64_t ok = (int64_t)(rem % (size_t)o->dims[k]);                                        \
+          rem /= (size_t)o->dims[k];                                                               \
+          src += (size_t)mirror_src(ok, before[k], x_->dims[k], sym) * stride;                     \
+          stride *= (size_t)x_->dims[k];                                                           \
+        }                                                                                          \
+        y[q] = x[src];                                                                             \
+        continue;                                                                                  \
+      }                                                                                            \
+      int64_t cand[CLG_MAX_RANK][3], nc[CLG_MAX_RANK], pick[CLG_MAX_RANK] = {0};                   \
+      for (int k = r - 1; k >= 0; k--) {                                                           \
+        int64_t ik = (int64_t)(rem % (size_t)o->dims[k]);                                          \
+        rem /= (size_t)o->dims[k];                                                                 \
+        nc[k] = mirror_sources(ik, before[k], after[k], o->dims[k], sym, cand[k]);                 \
+      }                                                                                            \
+      T sum = 0;                                                                                   \
+      for (;;) {                                                                                   \
+        size_t off = 0;                                                                            \
+        for (int k = 0; k < r; k++)                                                                \
+          off = off * (size_t)x_->dims[k] + (size_t)cand[k][pick[k]];                              \
+        sum += x[off];                                                                             \
+        int k = r - 1;                                                                             \
+        for (; k >= 0; k--) {                                                                      \
+          if (++pick[k] < nc[k])                                                                   \
+            break;                                                                                 \
+          pick[k] = 0;                                                                             \
+        }                                                                                          \
+        if (k < 0)                                                                                 \
+          break;                                                                                   \
+      }                                                                                            \
+      y[q] = sum;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+static clg_code mirror_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  const clg_out_desc *x_ = clg_node_in(n, 0), *o = &n->outs[0];
+  int64_t before[CLG_MAX_RANK], after[CLG_MAX_RANK];
+  clg_code code = clg_pad_paddings(n, before, after);
+  size_t count = clg_out_count(o);
+  if (code != CLG_OK || count == 0)
+    return code;
+  bool sym = clg_mirror_symmetric(n), grad = n->def == &clg_op_MirrorPadGrad;
+  int r = x_->rank;
+  if (o->dtype == CLG_FLOAT64)
+    MIRROR(double);
+  else
+    MIRROR(float);
+  return CLG_OK;
+}
+
+/* Float or double (MirrorPadGrad sums; MirrorPad's copies are as generic, kept to floats here). */
+static bool mirror_supports(const clg_node *n, const clg_device *dev)
+{
+  (void)dev;
+  return n->outs[0].dtype == CLG_FLOAT32 || n->outs[0].dtype == CLG_FLOAT64;
+}
+
+static const clg_kernel_entry entries[] = {
+    {&clg_op_Squeeze, {CLG_KIND_HOST, NULL, copy_run, NULL, NULL}},
+    {&clg_op_ExpandDims, {CLG_KIND_HOST, NULL, copy_run, NULL, NULL}},
+    {&clg_op_Slice, {CLG_KIND_HOST, NULL, slice_run, NULL, NULL}},
+    {&clg_op_Pad, {CLG_KIND_HOST, NULL, pad_run, NULL, NULL}},
+    {&clg_op_PadV2, {CLG_KIND_HOST, NULL, pad_run, NULL, NULL}},
+    {&clg_op_ConcatV2, {CLG_KIND_HOST, NULL, concat_run, NULL, NULL}},
+    {&clg_op_MirrorPad, {CLG_KIND_HOST, mirror_supports, mirror_run, NULL, NULL}},
+    {&clg_op_MirrorPadGrad, {CLG_KIND_HOST, mirror_supports, mirror_run, NULL, NULL}},
+};
+CLG_KERNEL_SET(clg_host_kernels_array_tf, entries);

@@ -1,0 +1,200 @@
+/* DepthwiseConv2dNative and its gradients on the host: direct loops over the taps, each an
+ * inner loop over the channels (contiguous in NHWC, so it vectorises); rows of the output
+ * spread over the cores, each written by one thread. */
+#include <string.h>
+
+#include "backends/host/host.h"
+
+typedef struct dw_job {
+  const clg_kernel_ctx *c;
+  clg_window g;
+  int64_t m; /* channel multiplier */
+} dw_job;
+
+/* Output rows (b, oh) [begin, end): y[b,oh,ow,c*M+k] = sum of x[b,ih,iw,c] * f[a,e,c,k]. */
+#define FORWARD(T)                                                                                 \
+  do {                                                                                             \
+    const T *x = j->c->in[0].host, *f = j->c->in[1].host;                                          \
+    T *y = j->c->out[0].host;                                                                      \
+    int64_t C = g->c, M = j->m, CM = g->cout;                                                      \
+    for (size_t r = begin; r < end; r++) {                                                         \
+      int64_t b = (int64_t)r / g->oh, oh = (int64_t)r % g->oh;                                     \
+      for (int64_t ow = 0; ow < g->ow; ow++) {                                                     \
+        T *out = y + ((size_t)r * (size_t)g->ow + (size_t)ow) * (size_t)CM;                        \
+        for (int64_t q = 0; q < CM; q++)                                                           \
+          out[q] = 0;                                                                              \
+        for (int64_t a = 0; a < g->kh; a++) {                                                      \
+          int64_t ih = oh * g->sh - g->pt + a * g->dh;                                             \
+          if (ih < 0 || ih >= g->h)                                                                \
+            continue;                                                                              \
+          for (int64_t e = 0; e < g->kw; e++) {                                                    \
+            int64_t iw = ow * g->sw - g->pl + e * g->dw;                                           \
+            if (iw < 0 || iw >= g->w)                                                              \
+              continue;                                                                            \
+            const T *xr =                                                                          \
+                x +                                                                                \
+                (((size_t)b * (size_t)g->h + (size_t)ih) * (size_t)g->w + (size_t)iw) * (size_t)C; \
+            const T *fr = f + ((size_t)a * (size_t)g->kw + (size_t)e) * (size_t)CM;                \
+            if (M == 1) {                                                                          \
+              for (int64_t q = 0; q < C; q++)                                                      \
+                out[q] += xr[q] * fr[q];                                                           \
+            } else {                                                                               \
+              for (int64_t ch = 0; ch < C; ch++)                                                   \
+                for (int64_t k = 0; k < M; k++)                                                    \
+                  out[ch * M + k] += xr[ch] * fr[ch * M + k];                                      \
+            }                                                                                      \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
+
+/* Input rows (b, ih) [begin, end): dx[b,ih,iw,c] = sum over the outputs whose window tap (a, e)
+ * lands on (ih, iw) of sum_k dy[b,oh,ow,c*M+k] * f[a,e,c,k]: a gather, so no two threads add
+ * into one element. */
+#define BACKPROP_INPUT(T)                                                                          \
+  do {                                                                                             \
+    const T *f = j->c->in[1].host, *dy = j->c->in[2].host;                                         \
+    T *dx = j->c->out[0].host;                                                                     \
+    int64_t C = g->c, M = j->m, CM = g->cout;                                                      \
+    for (size_t r = begin; r < end; r++) {                                                         \
+      int64_t b = (int64_t)r / g->h, ih = (int64_t)r % g->h;                                       \
+      for (int64_t iw = 0; iw < g->w; iw++) {                                                      \
+        T *out = dx + ((size_t)r * (size_t)g->w + (size_t)iw) * (size_t)C;                         \
+        for (int64_t q = 0; q < C; q++)                                                            \
+          out[q] = 0;                                                                              \
+        for (int64_t a = 0; a < g->kh; a++) {                                                      \
+          int64_t t = ih + g->pt - a * g->dh;                                                      \
+          if (t < 0 || t % g->sh != 0 || t / g->sh >= g->oh)                                       \
+            continue;                                                                              \
+          int64_t oh = t / g->sh;                                                                  \
+          for (int64_t e = 0; e < g->kw; e++) {                                                    \
+            int64_t u = iw + g->pl - e * g->dw;                                                    \
+            if (u < 0 || u % g->sw != 0 || u / g->sw >= g->ow)                                     \
+              continue;                                                                            \
+            int64_t ow = u / g->sw;                                                                \
+            const T *dr =                                                                          \
+                dy + (((size_t)b * (size_t)g->oh + (size_t)oh) * (size_t)g->ow + (size_t)ow) *     \
+                         (size_t)CM;                                                               \
+            const T *fr = f + ((size_t)a * (size_t)g->kw + (size_t)e) * (size_t)CM;                \
+            if (M == 1) {                                                                          \
+              for (int64_t q = 0; q < C; q++)                                                      \
+                out[q] += dr[q] * fr[q];                                                           \
+            } else {                                                                               \
+              for (int64_t ch = 0; ch < C; ch++) {                                                 \
+                T s = 0;                                                                           \
+                for (int64_t k = 0; k < M; k++)                                                    \
+                  s += dr[ch * M + k] * fr[ch * M + k];                                            \
+                out[ch] += s;                                                                      \
+              }                                                                                    \
+            }                                                                                      \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
+
+/* Filter taps (a, e) [begin, end): df[a,e,c,k] = sum over (b, oh, ow) of x[b,ih,iw,c] *
+ * dy[b,oh,ow,c*M+k], each tap's row of C*M summed by one thread. */
+#define BACKPROP_FILTER(T)                                                                         \
+  do {                                                                                             \
+    const T *x = j->c->in[0].host, *dy = j->c->in[2].host;                                         \
+    T *df = j->c->out[0].host;                                                                     \
+    int64_t C = g->c, M = j->m, CM = g->cout;                                                      \
+    for (size_t r = begin; r < end; r++) {                                                         \
+      int64_t a = (int64_t)r / g->kw, e = (int64_t)r % g->kw;                                      \
+      T *out = df + r * (size_t)CM;                                                                \
+      for (int64_t q = 0; q < CM; q++)                                                             \
+        out[q] = 0;                                                                                \
+      for (int64_t b = 0; b < g->n; b++)                                                           \
+        for (int64_t oh = 0; oh < g->oh; oh++) {                                                   \
+          int64_t ih = oh * g->sh - g->pt + a * g->dh;                                             \
+          if (ih < 0 || ih >= g->h)                                                                \
+            continue;                                                                              \
+          for (int64_t ow = 0; ow < g->ow; ow++) {                                                 \
+            int64_t iw = ow * g->sw - g->pl + e * g->dw;                                           \
+            if (iw < 0 || iw >= g->w)                                                              \
+              continue;                                                                            \
+            const T *xr =                                                                          \
+                x +                                                                                \
+                (((size_t)b * (size_t)g->h + (size_t)ih) * (size_t)g->w + (size_t)iw) * (size_t)C; \
+            const T *dr =                                                                          \
+                dy + (((size_t)b * (size_t)g->oh + (size_t)oh) * (size_t)g->ow + (size_t)ow) *     \
+                         (size_t)CM;                                                               \
+            if (M == 1) {                                                                          \
+              for (int64_t q = 0; q < C; q++)                                                      \
+                out[q] += xr[q] * dr[q];                                                           \
+            } else {                                                                               \
+              for (int64_t ch = 0; ch < C; ch++)                                                   \
+                for (int64_t k = 0; k < M; k++)                                                    \
+                  out[ch * M + k] += xr[ch] * dr[ch * M + k];                                      \
+            }                                                                                      \
+          }                                                                                        \
+        }                                                                                          \
+    }                                                                                              \
+  } while (0)
+
+static void forward_range(void *ctx, size_t begin, size_t end)
+{
+  const dw_job *j = ctx;
+  const clg_window *g = &j->g;
+  if (j->c->node->outs[0].dtype == CLG_FLOAT64)
+    FORWARD(double);
+  else
+    FORWARD(float);
+}
+
+static void input_range(void *ctx, size_t begin, size_t end)
+{
+  const dw_job *j = ctx;
+  const clg_window *g = &j->g;
+  if (j->c->node->outs[0].dtype == CLG_FLOAT64)
+    BACKPROP_INPUT(double);
+  else
+    BACKPROP_INPUT(float);
+}
+
+static void filter_range(void *ctx, size_t begin, size_t end)
+{
+  const dw_job *j = ctx;
+  const clg_window *g = &j->g;
+  if (j->c->node->outs[0].dtype == CLG_FLOAT64)
+    BACKPROP_FILTER(double);
+  else
+    BACKPROP_FILTER(float);
+}
+
+static clg_code dw_run(const clg_kernel_ctx *c)
+{
+  dw_job j = {c, {0}, 0};
+  clg_code code = clg_depthwise_geometry(c->node, &j.g, &j.m);
+  if (code != CLG_OK || clg_out_count(&c->node->outs[0]) == 0)
+    return code;
+  const clg_window *g = &j.g;
+  const clg_op_def *d = c->node->def;
+  /* Grain: rows worth about 32k multiply-adds, so small layers stay on one thread. */
+  size_t per_row = (size_t)(g->ow + 1) * (size_t)(g->cout + 1) * (size_t)(g->kh * g->kw + 1);
+  size_t grain = per_row >= 32768 ? 1 : 32768 / per_row;
+  if (d == &clg_op_DepthwiseConv2dNative)
+    clg_host_parallel_for((size_t)(g->n * g->oh), grain, forward_range, &j);
+  else if (d == &clg_op_DepthwiseConv2dNativeBackpropInput)
+    clg_host_parallel_for((size_t)(g->n * g->h), grain, input_range, &j);
+  else
+    clg_host_parallel_for((size_t)(g->kh * g->kw), 1, filter_range, &j);
+  return CLG_OK;
+}
+
+/* The float operands and the output share one dtype (the sizes inputs are int). */
+static bool dw_supports(const clg_node *n, const clg_device *dev)
+{
+  (void)dev;
+  clg_dtype t = n->outs[0].dtype;
+  return t == CLG_FLOAT32 || t == CLG_FLOAT64;
+}
+
+static const clg_kernel_entry entries[] = {
+    {&clg_op_DepthwiseConv2dNative, {CLG_KIND_HOST, dw_supports, dw_run, NULL, NULL}},
+    {&clg_op_DepthwiseConv2dNativeBackpropInput, {CLG_KIND_HOST, dw_supports, dw_run, NULL, NULL}},
+    {&clg_op_DepthwiseConv2dNativeBackpropFilter, {CLG_KIND_HOST, dw_supports, dw_run, NULL, NULL}},
+};
+CLG_KERNEL_SET(clg_host_kernels_depthwise, entries);
