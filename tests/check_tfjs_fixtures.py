@@ -147,6 +147,15 @@ def main():
             except ValueError as e:
                 failures.append("%s: clgraph run --json printed no JSON (%s)" % (name, e))
                 continue
+            if args.device:
+                # Soft placement may move what the device lacks; the model must still run there.
+                want = args.device.split("device:")[-1].upper()
+                placed = {d: c for d, c in res.get("devices", {}).items()}
+                on = sum(c for d, c in placed.items() if d.upper().endswith(want))
+                if on == 0:
+                    failures.append("%s: no node ran on %s (devices: %s)" % (name, args.device, placed))
+                    continue
+                print("%s: %d of %d nodes on %s" % (name, on, sum(placed.values()), args.device))
             files = {}
             for o in res.get("outputs", []):
                 files[o.get("name")] = o.get("file")
