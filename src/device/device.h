@@ -169,22 +169,4 @@ typedef struct clg_device_ops {
 /* The table of dev. */
 const clg_device_ops *clg_device_ops_of(const clg_device *dev);
 
-/* --- OpenCL data movement (backends/opencl/transfer.c) ---------------------------------- */
-
-/* Declared here, not in the OpenCL backend's door, while src/ops/ still calls them; their
- * callers move to the device table (upload, download, copy_from_peer). mem is a block's
- * region handle (an OpenCL device's cl_mem). */
-
-/* Blocking write of bytes from host to (mem, offset) on dev's queue. */
-clg_code clg_device_upload(clg_device *dev, void *mem, size_t offset, const void *host,
-                           size_t bytes);
-/* Blocking read of bytes from (mem, offset) on dev's queue (after all work queued there). */
-clg_code clg_device_download(clg_device *dev, void *mem, size_t offset, void *host, size_t bytes);
-/* Copies within one context, enqueued on dst's queue after `wait` (may be NULL); *done
- * (if not NULL) receives an event for the copy. Devices of different contexts:
- * UNIMPLEMENTED (callers stage through the host). */
-clg_code clg_device_copy(clg_device *dst, void *dst_mem, size_t dst_offset, const clg_device *src,
-                         void *src_mem, size_t src_offset, size_t bytes, clg_event *wait,
-                         clg_event **done);
-
 #endif

@@ -85,6 +85,180 @@ typedef struct region_span {
 
 static double chart(clg_strbuf *s, double y, const clg_memmap_point *pts, int npts, uint64_t limit);
 
+/* What the picture sums over the blocks drawn. */
+typedef struct map_totals {
+  uint64_t used, free_bytes, largest;
+  size_t used_blocks, free_blocks, largest_at; /* largest_at: SIZE_MAX when nothing is free */
+} map_totals;
+
+/* Groups the blocks (sorted by region) into spans and sums them; NULL when out of memory. */
+static region_span *map_tally(const clg_alloc_block *b, size_t n, int *nspans, map_totals *t)
+{
+  region_span *spans = calloc(n + 1, sizeof *spans);
+  *nspans = 0;
+  *t = (map_totals){0, 0, 0, 0, 0, SIZE_MAX};
+  for (size_t i = 0; spans && i < n; i++) {
+    if (*nspans == 0 || spans[*nspans - 1].region != b[i].region)
+      spans[(*nspans)++] = (region_span){b[i].region, b[i].region_size, i, 0};
+    spans[*nspans - 1].count++;
+    if (b[i].state == CLG_BLOCK_FREE) {
+      t->free_bytes += b[i].size;
+      t->free_blocks++;
+      if (b[i].size > t->largest) {
+        t->largest = b[i].size;
+        t->largest_at = i;
+      }
+    } else if (b[i].state == CLG_BLOCK_IN_USE) {
+      t->used += b[i].size;
+      t->used_blocks++;
+    }
+  }
+  return spans;
+}
+
+/* The <svg> element with the statistics as data- attributes (what tests read), the hatch
+ * pattern, the title and the two summary lines. */
+static void map_header(clg_strbuf *s, clg_allocator *a, const char *when,
+                       const clg_memory_stats *st, const map_totals *t, size_t n, double height)
+{
+  const clg_device *dev = clg_allocator_device(a);
+  char h1[32], h2[32], h3[32], h4[32], h5[32];
+  clg_strbuf_printf(s,
+                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                    "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\" "
+                    "data-device=\"",
+                    W, height, W, height);
+  xml_text(s, dev ? dev->info.full_name : "");
+  clg_strbuf_printf(s,
+                    "\" data-bytes-in-use=\"%" PRIu64 "\" data-bytes-free=\"%" PRIu64
+                    "\" data-largest-free-block=\"%" PRIu64 "\" data-fragmentation=\"%.6f\" "
+                    "data-bytes-limit=\"%" PRIu64 "\" data-bytes-reserved=\"%" PRIu64
+                    "\" data-peak-bytes-in-use=\"%" PRIu64 "\" data-live-allocs=\"%" PRIu64
+                    "\" data-blocks=\"%zu\">\n",
+                    st->bytes_in_use, t->free_bytes, st->largest_free_block, st->fragmentation,
+                    st->bytes_limit, st->bytes_reserved, st->peak_bytes_in_use, st->live_allocs, n);
+  clg_strbuf_append(s, "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" "
+                       "patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
+                       "<rect class=\"bg\" width=\"6\" height=\"6\" fill=\"#eeeeee\"/>"
+                       "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#cccccc\" "
+                       "stroke-width=\"2\"/></pattern></defs>\n"
+                       "<rect class=\"bg\" width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+  clg_strbuf_append(s,
+                    "<text x=\"20\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Memory map of ");
+  xml_text(s, dev ? dev->info.full_name : "?");
+  clg_strbuf_append(s, " (");
+  xml_text(s, clg_allocator_name(a));
+  clg_strbuf_append(s, ")</text>\n<text x=\"20\" y=\"48\" fill=\"#555\">");
+  xml_text(s, when ? when : "");
+  clg_strbuf_append(s, "</text>\n");
+  clg_strbuf_printf(s,
+                    "<text x=\"20\" y=\"72\">In use %s in %zu blocks (peak %s) · free %s in %zu "
+                    "blocks · largest free block %s · fragmentation %.1f%%</text>\n",
+                    human(st->bytes_in_use, h1, sizeof h1), t->used_blocks,
+                    human(st->peak_bytes_in_use, h2, sizeof h2),
+                    human(t->free_bytes, h3, sizeof h3), t->free_blocks,
+                    human(st->largest_free_block, h4, sizeof h4), 100.0 * st->fragmentation);
+  clg_strbuf_printf(s,
+                    "<text x=\"20\" y=\"90\">Reserved %s in %" PRIu64
+                    " regions of a limit of %s; pending %s</text>\n",
+                    human(st->bytes_reserved, h1, sizeof h1), st->num_regions,
+                    human(st->bytes_limit, h2, sizeof h2), human(st->bytes_pending, h5, sizeof h5));
+}
+
+/* Block i of a region bar at y (scale: px per byte); at least 1.5 px so that small tensors
+ * show, the largest free block outlined in red. */
+static void map_block(clg_strbuf *s, const clg_alloc_block *b, size_t i, size_t largest_at,
+                      double y, double scale)
+{
+  char h1[32];
+  const clg_alloc_block *k = &b[i];
+  double x = BAR_X + (double)k->offset * scale, w = (double)k->size * scale;
+  if (w < 1.5)
+    w = 1.5;
+  if (x + w > BAR_X + BAR_W)
+    x = BAR_X + BAR_W - w;
+  char fill[40] = "url(#hatch)";
+  const char *state = "free";
+  if (k->state == CLG_BLOCK_IN_USE) {
+    state = "in-use";
+    label_colour(k->label[0] ? k->label : "?", fill, sizeof fill);
+  } else if (k->state == CLG_BLOCK_PENDING) {
+    state = "pending";
+    snprintf(fill, sizeof fill, "#999999");
+  }
+  clg_strbuf_printf(s,
+                    "<rect class=\"block %s\" x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" "
+                    "height=\"36\" fill=\"%s\" stroke=\"%s\" stroke-width=\"%s\" "
+                    "data-region=\"%u\" data-offset=\"%" PRIu64 "\" data-size=\"%" PRIu64
+                    "\" data-label=\"",
+                    state, x, y + 18, w, fill, i == largest_at ? "#d62728" : "#444444",
+                    i == largest_at ? "2" : "0.3", k->region, k->offset, k->size);
+  xml_text(s, k->label);
+  clg_strbuf_printf(s, "\"><title>%s %s at offset %" PRIu64 ": ", state,
+                    human(k->size, h1, sizeof h1), k->offset);
+  xml_text(s, k->label[0] ? k->label : state);
+  clg_strbuf_append(s, "</title></rect>\n");
+  if (w > 90 && (k->label[0] || i == largest_at)) {
+    clg_strbuf_printf(s, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"11\">", x + 4, y + 40);
+    xml_short(s, i == largest_at ? "largest free block" : k->label, (size_t)(w / 6.5));
+    clg_strbuf_append(s, "</text>\n");
+  }
+}
+
+/* Each region to scale, one bar of 70 px per region; returns the y below them. */
+static double map_regions(clg_strbuf *s, const clg_device *dev, const clg_alloc_block *b,
+                          const region_span *spans, int nspans, size_t largest_at, double y)
+{
+  char h1[32];
+  for (int r = 0; r < nspans; r++) {
+    const region_span *sp = &spans[r];
+    clg_strbuf_printf(s, "<text x=\"20\" y=\"%.0f\">%s %u: %s</text>\n", y + 12,
+                      dev && dev->is_host ? "Host blocks (end to end)" : "Region", sp->region,
+                      human(sp->size, h1, sizeof h1));
+    double scale = sp->size ? BAR_W / (double)sp->size : 0.0;
+    for (size_t i = sp->first; i < sp->first + sp->count; i++)
+      map_block(s, b, i, largest_at, y, scale);
+    y += 70;
+  }
+  return y;
+}
+
+/* The blocks in use side by side, each as wide as its share of the bytes in use: what
+ * fills the memory, readable when the regions are mostly free. Returns the y below. */
+static double map_shares(clg_strbuf *s, const clg_alloc_block *b, size_t n, const map_totals *t,
+                         double y)
+{
+  if (!t->used_blocks)
+    return y;
+  char h1[32];
+  clg_strbuf_printf(s,
+                    "<text x=\"20\" y=\"%.0f\">Blocks in use, side by side (width: share of "
+                    "the bytes in use)</text>\n",
+                    y + 12);
+  double x = BAR_X;
+  for (size_t i = 0; i < n; i++) {
+    if (b[i].state != CLG_BLOCK_IN_USE)
+      continue;
+    double w = t->used ? BAR_W * (double)b[i].size / (double)t->used : 0;
+    char fill[40];
+    label_colour(b[i].label[0] ? b[i].label : "?", fill, sizeof fill);
+    clg_strbuf_printf(s,
+                      "<rect class=\"share\" x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"28\" "
+                      "fill=\"%s\" stroke=\"white\" stroke-width=\"0.5\"><title>",
+                      x, y + 18, w, fill);
+    xml_text(s, b[i].label[0] ? b[i].label : "unlabelled");
+    clg_strbuf_printf(s, ": %s</title></rect>\n", human(b[i].size, h1, sizeof h1));
+    if (w > 110) {
+      clg_strbuf_printf(s, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"11\">", x + 4, y + 36);
+      xml_short(s, b[i].label[0] ? b[i].label : "unlabelled", (size_t)(w / 6.5));
+      clg_strbuf_append(s, "</text>\n");
+    }
+    x += w;
+  }
+  return y + 60;
+}
+
 char *clg_allocator_svg(clg_allocator *a, const char *when, const clg_memmap_point *pts, int npts,
                         clg_memory_stats *stats_out)
 {
@@ -95,28 +269,10 @@ char *clg_allocator_svg(clg_allocator *a, const char *when, const clg_memmap_poi
     return NULL;
   if (stats_out)
     *stats_out = st;
-  const clg_device *dev = clg_allocator_device(a);
   /* Regions and the totals of the blocks drawn. */
-  region_span *spans = calloc(n + 1, sizeof *spans);
-  int nspans = 0;
-  uint64_t used = 0, free_bytes = 0, largest = 0;
-  size_t used_blocks = 0, free_blocks = 0, largest_at = SIZE_MAX;
-  for (size_t i = 0; spans && i < n; i++) {
-    if (nspans == 0 || spans[nspans - 1].region != b[i].region)
-      spans[nspans++] = (region_span){b[i].region, b[i].region_size, i, 0};
-    spans[nspans - 1].count++;
-    if (b[i].state == CLG_BLOCK_FREE) {
-      free_bytes += b[i].size;
-      free_blocks++;
-      if (b[i].size > largest) {
-        largest = b[i].size;
-        largest_at = i;
-      }
-    } else if (b[i].state == CLG_BLOCK_IN_USE) {
-      used += b[i].size;
-      used_blocks++;
-    }
-  }
+  int nspans;
+  map_totals t;
+  region_span *spans = map_tally(b, n, &nspans, &t);
   if (!spans) {
     free(b);
     clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory drawing a memory map");
@@ -125,126 +281,15 @@ char *clg_allocator_svg(clg_allocator *a, const char *when, const clg_memmap_poi
   double height = 150.0 + nspans * 70.0 + 40.0 + (n ? 90.0 : 0.0) + 260.0;
   clg_strbuf s;
   clg_strbuf_init(&s);
-  char h1[32], h2[32], h3[32], h4[32], h5[32];
-  clg_strbuf_printf(&s,
-                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-                    "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\" "
-                    "data-device=\"",
-                    W, height, W, height);
-  xml_text(&s, dev ? dev->info.full_name : "");
-  clg_strbuf_printf(&s,
-                    "\" data-bytes-in-use=\"%" PRIu64 "\" data-bytes-free=\"%" PRIu64
-                    "\" data-largest-free-block=\"%" PRIu64 "\" data-fragmentation=\"%.6f\" "
-                    "data-bytes-limit=\"%" PRIu64 "\" data-bytes-reserved=\"%" PRIu64
-                    "\" data-peak-bytes-in-use=\"%" PRIu64 "\" data-live-allocs=\"%" PRIu64
-                    "\" data-blocks=\"%zu\">\n",
-                    st.bytes_in_use, free_bytes, st.largest_free_block, st.fragmentation,
-                    st.bytes_limit, st.bytes_reserved, st.peak_bytes_in_use, st.live_allocs, n);
-  clg_strbuf_append(&s, "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" "
-                        "patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
-                        "<rect class=\"bg\" width=\"6\" height=\"6\" fill=\"#eeeeee\"/>"
-                        "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#cccccc\" "
-                        "stroke-width=\"2\"/></pattern></defs>\n"
-                        "<rect class=\"bg\" width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
-  clg_strbuf_append(&s,
-                    "<text x=\"20\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Memory map of ");
-  xml_text(&s, dev ? dev->info.full_name : "?");
-  clg_strbuf_append(&s, " (");
-  xml_text(&s, clg_allocator_name(a));
-  clg_strbuf_append(&s, ")</text>\n<text x=\"20\" y=\"48\" fill=\"#555\">");
-  xml_text(&s, when ? when : "");
-  clg_strbuf_append(&s, "</text>\n");
-  clg_strbuf_printf(&s,
-                    "<text x=\"20\" y=\"72\">In use %s in %zu blocks (peak %s) · free %s in %zu "
-                    "blocks · largest free block %s · fragmentation %.1f%%</text>\n",
-                    human(st.bytes_in_use, h1, sizeof h1), used_blocks,
-                    human(st.peak_bytes_in_use, h2, sizeof h2), human(free_bytes, h3, sizeof h3),
-                    free_blocks, human(st.largest_free_block, h4, sizeof h4),
-                    100.0 * st.fragmentation);
-  clg_strbuf_printf(&s,
-                    "<text x=\"20\" y=\"90\">Reserved %s in %" PRIu64
-                    " regions of a limit of %s; pending %s</text>\n",
-                    human(st.bytes_reserved, h1, sizeof h1), st.num_regions,
-                    human(st.bytes_limit, h2, sizeof h2), human(st.bytes_pending, h5, sizeof h5));
+  map_header(&s, a, when, &st, &t, n, height);
   double y = 110.0;
   if (n == 0) {
     clg_strbuf_printf(&s, "<text x=\"20\" y=\"%.0f\">The allocator holds no memory.</text>\n",
                       y + 20);
     y += 40;
   }
-  /* Each region to scale; a block gets at least 1.5 px so that small tensors show. */
-  for (int r = 0; r < nspans; r++) {
-    region_span *sp = &spans[r];
-    clg_strbuf_printf(&s, "<text x=\"20\" y=\"%.0f\">%s %u: %s</text>\n", y + 12,
-                      dev && dev->is_host ? "Host blocks (end to end)" : "Region", sp->region,
-                      human(sp->size, h1, sizeof h1));
-    double scale = sp->size ? BAR_W / (double)sp->size : 0.0;
-    for (size_t i = sp->first; i < sp->first + sp->count; i++) {
-      const clg_alloc_block *k = &b[i];
-      double x = BAR_X + (double)k->offset * scale, w = (double)k->size * scale;
-      if (w < 1.5)
-        w = 1.5;
-      if (x + w > BAR_X + BAR_W)
-        x = BAR_X + BAR_W - w;
-      char fill[40] = "url(#hatch)";
-      const char *state = "free";
-      if (k->state == CLG_BLOCK_IN_USE) {
-        state = "in-use";
-        label_colour(k->label[0] ? k->label : "?", fill, sizeof fill);
-      } else if (k->state == CLG_BLOCK_PENDING) {
-        state = "pending";
-        snprintf(fill, sizeof fill, "#999999");
-      }
-      clg_strbuf_printf(&s,
-                        "<rect class=\"block %s\" x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" "
-                        "height=\"36\" fill=\"%s\" stroke=\"%s\" stroke-width=\"%s\" "
-                        "data-region=\"%u\" data-offset=\"%" PRIu64 "\" data-size=\"%" PRIu64
-                        "\" data-label=\"",
-                        state, x, y + 18, w, fill, i == largest_at ? "#d62728" : "#444444",
-                        i == largest_at ? "2" : "0.3", k->region, k->offset, k->size);
-      xml_text(&s, k->label);
-      clg_strbuf_printf(&s, "\"><title>%s %s at offset %" PRIu64 ": ", state,
-                        human(k->size, h1, sizeof h1), k->offset);
-      xml_text(&s, k->label[0] ? k->label : state);
-      clg_strbuf_append(&s, "</title></rect>\n");
-      if (w > 90 && (k->label[0] || i == largest_at)) {
-        clg_strbuf_printf(&s, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"11\">", x + 4, y + 40);
-        xml_short(&s, i == largest_at ? "largest free block" : k->label, (size_t)(w / 6.5));
-        clg_strbuf_append(&s, "</text>\n");
-      }
-    }
-    y += 70;
-  }
-  /* The blocks in use side by side, each as wide as its share of the bytes in use: what
-   * fills the memory, readable when the regions are mostly free. */
-  if (used_blocks) {
-    clg_strbuf_printf(&s,
-                      "<text x=\"20\" y=\"%.0f\">Blocks in use, side by side (width: share of "
-                      "the bytes in use)</text>\n",
-                      y + 12);
-    double x = BAR_X;
-    for (size_t i = 0; i < n; i++) {
-      if (b[i].state != CLG_BLOCK_IN_USE)
-        continue;
-      double w = used ? BAR_W * (double)b[i].size / (double)used : 0;
-      char fill[40];
-      label_colour(b[i].label[0] ? b[i].label : "?", fill, sizeof fill);
-      clg_strbuf_printf(&s,
-                        "<rect class=\"share\" x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"28\" "
-                        "fill=\"%s\" stroke=\"white\" stroke-width=\"0.5\"><title>",
-                        x, y + 18, w, fill);
-      xml_text(&s, b[i].label[0] ? b[i].label : "unlabelled");
-      clg_strbuf_printf(&s, ": %s</title></rect>\n", human(b[i].size, h1, sizeof h1));
-      if (w > 110) {
-        clg_strbuf_printf(&s, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"11\">", x + 4, y + 36);
-        xml_short(&s, b[i].label[0] ? b[i].label : "unlabelled", (size_t)(w / 6.5));
-        clg_strbuf_append(&s, "</text>\n");
-      }
-      x += w;
-    }
-    y += 60;
-  }
+  y = map_regions(&s, clg_allocator_device(a), b, spans, nspans, t.largest_at, y);
+  y = map_shares(&s, b, n, &t, y);
   y = chart(&s, y + 10, pts, npts, st.bytes_limit);
   clg_strbuf_append(&s, "</svg>\n");
   free(spans);

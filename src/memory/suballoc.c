@@ -551,86 +551,78 @@ void clg_suballoc_walk(const clg_suballoc *a, clg_suballoc_visit visit, void *us
 
 #define BAD(...) return clg_error(CLG_INTERNAL, "clg_suballoc_validate: " __VA_ARGS__)
 
-clg_code clg_suballoc_validate(const clg_suballoc *a)
-{
-  if (!a)
-    BAD("NULL allocator");
-  uint64_t total = 0, used = 0, used_blocks = 0, free_blocks = 0, live_nodes = 0;
-  uint32_t live_regions = 0;
-  for (uint32_t s = 0; s < a->num_slots; s++) {
-    const sa_region *r = &a->regions[s];
-    if (!r->live)
-      continue;
-    live_regions++;
-    for (uint32_t t = s + 1; t < a->num_slots; t++)
-      if (a->regions[t].live && a->regions[t].id == r->id)
-        BAD("region id %u appears twice", r->id);
-    uint64_t at = 0, r_used = 0, r_blocks = 0;
-    uint32_t prev = NIL;
-    bool prev_free = false;
-    for (uint32_t n = r->first; n != NIL; n = a->nodes[n].next_phys) {
-      if (n >= a->num_nodes)
-        BAD("region %u links to node %u beyond %u", r->id, n, a->num_nodes);
-      const sa_node *node = &a->nodes[n];
-      if (!(node->flags & NODE_LIVE))
-        BAD("region %u links to a recycled node %u", r->id, n);
-      if (node->slot != s || node->region != r->id)
-        BAD("node at %llu says region %u slot %u, is in region %u slot %u",
-            (unsigned long long)node->offset, node->region, node->slot, r->id, s);
-      if (node->prev_phys != prev)
-        BAD("region %u: block at %llu has a wrong previous neighbour", r->id,
-            (unsigned long long)node->offset);
-      if (node->offset != at)
-        BAD("region %u: block at %llu, expected %llu (gap or overlap)", r->id,
-            (unsigned long long)node->offset, (unsigned long long)at);
-      if (node->size == 0 || node->size % a->align || node->offset % a->align)
-        BAD("region %u: block at %llu of size %llu is not aligned to %llu", r->id,
-            (unsigned long long)node->offset, (unsigned long long)node->size,
-            (unsigned long long)a->align);
-      bool is_free = node->flags & NODE_FREE;
-      if (is_free && prev_free)
-        BAD("region %u: free blocks at %llu and before it are not coalesced", r->id,
-            (unsigned long long)node->offset);
-      if (is_free) {
-        free_blocks++;
-      } else {
-        r_used += node->size;
-        r_blocks++;
-        uint32_t j = table_find(a, r->id, node->offset);
-        if (j == NIL || a->table[j] != n)
-          BAD("region %u: block in use at %llu is missing from the table", r->id,
-              (unsigned long long)node->offset);
-      }
-      live_nodes++;
-      at += node->size;
-      if (at > r->size)
-        BAD("region %u: blocks run past its size %llu", r->id, (unsigned long long)r->size);
-      prev = n;
-      prev_free = is_free;
-    }
-    if (at != r->size)
-      BAD("region %u: blocks cover %llu of %llu bytes", r->id, (unsigned long long)at,
-          (unsigned long long)r->size);
-    if (r_used != r->used_bytes || r_blocks != r->used_blocks)
-      BAD("region %u: counts %llu bytes in %llu blocks in use, blocks say %llu in %llu", r->id,
-          (unsigned long long)r->used_bytes, (unsigned long long)r->used_blocks,
-          (unsigned long long)r_used, (unsigned long long)r_blocks);
-    total += r->size;
-    used += r_used;
-    used_blocks += r_blocks;
-  }
-  if (live_regions != a->live_regions)
-    BAD("%u live regions counted, %u recorded", live_regions, a->live_regions);
-  if (total != a->bytes_total || used != a->bytes_used || used_blocks != a->used_blocks)
-    BAD("totals %llu/%llu bytes/%llu blocks, recorded %llu/%llu/%llu", (unsigned long long)total,
-        (unsigned long long)used, (unsigned long long)used_blocks,
-        (unsigned long long)a->bytes_total, (unsigned long long)a->bytes_used,
-        (unsigned long long)a->used_blocks);
-  if (free_blocks != a->free_blocks)
-    BAD("%llu free blocks in regions, %llu recorded", (unsigned long long)free_blocks,
-        (unsigned long long)a->free_blocks);
+/* What the walk of the regions counts, to check against the recorded totals. */
+typedef struct sa_tally {
+  uint64_t total, used, used_blocks, free_blocks, live_nodes;
+} sa_tally;
 
-  /* Free lists: every member free, in its class, linked both ways; bitmaps match. */
+/* Region slot s's chain: linked both ways, contiguous from 0 to its size, aligned, free
+ * neighbours coalesced, blocks in use in the table, its counts right. */
+static clg_code validate_region(const clg_suballoc *a, uint32_t s, sa_tally *t)
+{
+  const sa_region *r = &a->regions[s];
+  for (uint32_t u = s + 1; u < a->num_slots; u++)
+    if (a->regions[u].live && a->regions[u].id == r->id)
+      BAD("region id %u appears twice", r->id);
+  uint64_t at = 0, r_used = 0, r_blocks = 0;
+  uint32_t prev = NIL;
+  bool prev_free = false;
+  for (uint32_t n = r->first; n != NIL; n = a->nodes[n].next_phys) {
+    if (n >= a->num_nodes)
+      BAD("region %u links to node %u beyond %u", r->id, n, a->num_nodes);
+    const sa_node *node = &a->nodes[n];
+    if (!(node->flags & NODE_LIVE))
+      BAD("region %u links to a recycled node %u", r->id, n);
+    if (node->slot != s || node->region != r->id)
+      BAD("node at %llu says region %u slot %u, is in region %u slot %u",
+          (unsigned long long)node->offset, node->region, node->slot, r->id, s);
+    if (node->prev_phys != prev)
+      BAD("region %u: block at %llu has a wrong previous neighbour", r->id,
+          (unsigned long long)node->offset);
+    if (node->offset != at)
+      BAD("region %u: block at %llu, expected %llu (gap or overlap)", r->id,
+          (unsigned long long)node->offset, (unsigned long long)at);
+    if (node->size == 0 || node->size % a->align || node->offset % a->align)
+      BAD("region %u: block at %llu of size %llu is not aligned to %llu", r->id,
+          (unsigned long long)node->offset, (unsigned long long)node->size,
+          (unsigned long long)a->align);
+    bool is_free = node->flags & NODE_FREE;
+    if (is_free && prev_free)
+      BAD("region %u: free blocks at %llu and before it are not coalesced", r->id,
+          (unsigned long long)node->offset);
+    if (is_free) {
+      t->free_blocks++;
+    } else {
+      r_used += node->size;
+      r_blocks++;
+      uint32_t j = table_find(a, r->id, node->offset);
+      if (j == NIL || a->table[j] != n)
+        BAD("region %u: block in use at %llu is missing from the table", r->id,
+            (unsigned long long)node->offset);
+    }
+    t->live_nodes++;
+    at += node->size;
+    if (at > r->size)
+      BAD("region %u: blocks run past its size %llu", r->id, (unsigned long long)r->size);
+    prev = n;
+    prev_free = is_free;
+  }
+  if (at != r->size)
+    BAD("region %u: blocks cover %llu of %llu bytes", r->id, (unsigned long long)at,
+        (unsigned long long)r->size);
+  if (r_used != r->used_bytes || r_blocks != r->used_blocks)
+    BAD("region %u: counts %llu bytes in %llu blocks in use, blocks say %llu in %llu", r->id,
+        (unsigned long long)r->used_bytes, (unsigned long long)r->used_blocks,
+        (unsigned long long)r_used, (unsigned long long)r_blocks);
+  t->total += r->size;
+  t->used += r_used;
+  t->used_blocks += r_blocks;
+  return CLG_OK;
+}
+
+/* Free lists: every member free, in its class, linked both ways; bitmaps match. */
+static clg_code validate_free_lists(const clg_suballoc *a, const sa_tally *t)
+{
   uint64_t listed = 0;
   for (unsigned row = 0; row < ROWS; row++) {
     bool row_bit = (a->fl_bitmap >> row) & 1;
@@ -643,7 +635,7 @@ clg_code clg_suballoc_validate(const clg_suballoc *a)
         BAD("class %u/%u: bitmap %d but list %s", row, col, bit, head == NIL ? "empty" : "not");
       uint32_t prev = NIL;
       for (uint32_t n = head; n != NIL; n = a->nodes[n].next_free) {
-        if (n >= a->num_nodes || listed > live_nodes)
+        if (n >= a->num_nodes || listed > t->live_nodes)
           BAD("class %u/%u: list is broken or cyclic", row, col);
         const sa_node *node = &a->nodes[n];
         if (node->flags != (NODE_LIVE | NODE_FREE))
@@ -661,10 +653,15 @@ clg_code clg_suballoc_validate(const clg_suballoc *a)
       }
     }
   }
-  if (listed != free_blocks)
+  if (listed != t->free_blocks)
     BAD("%llu blocks in free lists, %llu free blocks in regions", (unsigned long long)listed,
-        (unsigned long long)free_blocks);
+        (unsigned long long)t->free_blocks);
+  return CLG_OK;
+}
 
+/* The table of blocks in use: only blocks in use, as many as the regions hold. */
+static clg_code validate_table(const clg_suballoc *a, const sa_tally *t)
+{
   uint32_t in_table = 0;
   if (a->table)
     for (uint32_t j = 0; j <= a->table_mask; j++) {
@@ -675,8 +672,38 @@ clg_code clg_suballoc_validate(const clg_suballoc *a)
       if (n >= a->num_nodes || a->nodes[n].flags != NODE_LIVE)
         BAD("the table holds node %u, which is not a block in use", n);
     }
-  if (in_table != a->table_count || in_table != used_blocks)
+  if (in_table != a->table_count || in_table != t->used_blocks)
     BAD("the table holds %u blocks (count %u), %llu are in use", in_table, a->table_count,
-        (unsigned long long)used_blocks);
+        (unsigned long long)t->used_blocks);
   return CLG_OK;
+}
+
+clg_code clg_suballoc_validate(const clg_suballoc *a)
+{
+  if (!a)
+    BAD("NULL allocator");
+  sa_tally t = {0, 0, 0, 0, 0};
+  uint32_t live_regions = 0;
+  for (uint32_t s = 0; s < a->num_slots; s++) {
+    if (!a->regions[s].live)
+      continue;
+    live_regions++;
+    clg_code code = validate_region(a, s, &t);
+    if (code != CLG_OK)
+      return code;
+  }
+  if (live_regions != a->live_regions)
+    BAD("%u live regions counted, %u recorded", live_regions, a->live_regions);
+  if (t.total != a->bytes_total || t.used != a->bytes_used || t.used_blocks != a->used_blocks)
+    BAD("totals %llu/%llu bytes/%llu blocks, recorded %llu/%llu/%llu", (unsigned long long)t.total,
+        (unsigned long long)t.used, (unsigned long long)t.used_blocks,
+        (unsigned long long)a->bytes_total, (unsigned long long)a->bytes_used,
+        (unsigned long long)a->used_blocks);
+  if (t.free_blocks != a->free_blocks)
+    BAD("%llu free blocks in regions, %llu recorded", (unsigned long long)t.free_blocks,
+        (unsigned long long)a->free_blocks);
+  clg_code code = validate_free_lists(a, &t);
+  if (code != CLG_OK)
+    return code;
+  return validate_table(a, &t);
 }

@@ -221,6 +221,84 @@ static clg_code check_mm_block(const clg_block *b, const char *arg, size_t es, s
   return CLG_OK;
 }
 
+/* k = 0: C (bytes at c) is zero. */
+static clg_code fill_zero(clg_device *dev, const clg_block *c, size_t es, size_t bytes)
+{
+  const uint64_t zero = 0;
+  cl_int err =
+      clEnqueueFillBuffer(clg_cl_queue(dev), c->mem, &zero, es, c->offset, bytes, 0, NULL, NULL);
+  if (err != CL_SUCCESS)
+    return clg_cl_error(err, "clEnqueueFillBuffer", " for MatMul on %s", dev->info.name);
+  return CLG_OK;
+}
+
+/* CLBlast's kernels take sizes, leading dimensions and offsets as int, and index with
+ * them: every element's index (offset + position) must fit. The block checks bound
+ * m*k, k*n and m*n by the block sizes, so these sums cannot overflow size_t. */
+static bool fits_int(const gemm_args *g)
+{
+  size_t biggest = g->m > g->n ? g->m : g->n;
+  biggest = biggest > g->k ? biggest : g->k;
+  return !(biggest > INT_MAX || g->a_off + g->m * g->k > INT_MAX ||
+           g->b_off + g->k * g->n > INT_MAX || g->c_off + g->m * g->n > INT_MAX);
+}
+
+/* The GEMM with temp_bytes of scratch, from the plan's block when it is big enough, else
+ * from alloc (freed after the GEMM's last kernel). */
+static clg_code gemm_with_scratch(clg_device *dev, clg_allocator *alloc, const clg_block *scratch,
+                                  clg_dtype dtype, const gemm_args *g, cl_command_queue q,
+                                  size_t temp_bytes, const char **why)
+{
+  /* CLBlast takes the scratch as a whole cl_mem, so the block becomes a sub-buffer, whose
+   * origin must be aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN: pad the request so that an
+   * aligned origin always fits in it. */
+  size_t align = dev->info.base_addr_align ? dev->info.base_addr_align : 1;
+  size_t pad = (align <= 256 && 256 % align == 0) ? 0 : align - 1;
+  clg_block tmp;
+  clg_code code;
+  if (clg_log_enabled(CLG_LOG_DEBUG))
+    clg_log(CLG_LOG_DEBUG, "MatMul [%zu,%zu]x[%zu,%zu] on %s: %zu bytes of CLBlast scratch", g->m,
+            g->k, g->k, g->n, dev->info.name, temp_bytes);
+  /* The run's plan holds scratch for this GEMM; should CLBlast want more with the real
+   * offsets than the plan asked for, the allocator serves this call. */
+  bool planned = scratch && scratch->mem && scratch->size >= temp_bytes + pad;
+  if (planned)
+    tmp = *scratch;
+  else if ((code = clg_allocator_alloc(alloc, temp_bytes + pad, &tmp)) != CLG_OK)
+    return clg_error_prefix("CLBlast GEMM scratch for MatMul [%zu,%zu]x[%zu,%zu]: ", g->m, g->k,
+                            g->k, g->n);
+  cl_buffer_region region = {(tmp.offset + align - 1) / align * align, temp_bytes};
+  cl_int err;
+  cl_mem sub =
+      clCreateSubBuffer(tmp.mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+  if (err != CL_SUCCESS) {
+    if (!planned)
+      clg_allocator_free(alloc, &tmp, NULL);
+    return clg_cl_error(err, "clCreateSubBuffer", " for the CLBlast GEMM scratch on %s",
+                        dev->info.name);
+  }
+  cl_event ev = NULL;
+  CLBlastStatusCode st = gemm_call(dev, dtype, g, &q, &ev, sub);
+  /* OpenCL keeps sub alive until the commands using it finish. */
+  clReleaseMemObject(sub);
+  if (st != CLBlastSuccess) {
+    /* Kernels enqueued before the failure may still use the scratch. */
+    clFinish(q);
+    if (ev)
+      clReleaseEvent(ev);
+    if (!planned)
+      clg_allocator_free(alloc, &tmp, NULL);
+    return clblast_error(st, gemm_name(dtype, true), dev, why);
+  }
+  /* The event is that of CLBlast's last kernel; the queue is in order, so it completes
+   * after every kernel that uses the scratch. */
+  if (!planned)
+    clg_allocator_free(alloc, &tmp, clg_event_from_cl(ev));
+  if (ev)
+    clReleaseEvent(ev);
+  return CLG_OK;
+}
+
 #endif /* CLG_HAVE_CLBLAST */
 
 clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *scratch,
@@ -257,14 +335,8 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *s
     return code;
   if (m == 0 || n == 0)
     return CLG_OK;
-  if (k == 0) { /* an empty sum: C is zero (CLBlast rejects k = 0) */
-    const uint64_t zero = 0;
-    cl_int err = clEnqueueFillBuffer(clg_cl_queue(dev), c->mem, &zero, es, c->offset, m * n * es, 0,
-                                     NULL, NULL);
-    if (err != CL_SUCCESS)
-      return clg_cl_error(err, "clEnqueueFillBuffer", " for MatMul on %s", dev->info.name);
-    return CLG_OK;
-  }
+  if (k == 0) /* an empty sum: C is zero (CLBlast rejects k = 0) */
+    return fill_zero(dev, c, es, m * n * es);
 
   gemm_args g = {ta ? CLBlastTransposeYes : CLBlastTransposeNo,
                  tb ? CLBlastTransposeYes : CLBlastTransposeNo,
@@ -280,13 +352,7 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *s
                  tb ? k : n,
                  c->offset / es,
                  n};
-  /* CLBlast's kernels take sizes, leading dimensions and offsets as int, and index with
-   * them: every element's index (offset + position) must fit. The block checks above bound
-   * m*k, k*n and m*n by the block sizes, so these sums cannot overflow size_t. */
-  size_t biggest = m > n ? m : n;
-  biggest = biggest > k ? biggest : k;
-  if (biggest > INT_MAX || g.a_off + m * k > INT_MAX || g.b_off + k * n > INT_MAX ||
-      g.c_off + m * n > INT_MAX) {
+  if (!fits_int(&g)) {
     *why = "sizes beyond CLBlast's int arguments";
     return clg_error(CLG_UNIMPLEMENTED,
                      "MatMul [%zu,%zu]x[%zu,%zu] on %s exceeds CLBlast's int sizes and offsets", m,
@@ -313,52 +379,7 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *s
     return st == CLBlastSuccess ? CLG_OK : clblast_error(st, gemm_name(dtype, false), dev, why);
   }
 
-  /* CLBlast takes the scratch as a whole cl_mem, so the block becomes a sub-buffer, whose
-   * origin must be aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN: pad the request so that an
-   * aligned origin always fits in it. */
-  size_t align = dev->info.base_addr_align ? dev->info.base_addr_align : 1;
-  size_t pad = (align <= 256 && 256 % align == 0) ? 0 : align - 1;
-  clg_block tmp;
-  if (clg_log_enabled(CLG_LOG_DEBUG))
-    clg_log(CLG_LOG_DEBUG, "MatMul [%zu,%zu]x[%zu,%zu] on %s: %zu bytes of CLBlast scratch", m, k,
-            k, n, dev->info.name, temp_bytes);
-  /* The run's plan holds scratch for this GEMM; should CLBlast want more with the real
-   * offsets than the plan asked for, the allocator serves this call. */
-  bool planned = scratch && scratch->mem && scratch->size >= temp_bytes + pad;
-  if (planned)
-    tmp = *scratch;
-  else if ((code = clg_allocator_alloc(alloc, temp_bytes + pad, &tmp)) != CLG_OK)
-    return clg_error_prefix("CLBlast GEMM scratch for MatMul [%zu,%zu]x[%zu,%zu]: ", m, k, k, n);
-  cl_buffer_region region = {(tmp.offset + align - 1) / align * align, temp_bytes};
-  cl_int err;
-  cl_mem sub =
-      clCreateSubBuffer(tmp.mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
-  if (err != CL_SUCCESS) {
-    if (!planned)
-      clg_allocator_free(alloc, &tmp, NULL);
-    return clg_cl_error(err, "clCreateSubBuffer", " for the CLBlast GEMM scratch on %s",
-                        dev->info.name);
-  }
-  cl_event ev = NULL;
-  st = gemm_call(dev, dtype, &g, &q, &ev, sub);
-  /* OpenCL keeps sub alive until the commands using it finish. */
-  clReleaseMemObject(sub);
-  if (st != CLBlastSuccess) {
-    /* Kernels enqueued before the failure may still use the scratch. */
-    clFinish(q);
-    if (ev)
-      clReleaseEvent(ev);
-    if (!planned)
-      clg_allocator_free(alloc, &tmp, NULL);
-    return clblast_error(st, gemm_name(dtype, true), dev, why);
-  }
-  /* The event is that of CLBlast's last kernel; the queue is in order, so it completes
-   * after every kernel that uses the scratch. */
-  if (!planned)
-    clg_allocator_free(alloc, &tmp, clg_event_from_cl(ev));
-  if (ev)
-    clReleaseEvent(ev);
-  return CLG_OK;
+  return gemm_with_scratch(dev, alloc, scratch, dtype, &g, q, temp_bytes, why);
 #endif
 }
 

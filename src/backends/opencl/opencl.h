@@ -47,6 +47,18 @@ static inline clg_event *clg_event_from_cl(cl_event e) { return (clg_event *)(vo
 extern const clg_device_ops clg_cl_device_ops;
 extern const clg_buffer_ops clg_cl_buffer_ops;
 
+/* Blocking write of bytes from host to (mem, offset) on dev's queue; mem is a block's
+ * region handle (its cl_mem). */
+clg_code clg_device_upload(clg_device *dev, void *mem, size_t offset, const void *host,
+                           size_t bytes);
+/* Blocking read of bytes from (mem, offset) on dev's queue (after all work queued there). */
+clg_code clg_device_download(clg_device *dev, void *mem, size_t offset, void *host, size_t bytes);
+/* Copies within one context, enqueued on dst's queue after `wait` (may be NULL); *done
+ * (if not NULL) receives an event for the copy. Devices of different contexts:
+ * UNIMPLEMENTED (callers stage through the host). */
+clg_code clg_device_copy(clg_device *dst, void *dst_mem, size_t dst_offset, const clg_device *src,
+                         void *src_mem, size_t src_offset, size_t bytes, clg_event *wait,
+                         clg_event **done);
 /* An event that completes when everything enqueued on dev's queue so far has completed. */
 clg_code clg_device_marker(clg_device *dev, cl_event *event);
 /* Waits for everything enqueued on dev's queue (OK at once for the host). */
