@@ -48,12 +48,16 @@ static const char *const ignorable[] = {
 };
 
 /* Attributes ignored only at the one value clgraph has (what TensorFlow defaults them to). */
-enum { AT_NHWC, AT_ALL_ONES, AT_EMPTY_LIST };
+enum { AT_NHWC, AT_ALL_ONES, AT_EMPTY_LIST, AT_TRUE };
 static const struct {
   const char *name;
   int at;
-} ignorable_at[] = {
-    {"data_format", AT_NHWC}, {"dilations", AT_ALL_ONES}, {"explicit_paddings", AT_EMPTY_LIST}};
+} ignorable_at[] = {{"data_format", AT_NHWC},
+                    {"dilations", AT_ALL_ONES},
+                    {"explicit_paddings", AT_EMPTY_LIST},
+                    /* Equal/NotEqual: true reports incompatible shapes as an error, as clgraph
+                     * does; false (a false result instead) is refused. */
+                    {"incompatible_shape_error", AT_TRUE}};
 
 bool clg_imp_attr_ignorable(const clg_imp_attr *a)
 {
@@ -75,6 +79,8 @@ bool clg_imp_attr_ignorable(const clg_imp_attr *a)
         if (!a->ints || a->ints[j] != 1)
           return false;
       return true;
+    case AT_TRUE:
+      return a->kind == CLG_IMP_B && a->i == 1;
     default:
       return a->kind == CLG_IMP_LIST && a->n == 0;
     }
