@@ -8,6 +8,12 @@ typedef struct clg_map {
   ulong sb[8];
 } clg_map;
 
+static T clg_floormod(T x, T y)
+{
+  T r = fmod(x, y);
+  return r != (T)0 && ((y < (T)0) != (r < (T)0)) ? r + y : r;
+}
+
 #define CLG_BCAST(name, TO, EXPR)                                                                \
   __kernel void name(__global const T *a, ulong ao, __global const T *b, ulong bo,              \
                      __global TO *out, ulong oo, ulong n, clg_map m)                            \
@@ -35,6 +41,10 @@ CLG_BCAST(clg_bc_equal, uchar, x == y ? 1 : 0)
 CLG_BCAST(clg_bc_ge, uchar, x >= y ? 1 : 0)
 CLG_BCAST(clg_bc_min, T, y < x ? y : x)
 CLG_BCAST(clg_bc_prelu, T, x < (T)0 ? y * x : x)
+/* TensorFlow's FloorDiv and FloorMod on floats: floor of the rounded quotient; fmod moved to
+ * y's sign when the two differ (Python's %). */
+CLG_BCAST(clg_bc_floordiv, T, floor(x / y))
+CLG_BCAST(clg_bc_floormod, T, clg_floormod(x, y))
 
 /* Equal and GreaterEqual on integers (the program's T is then unused). */
 #define CLG_BCAST_CMP(name, TI, OP)                                                              \

@@ -471,6 +471,74 @@ static void test_fold_bound(void)
   pb_free(&b);
 }
 
+/* A node of two inputs with T set to dtype dt (TF number). */
+static void op2_t(pbuf *g, const char *name, const char *op, const char *a, const char *b, int dt)
+{
+  pbuf n;
+  node_begin(&n, name, op, (const char *const[]){a, b, NULL}, NULL);
+  attr_type(&n, "T", dt);
+  node_end(g, &n);
+}
+
+/* Shape arithmetic on int32 folds (efficientpose's Conv2DBackpropInput sizes are Shape *
+ * 2 packed; movenet's resize sizes Shape * 2): Mul, Add, FloorDiv and FloorMod of a Shape and
+ * Consts become Consts of TensorFlow's values. Equal's incompatible_shape_error is accepted at
+ * either value; shapes that do not broadcast are an error at import. */
+static void test_fold_shape_arith(void)
+{
+  pbuf b = {0}, n;
+  int64_t xd[3] = {2, 3, 7};
+  placeholder(&b, "x", 3, xd);
+  node_begin(&n, "s", "Shape", (const char *const[]){"x", NULL}, NULL);
+  attr_type(&n, "T", 1);
+  attr_type(&n, "out_type", 3);
+  node_end(&b, &n);
+  const_i32(&b, "two", 0, NULL, 1, (const int32_t[]){2});
+  const_i32(&b, "m3", 1, (const int64_t[]){3}, 3, (const int32_t[]){-2, 2, -4});
+  op2_t(&b, "mul", "Mul", "s", "two", 3);
+  op2_t(&b, "add", "AddV2", "s", "m3", 3);
+  op2_t(&b, "fdiv", "FloorDiv", "s", "m3", 3);
+  op2_t(&b, "fmod", "FloorMod", "s", "m3", 3);
+  for (int k = 0; k < 2; k++) {
+    node_begin(&n, k ? "eq_false" : "eq_true", "Equal", (const char *const[]){"x", "x", NULL},
+               NULL);
+    attr_type(&n, "T", 1);
+    attr_b(&n, "incompatible_shape_error", k == 0);
+    node_end(&b, &n);
+  }
+  clg_graph *g = clg_graph_new();
+  clg_import_result *r = NULL;
+  CHECK_OK(import_pb(g, &b, NULL, &r));
+  /* Shape [2,3,7]: * 2, + [-2,2,-4], // and % [-2,2,-4] (Python's). */
+  const char *names[4] = {"mul", "add", "fdiv", "fmod"};
+  const int32_t want[4][3] = {{4, 6, 14}, {0, 5, 3}, {-1, 1, -2}, {0, 1, -1}};
+  for (int i = 0; i < 4; i++) {
+    clg_output o;
+    CHECK_OK(clg_import_find(r, names[i], &o));
+    CHECK_MSG(o.node && strcmp(clg_node_op(o.node), "Const") == 0, "%s not folded", names[i]);
+    const clg_tensor *t = o.node ? clg_node_value(o.node) : NULL;
+    CHECK_MSG(t && clg_tensor_dtype(t) == CLG_INT32 && clg_tensor_count(t) == 3 &&
+                  memcmp(clg_tensor_const_data(t), want[i], sizeof want[i]) == 0,
+              "%s: wrong folded value", names[i]);
+  }
+  clg_output eq;
+  CHECK_OK(clg_import_find(r, "eq_false", &eq));
+  CHECK_STR(clg_node_op(eq.node), "Equal");
+  clg_import_result_free(r);
+  clg_graph_free(g);
+  pb_free(&b);
+
+  memset(&b, 0, sizeof b);
+  placeholder(&b, "x", 3, xd);
+  placeholder(&b, "y", 1, (const int64_t[]){4});
+  node_begin(&n, "eq", "Equal", (const char *const[]){"x", "y", NULL}, NULL);
+  attr_type(&n, "T", 1);
+  attr_b(&n, "incompatible_shape_error", 0);
+  node_end(&b, &n);
+  CHECK_CONTAINS(import_error(&b, NULL, CLG_INVALID_ARGUMENT), "Incompatible shapes");
+  pb_free(&b);
+}
+
 /* _FusedConv2D: Conv2D, BiasAdd and Relu as nodes; relu(x * 2 - 3) for a 1x1 filter of 2.
  * An epilogue clgraph lacks and args that do not match the fused ops are errors. */
 static void test_fused_conv(void)
@@ -1959,6 +2027,7 @@ int main(void)
   test_mlp(true);
   test_folding();
   test_fold_bound();
+  test_fold_shape_arith();
   test_fused_conv();
   if (clg_test_require_gpus(2))
     test_devices_and_prefix();

@@ -521,6 +521,194 @@ static void test_binary_tf(void)
   EXPECT_BUILD_ERROR(g, "AddV2 's': dtypes differ: float vs double");
 }
 
+/* --- FloorDiv, FloorMod; integer arithmetic on the host ----------------------------------- */
+
+/* Random broadcast-compatible shapes: out (rank *r, dims dr) from a's and b's. */
+static void rand_bcast_shapes(int rep, int *ra, int64_t *da, int *rb, int64_t *db, int *r,
+                              int64_t *dr)
+{
+  int ro = irand(1, 4);
+  int64_t dout[4];
+  for (int k = 0; k < ro; k++)
+    dout[k] = irand(1, 5);
+  *ra = rep < 3 ? ro : irand(0, ro);
+  *rb = rep < 3 ? ro : irand(0, ro);
+  for (int k = 0; k < *ra; k++)
+    da[k] = rep >= 3 && clg_test_rand() % 3 == 0 ? 1 : dout[k + ro - *ra];
+  for (int k = 0; k < *rb; k++)
+    db[k] = rep >= 3 && clg_test_rand() % 3 == 0 ? 1 : dout[k + ro - *rb];
+  *r = *ra > *rb ? *ra : *rb;
+  for (int k = 0; k < *r; k++) {
+    int ka = k - (*r - *ra), kb = k - (*r - *rb);
+    int64_t x = ka >= 0 ? da[ka] : 1, y = kb >= 0 ? db[kb] : 1;
+    dr[k] = x == 1 ? y : x;
+  }
+}
+
+/* Fills t with k * step, k a random integer in [-kmax, kmax], never 0 when nonzero is set. */
+static void fill_steps(clg_tensor *t, int kmax, double step, bool nonzero)
+{
+  for (size_t i = 0; i < clg_tensor_count(t); i++) {
+    int k = irand(-kmax, kmax);
+    if (nonzero && k == 0)
+      k = clg_test_rand() % 2 ? kmax : -kmax;
+    set_elem(t, i, k * step);
+  }
+}
+
+/* Python's // and %: the quotient rounded down, the remainder with y's sign (or 0). */
+static double ref_floordiv(double x, double y) { return floor(x / y); }
+
+static double ref_floormod(double x, double y) { return x - floor(x / y) * y; }
+
+/* FloorDiv and FloorMod on floats, CPU:0 and GPU: x and y multiples of 1/2 (small), so the
+ * quotient is an exact integer or at least 1/10 away from one, and x - floor(x/y)*y is exact. */
+static void test_floor_div_mod(void)
+{
+  const char *ops[2] = {"FloorDiv", "FloorMod"};
+  for (int rep = 0; rep < 16; rep++) {
+    const char *op = ops[rep % 2];
+    int ra, rb, r;
+    int64_t da[4], db[4], dr[4];
+    rand_bcast_shapes(rep, &ra, da, &rb, db, &r, dr);
+    clg_dtype dt = rep % 4 >= 2 ? CLG_FLOAT64 : CLG_FLOAT32;
+    clg_tensor *in[2] = {clg_tensor_new(dt, ra, da, NULL), clg_tensor_new(dt, rb, db, NULL)};
+    fill_steps(in[0], 40, 0.5, false);
+    fill_steps(in[1], 10, 0.5, true);
+    size_t n = count_of(r, dr);
+    double *ref = malloc(sizeof *ref * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) {
+      double x = clg_test_elem(in[0], bcast_index(i, r, dr, ra, da));
+      double y = clg_test_elem(in[1], bcast_index(i, r, dr, rb, db));
+      ref[i] = rep % 2 ? ref_floormod(x, y) : ref_floordiv(x, y);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "%s rep %d", op, rep);
+    check_op(what, 2, in, build_binary, op, ref, r, dr, 0);
+    free(ref);
+    clg_tensor_free(in[0]);
+    clg_tensor_free(in[1]);
+  }
+  /* Signs, and a zero divisor on floats: inf and NaN as TensorFlow's (no error). */
+  int64_t d6[1] = {6};
+  clg_tensor *in[2] = {clg_tensor_new(CLG_FLOAT32, 1, d6, NULL),
+                       clg_tensor_new(CLG_FLOAT32, 1, d6, NULL)};
+  const double xs[6] = {7, -7, 7, -7, 1, 0}, ys[6] = {2, 2, -2, -2, 0, 0};
+  for (int i = 0; i < 6; i++) {
+    set_elem(in[0], (size_t)i, xs[i]);
+    set_elem(in[1], (size_t)i, ys[i]);
+  }
+  check_op("FloorDiv signs", 2, in, build_binary, "FloorDiv",
+           (double[]){3, -4, -4, 3, INFINITY, NAN}, 1, d6, 0);
+  check_op("FloorMod signs", 2, in, build_binary, "FloorMod", (double[]){1, 1, -1, -1, NAN, NAN}, 1,
+           d6, 0);
+  clg_tensor_free(in[0]);
+  clg_tensor_free(in[1]);
+}
+
+/* op on CPU:0 alone (integers have host kernels only); *out NULL and the error in err on
+ * failure. */
+static clg_code run_host(const char *op, clg_tensor *const *inputs, clg_tensor **out, char *err,
+                         size_t err_size)
+{
+  *out = NULL;
+  clg_graph *g = clg_graph_new();
+  clg_graph_push_device(g, "/cpu:0");
+  clg_node *ph[2];
+  for (int i = 0; i < 2; i++) {
+    int64_t dims[CLG_MAX_RANK];
+    for (int k = 0; k < clg_tensor_rank(inputs[i]); k++)
+      dims[k] = clg_tensor_dim(inputs[i], k);
+    ph[i] = clg_placeholder(g, NULL, clg_tensor_dtype(inputs[i]), clg_tensor_rank(inputs[i]), dims);
+  }
+  clg_node *y = build_binary(g, ph, op);
+  clg_code code = clg_graph_status(g);
+  clg_session *s = NULL;
+  if (code == CLG_OK)
+    code = clg_session_new(g, &session_opt, &s);
+  if (code == CLG_OK)
+    code = clg_session_run(s, 2, ph, inputs, 1, &y, out);
+  snprintf(err, err_size, "%s", code == CLG_OK ? "" : clg_last_error());
+  clg_session_free(s);
+  clg_graph_free(g);
+  return code;
+}
+
+/* int32 and int64 on the host, exactly: FloorDiv and FloorMod (both signs), and the arithmetic
+ * the importer folds on shapes (Add, Sub, Mul, AddV2, Maximum, Minimum), broadcast and flat. */
+static void test_int_binary(void)
+{
+  const char *ops[8] = {"FloorDiv", "FloorMod", "Add", "Sub", "Mul", "AddV2", "Maximum", "Minimum"};
+  for (int rep = 0; rep < 48; rep++) {
+    const char *op = ops[rep % 8];
+    int ra, rb, r;
+    int64_t da[4], db[4], dr[4];
+    rand_bcast_shapes(rep / 8, &ra, da, &rb, db, &r, dr);
+    clg_dtype dt = rep % 3 == 2 ? CLG_INT64 : CLG_INT32;
+    clg_tensor *in[2] = {clg_tensor_new(dt, ra, da, NULL), clg_tensor_new(dt, rb, db, NULL)};
+    fill_steps(in[0], 50, 1, false);
+    fill_steps(in[1], 7, 1, true);
+    clg_tensor *out = NULL;
+    char err[1024], what[64];
+    snprintf(what, sizeof what, "%s %s rep %d", op, clg_dtype_name(dt), rep);
+    clg_code code = run_host(op, in, &out, err, sizeof err);
+    CHECK_MSG(code == CLG_OK, "%s: %s", what, err);
+    bool ok = code == CLG_OK && clg_tensor_dtype(out) == dt && clg_tensor_rank(out) == r;
+    for (int k = 0; ok && k < r; k++)
+      ok = clg_tensor_dim(out, k) == dr[k];
+    CHECK_MSG(code != CLG_OK || ok, "%s: dtype or shape differs", what);
+    size_t n = count_of(r, dr);
+    for (size_t i = 0; ok && i < n; i++) {
+      double x = clg_test_elem(in[0], bcast_index(i, r, dr, ra, da));
+      double y = clg_test_elem(in[1], bcast_index(i, r, dr, rb, db));
+      double want = rep % 8 == 0   ? ref_floordiv(x, y)
+                    : rep % 8 == 1 ? ref_floormod(x, y)
+                    : rep % 8 == 3 ? x - y
+                    : rep % 8 == 4 ? x * y
+                    : rep % 8 == 6 ? fmax(x, y)
+                    : rep % 8 == 7 ? fmin(x, y)
+                                   : x + y;
+      double v = clg_test_elem(out, i);
+      ok = v == want;
+      CHECK_MSG(ok, "%s: element %zu is %.17g, want %.17g (x %g, y %g)", what, i, v, want, x, y);
+    }
+    if (ok)
+      clg_test_passed++;
+    clg_tensor_free(out);
+    clg_tensor_free(in[0]);
+    clg_tensor_free(in[1]);
+  }
+  /* INT32_MIN // -1 wraps to INT32_MIN (as TensorFlow's two's complement), % -1 is 0; a zero
+   * divisor is TensorFlow's error. */
+  const char *ops2[2] = {"FloorDiv", "FloorMod"};
+  for (int j = 0; j < 2; j++) {
+    int64_t d2[1] = {2};
+    clg_tensor *in[2] = {clg_tensor_new(CLG_INT32, 1, d2, NULL),
+                         clg_tensor_new(CLG_INT32, 1, d2, NULL)};
+    ((int32_t *)clg_tensor_data(in[0]))[0] = INT32_MIN;
+    ((int32_t *)clg_tensor_data(in[0]))[1] = 5;
+    ((int32_t *)clg_tensor_data(in[1]))[0] = -1;
+    ((int32_t *)clg_tensor_data(in[1]))[1] = -1;
+    clg_tensor *out = NULL;
+    char err[1024];
+    clg_code code = run_host(ops2[j], in, &out, err, sizeof err);
+    CHECK_MSG(code == CLG_OK, "%s by -1: %s", ops2[j], err);
+    if (code == CLG_OK) {
+      const int32_t *o = clg_tensor_data(out);
+      CHECK_MSG(o[0] == (j ? 0 : INT32_MIN) && o[1] == (j ? 0 : -5), "%s by -1: %d %d", ops2[j],
+                o[0], o[1]);
+    }
+    clg_tensor_free(out);
+    ((int32_t *)clg_tensor_data(in[1]))[1] = 0;
+    code = run_host(ops2[j], in, &out, err, sizeof err);
+    CHECK_MSG(code == CLG_INVALID_ARGUMENT && strstr(err, "Integer division by zero"),
+              "%s by 0: %s (%s)", ops2[j], clg_code_name(code), err);
+    clg_tensor_free(out);
+    clg_tensor_free(in[0]);
+    clg_tensor_free(in[1]);
+  }
+}
+
 static clg_node *g_add_v2(clg_graph *g, clg_node *const *x, const void *c)
 {
   (void)c;
@@ -1553,6 +1741,8 @@ int main(void)
   test_activations();
   test_activation_grads();
   test_binary_tf();
+  test_floor_div_mod();
+  test_int_binary();
   test_binary_tf_grads();
   test_squeeze_expand();
   test_slice_pad();

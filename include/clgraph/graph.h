@@ -302,6 +302,10 @@ clg_node *clg_leaky_relu(clg_graph *g, const char *name, clg_node *x, double alp
  * clg_add. */
 clg_node *clg_add_v2(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_minimum(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+/* floor(a / b) (op FloorDiv) and a - floor(a / b) * b, with b's sign (op FloorMod, Python's %),
+ * broadcast as clg_add; float, and int32/int64 on the host. */
+clg_node *clg_floor_div(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+clg_node *clg_floor_mod(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 /* Array ops of any dtype. squeeze: x without the dims of size 1 listed in dims (ndims 0: all
  * of them; negative counts from the end). expand_dims: a dim of 1 inserted at axis (in
  * [-rank-1, rank]). slice: size[k] elements from begin[k] along each dim (-1: to the end).

@@ -117,7 +117,9 @@ typedef enum clg_binop {
   CLG_BINOP_EQUAL,         /* Equal: a bool output */
   CLG_BINOP_GREATER_EQUAL, /* GreaterEqual: x >= y, a bool output (false with a NaN) */
   CLG_BINOP_MIN,           /* Minimum: y < x ? y : x (a NaN in x wins, as Eigen's min) */
-  CLG_BINOP_PRELU          /* Prelu (tfjs): x < 0 ? y * x : x, y the slope alpha */
+  CLG_BINOP_PRELU,         /* Prelu (tfjs): x < 0 ? y * x : x, y the slope alpha */
+  CLG_BINOP_FLOORDIV,      /* FloorDiv: floor(x / y) */
+  CLG_BINOP_FLOORMOD       /* FloorMod: x - floor(x / y) * y, the sign of y (Python's %) */
 } clg_binop;
 
 /* Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg: element-wise math (ops/math.c). */
@@ -201,6 +203,9 @@ void clg_binop_map(const clg_node *n, clg_strided *m);
 /* Equal, GreaterEqual: inputs float, double (with fp64 on OpenCL), int32 or int64; a bool
  * output. */
 bool clg_binop_compare_supports(const clg_node *n, const clg_device *dev);
+/* Float (double with fp64) anywhere, int32 and int64 on the host: Add, Sub, Mul, AddV2,
+ * Maximum, Minimum, FloorDiv, FloorMod. */
+bool clg_binop_int_supports(const clg_node *n, const clg_device *dev);
 
 /* Select: output elements per condition element (1: one shape, all: a scalar, or a row). */
 size_t clg_select_span(const clg_node *n);

@@ -54,6 +54,16 @@ bool clg_binop_compare_supports(const clg_node *n, const clg_device *dev)
   return t == CLG_FLOAT32 || t == CLG_INT32 || t == CLG_INT64;
 }
 
+bool clg_binop_int_supports(const clg_node *n, const clg_device *dev)
+{
+  if (clg_kernel_float_or_double(n, dev))
+    return true;
+  /* Integers on the host only: TensorFlow keeps int32 arithmetic in host memory, and the
+   * importer folds shape arithmetic (Shape * 2, ...) there. */
+  return clg_device_ops_of(dev)->kind == CLG_KIND_HOST &&
+         (clg_node_all_dtype(n, CLG_INT32) || clg_node_all_dtype(n, CLG_INT64));
+}
+
 size_t clg_select_span(const clg_node *n)
 {
   const clg_out_desc *c = clg_node_in(n, 0);

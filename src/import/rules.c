@@ -48,12 +48,18 @@ static const char *const ignorable[] = {
 };
 
 /* Attributes ignored only at the one value clgraph has (what TensorFlow defaults them to). */
-enum { AT_NHWC, AT_ALL_ONES, AT_EMPTY_LIST };
+enum { AT_NHWC, AT_ALL_ONES, AT_EMPTY_LIST, AT_BOOL };
 static const struct {
   const char *name;
   int at;
-} ignorable_at[] = {
-    {"data_format", AT_NHWC}, {"dilations", AT_ALL_ONES}, {"explicit_paddings", AT_EMPTY_LIST}};
+} ignorable_at[] = {{"data_format", AT_NHWC},
+                    {"dilations", AT_ALL_ONES},
+                    {"explicit_paddings", AT_EMPTY_LIST},
+                    /* Equal/NotEqual: true reports incompatible shapes as an error, as clgraph
+                     * does. false gives a false scalar instead, but only for shapes that do not
+                     * broadcast; clgraph's shapes are static, so such a graph fails at import
+                     * ("Incompatible shapes") and every graph that imports computes the same. */
+                    {"incompatible_shape_error", AT_BOOL}};
 
 bool clg_imp_attr_ignorable(const clg_imp_attr *a)
 {
@@ -75,6 +81,8 @@ bool clg_imp_attr_ignorable(const clg_imp_attr *a)
         if (!a->ints || a->ints[j] != 1)
           return false;
       return true;
+    case AT_BOOL:
+      return a->kind == CLG_IMP_B;
     default:
       return a->kind == CLG_IMP_LIST && a->n == 0;
     }

@@ -1,8 +1,11 @@
-/* AddV2, Minimum and Prelu, element-wise with numpy broadcasting as Add and Maximum
- * (binary.c). AddV2 is Add under the name TensorFlow 2's graphs use (tf.add builds it);
+/* AddV2, Minimum, Prelu, FloorDiv and FloorMod, element-wise with numpy broadcasting as Add and
+ * Maximum (binary.c). AddV2 is Add under the name TensorFlow 2's graphs use (tf.add builds it);
  * Minimum is y < x ? y : x (a NaN in x wins, as Eigen's min); Prelu(x, alpha) is tfjs's op
- * (tf.prelu, in tfjs graph models): x < 0 ? alpha * x : x. Float everywhere, double on the host and
- * on devices with fp64. Kernels: backends/host/binary_tf.c, backends/opencl/binary_tf.c. */
+ * (tf.prelu, in tfjs graph models): x < 0 ? alpha * x : x. FloorDiv and FloorMod are TensorFlow's
+ * floor division and Python-style modulo (the result has y's sign), also on int32 and int64 on the
+ * host (integer division by zero is an error there, as TensorFlow's). Float everywhere, double on
+ * the host and on devices with fp64. Kernels: backends/host/binary_tf.c,
+ * backends/opencl/binary_tf.c. */
 #include "graph/graph.h"
 #include "ops/ops.h"
 
@@ -82,7 +85,7 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
   return clg_graph_status(g);
 }
 
-#define BINARY_TF_DEF(OP)                                                                          \
+#define BINARY_TF_DEF(OP, GRAD)                                                                    \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
       .num_inputs = 2,                                                                             \
@@ -91,11 +94,14 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
       .attrs = attrs,                                                                              \
       .infer = infer,                                                                              \
       .inplace = 0,                                                                                \
-      .grad = grad,                                                                                \
+      .grad = GRAD,                                                                                \
   };
-BINARY_TF_DEF(AddV2)
-BINARY_TF_DEF(Minimum)
-BINARY_TF_DEF(Prelu)
+BINARY_TF_DEF(AddV2, grad)
+BINARY_TF_DEF(Minimum, grad)
+BINARY_TF_DEF(Prelu, grad)
+/* No gradient, as TensorFlow's FloorDiv (and FloorMod's y). */
+BINARY_TF_DEF(FloorDiv, NULL)
+BINARY_TF_DEF(FloorMod, NULL)
 
 static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *a,
                        clg_node *b)
@@ -112,6 +118,16 @@ clg_node *clg_add_v2(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 clg_node *clg_minimum(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
   return build(g, &clg_op_Minimum, name, a, b);
+}
+
+clg_node *clg_floor_div(clg_graph *g, const char *name, clg_node *a, clg_node *b)
+{
+  return build(g, &clg_op_FloorDiv, name, a, b);
+}
+
+clg_node *clg_floor_mod(clg_graph *g, const char *name, clg_node *a, clg_node *b)
+{
+  return build(g, &clg_op_FloorMod, name, a, b);
 }
 
 clg_node *clg_prelu(clg_graph *g, const char *name, clg_node *x, clg_node *alpha)

@@ -92,6 +92,8 @@ CLG_OP(LeakyReluGrad)
 CLG_OP(AddV2) /* binary_tf.c */
 CLG_OP(Minimum)
 CLG_OP(Prelu)
+CLG_OP(FloorDiv)
+CLG_OP(FloorMod)
 CLG_OP(Squeeze) /* array_tf.c */
 CLG_OP(ExpandDims)
 CLG_OP(Slice)

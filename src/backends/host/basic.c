@@ -291,6 +291,10 @@ void clg_host_binary(clg_binop op, clg_dtype dtype, const void *a, size_t na, co
     BINARY_OPS(float);
   else if (dtype == CLG_FLOAT64)
     BINARY_OPS(double);
+  else if (dtype == CLG_INT32)
+    BINARY_OPS(uint32_t); /* wrapping, as TensorFlow's (signed overflow is undefined in C) */
+  else if (dtype == CLG_INT64)
+    BINARY_OPS(uint64_t);
 }
 
 /* Sums in chunks that stay in L1: each output chunk is accumulated over all inputs, in

@@ -1,5 +1,6 @@
 /* Add, Sub, Mul, RealDiv, Maximum, Equal and GreaterEqual on the host: the flat loops for
- * equal shapes or a scalar operand, else the broadcast walk. */
+ * equal shapes or a scalar operand, else the broadcast walk; the arithmetic also on int32 and
+ * int64 (shape arithmetic the importer folds), RealDiv float only. */
 #include "backends/host/host.h"
 
 static clg_code binary_run(const clg_kernel_ctx *c)
@@ -19,11 +20,11 @@ static clg_code binary_run(const clg_kernel_ctx *c)
 }
 
 static const clg_kernel_entry entries[] = {
-    {&clg_op_Add, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
-    {&clg_op_Sub, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
-    {&clg_op_Mul, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
+    {&clg_op_Add, {CLG_KIND_HOST, clg_binop_int_supports, binary_run, NULL, NULL}},
+    {&clg_op_Sub, {CLG_KIND_HOST, clg_binop_int_supports, binary_run, NULL, NULL}},
+    {&clg_op_Mul, {CLG_KIND_HOST, clg_binop_int_supports, binary_run, NULL, NULL}},
     {&clg_op_RealDiv, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
-    {&clg_op_Maximum, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
+    {&clg_op_Maximum, {CLG_KIND_HOST, clg_binop_int_supports, binary_run, NULL, NULL}},
     {&clg_op_Equal, {CLG_KIND_HOST, clg_binop_compare_supports, binary_run, NULL, NULL}},
     {&clg_op_GreaterEqual, {CLG_KIND_HOST, clg_binop_compare_supports, binary_run, NULL, NULL}},
 };

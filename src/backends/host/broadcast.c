@@ -1,4 +1,5 @@
 /* Numpy broadcasting and Transpose on the host: the strided walks over a clg_strided map. */
+#include <math.h>
 #include <string.h>
 
 #include "backends/host/host.h"
@@ -59,6 +60,76 @@
     case CLG_BINOP_PRELU:                                                                          \
       WALK(o[i] = x[pa] < 0 ? y[pb] * x[pa] : x[pa]);                                              \
       break;                                                                                       \
+    case CLG_BINOP_FLOORDIV: /* TensorFlow's: floor of the rounded quotient */                     \
+      WALK(o[i] = (T)floor((double)(x[pa] / y[pb])));                                              \
+      break;                                                                                       \
+    case CLG_BINOP_FLOORMOD: /* fmod is exact; moved to y's sign when they differ */               \
+      WALK(o[i] = float_mod(x[pa], y[pb]));                                                        \
+      break;                                                                                       \
+    }                                                                                              \
+  } while (0)
+
+static double float_mod(double x, double y)
+{
+  double r = fmod(x, y);
+  return r != 0 && ((y < 0) != (r < 0)) ? r + y : r;
+}
+
+/* Integer floor division and modulo (y != 0: the kernels refuse a zero divisor first). y == -1
+ * is apart: INT_MIN / -1 overflows in C, TensorFlow's result wraps. */
+#define INT_FLOOR(T, UT)                                                                           \
+  static T floordiv_##T(T x, T y)                                                                  \
+  {                                                                                                \
+    if (y == -1)                                                                                   \
+      return (T)(0 - (UT)x);                                                                       \
+    T q = x / y;                                                                                   \
+    return x % y != 0 && ((x < 0) != (y < 0)) ? q - 1 : q;                                         \
+  }                                                                                                \
+  static T floormod_##T(T x, T y)                                                                  \
+  {                                                                                                \
+    if (y == -1)                                                                                   \
+      return 0;                                                                                    \
+    T r = x % y;                                                                                   \
+    return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;                                             \
+  }
+INT_FLOOR(int32_t, uint32_t)
+INT_FLOOR(int64_t, uint64_t)
+
+/* Wrapping integer arithmetic, as TensorFlow's (signed overflow is undefined in C). */
+#define BCAST_INT_OPS(T, UT)                                                                       \
+  do {                                                                                             \
+    const T *x = a, *y = b;                                                                        \
+    T *o = out;                                                                                    \
+    switch (op) {                                                                                  \
+    case CLG_BINOP_ADD:                                                                            \
+      WALK(o[i] = (T)((UT)x[pa] + (UT)y[pb]));                                                     \
+      break;                                                                                       \
+    case CLG_BINOP_SUB:                                                                            \
+      WALK(o[i] = (T)((UT)x[pa] - (UT)y[pb]));                                                     \
+      break;                                                                                       \
+    case CLG_BINOP_MUL:                                                                            \
+      WALK(o[i] = (T)((UT)x[pa] * (UT)y[pb]));                                                     \
+      break;                                                                                       \
+    case CLG_BINOP_MAX:                                                                            \
+      WALK(o[i] = x[pa] < y[pb] ? y[pb] : x[pa]);                                                  \
+      break;                                                                                       \
+    case CLG_BINOP_MIN:                                                                            \
+      WALK(o[i] = y[pb] < x[pa] ? y[pb] : x[pa]);                                                  \
+      break;                                                                                       \
+    case CLG_BINOP_FLOORDIV:                                                                       \
+      WALK(o[i] = floordiv_##T(x[pa], y[pb]));                                                     \
+      break;                                                                                       \
+    case CLG_BINOP_FLOORMOD:                                                                       \
+      WALK(o[i] = floormod_##T(x[pa], y[pb]));                                                     \
+      break;                                                                                       \
+    case CLG_BINOP_EQUAL:                                                                          \
+      WALK(((uint8_t *)out)[i] = x[pa] == y[pb]);                                                  \
+      break;                                                                                       \
+    case CLG_BINOP_GREATER_EQUAL:                                                                  \
+      WALK(((uint8_t *)out)[i] = x[pa] >= y[pb]);                                                  \
+      break;                                                                                       \
+    default: /* RealDiv and Prelu are float only */                                                \
+      break;                                                                                       \
     }                                                                                              \
   } while (0)
 
@@ -71,19 +142,10 @@ void clg_host_broadcast(clg_binop op, clg_dtype dtype, const void *a, const void
     BCAST_OPS(float);
   else if (dtype == CLG_FLOAT64)
     BCAST_OPS(double);
-  else if (op == CLG_BINOP_EQUAL && dtype == CLG_INT32) {
-    const int32_t *x = a, *y = b;
-    WALK(((uint8_t *)out)[i] = x[pa] == y[pb]);
-  } else if (op == CLG_BINOP_EQUAL && dtype == CLG_INT64) {
-    const int64_t *x = a, *y = b;
-    WALK(((uint8_t *)out)[i] = x[pa] == y[pb]);
-  } else if (op == CLG_BINOP_GREATER_EQUAL && dtype == CLG_INT32) {
-    const int32_t *x = a, *y = b;
-    WALK(((uint8_t *)out)[i] = x[pa] >= y[pb]);
-  } else if (op == CLG_BINOP_GREATER_EQUAL && dtype == CLG_INT64) {
-    const int64_t *x = a, *y = b;
-    WALK(((uint8_t *)out)[i] = x[pa] >= y[pb]);
-  }
+  else if (dtype == CLG_INT32)
+    BCAST_INT_OPS(int32_t, uint32_t);
+  else if (dtype == CLG_INT64)
+    BCAST_INT_OPS(int64_t, uint64_t);
 }
 
 void clg_host_gather(size_t es, const void *a, void *out, const clg_strided *m)

@@ -1,12 +1,15 @@
-/* AddV2, Minimum and Prelu on OpenCL devices: the flat kernel for equal shapes or a scalar operand
+/* AddV2, Minimum, Prelu, FloorDiv and FloorMod (float; integers run on the host) on OpenCL
+ * devices: the flat kernel for equal shapes or a scalar operand
  * (AddV2), cl/broadcast.cl's strided kernels otherwise. */
 #include "backends/opencl/opencl.h"
 
 static clg_binop binop(const clg_node *n)
 {
-  return n->def == &clg_op_Minimum ? CLG_BINOP_MIN
-         : n->def == &clg_op_Prelu ? CLG_BINOP_PRELU
-                                   : CLG_BINOP_ADD;
+  return n->def == &clg_op_Minimum    ? CLG_BINOP_MIN
+         : n->def == &clg_op_Prelu    ? CLG_BINOP_PRELU
+         : n->def == &clg_op_FloorDiv ? CLG_BINOP_FLOORDIV
+         : n->def == &clg_op_FloorMod ? CLG_BINOP_FLOORMOD
+                                      : CLG_BINOP_ADD;
 }
 
 static clg_code binary_run(const clg_kernel_ctx *c)
@@ -28,5 +31,7 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_AddV2, {CLG_KIND_OPENCL, clg_kernel_float_or_double, binary_run, NULL, NULL}},
     {&clg_op_Minimum, {CLG_KIND_OPENCL, clg_kernel_float_or_double, binary_run, NULL, NULL}},
     {&clg_op_Prelu, {CLG_KIND_OPENCL, clg_kernel_float_or_double, binary_run, NULL, NULL}},
+    {&clg_op_FloorDiv, {CLG_KIND_OPENCL, clg_kernel_float_or_double, binary_run, NULL, NULL}},
+    {&clg_op_FloorMod, {CLG_KIND_OPENCL, clg_kernel_float_or_double, binary_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_opencl_kernels_binary_tf, entries);

@@ -20,9 +20,10 @@ void clg_strided_to_cl(const clg_strided *m, clg_cl_map *c)
 clg_code clg_cl_broadcast(clg_device *dev, clg_binop op, clg_dtype dtype, const clg_block *a,
                           const clg_block *b, const clg_block *out, const clg_strided *m)
 {
-  static const char *const names[] = {"clg_bc_add", "clg_bc_sub", "clg_bc_mul",
-                                      "clg_bc_div", "clg_bc_max", "clg_bc_equal",
-                                      "clg_bc_ge",  "clg_bc_min", "clg_bc_prelu"};
+  static const char *const names[] = {"clg_bc_add",      "clg_bc_sub",     "clg_bc_mul",
+                                      "clg_bc_div",      "clg_bc_max",     "clg_bc_equal",
+                                      "clg_bc_ge",       "clg_bc_min",     "clg_bc_prelu",
+                                      "clg_bc_floordiv", "clg_bc_floormod"};
   static const char *const int_names[2][2] = {{"clg_bc_equal_i32", "clg_bc_equal_i64"},
                                               {"clg_bc_ge_i32", "clg_bc_ge_i64"}};
   bool compare = op == CLG_BINOP_EQUAL || op == CLG_BINOP_GREATER_EQUAL;
