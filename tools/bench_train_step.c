@@ -131,7 +131,9 @@ int clg_bench_train_step(int argc, char **argv)
   double sec = clg_tool_median(t, repeats);
   free(t);
   /* Traced steps: their median wall time, and the session's profile of them (one step alone
-   * is at the mercy of one pre-empted op on a shared machine). */
+   * is at the mercy of one pre-empted op on a shared machine). The shares divide the
+   * profile's mean per step by the same steps' mean, so that a pre-empted step counts on both
+   * sides (against the median, one slow step pushed GEMM's share past 1 on a loaded machine). */
   clg_session_set_trace(s, TRACED_STEPS);
   double tt[TRACED_STEPS];
   for (int i = 0; i < TRACED_STEPS; i++) {
@@ -139,7 +141,9 @@ int clg_bench_train_step(int argc, char **argv)
     clg_session_run_outputs(s, 2, fa, fv, 0, NULL, NULL, 1, &train);
     tt[i] = now_s() - t0;
   }
-  double traced = clg_tool_median(tt, TRACED_STEPS);
+  double traced = clg_tool_median(tt, TRACED_STEPS), traced_mean = 0;
+  for (int i = 0; i < TRACED_STEPS; i++)
+    traced_mean += tt[i] / TRACED_STEPS;
   clg_op_profile *rows = NULL;
   int num_rows = 0;
   double gemm = 0, other = 0;
@@ -151,8 +155,8 @@ int clg_bench_train_step(int argc, char **argv)
     printf("{\"device\": \"%s\", \"batch\": %d, \"ms_per_step\": %.3f, \"images_per_sec\": "
            "%.1f, \"gflops\": %.2f, \"gemm_fraction\": %.4f, \"other_fraction\": %.4f, "
            "\"traced_step_ms\": %.3f}\n",
-           device, batch, sec * 1e3, batch / sec, flops / sec * 1e-9, gemm / traced, other / traced,
-           traced * 1e3);
+           device, batch, sec * 1e3, batch / sec, flops / sec * 1e-9, gemm / traced_mean,
+           other / traced_mean, traced * 1e3);
   else
     printf("CIFAR-10 training step on %s, batch %d: %.1f ms per step (median of %d), %.0f "
            "images/s, %.1f GFLOP/s\n"
@@ -160,7 +164,7 @@ int clg_bench_train_step(int argc, char **argv)
            "everything else "
            "%.1f%%\n",
            device, batch, sec * 1e3, repeats, batch / sec, flops / sec * 1e-9, traced * 1e3,
-           100 * gemm / traced, 100 * other / traced);
+           100 * gemm / traced_mean, 100 * other / traced_mean);
   if (!json && ops)
     print_ops(s, g, rows, num_rows, traced);
   free(rows);
