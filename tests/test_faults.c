@@ -9,6 +9,7 @@
  * Scenarios, on four PoCL devices: the guide's S3 and S7 graphs, an element-wise graph
  * with feeds and a GPU-to-GPU copy, MatMul warm-up, the reserve-all allocator, a float64
  * MatMul, and the per-device allocator alone (growth regions). */
+#include <CL/cl.h> /* the OpenCL errors it injects (device.h no longer includes it) */
 #include <stdlib.h>
 
 #include "faultinject.h"
