@@ -52,8 +52,8 @@ CLG_BCAST(clg_bc_ne, uchar, x != y ? 1 : 0)
 CLG_BCAST(clg_bc_pow, T, pow(x, y))
 CLG_BCAST(clg_bc_atan2, T, atan2(x, y))
 
-/* The comparisons on integers, LogicalAnd and LogicalOr on bool (the program's T is then
- * unused). */
+/* The comparisons on integers, Equal, NotEqual, LogicalAnd and LogicalOr on bool (the
+ * program's T is then unused). */
 #define CLG_BCAST_CMP(name, TI, OP)                                                              \
   __kernel void name(__global const TI *a, ulong ao, __global const TI *b, ulong bo,            \
                      __global uchar *out, ulong oo, ulong n, clg_map m)                         \
@@ -82,6 +82,8 @@ CLG_BCAST_CMP(clg_bc_le_i32, int, <=)
 CLG_BCAST_CMP(clg_bc_le_i64, long, <=)
 CLG_BCAST_CMP(clg_bc_ne_i32, int, !=)
 CLG_BCAST_CMP(clg_bc_ne_i64, long, !=)
+CLG_BCAST_CMP(clg_bc_equal_u8, uchar, ==)
+CLG_BCAST_CMP(clg_bc_ne_u8, uchar, !=)
 CLG_BCAST_CMP(clg_bc_and, uchar, &&)
 CLG_BCAST_CMP(clg_bc_or, uchar, ||)
 

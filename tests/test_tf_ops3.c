@@ -368,6 +368,17 @@ static void test_comparisons(void)
     clg_tensor_free(in[0]);
     clg_tensor_free(in[1]);
   }
+  /* Equal and NotEqual of bools (ONNX's Xor is NotEqual), broadcast [2,1] against [2]. */
+  {
+    clg_tensor *in[2] = {tensor(CLG_BOOL, 2, (int64_t[]){2, 1}, (const double[]){0, 1}),
+                         tensor(CLG_BOOL, 1, (int64_t[]){2}, (const double[]){0, 1})};
+    want ne = {CLG_BOOL, 2, {2, 2}, (const double[]){0, 1, 1, 0}, 0, 0, false};
+    want eq = {CLG_BOOL, 2, {2, 2}, (const double[]){1, 0, 0, 1}, 0, 0, false};
+    run_case("NotEqual bool", 2, in, build_by_name, "NotEqual", &ne);
+    run_case("Equal bool", 2, in, build_by_name, "Equal", &eq);
+    clg_tensor_free(in[0]);
+    clg_tensor_free(in[1]);
+  }
   /* Bad input: dtypes that differ, shapes that do not broadcast. */
   {
     clg_graph *g = clg_graph_new();

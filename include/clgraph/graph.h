@@ -337,8 +337,9 @@ clg_node *clg_resize_bilinear(clg_graph *g, const char *name, clg_node *images, 
 
 /* --- ONNX import's and tfjs graphs' ops (issues 23, 24) ----------------------------------
  * a < b, a > b, a <= b, a != b as bool, broadcast as clg_add (NaN compares false, but != is
- * true); float, double, int32, int64. pow(a, b) (op Pow; a negative a with an integral b has
- * the sign of a^b, else NaN) and atan2(y, x) (op Atan2), float only, broadcast likewise. */
+ * true); float, double, int32, int64, and bool for not_equal (and clg_equal). pow(a, b) (op Pow; a
+ * negative a with an integral b has the sign of a^b, else NaN) and atan2(y, x) (op Atan2), float
+ * only, broadcast likewise. */
 clg_node *clg_less(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_greater(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_less_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b);

@@ -231,7 +231,7 @@ bool clg_binop_flat(const clg_node *n, size_t *na, size_t *nb);
 void clg_binop_map(const clg_node *n, clg_strided *m);
 
 /* Equal, GreaterEqual, Less, Greater, LessEqual, NotEqual: inputs float, double (with fp64 on
- * OpenCL), int32 or int64; a bool output. */
+ * OpenCL), int32 or int64 (Equal and NotEqual also bool); a bool output. */
 bool clg_binop_compare_supports(const clg_node *n, const clg_device *dev);
 /* Float (double with fp64) anywhere, int32 and int64 on the host: Add, Sub, Mul, AddV2,
  * Maximum, Minimum, FloorDiv, FloorMod. */

@@ -73,6 +73,9 @@ bool clg_binop_compare_supports(const clg_node *n, const clg_device *dev)
     return false;
   if (t == CLG_FLOAT64)
     return clg_device_ops_of(dev)->kind == CLG_KIND_HOST || dev->info.has_fp64;
+  /* Equal and NotEqual of bools: ONNX's Xor imports as NotEqual. */
+  if (t == CLG_BOOL)
+    return n->def == &clg_op_Equal || n->def == &clg_op_NotEqual;
   return t == CLG_FLOAT32 || t == CLG_INT32 || t == CLG_INT64;
 }
 

@@ -177,6 +177,10 @@ void clg_host_broadcast(clg_binop op, clg_dtype dtype, const void *a, const void
       WALK(o[i] = x[pa] && y[pb]);
     else if (op == CLG_BINOP_OR)
       WALK(o[i] = x[pa] || y[pb]);
+    else if (op == CLG_BINOP_EQUAL)
+      WALK(o[i] = x[pa] == y[pb]);
+    else if (op == CLG_BINOP_NOT_EQUAL)
+      WALK(o[i] = x[pa] != y[pb]);
   }
 }
 

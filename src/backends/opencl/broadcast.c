@@ -42,6 +42,10 @@ clg_code clg_cl_broadcast(clg_device *dev, clg_binop op, clg_dtype dtype, const 
     kernel = int_names[row][dtype == CLG_INT64];
     prog = CLG_FLOAT32;
   }
+  if (compare && dtype == CLG_BOOL) { /* Equal, NotEqual */
+    kernel = op == CLG_BINOP_EQUAL ? "clg_bc_equal_u8" : "clg_bc_ne_u8";
+    prog = CLG_FLOAT32;
+  }
   clg_cl_map cm;
   clg_strided_to_cl(m, &cm);
   cl_ulong ao = a->offset / es, bo = b->offset / es, oo = out->offset / oes,
