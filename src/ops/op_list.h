@@ -107,3 +107,15 @@ CLG_OP(ResizeBilinear) /* resize.c */
 CLG_OP(ResizeBilinearGrad)
 CLG_OP(MirrorPad) /* array_tf.c */
 CLG_OP(MirrorPadGrad)
+/* ONNX import and tfjs graphs, 4 (issues 23, 24) */
+CLG_OP(Min) /* reduce.c */
+CLG_OP(Prod)
+CLG_OP(ArgMin)
+CLG_OP(BatchMatMulV2)         /* batch_matmul.c */
+CLG_OP(ResizeNearestNeighbor) /* resize.c */
+CLG_OP(GatherNd)              /* array_tf3.c */
+CLG_OP(ScatterNd)
+CLG_OP(OneHot)
+CLG_OP(ReverseV2)
+CLG_OP(Cumsum)
+CLG_OP(TopKV2)
