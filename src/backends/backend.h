@@ -190,12 +190,15 @@ bool clg_conv_is_direct(const clg_window *g);
 /* Whether dtype t is float, or double on a device that has it (the host; OpenCL with fp64). */
 bool clg_kernel_float_dtype(clg_dtype t, const clg_device *dev);
 
-/* Sum, Mean, Max, L2Loss: the reduction, numbered as cl/reduce.cl's clg_reduce takes it. */
+/* Sum, Mean, Max, L2Loss, Min, Prod: the reduction, numbered as cl/reduce.cl's clg_reduce
+ * takes it. */
 typedef enum clg_reduction {
   CLG_REDUCTION_SUM,
   CLG_REDUCTION_MEAN,
   CLG_REDUCTION_MAX,
-  CLG_REDUCTION_L2
+  CLG_REDUCTION_L2,
+  CLG_REDUCTION_MIN,
+  CLG_REDUCTION_PROD
 } clg_reduction;
 
 clg_reduction clg_reduction_of(const clg_node *n);

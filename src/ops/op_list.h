@@ -140,3 +140,15 @@ CLG_OP(Elu)
 CLG_OP(Selu)
 CLG_OP(SelectV2) /* broadcast_ops.c */
 CLG_OP(BroadcastTo)
+/* ONNX import and tfjs graphs, 4 (issues 23, 24) */
+CLG_OP(Min) /* reduce.c */
+CLG_OP(Prod)
+CLG_OP(ArgMin)
+CLG_OP(BatchMatMulV2)         /* batch_matmul.c */
+CLG_OP(ResizeNearestNeighbor) /* resize.c */
+CLG_OP(GatherNd)              /* array_tf3.c */
+CLG_OP(ScatterNd)
+CLG_OP(OneHot)
+CLG_OP(ReverseV2)
+CLG_OP(Cumsum)
+CLG_OP(TopKV2)

@@ -170,4 +170,8 @@ clg_code clg_host_conv2d_grad_node(const clg_node *n, clg_allocator *alloc,
                                    const clg_block *scratch, const void *in, const void *dy,
                                    void *out, const clg_window *g);
 
+/* BatchMatMulV2 of x and y into out on the host (each batch through clg_host_matmul); the
+ * OpenCL kernel's fallback too. Errors name the node. */
+clg_code clg_host_batch_matmul_node(const clg_node *n, const void *x, const void *y, void *out);
+
 #endif
