@@ -132,13 +132,17 @@ extern const clg_attr_def clg_attrs_T[1];
       .inplace = INPLACE,                                                                          \
       .grad = GRAD,                                                                                \
   };
+/* An element-wise op of one input over T; its output may reuse the input's buffer. */
+#define CLG_UNARY_DEF(OP, GRAD)                                                                    \
+  CLG_OP_DEF1(OP, 1, 1, clg_attrs_T, clg_infer_elementwise_unary, 0, GRAD)
 /* An element-wise op of two inputs over T with numpy broadcasting (clg_infer_binary). */
 #define CLG_BINARY_DEF(OP, INPLACE, GRAD)                                                          \
   CLG_OP_DEF1(OP, 2, 1, clg_attrs_T, clg_infer_binary, INPLACE, GRAD)
 /* The binary ops' inference (binary.c): one dtype, attribute T, the broadcast shape; bool out
  * of the comparisons (Equal, GreaterEqual); Prelu float only. Errors name the node. */
 clg_code clg_infer_binary(clg_node *n);
-/* The typed builders' node of def on a and b, named name. */
+/* The typed builders' node of def on x (one input) or on a and b (two), named name. */
+clg_node *clg_unary_build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *x);
 clg_node *clg_binary_build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *a,
                            clg_node *b);
 /* For gradient functions: a node of def on these inputs, named by default (inside the
