@@ -1,8 +1,8 @@
 /* The ops of ONNX import and the tfjs graphs that did not run (issues 23, 24): Min, Prod,
  * ArgMin, BatchMatMulV2, ResizeNearestNeighbor, GatherNd, ScatterNd, OneHot, ReverseV2,
- * Cumsum and TopKV2 on CPU:0 and (all but TopKV2, which has no OpenCL kernel) on the PoCL
- * stand-in GPUs, each against a naive double-precision reference written here from
- * TensorFlow's documented semantics and the examples of its documentation (dtype, shape and
+ * Cumsum, TopKV2 and Einsum on CPU:0 and (all but TopKV2 and Einsum, which have no OpenCL
+ * kernel) on the PoCL stand-in GPUs, each against a naive double-precision reference written here
+ * from TensorFlow's documented semantics and the examples of its documentation (dtype, shape and
  * every value), edge cases (ties, k = 0 and k = n, partial index depth, negative axes, empty
  * reductions, duplicate scatter indices) and bad input refused with errors naming the node. */
 // ctest: default CLGRAPH_LOG_LEVEL=warning
@@ -925,6 +925,125 @@ static void test_top_k(void)
   clg_tensor_free(x);
 }
 
+/* --- Einsum ------------------------------------------------------------------------------ */
+
+/* Runs Einsum(eq) on x (and y) on CPU:0 and checks it against ref of rank/dims. */
+static void einsum_case(const char *eq, clg_tensor *x, clg_tensor *y, int rank, const int64_t *dims,
+                        const double *ref)
+{
+  input in[2] = {{x, false}, {y, false}};
+  clg_attr at = clg_attr_string("equation", eq);
+  want w = {clg_tensor_dtype(x), rank, {0}, ref, 1e-6};
+  for (int k = 0; k < rank; k++)
+    w.dims[k] = dims[k];
+  char what[64];
+  snprintf(what, sizeof what, "Einsum '%s'", eq);
+  run_case(what, "Einsum", y ? 2 : 1, in, 1, &at, 1, &w, CPU_ONLY);
+}
+
+static void test_einsum(void)
+{
+  clg_tensor *a = tensor(CLG_FLOAT32, 2, (int64_t[]){3, 4}, RANDOM);
+  clg_tensor *b = tensor(CLG_FLOAT32, 2, (int64_t[]){4, 5}, RANDOM);
+  clg_tensor *sq = tensor(CLG_FLOAT64, 2, (int64_t[]){4, 4}, RANDOM);
+  clg_tensor *a2 = tensor(CLG_FLOAT32, 2, (int64_t[]){3, 4}, RANDOM);
+  double *av = values(a), *bv = values(b), *sv = values(sq), *a2v = values(a2);
+  double ref[64];
+  /* Matrix product, explicit and implicit. */
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < 5; k++) {
+      double s = 0;
+      for (int j = 0; j < 4; j++)
+        s += av[i * 4 + j] * bv[j * 5 + k];
+      ref[i * 5 + k] = s;
+    }
+  einsum_case("ij,jk->ik", a, b, 2, (int64_t[]){3, 5}, ref);
+  einsum_case("ij,jk", a, b, 2, (int64_t[]){3, 5}, ref);
+  /* Its transpose by the output's order. */
+  double tr[15];
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < 5; k++)
+      tr[k * 3 + i] = ref[i * 5 + k];
+  einsum_case("ij,jk->ki", a, b, 2, (int64_t[]){5, 3}, tr);
+  /* Transpose, diagonal, trace, row sums, outer product, a full contraction. */
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++)
+      ref[j * 3 + i] = av[i * 4 + j];
+  einsum_case("ij->ji", a, NULL, 2, (int64_t[]){4, 3}, ref);
+  double diag[4], trace = 0;
+  for (int i = 0; i < 4; i++) {
+    diag[i] = sv[i * 4 + i];
+    trace += diag[i];
+  }
+  einsum_case("ii->i", sq, NULL, 1, (int64_t[]){4}, diag);
+  einsum_case("ii", sq, NULL, 0, NULL, &trace);
+  double rows[3] = {0, 0, 0};
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++)
+      rows[i] += av[i * 4 + j];
+  einsum_case("ij->i", a, NULL, 1, (int64_t[]){3}, rows);
+  clg_tensor *u = tensor(CLG_FLOAT32, 1, (int64_t[]){3}, RANDOM);
+  clg_tensor *v = tensor(CLG_FLOAT32, 1, (int64_t[]){4}, RANDOM);
+  double *uv = values(u), *vv = values(v);
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++)
+      ref[i * 4 + j] = uv[i] * vv[j];
+  einsum_case("i,j->ij", u, v, 2, (int64_t[]){3, 4}, ref);
+  double dot = 0;
+  for (int i = 0; i < 12; i++)
+    dot += av[i] * a2v[i];
+  einsum_case("ij,ij->", a, a2, 0, NULL, &dot);
+  /* Batched with broadcast "..." dims: [2,1,3,4] x [5,4,2] -> [2,5,3,2]. */
+  {
+    clg_tensor *x = tensor(CLG_FLOAT32, 4, (int64_t[]){2, 1, 3, 4}, RANDOM);
+    clg_tensor *y = tensor(CLG_FLOAT32, 3, (int64_t[]){5, 4, 2}, RANDOM);
+    double *xv = values(x), *yv = values(y), out[60];
+    for (int p = 0; p < 2; p++)
+      for (int q = 0; q < 5; q++)
+        for (int i = 0; i < 3; i++)
+          for (int k = 0; k < 2; k++) {
+            double s = 0;
+            for (int j = 0; j < 4; j++)
+              s += xv[(p * 3 + i) * 4 + j] * yv[(q * 4 + j) * 2 + k];
+            out[((p * 5 + q) * 3 + i) * 2 + k] = s;
+          }
+    einsum_case("...ij,...jk->...ik", x, y, 4, (int64_t[]){2, 5, 3, 2}, out);
+    clg_attr at = clg_attr_string("equation", "...ij,...jk->ik");
+    EXPECT_BUILD_ERROR("Einsum", 2, ((input[]){{x, false}, {y, false}}), 1, &at,
+                       "the operands have \"...\" dims but the output has no \"...\"");
+    clg_tensor_free(x);
+    clg_tensor_free(y);
+    free(xv);
+    free(yv);
+  }
+  /* Bad equations. */
+  static const struct {
+    const char *eq, *text;
+  } bad[] = {{"ij,jk->il", "output label 'l' appears in no operand"},
+             {"ij,jk->ii", "output label 'i' appears more than once"},
+             {"ijk,jk->ik", "operand 0 has 3 label(s) but input 0 has shape [3,4]"},
+             {"ij,kk->ik", "dimension 5 of input 1 (axis 1) differs from 4 for the same label"},
+             {"i1,jk->ik", "invalid character '1' in operand 0"},
+             {"ij->ij", "equation 'ij->ij' has 1 operand(s) but the node has 2 input(s)"},
+             {"i..j,jk->ik", "has a '.' outside one \"...\""}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    clg_attr at = clg_attr_string("equation", bad[i].eq);
+    EXPECT_BUILD_ERROR("Einsum", 2, ((input[]){{a, false}, {b, false}}), 1, &at, bad[i].text);
+  }
+  clg_tensor_free(a);
+  clg_tensor_free(b);
+  clg_tensor_free(sq);
+  clg_tensor_free(a2);
+  clg_tensor_free(u);
+  clg_tensor_free(v);
+  free(av);
+  free(bv);
+  free(sv);
+  free(a2v);
+  free(uv);
+  free(vv);
+}
+
 int main(void)
 {
   clg_test_seed(24);
@@ -942,5 +1061,6 @@ int main(void)
   test_reverse();
   test_cumsum();
   test_top_k();
+  test_einsum();
   return clg_test_summary("test_tf_ops4");
 }
