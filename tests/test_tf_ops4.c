@@ -6,6 +6,7 @@
  * every value), edge cases (ties, k = 0 and k = n, partial index depth, negative axes, empty
  * reductions, duplicate scatter indices) and bad input refused with errors naming the node. */
 // ctest: default CLGRAPH_LOG_LEVEL=warning
+// ctest: clblast_off CLGRAPH_LOG_LEVEL=error CLGRAPH_CLBLAST_DISABLE=single,double
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
