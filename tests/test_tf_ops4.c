@@ -4,7 +4,8 @@
  * kernel) on the PoCL stand-in GPUs, each against a naive double-precision reference written here
  * from TensorFlow's documented semantics and the examples of its documentation (dtype, shape and
  * every value), edge cases (ties, k = 0 and k = n, partial index depth, negative axes, empty
- * reductions, duplicate scatter indices) and bad input refused with errors naming the node. */
+ * reductions, duplicate scatter indices), BatchMatMulV2's gradients against their definition,
+ * and bad input refused with errors naming the node. */
 // ctest: default CLGRAPH_LOG_LEVEL=warning
 // ctest: clblast_off CLGRAPH_LOG_LEVEL=error CLGRAPH_CLBLAST_DISABLE=single,double
 #include <math.h>
@@ -401,6 +402,104 @@ static void test_batch_matmul(void)
   clg_tensor_free(y);
   clg_tensor_free(z);
   clg_tensor_free(v);
+}
+
+/* The gradients of BatchMatMulV2 through clg_gradients against their definition: for
+ * z = x @ y (batch-broadcast) and an incoming dz, dx[bx(o), i, q] += dz[o, i, j] y[by(o), q, j]
+ * and dy[by(o), q, j] += x[bx(o), i, q] dz[o, i, j] over every output batch o (indices as the
+ * matrices are stored, with the adjoint flags). */
+static void test_batch_matmul_grad(void)
+{
+  bmm_case cases[] = {{4, 3, {2, 1, 3, 4}, {5, 4, 2}, false, false},
+                      {3, 2, {3, 4, 3}, {2, 4}, true, true},
+                      {2, 3, {3, 4}, {2, 2, 4}, false, true}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (int dev = 0; dev < 2; dev++) {
+      const bmm_case *b = &cases[c];
+      clg_tensor *x = tensor(CLG_FLOAT64, b->rx, b->dx, RANDOM);
+      clg_tensor *y = tensor(CLG_FLOAT64, b->ry, b->dy, RANDOM);
+      int64_t m = b->dx[b->rx - (b->ax ? 1 : 2)], k = b->dx[b->rx - (b->ax ? 2 : 1)];
+      int64_t n = b->dy[b->ry - (b->ay ? 2 : 1)];
+      int r = (b->rx > b->ry ? b->rx : b->ry) - 2;
+      int64_t bx[5], by[5], od[6];
+      size_t batches = 1, nx = clg_tensor_count(x), ny = clg_tensor_count(y);
+      for (int d = 0; d < r; d++) {
+        bx[d] = d < r - (b->rx - 2) ? 1 : b->dx[d - (r - (b->rx - 2))];
+        by[d] = d < r - (b->ry - 2) ? 1 : b->dy[d - (r - (b->ry - 2))];
+        od[d] = bx[d] > by[d] ? bx[d] : by[d];
+        batches *= (size_t)od[d];
+      }
+      od[r] = m;
+      od[r + 1] = n;
+      clg_tensor *dz = tensor(CLG_FLOAT64, r + 2, od, RANDOM);
+      double *xv = values(x), *yv = values(y), *dzv = values(dz);
+      double *gx = calloc(nx, sizeof(double)), *gy = calloc(ny, sizeof(double));
+      for (size_t o = 0; o < batches; o++) {
+        size_t rest = o, xb = 0, yb = 0, xs = 1, ys = 1;
+        for (int d = r - 1; d >= 0; d--) {
+          size_t at = rest % (size_t)od[d];
+          rest /= (size_t)od[d];
+          xb += (bx[d] == 1 ? 0 : at) * xs;
+          yb += (by[d] == 1 ? 0 : at) * ys;
+          xs *= (size_t)bx[d];
+          ys *= (size_t)by[d];
+        }
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < n; j++)
+            for (int64_t q = 0; q < k; q++) {
+              size_t xi = xb * (size_t)(m * k) + (size_t)(b->ax ? q * m + i : i * k + q);
+              size_t yi = yb * (size_t)(k * n) + (size_t)(b->ay ? j * k + q : q * n + j);
+              double g = dzv[o * (size_t)(m * n) + (size_t)(i * n + j)];
+              gx[xi] += g * yv[yi];
+              gy[yi] += xv[xi] * g;
+            }
+      }
+      clg_graph *g = clg_graph_new();
+      clg_node *xp = clg_placeholder(g, "x", CLG_FLOAT64, b->rx, b->dx);
+      clg_node *yp = clg_placeholder(g, "y", CLG_FLOAT64, b->ry, b->dy);
+      clg_node *dp = clg_placeholder(g, "dz", CLG_FLOAT64, r + 2, od);
+      clg_graph_push_device(g, dev ? "/device:GPU:2" : "/cpu:0");
+      clg_attr at[2] = {clg_attr_bool("adj_x", b->ax), clg_attr_bool("adj_y", b->ay)};
+      clg_node *z =
+          clg_op(g, "BatchMatMulV2", "z", 2, (clg_output[]){clg_out(xp, 0), clg_out(yp, 0)}, 2, at);
+      clg_output zs = clg_out(z, 0), dzs = clg_out(dp, 0), grads[2] = {{NULL, 0}, {NULL, 0}};
+      clg_output xs[2] = {clg_out(xp, 0), clg_out(yp, 0)};
+      clg_code code = clg_gradients(g, 1, &zs, &dzs, 2, xs, NULL, grads);
+      clg_graph_pop_device(g);
+      CHECK_MSG(code == CLG_OK && grads[0].node && grads[1].node, "BatchMatMulV2 grad %zu: %s", c,
+                clg_graph_error(g));
+      clg_session *s = NULL;
+      if (code == CLG_OK)
+        CHECK_OK(code = clg_session_new(g, &session_opt, &s));
+      clg_tensor *out[2] = {NULL, NULL};
+      if (code == CLG_OK) {
+        clg_output feeds[3] = {clg_out(xp, 0), clg_out(yp, 0), clg_out(dp, 0)};
+        clg_tensor *ft[3] = {x, y, dz};
+        CHECK_OK(code = clg_session_run_outputs(s, 3, feeds, ft, 2, grads, out, 0, NULL));
+      }
+      if (code == CLG_OK) {
+        want wx = {CLG_FLOAT64, b->rx, {0}, gx, 1e-12}, wy = {CLG_FLOAT64, b->ry, {0}, gy, 1e-12};
+        memcpy(wx.dims, b->dx, sizeof(int64_t) * (size_t)b->rx);
+        memcpy(wy.dims, b->dy, sizeof(int64_t) * (size_t)b->ry);
+        char what[64];
+        snprintf(what, sizeof what, "BatchMatMulV2 case %zu dx", c);
+        check_out(out[0], &wx, what, dev ? "GPU" : "CPU:0");
+        snprintf(what, sizeof what, "BatchMatMulV2 case %zu dy", c);
+        check_out(out[1], &wy, what, dev ? "GPU" : "CPU:0");
+      }
+      clg_tensor_free(out[0]);
+      clg_tensor_free(out[1]);
+      clg_session_free(s);
+      clg_graph_free(g);
+      clg_tensor_free(x);
+      clg_tensor_free(y);
+      clg_tensor_free(dz);
+      free(xv);
+      free(yv);
+      free(dzv);
+      free(gx);
+      free(gy);
+    }
 }
 
 /* --- ResizeNearestNeighbor --------------------------------------------------------------- */
@@ -1055,6 +1154,7 @@ int main(void)
   session_opt.allow_soft_placement = 0; /* a GPU node without an OpenCL kernel fails */
   test_reductions();
   test_batch_matmul();
+  test_batch_matmul_grad();
   test_resize_nearest();
   test_gather_nd();
   test_scatter_nd();
