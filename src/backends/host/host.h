@@ -27,8 +27,9 @@ clg_code clg_host_clock_offset(clg_device *dev, int64_t *offset, uint64_t *error
 /* --- kernels ------------------------------------------------------------------------- */
 
 /* out[i] = a[ia(i)] op b[ib(i)] over the map (count elements). out may alias a or b when
- * that input is not broadcast. float, double; EQUAL and GREATER_EQUAL take float, double,
- * int32, int64 and write bytes 0/1. */
+ * that input is not broadcast. float, double; the comparisons (EQUAL, GREATER_EQUAL, LESS,
+ * GREATER, LESS_EQUAL, NOT_EQUAL) take float, double, int32, int64 and write bytes 0/1; AND,
+ * OR, EQUAL and NOT_EQUAL take bool. */
 void clg_host_broadcast(clg_binop op, clg_dtype dtype, const void *a, const void *b, void *out,
                         const clg_strided *m);
 
