@@ -246,6 +246,18 @@ int64_t clg_top_k_k(const clg_node *n);
 /* ResizeNearestNeighbor (resize.c, geometry from clg_resize_geometry): the source row (or
  * column) of output i along a dim of `in` elements at that dim's scale. The OpenCL kernel
  * computes the same in float. */
+/* Einsum's equation resolved (einsum.c): labels 0..51 for the letters, 52 + j for the j-th
+ * broadcast ("...") dim; each label's size, each input axis's label, the output's labels in
+ * order and the summed ones. */
+enum { CLG_EINSUM_LABELS = 52 + CLG_MAX_RANK };
+typedef struct clg_einsum {
+  int nin;
+  int64_t size[CLG_EINSUM_LABELS]; /* -1: unused */
+  int in_rank[2], in_label[2][CLG_MAX_RANK];
+  int out_rank, out_label[CLG_MAX_RANK];
+  int sum_count, sum_label[CLG_EINSUM_LABELS];
+} clg_einsum;
+clg_code clg_einsum_spec(const clg_node *n, clg_einsum *e);
 int64_t clg_resize_nearest_source(const clg_resize *r, int64_t i, float scale, int64_t in);
 
 #endif
