@@ -275,7 +275,9 @@ static clg_code prepare(rnn_ctx *x, clg_output x2d, int d, rnn_dir *rd)
     TRY(slice(c, r, (int64_t[]){2 * x->h, 0}, (int64_t[]){x->h, -1}, &rd->rh));
     if (!x->lbr)
       TRY(slice(c, r, (int64_t[]){0, 0}, (int64_t[]){2 * x->h, -1}, &rd->r));
-    if (rb.node) {
+    if (rb.node && x->lbr) /* H R^T + Rb for all three gates, the h part reset after */
+      rd->rb = rb;
+    else if (rb.node) {
       TRY(slice(c, rb, (int64_t[]){0}, (int64_t[]){2 * x->h}, &rd->rb));
       TRY(slice(c, rb, (int64_t[]){2 * x->h}, (int64_t[]){x->h}, &rd->rbh));
     }
@@ -324,10 +326,8 @@ static clg_code step(rnn_ctx *x, const rnn_dir *rd, int64_t t, clg_output h, clg
     TRY(cols(c, hr, 1, 1, x->h, &u));
     TRY(op2(c, "Add", xr, u, &pre));
     TRY(gate(x, &rd->act[0], pre, &r));
-    if (x->lbr) { /* r * (H R_h^T + Rb_h) */
+    if (x->lbr) { /* r * (H R_h^T + Rb_h), Rb_h already in hr */
       TRY(cols(c, hr, 2, 1, x->h, &u));
-      if (rd->rbh.node)
-        TRY(op2(c, "Add", u, rd->rbh, &u));
       TRY(op2(c, "Mul", r, u, &u));
     } else { /* (r * H) R_h^T + Rb_h */
       TRY(op2(c, "Mul", r, h, &u));
