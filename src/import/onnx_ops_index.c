@@ -5,7 +5,8 @@
  * (int64 Add/Mul/Select run on the host; soft placement puts them there) and move data with one
  * GatherV2 over the flattened tensor. Scatters compare every linear index with every position
  * (an Equal of [K, 1] against [1, P]) and pick or sum the updates through that mask: O(K * P),
- * which suits the small index tensors ONNX models scatter with. Constant indices fold away. */
+ * which suits the small index tensors ONNX models scatter with. Constant indices fold away.
+ * CumSum is TensorFlow's Cumsum. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -422,43 +423,14 @@ static clg_code one_hot(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
   return clg_onnx_out(c, n, 0, y);
 }
 
-/* Cumulative sum of x along axis as a GEMM with a triangle of ones (integers in float64). */
+/* Cumulative sum of x along axis: TensorFlow's Cumsum has ONNX's exclusive and reverse. */
 static clg_code cumsum_along(clg_onnx *c, clg_output x, int axis, bool exclusive, bool reverse,
                              clg_output *y)
 {
-  int rank = clg_onnx_rank(x);
-  int64_t perm[CLG_MAX_RANK], inv[CLG_MAX_RANK], tdims[CLG_MAX_RANK];
-  perm[0] = axis;
-  for (int d = 0, j = 1; d < rank; d++)
-    if (d != axis)
-      perm[j++] = d;
-  for (int d = 0; d < rank; d++) {
-    inv[perm[d]] = d;
-    tdims[d] = clg_onnx_dim(x, (int)perm[d]);
-  }
-  int64_t len = tdims[0], rest = count_of(rank, tdims) / (len ? len : 1);
-  if (len == 0 || rest == 0)
-    return clg_onnx_op(c, "Identity", 1, &x, 0, NULL, y);
-  clg_dtype dt = clg_onnx_dtype(x);
-  clg_dtype ft = dt == CLG_FLOAT32 || dt == CLG_FLOAT64 ? dt : CLG_FLOAT64;
-  int64_t *tri = malloc(sizeof *tri * (size_t)(len * len));
-  if (!tri)
-    return clg_graph_record_error(c->g);
-  for (int64_t i = 0; i < len; i++)
-    for (int64_t j = 0; j < len; j++)
-      tri[i * len + j] = reverse ? (exclusive ? j > i : j >= i) : (exclusive ? j < i : j <= i);
-  clg_output t, ins[2];
-  clg_code code = const_of(c, ft, 2, (int64_t[]){len, len}, tri, &t);
-  free(tri);
-  TRY(code);
-  TRY(clg_onnx_transpose(c, x, rank, perm, &x));
-  TRY(clg_onnx_reshape(c, x, 2, (int64_t[]){len, rest}, &x));
-  TRY(cast_to(c, x, ft, &x));
-  ins[0] = t, ins[1] = x;
-  TRY(clg_onnx_op(c, "MatMul", 2, ins, 0, NULL, &x));
-  TRY(cast_to(c, x, dt, &x));
-  TRY(clg_onnx_reshape(c, x, rank, tdims, &x));
-  return clg_onnx_transpose(c, x, rank, inv, y);
+  clg_output ins[2] = {x};
+  clg_attr at[2] = {clg_attr_bool("exclusive", exclusive), clg_attr_bool("reverse", reverse)};
+  TRY(clg_onnx_const_scalar(c, CLG_INT32, axis, &ins[1]));
+  return clg_onnx_op(c, "Cumsum", 2, ins, 2, at, y);
 }
 
 /* CumSum: a constant axis builds one sum; an axis known only at run time builds one per axis
@@ -887,7 +859,7 @@ CLG_ONNX_RULE_SET(clg_onnx_rules_index, {"GatherElements", 11, elements, "Gather
                   {"ScatterElements", 11, elements, "GatherV2"},
                   {"Scatter", 9, elements, "GatherV2"}, {"ScatterND", 11, nd, "GatherV2"},
                   {"GatherND", 11, nd, "GatherV2"}, {"OneHot", 9, one_hot, "Select"},
-                  {"CumSum", 11, cumsum, "MatMul"},
+                  {"CumSum", 11, cumsum, "Cumsum"},
                   {"ReverseSequence", 10, reverse_sequence, "GatherV2"},
                   {"Einsum", 12, einsum, "Sum"}, {"Compress", 9, compress, "GatherV2"},
                   {"NonZero", 9, non_zero, NULL});
