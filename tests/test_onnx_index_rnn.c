@@ -793,6 +793,8 @@ static void test_errors(void)
   static const int64_t esd[3][5] = {{2, 2, 3}, {2, 3, 4}};
   expect_error("Einsum", es, "equation", "ij,jk,kl->il", 2, esd, CLG_INVALID_ARGUMENT,
                "does not have 2 operands");
+  expect_error("Einsum", es, "equation", "i.j..,jk->ik", 2, esd, CLG_INVALID_ARGUMENT,
+               "term 0 of equation 'i.j..,jk->ik' does not fit a rank-2 input");
   expect_error("Einsum", es, "equation", "ij,ik->jk", 2, esd, CLG_INVALID_ARGUMENT,
                "label 'i' is 2 in one operand and 3");
   static const char *const gr[] = {"X", "W", "R", NULL, "Y", NULL};

@@ -147,6 +147,8 @@ static clg_code scatter_rows(clg_onnx *c, const clg_imp_node *n, clg_output data
                              clg_output upd, const char *reduction, clg_output *y)
 {
   int64_t p = clg_onnx_dim(data, 0), k = clg_onnx_dim(lin, 0);
+  if (k == 0) /* no updates */
+    return clg_onnx_op(c, "Identity", 1, &data, 0, NULL, y);
   int64_t *pos = malloc(sizeof *pos * (size_t)(p ? p : 1));
   if (!pos)
     return clg_graph_record_error(c->g);
@@ -572,7 +574,9 @@ static bool ein_parse(const char *s, const char *end, int rank, int width, ein_t
   for (const char *p = s; p < end; p++) {
     if (*p == ' ')
       continue;
-    if (*p == '.') {
+    if (*p == '.') { /* the one "..." (three dots counted above) */
+      if (strncmp(p, "...", 3) != 0)
+        return false;
       for (int e = 0; e < ell; e++)
         t->labels[t->n++] = EIN_ELLIPSIS + width - ell + e;
       p += 2;
