@@ -614,9 +614,106 @@ static clg_code ein_diagonal(clg_onnx *c, clg_output *x, ein_term *t, int p, int
   return CLG_OK;
 }
 
-/* Einsum by broadcasting: each operand's axes transposed into one order of every label (the
- * output's first), with 1s for the labels it lacks; their product summed over the labels the
- * output lacks. Repeated labels in one operand take its diagonal. */
+static bool ein_has(const ein_term *t, int l)
+{
+  for (int d = 0; d < t->n; d++)
+    if (t->labels[d] == l)
+      return true;
+  return false;
+}
+
+static int64_t ein_dim(clg_output x, const ein_term *t, int l)
+{
+  for (int d = 0; d < t->n; d++)
+    if (t->labels[d] == l)
+      return clg_onnx_dim(x, d);
+  return 1;
+}
+
+/* Two operands as one BatchMatMulV2 where every label is a batch (both operands and the
+ * output, one size), free (one operand and the output) or contracted (both, not the output):
+ * [batch, free a, summed] times [batch, summed, free b], reshaped and transposed to the output.
+ * *done false: the equation has another form (or a dtype GEMM lacks); the caller broadcasts. */
+static clg_code ein_matmul(clg_onnx *c, const clg_output *xs, const ein_term *t,
+                           const ein_term *out, bool *done, clg_output *y)
+{
+  clg_dtype dt = clg_onnx_dtype(xs[0]);
+  *done = false;
+  if ((dt != CLG_FLOAT32 && dt != CLG_FLOAT64) || clg_onnx_dtype(xs[1]) != dt)
+    return CLG_OK;
+  int batch[CLG_MAX_RANK], fa[CLG_MAX_RANK], fb[CLG_MAX_RANK], sum[CLG_MAX_RANK];
+  int nb = 0, na = 0, nf = 0, ns = 0;
+  for (int d = 0; d < out->n; d++) {
+    int l = out->labels[d];
+    bool a = ein_has(&t[0], l), b = ein_has(&t[1], l);
+    if (a && b && ein_dim(xs[0], &t[0], l) != ein_dim(xs[1], &t[1], l))
+      return CLG_OK; /* a broadcast batch label */
+    if (a && b)
+      batch[nb++] = l;
+    else if (a)
+      fa[na++] = l;
+    else
+      fb[nf++] = l;
+  }
+  for (int i = 0; i < 2; i++)
+    for (int d = 0; d < t[i].n; d++) {
+      int l = t[i].labels[d];
+      if (ein_has(out, l))
+        continue;
+      if (!ein_has(&t[1 - i], l) || ein_dim(xs[0], &t[0], l) != ein_dim(xs[1], &t[1], l))
+        return CLG_OK; /* summed within one operand, or broadcast */
+      if (i == 0)
+        sum[ns++] = l;
+    }
+  int64_t bt = 1, ma = 1, kk = 1, nn = 1, cdims[CLG_MAX_RANK];
+  int nc = 0, cur[CLG_MAX_RANK];
+  for (int j = 0; j < nb; j++)
+    bt *= cdims[nc] = ein_dim(xs[0], &t[0], batch[j]), cur[nc++] = batch[j];
+  for (int j = 0; j < na; j++)
+    ma *= cdims[nc] = ein_dim(xs[0], &t[0], fa[j]), cur[nc++] = fa[j];
+  for (int j = 0; j < nf; j++)
+    nn *= cdims[nc] = ein_dim(xs[1], &t[1], fb[j]), cur[nc++] = fb[j];
+  for (int j = 0; j < ns; j++)
+    kk *= ein_dim(xs[0], &t[0], sum[j]);
+  clg_output m[2];
+  for (int i = 0; i < 2; i++) {
+    int order[CLG_MAX_RANK], no = 0;
+    for (int j = 0; j < nb; j++)
+      order[no++] = batch[j];
+    if (i == 1)
+      for (int j = 0; j < ns; j++)
+        order[no++] = sum[j];
+    for (int j = 0; j < (i ? nf : na); j++)
+      order[no++] = i ? fb[j] : fa[j];
+    if (i == 0)
+      for (int j = 0; j < ns; j++)
+        order[no++] = sum[j];
+    int64_t perm[CLG_MAX_RANK];
+    for (int j = 0; j < no; j++)
+      for (int d = 0; d < t[i].n; d++)
+        if (t[i].labels[d] == order[j])
+          perm[j] = d;
+    TRY(clg_onnx_transpose(c, xs[i], no, perm, &m[i]));
+    int64_t d3[3] = {bt, i ? kk : ma, i ? nn : kk};
+    TRY(clg_onnx_reshape(c, m[i], 3, d3, &m[i]));
+  }
+  clg_output prod;
+  TRY(op2(c, "BatchMatMulV2", m[0], m[1], &prod));
+  TRY(clg_onnx_reshape(c, prod, nc, cdims, &prod));
+  int64_t perm[CLG_MAX_RANK];
+  for (int d = 0; d < out->n; d++)
+    for (int j = 0; j < nc; j++)
+      if (cur[j] == out->labels[d])
+        perm[d] = j;
+  TRY(clg_onnx_transpose(c, prod, out->n, perm, y));
+  *done = true;
+  return CLG_OK;
+}
+
+/* Einsum: two operands of a matmul form as one BatchMatMulV2 (ein_matmul); otherwise by
+ * broadcasting: each operand's axes transposed into one order of every label (the output's
+ * first), with 1s for the labels it lacks; their product summed over the labels the output
+ * lacks. Repeated labels in one operand take its diagonal first. */
 static clg_code einsum(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   (void)r;
@@ -707,7 +804,7 @@ static clg_code einsum(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   if (g > CLG_MAX_RANK)
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "equation '%s' has %d labels, at most %d", eq, g,
                          CLG_MAX_RANK);
-  clg_output prod = {0};
+  clg_output prod = {0}, xs[EIN_MAX];
   for (int i = 0; i < k; i++) {
     clg_output x;
     TRY(clg_onnx_in(c, n, i, &x));
@@ -721,6 +818,16 @@ static clg_code einsum(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
           TRY(ein_diagonal(c, &x, &t[i], p, q));
           q = p; /* the term shifted: look again from p + 1 */
         }
+    xs[i] = x;
+  }
+  if (k == 2) {
+    bool done = false;
+    TRY(ein_matmul(c, xs, t, &out, &done, &prod));
+    if (done)
+      return clg_onnx_out(c, n, 0, prod);
+  }
+  for (int i = 0; i < k; i++) {
+    clg_output x = xs[i];
     int64_t perm[CLG_MAX_RANK], dims[CLG_MAX_RANK];
     int m = 0;
     for (int j = 0; j < g; j++)
@@ -865,5 +972,5 @@ CLG_ONNX_RULE_SET(clg_onnx_rules_index, {"GatherElements", 11, elements, "Gather
                   {"GatherND", 11, nd, "GatherV2"}, {"OneHot", 9, one_hot, "Select"},
                   {"CumSum", 11, cumsum, "Cumsum"},
                   {"ReverseSequence", 10, reverse_sequence, "GatherV2"},
-                  {"Einsum", 12, einsum, "Sum"}, {"Compress", 9, compress, "GatherV2"},
+                  {"Einsum", 12, einsum, "BatchMatMulV2"}, {"Compress", 9, compress, "GatherV2"},
                   {"NonZero", 9, non_zero, NULL});
