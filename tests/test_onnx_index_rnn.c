@@ -268,7 +268,7 @@ static const char *const node_tests[] = {
     "test_scatter_elements_with_axis", "test_scatter_elements_with_duplicate_indices",
     "test_scatter_elements_with_negative_indices", "test_scatter_elements_without_axis",
     "test_scatter_with_axis", "test_scatter_without_axis", "test_scatternd", "test_scatternd_add",
-    "test_gathernd_example_float32", "test_gathernd_example_int32",
+    "test_scatternd_multiply", "test_gathernd_example_float32", "test_gathernd_example_int32",
     "test_gathernd_example_int32_batch_dim1", "test_onehot_negative_indices",
     "test_onehot_with_axis", "test_onehot_with_negative_axis", "test_onehot_without_axis",
     "test_cumsum_1d", "test_cumsum_1d_exclusive", "test_cumsum_1d_reverse",
@@ -583,35 +583,43 @@ static void test_gather_elements_int32(void)
   free(m.p);
 }
 
-/* ScatterND with constant indices (the linear indices fold at import), reduction add over a
- * repeated index, into int64 data [3, 2, 2] at rows (k = 2) of 2 elements. */
-static void test_scatternd_add_const(void)
+/* ScatterND with constant indices (the linear indices fold at import) over a repeated index,
+ * into data [3, 2, 2] at rows (k = 2) of 2 elements: reduction add on int64, mul on float32. */
+static void test_scatternd_const(void)
 {
-  double data[12], idx[6] = {2, 1, 0, 0, 2, 1}, upd[6] = {10, 20, 30, 40, 50, 60}, want[12];
-  for (int i = 0; i < 12; i++)
-    data[i] = want[i] = i * 3 - 7;
-  for (int u = 0; u < 3; u++)
-    for (int e = 0; e < 2; e++)
-      want[((int)idx[u * 2] * 2 + (int)idx[u * 2 + 1]) * 2 + e] += upd[u * 2 + e];
-  pb g = {0};
-  static const char *const io[] = {"D", "I", "U", NULL, "Y", NULL};
-  pb nd = node_begin("ScatterND", io);
-  attr_s(&nd, "reduction", "add");
-  pb_msg(&g, 1, &nd);
-  init(&g, "I", I64, 2, (int64_t[]){3, 2}, 6, idx);
-  value_info(&g, 11, "D", I64, 3, (int64_t[]){3, 2, 2});
-  value_info(&g, 11, "U", I64, 2, (int64_t[]){3, 2});
-  value_info(&g, 12, "Y", I64, 3, (int64_t[]){3, 2, 2});
-  pb m = model_of(&g);
-  clg_tensor *in[2] = {tensor_of(CLG_INT64, 3, (int64_t[]){3, 2, 2}, data),
-                       tensor_of(CLG_INT64, 2, (int64_t[]){3, 2}, upd)},
-             *out = NULL;
-  CHECK_OK(run_model(&m, 2, in, 1, &out));
-  check_close("ScatterND add", out, CLG_INT64, 3, (int64_t[]){3, 2, 2}, want);
-  clg_tensor_free(out);
-  clg_tensor_free(in[0]);
-  clg_tensor_free(in[1]);
-  free(m.p);
+  for (int mul = 0; mul < 2; mul++) {
+    double data[12], idx[6] = {2, 1, 0, 0, 2, 1}, upd[6] = {10, 20, 30, 40, -0.5, 0.25}, want[12];
+    for (int i = 0; i < 12; i++)
+      data[i] = want[i] = i * 3 - 7;
+    if (!mul)
+      upd[4] = 50, upd[5] = 60;
+    for (int u = 0; u < 3; u++)
+      for (int e = 0; e < 2; e++) {
+        double *w = &want[((int)idx[u * 2] * 2 + (int)idx[u * 2 + 1]) * 2 + e];
+        *w = mul ? *w * upd[u * 2 + e] : *w + upd[u * 2 + e];
+      }
+    pb g = {0};
+    static const char *const io[] = {"D", "I", "U", NULL, "Y", NULL};
+    pb nd = node_begin("ScatterND", io);
+    attr_s(&nd, "reduction", mul ? "mul" : "add");
+    pb_msg(&g, 1, &nd);
+    init(&g, "I", I64, 2, (int64_t[]){3, 2}, 6, idx);
+    int et = mul ? F32 : I64;
+    clg_dtype dt = mul ? CLG_FLOAT32 : CLG_INT64;
+    value_info(&g, 11, "D", et, 3, (int64_t[]){3, 2, 2});
+    value_info(&g, 11, "U", et, 2, (int64_t[]){3, 2});
+    value_info(&g, 12, "Y", et, 3, (int64_t[]){3, 2, 2});
+    pb m = model_of(&g);
+    clg_tensor *in[2] = {tensor_of(dt, 3, (int64_t[]){3, 2, 2}, data),
+                         tensor_of(dt, 2, (int64_t[]){3, 2}, upd)},
+               *out = NULL;
+    CHECK_OK(run_model(&m, 2, in, 1, &out));
+    check_close(mul ? "ScatterND mul" : "ScatterND add", out, dt, 3, (int64_t[]){3, 2, 2}, want);
+    clg_tensor_free(out);
+    clg_tensor_free(in[0]);
+    clg_tensor_free(in[1]);
+    free(m.p);
+  }
 }
 
 /* Einsum: "ij,jk->ik", the implicit "ij,jk" (the same), "ii->i" and "bij,bkj->bik". */
@@ -821,7 +829,7 @@ int main(void)
   test_gru_sequence_lens();
   test_rnn_reverse_clip();
   test_gather_elements_int32();
-  test_scatternd_add_const();
+  test_scatternd_const();
   test_einsum_forms();
   test_cumsum_onehot();
   test_constant_only();

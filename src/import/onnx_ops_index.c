@@ -142,7 +142,7 @@ static void strides_of(int rank, const int64_t *dims, int64_t *stride)
 }
 
 /* out[p, :] for data [P, S], linear indices lin [K] and updates upd [K, S]: updates written
- * (reduction "none") or added ("add") at their positions. */
+ * (reduction "none"), added ("add") or multiplied in ("mul") at their positions. */
 static clg_code scatter_rows(clg_onnx *c, const clg_imp_node *n, clg_output data, clg_output lin,
                              clg_output upd, const char *reduction, clg_output *y)
 {
@@ -174,12 +174,28 @@ static clg_code scatter_rows(clg_onnx *c, const clg_imp_node *n, clg_output data
     ins[0] = hitb, ins[1] = picked, ins[2] = data;
     return clg_onnx_op(c, "Select", 3, ins, 0, NULL, y);
   }
-  if (strcmp(reduction, "add") != 0)
+  bool mul = strcmp(reduction, "mul") == 0;
+  if (strcmp(reduction, "add") != 0 && !mul)
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "reduction '%s' is not supported", reduction);
-  /* The sum of the updates per position as a GEMM of the mask; integers in float64, exact to
-   * 2^53. */
   clg_dtype ft = dt == CLG_FLOAT32 || dt == CLG_FLOAT64 ? dt : CLG_FLOAT64;
   clg_output updf, sum;
+  if (mul) { /* data * prod_k (mask ? upd : 1): each factor exact (0 * upd + 1 or upd + 0) */
+    int64_t s = clg_onnx_dim(upd, 1);
+    clg_output m3, u3, inv, f, one;
+    TRY(cast_to(c, eq, ft, &eqf));
+    TRY(clg_onnx_reshape(c, eqf, 3, (int64_t[]){k, p, 1}, &m3));
+    TRY(cast_to(c, upd, ft, &updf));
+    TRY(clg_onnx_reshape(c, updf, 3, (int64_t[]){k, 1, s}, &u3));
+    TRY(clg_onnx_const_scalar(c, ft, 1, &one));
+    TRY(op2(c, "Sub", one, m3, &inv));
+    TRY(op2(c, "Mul", m3, u3, &f));
+    TRY(op2(c, "Add", f, inv, &f)); /* [K, P, S] */
+    TRY(reduce(c, "Prod", f, 1, (int64_t[]){0}, &f));
+    TRY(cast_to(c, f, dt, &f));
+    return op2(c, "Mul", data, f, y);
+  }
+  /* The sum of the updates per position as a GEMM of the mask; integers in float64, exact to
+   * 2^53. */
   TRY(cast_to(c, eq, ft, &eqf));
   TRY(cast_to(c, upd, ft, &updf));
   clg_attr ta = clg_attr_bool("transpose_a", 1);
