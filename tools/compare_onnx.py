@@ -12,7 +12,10 @@ For each model (torchvision's resnet18, mobilenet_v2 and squeezenet1_0 with rand
 and the CIFAR-10 tutorial's model, all from --seed, in eval mode) and each batch (1 and 8):
   1. exports it with torch.onnx.export (--opset, default 13; static shapes, input "input",
      output "output") to OUT/NAME_bB.onnx and writes a random input (standard normal,
-     float32, from --seed) to OUT/NAME_bB.input.npy; lists the ONNX op types it uses;
+     float32, from --seed) to OUT/NAME_bB.input.npy; lists the ONNX op types it uses (and,
+     with --json, the distinct values of their attributes). PyTorch's exporter folds each
+     BatchNorm into the Conv before it; --keep-batchnorm keeps BatchNormalization nodes. The
+     CIFAR-10 model's LRN becomes ONNX's LRN (--lrn-decomposed: PyTorch's own decomposition);
   2. the reference: the same module in float64 (model.double()) on the float64 copy of that
      input; PyTorch float32 and ONNX Runtime (tools/ort_run.js, --threads intra-op threads)
      are judged against it like clgraph, so their differences show what float32 gets;
@@ -143,19 +146,31 @@ def build(name, seed, lrn_op):
     return model.eval(), (3, 224, 224)
 
 
-def export(model, x, path, opset):
+def export(model, x, path, opset, keep_batchnorm):
     # PyTorch's exporter warns about constant folding it skips; the op list says what it made.
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # In eval mode the exporter folds each BatchNorm into the Conv before it; PRESERVE
+        # (the module is in eval mode) keeps them as inference BatchNormalization nodes.
+        mode = torch.onnx.TrainingMode.PRESERVE if keep_batchnorm else torch.onnx.TrainingMode.EVAL
         torch.onnx.export(model, x, path, opset_version=opset, input_names=["input"],
-                          output_names=["output"], do_constant_folding=True)
+                          output_names=["output"], do_constant_folding=True, training=mode)
     m = onnx.load(path)
-    ops = {}
+    ops, attrs = {}, {}
     for n in m.graph.node:
         ops[n.op_type] = ops.get(n.op_type, 0) + 1
+        # The distinct values of each attribute (not tensors): what the importer must cover.
+        for at in n.attribute:
+            v = onnx.helper.get_attribute_value(at)
+            if isinstance(v, (int, float, bytes, list)):
+                v = v.decode() if isinstance(v, bytes) else v
+                seen = attrs.setdefault(n.op_type, {}).setdefault(at.name, [])
+                if v not in seen:
+                    seen.append(v)
     opsets = {o.domain or "ai.onnx": o.version for o in m.opset_import}
-    return {"op_types": dict(sorted(ops.items())), "nodes": len(m.graph.node),
-            "opset_import": opsets, "initializers": len(m.graph.initializer)}
+    return {"op_types": dict(sorted(ops.items())), "attributes": attrs,
+            "nodes": len(m.graph.node), "opset_import": opsets,
+            "initializers": len(m.graph.initializer)}
 
 
 def diff(got, ref):
@@ -375,6 +390,9 @@ def main():
     ap.add_argument("--batches", default="1,8", help="comma-separated (default 1,8)")
     ap.add_argument("--opset", type=int, default=13)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--keep-batchnorm", action="store_true",
+                    help="export BatchNormalization nodes (PyTorch's exporter otherwise folds "
+                    "them into the convolutions)")
     ap.add_argument("--lrn-decomposed", action="store_true",
                     help="export the CIFAR-10 model's LRN as PyTorch does by itself (Pad, "
                     "AveragePool, Pow, If, ...) instead of as ONNX's LRN")
@@ -434,7 +452,7 @@ def main():
             x = torch.from_numpy(x_np)
             path = stem + ".onnx"
             case = {"model": name, "batch": batch, "onnx": path, "input": inp,
-                    "export": export(model, x, path, a.opset)}
+                    "export": export(model, x, path, a.opset, a.keep_batchnorm)}
             with torch.inference_mode():
                 ref = ref_model(x.double()).numpy()
                 f32 = model(x).numpy()
