@@ -352,7 +352,11 @@ def print_case(c, a):
     print(f"     {'ONNX Runtime':28s} {fmt_diff(acc['onnxruntime'])}")
     for dev, e in acc["clgraph"].items():
         verdict = "" if "error" in e else ("  ok" if e["ok"] else "  OVER")
-        print(f"     {'clgraph ' + dev:28s} {fmt_diff(e)}{verdict}")
+        # Where its nodes ran: soft placement may have put some elsewhere.
+        where = ", ".join(f"{d.split('/device:')[-1]} {n}"
+                          for d, n in (e.get("nodes_per_device") or {}).items())
+        print(f"     {'clgraph ' + dev:28s} {fmt_diff(e)}{verdict}" +
+              (f"  (nodes: {where})" if where else ""))
     lat = c.get("latency")
     if lat:
         m = lat["median_ms"]
