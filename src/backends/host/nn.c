@@ -315,10 +315,14 @@ typedef struct fast_layout {
   size_t patch, work, part, each; /* bytes per task: patches, GEMM packs, partial df */
 } fast_layout;
 
-static bool conv_fast(clg_dtype dtype, const clg_window *g)
+/* The forward pass also where CBLAS has AVX-512 kernels, when its GEMMs are thin (the
+ * narrow tiles' shapes); the gradients where the kernel beats CBLAS at every shape. */
+static bool conv_fast(clg_dtype dtype, const clg_window *g, bool forward)
 {
-  return dtype == CLG_FLOAT32 && !clg_conv_is_direct(g) && g->cout > 0 && g->kdim > 0 &&
-         g->n * g->oh * g->ow > 0 && clg_host_sgemm512_usable();
+  size_t rows = (size_t)(g->n * g->oh * g->ow);
+  return dtype == CLG_FLOAT32 && !clg_conv_is_direct(g) && g->cout > 0 && g->kdim > 0 && rows > 0 &&
+         (forward ? clg_host_sgemm512_thin(rows, (size_t)g->cout, (size_t)g->kdim)
+                  : clg_host_sgemm512_usable());
 }
 
 static size_t round_up(size_t v) { return (v + FAST_ALIGN - 1) / FAST_ALIGN * FAST_ALIGN; }
@@ -328,6 +332,9 @@ static fast_layout fast_plan(const clg_window *g, bool filter)
   fast_layout l;
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim;
   l.tasks = clg_host_threads();
+  /* A few microseconds of work: not worth starting a thread (as clg_host_matmul's rule). */
+  if ((double)rows * (double)g->cout * (double)k < (double)(1 << 21))
+    l.tasks = 1;
   size_t share = (rows + (size_t)l.tasks - 1) / (size_t)l.tasks;
   l.chunk = clg_conv_chunk_rows(false, k, sizeof(float), share);
   l.patch = round_up(l.chunk * k * sizeof(float));
@@ -452,7 +459,7 @@ static clg_code fast_run(clg_allocator *alloc, const clg_block *scratch, fast_jo
 
 size_t clg_host_conv2d_scratch(clg_dtype dtype, const clg_window *g)
 {
-  if (conv_fast(dtype, g))
+  if (conv_fast(dtype, g, true))
     return fast_scratch(g, false);
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, es = clg_dtype_size(dtype);
   if (rows == 0 || g->cout == 0 || k == 0 || clg_conv_is_direct(g))
@@ -471,7 +478,7 @@ clg_code clg_host_conv2d(clg_allocator *alloc, const clg_block *scratch, clg_dty
     clg_host_matmul(dtype, false, false, rows, cout, k, x, f, y);
     return CLG_OK;
   }
-  if (conv_fast(dtype, g)) {
+  if (conv_fast(dtype, g, true)) {
     fast_job j = {.g = g, .x = x, .f = f, .y = y};
     return fast_run(alloc, scratch, &j, false, fast_forward_task, "Conv2D");
   }
@@ -572,7 +579,7 @@ size_t clg_host_conv2d_grad_scratch(clg_dtype dtype, const clg_window *g, bool f
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, es = clg_dtype_size(dtype);
   if (rows == 0 || g->cout == 0 || k == 0 || clg_conv_is_direct(g))
     return 0;
-  if (conv_fast(dtype, g))
+  if (conv_fast(dtype, g, false))
     return fast_scratch(g, filter);
   size_t chunk = clg_conv_chunk_rows(false, k, es, rows);
   return chunk * k * es + (filter && chunk < rows ? k * (size_t)g->cout * es : 0);
@@ -584,7 +591,7 @@ clg_code clg_host_conv2d_backprop_input(clg_allocator *alloc, const clg_block *s
 {
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, cout = (size_t)g->cout;
   size_t es = clg_dtype_size(dtype);
-  if (rows > 0 && k > 0 && conv_fast(dtype, g)) { /* each task clears its images */
+  if (rows > 0 && k > 0 && conv_fast(dtype, g, false)) { /* each task clears its images */
     fast_job j = {.g = g, .f = f, .dy = dy, .y = dx};
     return fast_run(alloc, scratch, &j, false, fast_input_task, "Conv2DBackpropInput");
   }
@@ -626,7 +633,7 @@ clg_code clg_host_conv2d_backprop_filter(clg_allocator *alloc, const clg_block *
     clg_host_matmul(dtype, true, false, k, cout, rows, x, dy, df);
     return CLG_OK;
   }
-  if (conv_fast(dtype, g)) {
+  if (conv_fast(dtype, g, false)) {
     fast_job j = {.g = g, .x = x, .dy = dy, .y = df};
     return fast_run(alloc, scratch, &j, true, fast_filter_task, "Conv2DBackpropFilter");
   }
