@@ -211,6 +211,40 @@ static void pack_b(bool tb, const float *b, size_t ldb, size_t p0, size_t kc, si
   }
 }
 
+/* A few rows of C (a batch of 1 through a fully connected layer, a convolution on a 1x1
+ * map): each row's 64-wide blocks accumulated in registers over p, reading B where it lies,
+ * once per row; packing B would copy all of it for one use. */
+S_TARGET static void few_rows(bool ta, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                              const float *b, size_t ldb, float *c, size_t ldc, bool accumulate)
+{
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j += S_NR) {
+      size_t nr = n - j < S_NR ? n - j : S_NR;
+      __mmask16 m0 = col_mask(nr, 0), m1 = col_mask(nr, 16), m2 = col_mask(nr, 32);
+      __mmask16 m3 = col_mask(nr, 48);
+      __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+      for (size_t p = 0; p < k; p++) {
+        const float *br = b + p * ldb + j;
+        __m512 av = _mm512_set1_ps(ta ? a[p * lda + i] : a[i * lda + p]);
+        c0 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m0, br), c0);
+        c1 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m1, br + 16), c1);
+        c2 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m2, br + 32), c2);
+        c3 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m3, br + 48), c3);
+      }
+      float *cr = c + i * ldc + j;
+      if (accumulate) {
+        c0 = _mm512_add_ps(c0, _mm512_maskz_loadu_ps(m0, cr));
+        c1 = _mm512_add_ps(c1, _mm512_maskz_loadu_ps(m1, cr + 16));
+        c2 = _mm512_add_ps(c2, _mm512_maskz_loadu_ps(m2, cr + 32));
+        c3 = _mm512_add_ps(c3, _mm512_maskz_loadu_ps(m3, cr + 48));
+      }
+      _mm512_mask_storeu_ps(cr, m0, c0);
+      _mm512_mask_storeu_ps(cr + 16, m1, c1);
+      _mm512_mask_storeu_ps(cr + 32, m2, c2);
+      _mm512_mask_storeu_ps(cr + 48, m3, c3);
+    }
+}
+
 size_t clg_host_sgemm512_work(void)
 {
   return (S_MC + S_MR) * S_KC + S_NC * S_KC + 16; /* + 16: room to align to 64 bytes */
@@ -225,6 +259,10 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
   if (k == 0) {
     for (size_t i = 0; i < m && !accumulate; i++)
       memset(c + i * ldc, 0, n * sizeof(float));
+    return true;
+  }
+  if (m < 3 && !tb) {
+    few_rows(ta, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
     return true;
   }
   size_t kc_max = k < S_KC ? k : S_KC, mc_max = m < S_MC ? m : S_MC, nc_max = n < S_NC ? n : S_NC;
