@@ -210,6 +210,60 @@ static void test_binary(void)
   CHECK(untouched == 5);
 }
 
+/* Float broadcasting over [rows, c] (rows of c channels, c from 1 to 37: the vector loops'
+ * bodies and tails) against the element-wise reference, exactly: b per channel [c], one value
+ * [1], the full shape, and a column [rows, 1]; Prelu's signs random, with NaN, -0 and
+ * infinities among x. */
+static float bcast_ref(clg_binop op, float x, float y)
+{
+  return op == CLG_BINOP_PRELU ? (x < 0 ? y * x : x) : binopf(op, x, y);
+}
+
+static void test_broadcast_rows(void)
+{
+  static const int64_t cs[] = {1, 7, 8, 16, 19, 37};
+  static const clg_binop ops[] = {CLG_BINOP_PRELU, CLG_BINOP_ADD, CLG_BINOP_MUL, CLG_BINOP_SUB};
+  const int64_t rows = 5;
+  for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++)
+    for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
+      for (int mode = 0; mode < 4; mode++) {
+        int64_t c = cs[ci], dx[2] = {rows, c}, db[2] = {rows, c};
+        int rb = mode == 3 ? 2 : 1;
+        size_t nx = (size_t)(rows * c), nb = mode == 0 ? (size_t)c : mode == 1 ? 1 : nx;
+        if (mode == 0)
+          db[0] = c;
+        else if (mode == 1)
+          db[0] = 1;
+        else if (mode == 2)
+          rb = 2;
+        else
+          db[1] = 1, nb = (size_t)rows;
+        float *x = malloc(nx * 4), *b = malloc(nb * 4), *out = malloc(nx * 4);
+        clg_test_fill_random(CLG_FLOAT32, x, nx);
+        clg_test_fill_random(CLG_FLOAT32, b, nb);
+        for (size_t i = 0; i < nx; i++)
+          x[i] = (i * 7919u) % 3 == 0 ? -x[i] : x[i]; /* both signs */
+        x[0] = NAN, x[nx / 2] = -0.0f, x[nx - 1] = -INFINITY;
+        if (nx > 2)
+          x[1] = INFINITY;
+        clg_strided m;
+        clg_strided_broadcast(&m, 2, dx, rb, db, 2, dx);
+        clg_test_fill_nan(CLG_FLOAT32, out, nx);
+        clg_host_broadcast(ops[oi], CLG_FLOAT32, x, b, out, &m);
+        size_t bad = nx;
+        for (size_t i = 0; i < nx && bad == nx; i++) {
+          size_t r = i / (size_t)c, k = i % (size_t)c;
+          float y = b[mode == 0 ? k : mode == 1 ? 0 : mode == 2 ? i : r];
+          float want = bcast_ref(ops[oi], x[i], y);
+          if (memcmp(&want, &out[i], 4) != 0 && !(isnan(want) && isnan(out[i])))
+            bad = i;
+        }
+        CHECK_MSG(bad == nx, "broadcast op %d [%lld,%lld] b mode %d: element %zu differs",
+                  (int)ops[oi], (long long)rows, (long long)c, mode, bad);
+        free(x), free(b), free(out);
+      }
+}
+
 static void test_addn(void)
 {
   static const int ns[] = {1, 2, 3, 8, 9, 17};
@@ -521,16 +575,20 @@ static void test_clblast_names(void)
   CHECK(clg_clblast_status_code(-2050) == CLG_INTERNAL);
 }
 
-/* The AVX-512 float GEMM (where this CPU has it) against a double reference: tiles of 6 x 64
- * with ragged edges, A read in place (n <= 128) and packed (n > 128), all transposes, row
- * strides wider than the matrices (columns beyond n untouched), and accumulation into what c
- * holds. */
+/* The AVX-512 float GEMM (where this CPU has it, whether or not CBLAS is faster: thin products
+ * take it anyway) against a double reference: tiles of 6 x 64 with ragged edges, A read in
+ * place (n <= 128) and packed (n > 128), the narrow strips (16, 32, 48 wide: 12, 8 and 6 rows,
+ * their ragged rows and columns, across row blocks of 120), one or two rows (B read in place,
+ * not packed), all transposes, row strides wider than the matrices (columns beyond n
+ * untouched), and accumulation into what c holds. */
 static void test_sgemm512(void)
 {
-  if (!clg_host_sgemm512_usable())
+  if (strcmp(clg_host_matmul_portable_isa(), "avx512") != 0)
     return;
-  const size_t shapes[][3] = {{1, 1, 1},      {6, 64, 256}, {7, 65, 257}, {13, 130, 40},
-                              {125, 17, 300}, {5, 600, 3},  {300, 64, 75}};
+  const size_t shapes[][3] = {
+      {1, 1, 1},     {6, 64, 256},   {7, 65, 257}, {13, 130, 40},  {125, 17, 300}, {5, 600, 3},
+      {300, 64, 75}, {12, 16, 5},    {29, 16, 27}, {250, 15, 16},  {37, 24, 16},   {8, 32, 300},
+      {250, 33, 9},  {121, 48, 130}, {150, 1, 7},  {131, 113, 20}, {1, 130, 300},  {2, 77, 513}};
   float *work = malloc(clg_host_sgemm512_work() * sizeof(float));
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
     for (int t = 0; t < 8; t++) {
@@ -578,6 +636,7 @@ int main(void)
   test_sgemm512();
   test_binary();
   test_addn();
+  test_broadcast_rows();
   test_supported();
   test_supported_every_op();
   test_half_conversions();

@@ -75,6 +75,10 @@ size_t clg_host_sgemm512_work(void);
  * the CBLAS of this build (which lacks AVX-512 kernels on this CPU, or is absent). */
 bool clg_host_sgemm512_usable(void);
 
+/* Whether it is the faster one for a product of these sides on this CPU, usable or not: a
+ * thin one (a side of 128 or less) on any CPU with AVX-512. */
+bool clg_host_sgemm512_thin(size_t m, size_t n, size_t k);
+
 /* Runs fn(ctx, t) for every t < ntasks on up to clg_host_threads() threads (the caller is
  * one of them) and returns when all are done. Tasks must write disjoint outputs; which thread
  * runs a task is unspecified, so results must depend on t only. A call from inside a task

@@ -315,10 +315,14 @@ typedef struct fast_layout {
   size_t patch, work, part, each; /* bytes per task: patches, GEMM packs, partial df */
 } fast_layout;
 
-static bool conv_fast(clg_dtype dtype, const clg_window *g)
+/* The forward pass also where CBLAS has AVX-512 kernels, when its GEMMs are thin (the
+ * narrow tiles' shapes); the gradients where the kernel beats CBLAS at every shape. */
+static bool conv_fast(clg_dtype dtype, const clg_window *g, bool forward)
 {
-  return dtype == CLG_FLOAT32 && !clg_conv_is_direct(g) && g->cout > 0 && g->kdim > 0 &&
-         g->n * g->oh * g->ow > 0 && clg_host_sgemm512_usable();
+  size_t rows = (size_t)(g->n * g->oh * g->ow);
+  return dtype == CLG_FLOAT32 && !clg_conv_is_direct(g) && g->cout > 0 && g->kdim > 0 && rows > 0 &&
+         (forward ? clg_host_sgemm512_thin(rows, (size_t)g->cout, (size_t)g->kdim)
+                  : clg_host_sgemm512_usable());
 }
 
 static size_t round_up(size_t v) { return (v + FAST_ALIGN - 1) / FAST_ALIGN * FAST_ALIGN; }
@@ -328,6 +332,9 @@ static fast_layout fast_plan(const clg_window *g, bool filter)
   fast_layout l;
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim;
   l.tasks = clg_host_threads();
+  /* A few microseconds of work: not worth starting a thread (as clg_host_matmul's rule). */
+  if ((double)rows * (double)g->cout * (double)k < (double)(1 << 21))
+    l.tasks = 1;
   size_t share = (rows + (size_t)l.tasks - 1) / (size_t)l.tasks;
   l.chunk = clg_conv_chunk_rows(false, k, sizeof(float), share);
   l.patch = round_up(l.chunk * k * sizeof(float));
@@ -450,9 +457,113 @@ static clg_code fast_run(clg_allocator *alloc, const clg_block *scratch, fast_jo
   return CLG_OK;
 }
 
+/* --- small convolutions through CBLAS in serial pieces ------------------------------------ *
+ * OpenBLAS runs a GEMM of at most 65536 x GEMM_MULTITHREAD_THRESHOLD (4 by default)
+ * multiply-adds in the calling thread and larger ones on its own threads, which spin and then
+ * wait for the scheduler: on a loaded 2-core machine (OpenBLAS's Haswell kernels, as on an
+ * AVX2 CPU) facemesh's 31 convolutions took 89 ms through it against 2.3 ms on one core. A
+ * convolution whose GEMM is larger than that but whose rows are small goes to CBLAS in pieces
+ * under that size instead, the pieces spread over the host team (each task its own patches),
+ * so that no BLAS thread starts. */
+#define BLAS_SERIAL_MACS ((size_t)262144)
+
+typedef struct piece_job {
+  clg_dtype dtype;
+  const void *x, *f;
+  void *y;
+  const clg_window *g;
+  char *p;            /* scratch: each task's patches (none when direct) */
+  size_t piece, part; /* rows per GEMM; scratch bytes per task */
+  int tasks;
+  bool direct;
+} piece_job;
+
+static size_t piece_rows(clg_dtype dtype, const clg_window *g)
+{
+  size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim;
+  size_t piece = BLAS_SERIAL_MACS / ((size_t)g->cout * k);
+  size_t chunk = clg_conv_chunk_rows(false, k, clg_dtype_size(dtype), rows);
+  return piece < chunk ? piece : chunk;
+}
+
+/* The CBLAS of this build, a GEMM over OpenBLAS's serial size and at least 32 rows a piece
+ * (fewer: the calls' overhead costs more than the threads save; 32 cost 16% over one serial
+ * call of the same GEMM, 8 cost 70%, on Haswell kernels); not where sgemm512 serves the
+ * float GEMM (conv_fast, or clg_host_matmul's thin products). */
+static bool conv_pieces(clg_dtype dtype, const clg_window *g)
+{
+  size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, cout = (size_t)g->cout;
+  if (strcmp(clg_host_matmul_backend(), "OpenBLAS") != 0 || rows == 0 || k == 0 || cout == 0)
+    return false;
+  if (dtype == CLG_FLOAT32 && clg_host_sgemm512_thin(rows, cout, k))
+    return false;
+  return (dtype == CLG_FLOAT32 || dtype == CLG_FLOAT64) && cout * k * 32 <= BLAS_SERIAL_MACS &&
+         (double)rows * (double)cout * (double)k > (double)BLAS_SERIAL_MACS;
+}
+
+static int piece_tasks(clg_dtype dtype, const clg_window *g)
+{
+  size_t rows = (size_t)(g->n * g->oh * g->ow), piece = piece_rows(dtype, g);
+  size_t pieces = (rows + piece - 1) / piece, t = (size_t)clg_host_threads();
+  return (int)(t < pieces ? t : pieces);
+}
+
+static void piece_task(void *ctx, int t)
+{
+  const piece_job *j = ctx;
+  const clg_window *g = j->g;
+  size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, cout = (size_t)g->cout;
+  size_t es = clg_dtype_size(j->dtype), T = (size_t)j->tasks;
+  size_t r0 = rows * (size_t)t / T, r1 = rows * (size_t)(t + 1) / T;
+  void *p = j->p + (size_t)t * j->part;
+  for (size_t r = r0; r < r1; r += j->piece) {
+    size_t nr = r1 - r < j->piece ? r1 - r : j->piece;
+    const void *a = (const char *)j->x + r * k * es;
+    if (!j->direct) {
+      clg_host_im2col(j->dtype, j->x, p, r, nr, g);
+      a = p;
+    }
+    clg_host_matmul(j->dtype, false, false, nr, cout, k, a, j->f, (char *)j->y + r * cout * es);
+  }
+}
+
+static size_t pieces_scratch(clg_dtype dtype, const clg_window *g)
+{
+  if (clg_conv_is_direct(g))
+    return 0;
+  return (size_t)piece_tasks(dtype, g) * piece_rows(dtype, g) * (size_t)g->kdim *
+         clg_dtype_size(dtype);
+}
+
+static clg_code pieces_run(clg_allocator *alloc, const clg_block *scratch, clg_dtype dtype,
+                           const void *x, const void *f, void *y, const clg_window *g)
+{
+  piece_job j = {dtype,
+                 x,
+                 f,
+                 y,
+                 g,
+                 NULL,
+                 piece_rows(dtype, g),
+                 0,
+                 piece_tasks(dtype, g),
+                 clg_conv_is_direct(g)};
+  j.part = j.direct ? 0 : j.piece * (size_t)g->kdim * clg_dtype_size(dtype);
+  host_scratch s;
+  clg_code code = scratch_get(alloc, scratch, pieces_scratch(dtype, g), &s, "Conv2D");
+  if (code != CLG_OK)
+    return code;
+  j.p = s.p;
+  clg_host_parallel(j.tasks, piece_task, &j);
+  scratch_put(alloc, &s);
+  return CLG_OK;
+}
+
 size_t clg_host_conv2d_scratch(clg_dtype dtype, const clg_window *g)
 {
-  if (conv_fast(dtype, g))
+  if (conv_pieces(dtype, g))
+    return pieces_scratch(dtype, g);
+  if (conv_fast(dtype, g, true))
     return fast_scratch(g, false);
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, es = clg_dtype_size(dtype);
   if (rows == 0 || g->cout == 0 || k == 0 || clg_conv_is_direct(g))
@@ -467,11 +578,13 @@ clg_code clg_host_conv2d(clg_allocator *alloc, const clg_block *scratch, clg_dty
   size_t es = clg_dtype_size(dtype);
   if (rows == 0 || cout == 0)
     return CLG_OK;
+  if (conv_pieces(dtype, g))
+    return pieces_run(alloc, scratch, dtype, x, f, y, g);
   if (clg_conv_is_direct(g) || k == 0) {
     clg_host_matmul(dtype, false, false, rows, cout, k, x, f, y);
     return CLG_OK;
   }
-  if (conv_fast(dtype, g)) {
+  if (conv_fast(dtype, g, true)) {
     fast_job j = {.g = g, .x = x, .f = f, .y = y};
     return fast_run(alloc, scratch, &j, false, fast_forward_task, "Conv2D");
   }
@@ -572,7 +685,7 @@ size_t clg_host_conv2d_grad_scratch(clg_dtype dtype, const clg_window *g, bool f
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, es = clg_dtype_size(dtype);
   if (rows == 0 || g->cout == 0 || k == 0 || clg_conv_is_direct(g))
     return 0;
-  if (conv_fast(dtype, g))
+  if (conv_fast(dtype, g, false))
     return fast_scratch(g, filter);
   size_t chunk = clg_conv_chunk_rows(false, k, es, rows);
   return chunk * k * es + (filter && chunk < rows ? k * (size_t)g->cout * es : 0);
@@ -584,7 +697,7 @@ clg_code clg_host_conv2d_backprop_input(clg_allocator *alloc, const clg_block *s
 {
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, cout = (size_t)g->cout;
   size_t es = clg_dtype_size(dtype);
-  if (rows > 0 && k > 0 && conv_fast(dtype, g)) { /* each task clears its images */
+  if (rows > 0 && k > 0 && conv_fast(dtype, g, false)) { /* each task clears its images */
     fast_job j = {.g = g, .f = f, .dy = dy, .y = dx};
     return fast_run(alloc, scratch, &j, false, fast_input_task, "Conv2DBackpropInput");
   }
@@ -626,7 +739,7 @@ clg_code clg_host_conv2d_backprop_filter(clg_allocator *alloc, const clg_block *
     clg_host_matmul(dtype, true, false, k, cout, rows, x, dy, df);
     return CLG_OK;
   }
-  if (conv_fast(dtype, g)) {
+  if (conv_fast(dtype, g, false)) {
     fast_job j = {.g = g, .x = x, .dy = dy, .y = df};
     return fast_run(alloc, scratch, &j, true, fast_filter_task, "Conv2DBackpropFilter");
   }

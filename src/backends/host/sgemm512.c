@@ -86,6 +86,67 @@ S_TARGET static void micro_6x64(size_t kc, const float *ap, size_t rs, size_t ps
   ROW_STORE(5);
 }
 
+/* The same for a strip of B at most 16 v wide: r rows of v vectors each (r * v accumulators,
+ * up to 24 of the 32 registers), so that thin products (a 1x1 convolution to 16, 24 or 32
+ * channels) compute no padded columns. Each element is the same sum in the same order as in
+ * micro_6x64. */
+#define S_PRAGMA(x) _Pragma(#x)
+#define MICRO_NARROW(R, V)                                                                         \
+  S_TARGET static void micro_##R##x##V(size_t kc, const float *ap, size_t rs, size_t ps,           \
+                                       const float *bp, float *c, size_t ldc, size_t mr,           \
+                                       size_t nr, bool acc)                                        \
+  {                                                                                                \
+    __m512 t[R][V];                                                                                \
+    S_PRAGMA(GCC unroll 16)                                                                        \
+    for (int r = 0; r < R; r++)                                                                    \
+      S_PRAGMA(GCC unroll 4) for (int v = 0; v < V; v++) t[r][v] = _mm512_setzero_ps();            \
+    for (size_t p = 0; p < kc; p++, ap += ps, bp += S_NR) {                                        \
+      __m512 b[V];                                                                                 \
+      S_PRAGMA(GCC unroll 4) for (int v = 0; v < V; v++) b[v] = _mm512_load_ps(bp + 16 * v);       \
+      S_PRAGMA(GCC unroll 16) for (int r = 0; r < R; r++)                                          \
+      {                                                                                            \
+        __m512 av = _mm512_set1_ps(ap[(size_t)r * rs]);                                            \
+        S_PRAGMA(GCC unroll 4)                                                                     \
+        for (int v = 0; v < V; v++)                                                                \
+          t[r][v] = _mm512_fmadd_ps(av, b[v], t[r][v]);                                            \
+      }                                                                                            \
+    }                                                                                              \
+    __mmask16 m[V];                                                                                \
+    S_PRAGMA(GCC unroll 4) for (int v = 0; v < V; v++) m[v] = col_mask(nr, 16 * (size_t)v);        \
+    for (size_t r = 0; r < mr && r < R; r++) {                                                     \
+      float *cr = c + r * ldc;                                                                     \
+      S_PRAGMA(GCC unroll 4) for (int v = 0; v < V; v++)                                           \
+      {                                                                                            \
+        __m512 o = t[r][v];                                                                        \
+        if (acc)                                                                                   \
+          o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(m[v], cr + 16 * v));                          \
+        _mm512_mask_storeu_ps(cr + 16 * v, m[v], o);                                               \
+      }                                                                                            \
+    }                                                                                              \
+  }
+
+MICRO_NARROW(12, 1)
+MICRO_NARROW(6, 1)
+MICRO_NARROW(8, 2)
+MICRO_NARROW(6, 2)
+MICRO_NARROW(6, 3)
+
+typedef void (*micro_fn)(size_t, const float *, size_t, size_t, const float *, float *, size_t,
+                         size_t, size_t, bool);
+
+/* The kernels for a strip nr wide: tall (for A read in place) and 6 rows high (packed A). */
+static void micro_for(size_t nr, micro_fn *tall, size_t *tall_rows, micro_fn *six)
+{
+  if (nr <= 16)
+    *tall = micro_12x1, *tall_rows = 12, *six = micro_6x1;
+  else if (nr <= 32)
+    *tall = micro_8x2, *tall_rows = 8, *six = micro_6x2;
+  else if (nr <= 48)
+    *tall = micro_6x3, *tall_rows = 6, *six = micro_6x3;
+  else
+    *tall = micro_6x64, *tall_rows = 6, *six = micro_6x64;
+}
+
 /* Rows [i0, i0+mc) x columns [p0, p0+kc) of op(A) into 6-high strips (p-major). */
 static void pack_a(bool ta, const float *a, size_t lda, size_t i0, size_t mc, size_t p0, size_t kc,
                    float *ap)
@@ -150,6 +211,40 @@ static void pack_b(bool tb, const float *b, size_t ldb, size_t p0, size_t kc, si
   }
 }
 
+/* A few rows of C (a batch of 1 through a fully connected layer, a convolution on a 1x1
+ * map): each row's 64-wide blocks accumulated in registers over p, reading B where it lies,
+ * once per row; packing B would copy all of it for one use. */
+S_TARGET static void few_rows(bool ta, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                              const float *b, size_t ldb, float *c, size_t ldc, bool accumulate)
+{
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j += S_NR) {
+      size_t nr = n - j < S_NR ? n - j : S_NR;
+      __mmask16 m0 = col_mask(nr, 0), m1 = col_mask(nr, 16), m2 = col_mask(nr, 32);
+      __mmask16 m3 = col_mask(nr, 48);
+      __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+      for (size_t p = 0; p < k; p++) {
+        const float *br = b + p * ldb + j;
+        __m512 av = _mm512_set1_ps(ta ? a[p * lda + i] : a[i * lda + p]);
+        c0 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m0, br), c0);
+        c1 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m1, br + 16), c1);
+        c2 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m2, br + 32), c2);
+        c3 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m3, br + 48), c3);
+      }
+      float *cr = c + i * ldc + j;
+      if (accumulate) {
+        c0 = _mm512_add_ps(c0, _mm512_maskz_loadu_ps(m0, cr));
+        c1 = _mm512_add_ps(c1, _mm512_maskz_loadu_ps(m1, cr + 16));
+        c2 = _mm512_add_ps(c2, _mm512_maskz_loadu_ps(m2, cr + 32));
+        c3 = _mm512_add_ps(c3, _mm512_maskz_loadu_ps(m3, cr + 48));
+      }
+      _mm512_mask_storeu_ps(cr, m0, c0);
+      _mm512_mask_storeu_ps(cr + 16, m1, c1);
+      _mm512_mask_storeu_ps(cr + 32, m2, c2);
+      _mm512_mask_storeu_ps(cr + 48, m3, c3);
+    }
+}
+
 size_t clg_host_sgemm512_work(void)
 {
   return (S_MC + S_MR) * S_KC + S_NC * S_KC + 16; /* + 16: room to align to 64 bytes */
@@ -164,6 +259,10 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
   if (k == 0) {
     for (size_t i = 0; i < m && !accumulate; i++)
       memset(c + i * ldc, 0, n * sizeof(float));
+    return true;
+  }
+  if (m < 3 && !tb) {
+    few_rows(ta, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
     return true;
   }
   size_t kc_max = k < S_KC ? k : S_KC, mc_max = m < S_MC ? m : S_MC, nc_max = n < S_NC ? n : S_NC;
@@ -200,20 +299,26 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
         if (!direct)
           pack_a(ta, a, lda, ic, mc, pc, kc, ap);
         for (size_t jr = 0; jr < nc; jr += S_NR) {
-          size_t nr = nc - jr < S_NR ? nc - jr : S_NR;
-          for (size_t ir = 0; ir < mc; ir += S_MR) {
+          size_t nr = nc - jr < S_NR ? nc - jr : S_NR, tr;
+          micro_fn tall, six;
+          micro_for(nr, &tall, &tr, &six);
+          for (size_t ir = 0; ir < mc;) {
             size_t mr = mc - ir < S_MR ? mc - ir : S_MR;
             float *ct = c + (ic + ir) * ldc + jc + jr;
+            micro_fn fn = six;
+            if (direct && mc - ir >= tr) /* full tiles read in place, the tallest first */
+              fn = tall, mr = tr;
             if (!direct) {
-              micro_6x64(kc, ap + ir * kc, 1, S_MR, bs + jr * kc, ct, ldc, mr, nr, acc);
+              fn(kc, ap + ir * kc, 1, S_MR, bs + jr * kc, ct, ldc, mr, nr, acc);
             } else if (mr < S_MR) {
               pack_a(ta, a, lda, ic + ir, mr, pc, kc, ap);
-              micro_6x64(kc, ap, 1, S_MR, bs + jr * kc, ct, ldc, mr, nr, acc);
+              fn(kc, ap, 1, S_MR, bs + jr * kc, ct, ldc, mr, nr, acc);
             } else if (ta) { /* op(A)[i][p] = a[p * lda + i] */
-              micro_6x64(kc, a + pc * lda + ic + ir, 1, lda, bs + jr * kc, ct, ldc, mr, nr, acc);
+              fn(kc, a + pc * lda + ic + ir, 1, lda, bs + jr * kc, ct, ldc, mr, nr, acc);
             } else {
-              micro_6x64(kc, a + (ic + ir) * lda + pc, lda, 1, bs + jr * kc, ct, ldc, mr, nr, acc);
+              fn(kc, a + (ic + ir) * lda + pc, lda, 1, bs + jr * kc, ct, ldc, mr, nr, acc);
             }
+            ir += mr;
           }
         }
       }
