@@ -4,13 +4,13 @@ real node test that passes (copied, its output_0.pb rewritten), where every verd
 
   pass          the test as it is                      PASS
   within_tol    one element moved by half ONNX's rtol  PASS
-  beyond_tol    one element moved by 1.0               FAIL naming that element, got and want
-  want_nan      one element NaN in the reference      FAIL (NaN equals only NaN)
-  wrong_dtype   the reference as double                FAIL "dtype float, want double"
-  wrong_shape   the reference with its dims reversed   FAIL "shape [...], want [...]"
+  beyond_tol    one element moved by 1.0               FAILED naming that element, got and want
+  want_nan      one element NaN in the reference      FAILED (NaN equals only NaN)
+  wrong_dtype   the reference as double                FAILED "dtype float, want double"
+  wrong_shape   the reference with its dims reversed   FAILED "shape [...], want [...]"
   extra_output  an output_1.pb the model lacks         ERROR naming both counts
   bad_model     model.onnx cut in half                 ERROR "import: ..."
-  crash         the child raises SIGSEGV               ERROR "crashed: signal 11"
+  crash         the child raises SIGSEGV               ERROR "crashed: signal 11", and CRASH
   hang          the child never ends                   ERROR "timed out after 2 s"
 
 then the expected list (a lost pass fails the run and is named, a new pass is printed, a name
@@ -202,20 +202,22 @@ def run_checks(driver, src, suite, work):
     n = len(values)
     verdict("pass", "PASS")
     verdict("within_tol", "PASS")
-    verdict("beyond_tol", "FAIL", "1 of %d elements differ" % n,
+    verdict("beyond_tol", "FAILED", "1 of %d elements differ" % n,
             "worst at %s" % index_text(dims, k), "want %.9g" % struct.unpack(
                 "<f", struct.pack("<f", beyond[k]))[0])
-    verdict("want_nan", "FAIL", "1 of %d elements differ" % n, "want nan")
-    verdict("wrong_dtype", "FAIL", "dtype float, want double")
-    verdict("wrong_shape", "FAIL", "shape [", "want [")
+    verdict("want_nan", "FAILED", "1 of %d elements differ" % n, "want nan")
+    verdict("wrong_dtype", "FAILED", "dtype float, want double")
+    verdict("wrong_shape", "FAILED", "shape [", "want [")
     verdict("extra_output", "ERROR", "the model has 1 outputs, test_data_set_0 has 2")
     verdict("bad_model", "ERROR", "import: ")
     verdict("crash", "ERROR", "crashed: signal 11")
     verdict("hang", "ERROR", "timed out after 2 s")
     check(p.returncode == 1, "exit status 1 when expected tests are lost (got %d)" % p.returncode)
-    check("EXPECTED PASS LOST beyond_tol: FAIL" in out, "the lost pass beyond_tol is named")
+    check("EXPECTED PASS LOST beyond_tol: FAILED" in out, "the lost pass beyond_tol is named")
     check("EXPECTED PASS LOST no_such_test: no such test" in out, "a listed name no test has")
     check("EXPECTED PASS LOST pass" not in out, "pass, which passed, is not named")
+    check("CRASH crash: crashed: signal 11" in out and "CRASH hang" not in out,
+          "the crash is named as one (the timeout is an error, not a crash)")
     check("NEW PASS within_tol" in out and "NEW PASS pass" not in out, "the new pass is printed")
     check(": 2 passed, 4 failed, 4 errors, 10 total" in out, "the counts")
     check(os.path.exists(written) and open(written).read() == "pass\nwithin_tol\n",

@@ -31,7 +31,7 @@
 #define SUITE_MAX_FOLDERS 16
 #define SUITE_MAX_TENSORS 64 /* inputs or outputs of one test */
 #define SUITE_MSG 1024       /* the message a child sends back */
-#define SUITE_ERR_TAIL 2048  /* the last bytes of a child's stderr kept */
+#define SUITE_ERR_TAIL 32768 /* the last bytes of a child's stderr kept */
 
 static void usage(FILE *f)
 {
@@ -51,12 +51,14 @@ static void usage(FILE *f)
           "  3. runs it in a session with soft placement allowed and compares every output with\n"
           "     output_N.pb: dtype and shape exactly, bool and integers exactly, floats within\n"
           "     ONNX's tolerance |got - want| <= atol + rtol * |want| (NaN equals NaN).\n"
-          "Each test prints one line: PASS, FAIL (wrong values: how many, and the worst\n"
+          "Each test prints one line: PASS, FAILED (wrong values: how many, and the worst\n"
           "element) or ERROR (the import's, session's or run's message; a crash, a hang past\n"
           "the timeout). Then counts per folder: passed/failed/errors/total.\n"
           "With --expected, every test listed that does not pass is named (EXPECTED PASS\n"
           "LOST) and the exit status is 1; a pass not listed prints \"NEW PASS name\" and is\n"
-          "no failure (add its line to the list).\n"
+          "no failure (add its line to the list). A child killed by a signal or ending with a\n"
+          "nonzero status (a sanitizer's report: its stderr is printed) is named (CRASH) and\n"
+          "fails the run whether or not its test is listed: no input may crash clgraph.\n"
           "\n"
           "options:\n"
           "  --device DEV           the device scope around the model (default /device:CPU:0;\n"
@@ -76,8 +78,8 @@ static void usage(FILE *f)
           "                         makes the child of test NAME crash (SIGSEGV) or hang\n"
           "                         (the driver's own check that both are counted as errors)\n"
           "  -h, --help             this text\n"
-          "Exit status: 0; 1 when an expected test did not pass or a folder cannot be read; 2\n"
-          "for bad options.\n"
+          "Exit status: 0; 1 when an expected test did not pass, a test crashed or a folder\n"
+          "cannot be read; 2 for bad options.\n"
           "  onnx_suite -j 2 --device /device:GPU:0 \\\n"
           "    --expected tests/data/onnx/expected_node_gpu.txt \\\n"
           "    /usr/share/libonnx-testdata/data/node\n");
@@ -526,7 +528,8 @@ typedef struct test_slot {
 } test_slot;
 
 typedef struct test_result {
-  int res; /* RES_* */
+  int res;      /* RES_* */
+  bool crashed; /* killed by a signal, or a nonzero exit (a sanitizer's report) */
   bool const_bound;
   int on_device, nodes;
   char *msg;
@@ -711,8 +714,10 @@ static void finish_test(test_slot *slot, bool timed_out, const suite_opts *so, t
       res->msg = strdup(slot->out + used);
     }
   }
-  if (so->verbose && res->res != RES_PASS && slot->err_len)
-    fprintf(stdout, "--- stderr of %d ---\n%s\n---\n", slot->test, slot->err);
+  res->crashed = !timed_out && (WIFSIGNALED(status) || WEXITSTATUS(status) != 0);
+  /* A dead child's stderr in full: a sanitizer's report must reach the log. */
+  if (slot->err_len && (res->crashed || (so->verbose && res->res != RES_PASS)))
+    fprintf(stdout, "--- stderr of the child of test %d ---\n%s\n---\n", slot->test, slot->err);
 }
 
 /* Runs every test of names with up to so->jobs children; the results into res. */
@@ -769,7 +774,7 @@ static void run_all(const char *folder, char **names, int n, const suite_opts *s
       busy[s] = false, running--, done++;
       printf("[%d/%d] %s %s%s%s%s\n", done, n,
              r->res == RES_PASS   ? "PASS"
-             : r->res == RES_FAIL ? "FAIL"
+             : r->res == RES_FAIL ? "FAILED"
                                   : "ERROR",
              names[sl->test], r->const_bound ? " (const-bound)" : "", r->msg[0] ? ": " : "",
              r->msg);
@@ -866,7 +871,7 @@ static int check_expected(const char *file, char **names, const test_result *res
         lost++;
       }
     } else if (res[i].res != RES_PASS) {
-      printf("EXPECTED PASS LOST %s: %s %s\n", exp[k], res[i].res == RES_FAIL ? "FAIL" : "ERROR",
+      printf("EXPECTED PASS LOST %s: %s %s\n", exp[k], res[i].res == RES_FAIL ? "FAILED" : "ERROR",
              res[i].msg);
       lost++;
     }
@@ -1032,6 +1037,11 @@ static void run_folder(const suite_args *a, int k, int *bad)
     on += res[i].res == RES_PASS ? res[i].on_device : 0;
     nodes += res[i].res == RES_PASS ? res[i].nodes : 0;
   }
+  for (int i = 0; i < n; i++)
+    if (res[i].crashed) {
+      printf("CRASH %s: %s\n", names[i], res[i].msg);
+      (*bad)++;
+    }
   if (k < a->num_expected)
     *bad += check_expected(a->expected[k], names, res, n, n != total);
   if (k < a->num_write && !write_list(a->write_expected[k], names, res, n))
@@ -1058,7 +1068,8 @@ int main(int argc, char **argv)
   for (int k = 0; k < a.num_folders; k++)
     run_folder(&a, k, &bad);
   if (bad)
-    printf("onnx_suite: %d expected test%s did not pass, or a folder could not be read\n", bad,
-           bad == 1 ? "" : "s");
+    printf("onnx_suite: %d expected test%s did not pass, crashed, or a folder could not be "
+           "read\n",
+           bad, bad == 1 ? "" : "s");
   return bad ? 1 : 0;
 }
