@@ -9,7 +9,7 @@ real node test that passes (copied, its output_0.pb rewritten), where every verd
   wrong_dtype   the reference as double                FAILED "dtype float, want double"
   wrong_shape   the reference with its dims reversed   FAILED "shape [...], want [...]"
   extra_output  an output_1.pb the model lacks         ERROR naming both counts
-  bad_model     model.onnx cut in half                 ERROR "import: ..."
+  bad_model     model.onnx cut in half                 ERROR naming model.onnx
   crash         the child raises SIGSEGV               ERROR "crashed: signal 11", and CRASH
   hang          the child never ends                   ERROR "timed out after 2 s"
 
@@ -209,7 +209,7 @@ def run_checks(driver, src, suite, work):
     verdict("wrong_dtype", "FAILED", "dtype float, want double")
     verdict("wrong_shape", "FAILED", "shape [", "want [")
     verdict("extra_output", "ERROR", "the model has 1 outputs, test_data_set_0 has 2")
-    verdict("bad_model", "ERROR", "import: ")
+    verdict("bad_model", "ERROR", "model.onnx")
     verdict("crash", "ERROR", "crashed: signal 11")
     verdict("hang", "ERROR", "timed out after 2 s")
     check(p.returncode == 1, "exit status 1 when expected tests are lost (got %d)" % p.returncode)
