@@ -644,7 +644,7 @@ typedef struct test_slot {
   int out_fd, err_fd; /* the result pipe and the child's stderr */
   bool out_eof, err_eof;
   int test;
-  double deadline;
+  double start, deadline;
   char out[SUITE_MSG + 64];
   size_t out_len;
   char err[SUITE_ERR_TAIL];
@@ -656,6 +656,7 @@ typedef struct test_result {
   bool crashed; /* killed by a signal, or a nonzero exit (a sanitizer's report) */
   bool const_bound;
   int on_device, nodes;
+  double seconds;
   char *msg;
 } test_result;
 
@@ -743,7 +744,8 @@ static bool start_test(test_slot *slot, const char *folder, char **names, int i,
   set_nonblock(err[0]);
   memset(slot, 0, sizeof *slot);
   slot->pid = pid, slot->out_fd = out[0], slot->err_fd = err[0], slot->test = i;
-  slot->deadline = now_s() + so->timeout_s;
+  slot->start = now_s();
+  slot->deadline = slot->start + so->timeout_s;
   return true;
 }
 
@@ -896,11 +898,16 @@ static void run_all(const char *folder, char **names, int n, const suite_opts *s
       test_result *r = &res[sl->test];
       finish_test(sl, timed_out && open, so, r);
       busy[s] = false, running--, done++;
-      printf("[%d/%d] %s %s%s%s%s\n", done, n,
+      r->seconds = now_s() - sl->start;
+      char placed[300] = "";
+      if (r->res == RES_PASS && r->on_device < r->nodes)
+        snprintf(placed, sizeof placed, " (%d of %d nodes on %s)", r->on_device, r->nodes,
+                 so->device);
+      printf("[%d/%d] %s %s%s%s%s%s\n", done, n,
              r->res == RES_PASS   ? "PASS"
              : r->res == RES_FAIL ? "FAILED"
                                   : "ERROR",
-             names[sl->test], r->const_bound ? " (const-bound)" : "", r->msg[0] ? ": " : "",
+             names[sl->test], r->const_bound ? " (const-bound)" : "", placed, r->msg[0] ? ": " : "",
              r->msg);
       fflush(stdout);
     }
@@ -1153,9 +1160,10 @@ static void run_folder(const suite_args *a, int k, int *bad)
     (*bad)++;
   }
   run_all(folder, names, n, &a->so, res);
-  int pass = 0, fail = 0, err = 0, cb = 0;
+  int pass = 0, fail = 0, err = 0, cb = 0, slowest = 0;
   long on = 0, nodes = 0;
   for (int i = 0; i < n; i++) {
+    slowest = res[i].seconds > res[slowest].seconds ? i : slowest;
     pass += res[i].res == RES_PASS, fail += res[i].res == RES_FAIL;
     err += res[i].res == RES_ERROR, cb += res[i].res == RES_PASS && res[i].const_bound;
     on += res[i].res == RES_PASS ? res[i].on_device : 0;
@@ -1175,6 +1183,9 @@ static void run_folder(const suite_args *a, int k, int *bad)
   printf("onnx_suite: %s on %s: %d passed, %d failed, %d errors, %d total (%d passed "
          "const-bound; %ld of %ld nodes of the passes on %s) in %.1f s\n",
          base, a->so.device, pass, fail, err, n, cb, on, nodes, a->so.device, now_s() - t0);
+  if (n)
+    printf("onnx_suite: the slowest test of %s: %s, %.1f s\n", base, names[slowest],
+           res[slowest].seconds);
   for (int i = 0; i < n; i++)
     free(res[i].msg);
   free(res);
