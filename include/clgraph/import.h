@@ -124,6 +124,11 @@ const clg_import_op_type *clg_import_op_type_at(const clg_import_result *r, int 
 int clg_import_opset(const clg_import_result *r);
 void clg_import_result_free(clg_import_result *r);
 
+/* One serialized onnx.TensorProto file (an ONNX test's input_0.pb) as a host tensor: raw_data
+ * or typed values, external data from the file's folder. INVALID_ARGUMENT names the file and
+ * the field at fault; UNIMPLEMENTED a dtype clgraph lacks (strings, uint16, complex). */
+clg_code clg_import_load_tensor(const char *path, clg_tensor **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -806,8 +806,7 @@ clg_code clg_imp_read_any(clg_import_format fmt, const uint8_t *bytes, size_t le
     return weights ? clg_imp_read_tfjs((const char *)bytes, len, file, base_dir, m)
                    : clg_imp_read_tfjs_topology((const char *)bytes, len, file, m);
   case CLG_IMPORT_ONNX:
-    return clg_error(CLG_UNIMPLEMENTED, "%s: ONNX models are not supported yet",
-                     file && file[0] ? file : "(memory)");
+    return clg_imp_read_onnx(bytes, len, file, base_dir, weights, m);
   default:
     return clg_error(CLG_INVALID_ARGUMENT, "import format %d is not a clg_import_format", (int)fmt);
   }
@@ -821,7 +820,8 @@ static clg_code import_bytes(clg_graph *g, clg_import_format fmt, const uint8_t 
   clg_code code = clg_imp_read_any(fmt, bytes, len, file, base_dir, true, &m);
   if (code != CLG_OK)
     return clg_graph_record_error(g);
-  code = build(g, m, o, result);
+  code = strcmp(m->format, "onnx") == 0 ? clg_imp_build_onnx(g, m, o, result)
+                                        : build(g, m, o, result);
   clg_imp_model_free(m);
   return code;
 }

@@ -105,10 +105,20 @@ typedef struct clg_imp_attr {
 typedef struct clg_imp_node {
   char *name, *op, *device;
   int num_inputs;
-  char **inputs; /* "node", "node:1", "^ctrl" */
+  char **inputs; /* "node", "node:1", "^ctrl"; ONNX: tensor names, "" for an absent input */
   int num_attrs;
   clg_imp_attr *attrs;
+  /* ONNX only: the node's output tensor names ("" absent) and its domain ("" the default). */
+  int num_outputs;
+  char **outputs;
+  char *domain;
 } clg_imp_node;
+
+/* An ONNX initializer: a named constant tensor of the graph. */
+typedef struct clg_imp_init {
+  char *name;
+  clg_imp_tensor t;
+} clg_imp_init;
 
 typedef struct clg_imp_model {
   const char *format; /* "graphdef", "tfjs" */
@@ -119,6 +129,11 @@ typedef struct clg_imp_model {
   /* The signature's inputs and outputs (tfjs), model tensor names; 0 when none. */
   int num_sig_inputs, num_sig_outputs;
   struct clg_imp_sig *sig_inputs, *sig_outputs;
+  /* ONNX: the default domain's opset and the initializers (graph inputs that are initializers
+   * are not in sig_inputs). */
+  int opset;
+  int num_inits;
+  clg_imp_init *inits;
 } clg_imp_model;
 
 /* A signature entry: tensor name, DataType (0: not given) and shape (rank -1: not given). */
@@ -168,6 +183,21 @@ clg_code clg_imp_tensor_from_values(clg_imp_tensor *t, const void *vals, size_t 
                                     const char *field, const char *where);
 /* A whole regular file (through clg_file_open_read), NUL-terminated; errors name the path. */
 clg_code clg_imp_read_file(const char *path, uint8_t **bytes, size_t *len);
+
+/* An ONNX ModelProto (onnx_read.c): external data files are read from base_dir (NULL: ".")
+ * and must lie inside it; weights false skips the initializers' contents (inspect). */
+clg_code clg_imp_read_onnx(const uint8_t *bytes, size_t len, const char *file,
+                           const char *base_dir, bool weights, clg_imp_model **out);
+/* ONNX TensorProto element type to TF DataType number (0: none). */
+int clg_imp_onnx_dtype_to_tf(int64_t onnx);
+/* One ONNX TensorProto message (onnx_read.c); base_dir for external data (NULL: refused). */
+clg_code clg_imp_read_onnx_tensor(const clg_pb *r, clg_imp_tensor *t, char **name,
+                                  const char *base_dir, const char *where);
+/* Builds an ONNX model into g (onnx_build.c), as clg_graph_import does. */
+clg_code clg_imp_build_onnx(clg_graph *g, clg_imp_model *m, const clg_import_options *o,
+                            clg_import_result **result);
+/* Whether clgraph can run ONNX node n at opset (onnx_ops*.c): for inspect. */
+bool clg_imp_onnx_supported(const clg_imp_node *n, int opset);
 
 /* A tfjs model.json (tfjs.c): weights read from base_dir (NULL: "."), shards concatenated in
  * manifest order and dequantized; file names model.json in errors. */

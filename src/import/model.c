@@ -57,6 +57,10 @@ static void node_clear(clg_imp_node *n)
   for (int i = 0; i < n->num_attrs; i++)
     clg_imp_attr_clear(&n->attrs[i]);
   free(n->attrs);
+  for (int i = 0; i < n->num_outputs; i++)
+    free(n->outputs[i]);
+  free(n->outputs);
+  free(n->domain);
 }
 
 static void free_sigs(clg_imp_sig *v, int n)
@@ -75,6 +79,11 @@ void clg_imp_model_free(clg_imp_model *m)
   free(m->nodes);
   free_sigs(m->sig_inputs, m->num_sig_inputs);
   free_sigs(m->sig_outputs, m->num_sig_outputs);
+  for (int i = 0; i < m->num_inits; i++) {
+    free(m->inits[i].name);
+    clg_imp_tensor_clear(&m->inits[i].t);
+  }
+  free(m->inits);
   free(m->producer);
   free(m->file);
   free(m);

@@ -171,7 +171,13 @@ clg_import_result *clg_imp_result_new(const clg_imp_model *m)
   }
   r->format = m->format;
   r->num_model_nodes = m->num_nodes;
+  r->opset = m->opset;
   return r;
+}
+
+static bool supported(const clg_imp_model *m, const clg_imp_node *n)
+{
+  return m->opset ? clg_imp_onnx_supported(n, m->opset) : clg_imp_op_supported(n);
 }
 
 /* The op clg_imp_census of a model, in the order op types first appear. */
@@ -190,8 +196,8 @@ clg_code clg_imp_census(clg_import_result *r, const clg_imp_model *m)
       if (!(t->op = clg_strdup(n->op)) || !(t->example_node = clg_strdup(n->name)))
         return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory");
       r->num_op_types++;
-      t->supported = clg_imp_op_supported(n);
-    } else if (t->supported && !clg_imp_op_supported(n)) {
+      t->supported = supported(m, n);
+    } else if (t->supported && !supported(m, n)) {
       /* a fused node whose epilogue clgraph lacks: the type is unsupported from here */
       t->supported = 0;
       free((char *)t->example_node);

@@ -1,0 +1,6 @@
+/* The ONNX rule tables, one per file: a new family is one line here and one file. No include
+ * guard: onnx.h includes it with CLG_ONNX_RULES defined. */
+CLG_ONNX_RULES(elem)   /* onnx_ops_elem.c: elementwise, activations, comparisons */
+CLG_ONNX_RULES(nn)     /* onnx_ops_nn.c: Conv, pools, normalisations, Gemm, MatMul, Resize */
+CLG_ONNX_RULES(array)  /* onnx_ops_array.c: shapes, Reshape, Concat, Slice, Gather, Pad, ... */
+CLG_ONNX_RULES(reduce) /* onnx_ops_reduce.c: reductions, Softmax, ArgMax, Cast, TopK, ... */

@@ -1,0 +1,298 @@
+/* ONNX elementwise ops: activations, arithmetic with numpy broadcasting (ONNX's and
+ * TensorFlow's rules agree from opset 7), comparisons and logic. Each keeps its inputs' layout:
+ * on NHWC inputs the result stays NHWC, so activations and residual adds between convolutions
+ * add no transposes. */
+#include <math.h>
+#include <string.h>
+
+#include "import/onnx.h"
+
+/* --- layout --------------------------------------------------------------------------------- */
+
+/* Input i for an elementwise op computing in NHWC (out rank 4): rank-4 inputs transposed, lower
+ * ranks padded to rank 4 (numpy's broadcast aligns trailing dims) then transposed, scalars as
+ * they are. */
+static clg_code in_for_nhwc(clg_onnx *c, const clg_imp_node *n, int i, clg_output *out)
+{
+  int rank = clg_onnx_in_rank(c, n, i);
+  if (rank == 4)
+    return clg_onnx_in_nhwc(c, n, i, out);
+  clg_output x;
+  clg_code code = clg_onnx_in(c, n, i, &x);
+  if (code != CLG_OK || rank == 0 || clg_onnx_count(x) == 1)
+    return code == CLG_OK ? (*out = x, CLG_OK) : code;
+  int64_t dims[4] = {1, 1, 1, 1};
+  for (int d = 0; d < rank; d++)
+    dims[4 - rank + d] = clg_onnx_dim(x, d);
+  static const int64_t to_nhwc[4] = {0, 2, 3, 1};
+  clg_output r;
+  if ((code = clg_onnx_reshape(c, x, 4, dims, &r)) != CLG_OK)
+    return code;
+  return clg_onnx_transpose(c, r, 4, to_nhwc, out);
+}
+
+/* Whether an elementwise node computes in NHWC: its result has rank 4 and an input is held in
+ * NHWC only (the others follow it). */
+static bool use_nhwc(clg_onnx *c, const clg_imp_node *n, int nin)
+{
+  int out_rank = 0;
+  bool any = false;
+  for (int i = 0; i < nin; i++) {
+    int r = clg_onnx_in_rank(c, n, i);
+    out_rank = r > out_rank ? r : out_rank;
+    any = any || clg_onnx_in_is_nhwc(c, n, i);
+  }
+  return any && out_rank == 4;
+}
+
+/* The node's first nin inputs, all in the layout the node computes in (*nhwc). */
+static clg_code gather(clg_onnx *c, const clg_imp_node *n, int nin, clg_output *ins, bool *nhwc)
+{
+  *nhwc = use_nhwc(c, n, nin);
+  for (int i = 0; i < nin; i++) {
+    clg_code code = *nhwc ? in_for_nhwc(c, n, i, &ins[i]) : clg_onnx_in(c, n, i, &ins[i]);
+    if (code != CLG_OK)
+      return code;
+  }
+  return CLG_OK;
+}
+
+static clg_code put(clg_onnx *c, const clg_imp_node *n, bool nhwc, clg_output y)
+{
+  return nhwc ? clg_onnx_out_nhwc(c, n, 0, y) : clg_onnx_out(c, n, 0, y);
+}
+
+/* --- rules ---------------------------------------------------------------------------------- */
+
+/* One input, one clgraph op of the same meaning. */
+static clg_code unary(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  clg_output x, y;
+  bool nhwc;
+  clg_code code = gather(c, n, 1, &x, &nhwc);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, r->tf, 1, &x, 0, NULL, &y);
+  return code == CLG_OK ? put(c, n, nhwc, y) : code;
+}
+
+/* Two inputs broadcast, one clgraph op. */
+static clg_code binary(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  if (n->num_inputs != 2)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%d inputs, not 2", n->num_inputs);
+  if (clg_onnx_attr(n, "broadcast") || clg_onnx_attr(n, "axis"))
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED,
+                         "the legacy broadcast/axis attributes (opset < 7) are not supported");
+  clg_output ins[2], y;
+  bool nhwc;
+  clg_code code = gather(c, n, 2, ins, &nhwc);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, r->tf, 2, ins, 0, NULL, &y);
+  return code == CLG_OK ? put(c, n, nhwc, y) : code;
+}
+
+/* Div: RealDiv on floats; integer Div truncates toward zero in ONNX, which clgraph lacks. */
+static clg_code div_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  clg_dtype dt = clg_onnx_in_dtype(c, n, 0);
+  if (dt != CLG_FLOAT32 && dt != CLG_FLOAT64 && dt != CLG_FLOAT16)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED,
+                         "integer Div (truncating toward zero) is not supported");
+  return binary(c, n, r);
+}
+
+/* Mod: fmod 0 takes the divisor's sign (FloorMod); fmod 1 (C's fmod) is not supported. */
+static clg_code mod_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  if (clg_onnx_attr_i(n, "fmod", 0) != 0)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "Mod with fmod=1 is not supported");
+  return binary(c, n, r);
+}
+
+/* Sum, Max, Min, Mean of any number of inputs: a chain of the binary op (Mean: Sum / n). */
+static clg_code variadic(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  int k = n->num_inputs;
+  if (k < 1 || k > 64)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%d inputs", k);
+  clg_output ins[64], acc;
+  bool nhwc;
+  clg_code code = gather(c, n, k, ins, &nhwc);
+  if (code != CLG_OK)
+    return code;
+  const char *op = strcmp(n->op, "Mean") == 0 ? "Add" : r->tf;
+  acc = ins[0];
+  for (int i = 1; i < k && code == CLG_OK; i++) {
+    clg_output p[2] = {acc, ins[i]};
+    code = clg_onnx_op(c, op, 2, p, 0, NULL, &acc);
+  }
+  if (code == CLG_OK && k == 1 && strcmp(n->op, "Mean") != 0) { /* a copy */
+    clg_output x = acc;
+    code = clg_onnx_op(c, "Identity", 1, &x, 0, NULL, &acc);
+  }
+  if (code == CLG_OK && strcmp(n->op, "Mean") == 0) {
+    clg_output s, p[2];
+    code = clg_onnx_const_scalar(c, clg_onnx_dtype(acc), 1.0 / k, &s);
+    p[0] = acc;
+    p[1] = s;
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "Mul", 2, p, 0, NULL, &acc);
+  }
+  return code == CLG_OK ? put(c, n, nhwc, acc) : code;
+}
+
+/* Clip: min and max from attributes (opset < 11) or optional inputs; ReLU6 is Relu6. */
+static clg_code clip(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  double lo = -INFINITY, hi = INFINITY;
+  clg_code code = CLG_OK;
+  if (c->m->opset < 11) {
+    lo = clg_onnx_attr_f(n, "min", -INFINITY);
+    hi = clg_onnx_attr_f(n, "max", INFINITY);
+  } else {
+    if (clg_onnx_has(n, 1))
+      code = clg_onnx_in_scalar(c, n, 1, &lo);
+    if (code == CLG_OK && clg_onnx_has(n, 2))
+      code = clg_onnx_in_scalar(c, n, 2, &hi);
+  }
+  clg_output x, y;
+  bool nhwc;
+  if (code == CLG_OK)
+    code = gather(c, n, 1, &x, &nhwc);
+  if (code != CLG_OK)
+    return code;
+  clg_dtype dt = clg_onnx_dtype(x);
+  if (lo == 0 && hi == 6 && (dt == CLG_FLOAT32 || dt == CLG_FLOAT64))
+    code = clg_onnx_op(c, "Relu6", 1, &x, 0, NULL, &y);
+  else {
+    y = x;
+    bool floaty = dt == CLG_FLOAT32 || dt == CLG_FLOAT64;
+    if (code == CLG_OK && (lo > -INFINITY || !floaty) && !isinf(lo))
+      code = clg_onnx_scalar_op(c, "Maximum", y, lo, &y);
+    if (code == CLG_OK && !isinf(hi))
+      code = clg_onnx_scalar_op(c, "Minimum", y, hi, &y);
+    if (code == CLG_OK && y.node == x.node && y.index == x.index)
+      code = clg_onnx_op(c, "Identity", 1, &x, 0, NULL, &y);
+  }
+  return code == CLG_OK ? put(c, n, nhwc, y) : code;
+}
+
+static clg_code leaky_relu(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  clg_output x, y;
+  bool nhwc;
+  clg_code code = gather(c, n, 1, &x, &nhwc);
+  clg_attr a = clg_attr_float("alpha", clg_onnx_attr_f(n, "alpha", 0.01));
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "LeakyRelu", 1, &x, 1, &a, &y);
+  return code == CLG_OK ? put(c, n, nhwc, y) : code;
+}
+
+/* HardSigmoid: max(0, min(1, alpha x + beta)); HardSwish: x * HardSigmoid(x) at 1/6, 1/2. */
+static clg_code hard_sigmoid(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  bool swish = strcmp(n->op, "HardSwish") == 0;
+  double alpha = swish ? 1.0 / 6 : clg_onnx_attr_f(n, "alpha", 0.2);
+  double beta = swish ? 0.5 : clg_onnx_attr_f(n, "beta", 0.5);
+  clg_output x, y;
+  bool nhwc;
+  clg_code code = gather(c, n, 1, &x, &nhwc);
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Mul", x, alpha, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Add", y, beta, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Minimum", y, 1.0, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Maximum", y, 0.0, &y);
+  if (code == CLG_OK && swish) {
+    clg_output p[2] = {x, y};
+    code = clg_onnx_op(c, "Mul", 2, p, 0, NULL, &y);
+  }
+  return code == CLG_OK ? put(c, n, nhwc, y) : code;
+}
+
+/* Elu with alpha, Celu, Selu with alpha and gamma, ThresholdedRelu: composed where the
+ * clgraph op's constants differ from the node's. */
+static clg_code exp_linear(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  bool selu = strcmp(n->op, "Selu") == 0, celu = strcmp(n->op, "Celu") == 0;
+  double alpha = clg_onnx_attr_f(n, "alpha", selu ? 1.67326319217681884765625 : 1.0);
+  double gamma = selu ? clg_onnx_attr_f(n, "gamma", 1.05070102214813232421875) : 1.0;
+  clg_output x, y, pos, neg, zero;
+  bool nhwc;
+  clg_code code = gather(c, n, 1, &x, &nhwc);
+  /* gamma * (max(0, x) + min(0, alpha * (exp(x / k) - 1))), k = alpha for Celu, else 1 */
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Maximum", x, 0.0, &pos);
+  neg = x;
+  if (code == CLG_OK && celu)
+    code = clg_onnx_scalar_op(c, "Mul", x, 1.0 / alpha, &neg);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Exp", 1, &neg, 0, NULL, &neg);
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Sub", neg, 1.0, &neg);
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Mul", neg, alpha, &neg);
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Minimum", neg, 0.0, &zero);
+  if (code == CLG_OK) {
+    clg_output p[2] = {pos, zero};
+    code = clg_onnx_op(c, "Add", 2, p, 0, NULL, &y);
+  }
+  if (code == CLG_OK && gamma != 1.0)
+    code = clg_onnx_scalar_op(c, "Mul", y, gamma, &y);
+  return code == CLG_OK ? put(c, n, nhwc, y) : code;
+}
+
+/* PRelu: slope broadcast to x (unidirectionally); clgraph's Prelu broadcasts alpha. */
+static clg_code prelu(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  return binary(c, n, r);
+}
+
+/* Where(cond, x, y): SelectV2 broadcasts all three. */
+static clg_code where(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  clg_output ins[3], y;
+  bool nhwc;
+  if (n->num_inputs != 3)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%d inputs, not 3", n->num_inputs);
+  clg_code code = gather(c, n, 3, ins, &nhwc);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, r->tf, 3, ins, 0, NULL, &y);
+  return code == CLG_OK ? put(c, n, nhwc, y) : code;
+}
+
+CLG_ONNX_RULE_SET(
+    clg_onnx_rules_elem,
+    /* activations */
+    {"Relu", 1, unary, "Relu"}, {"Sigmoid", 1, unary, "Sigmoid"}, {"Tanh", 1, unary, "Tanh"},
+    {"Softplus", 1, unary, "Softplus"}, {"Softsign", 1, unary, "Softsign"}, {"Clip", 1, clip, NULL},
+    {"LeakyRelu", 1, leaky_relu, "LeakyRelu"}, {"HardSigmoid", 1, hard_sigmoid, NULL},
+    {"HardSwish", 14, hard_sigmoid, NULL}, {"Elu", 1, exp_linear, NULL},
+    {"Selu", 1, exp_linear, NULL}, {"Celu", 12, exp_linear, NULL}, {"PRelu", 7, prelu, "Prelu"},
+    /* math */
+    {"Abs", 1, unary, "Abs"}, {"Neg", 1, unary, "Neg"}, {"Exp", 1, unary, "Exp"},
+    {"Log", 1, unary, "Log"}, {"Sqrt", 1, unary, "Sqrt"}, {"Floor", 1, unary, "Floor"},
+    {"Ceil", 1, unary, "Ceil"}, {"Round", 11, unary, "Round"},
+    {"Reciprocal", 1, unary, "Reciprocal"}, {"Sign", 9, unary, "Sign"}, {"Erf", 9, unary, "Erf"},
+    {"Sin", 7, unary, "Sin"}, {"Cos", 7, unary, "Cos"}, {"Tan", 7, unary, "Tan"},
+    {"Asin", 7, unary, "Asin"}, {"Acos", 7, unary, "Acos"}, {"Atan", 7, unary, "Atan"},
+    {"Sinh", 9, unary, "Sinh"}, {"Cosh", 9, unary, "Cosh"}, {"Asinh", 9, unary, "Asinh"},
+    {"Acosh", 9, unary, "Acosh"}, {"Atanh", 9, unary, "Atanh"}, {"IsNaN", 9, unary, "IsNan"},
+    {"Not", 1, unary, "LogicalNot"},
+    /* broadcasting binaries */
+    {"Add", 7, binary, "Add"}, {"Sub", 7, binary, "Sub"}, {"Mul", 7, binary, "Mul"},
+    {"Div", 7, div_op, "RealDiv"}, {"Pow", 7, binary, "Pow"}, {"Mod", 10, mod_op, "FloorMod"},
+    {"Equal", 7, binary, "Equal"}, {"Less", 7, binary, "Less"}, {"Greater", 7, binary, "Greater"},
+    {"LessOrEqual", 12, binary, "LessEqual"}, {"GreaterOrEqual", 12, binary, "GreaterEqual"},
+    {"And", 7, binary, "LogicalAnd"}, {"Or", 7, binary, "LogicalOr"},
+    {"Xor", 7, binary, "NotEqual"}, {"Where", 9, where, "SelectV2"},
+    /* variadic */
+    {"Sum", 8, variadic, "Add"}, {"Mean", 8, variadic, "Add"}, {"Max", 8, variadic, "Maximum"},
+    {"Min", 8, variadic, "Minimum"});
