@@ -384,6 +384,8 @@ static bool run_model(test_run *t, const suite_opts *so, char *msg)
   clg_session_options opt;
   clg_session_options_init(&opt);
   opt.allow_soft_placement = so->soft;
+  /* Not the whole device reserved and touched in every child: tests are small. */
+  opt.gpu_options.allow_growth = 1;
   clg_code c = clg_session_new(t->g, &opt, &t->s);
   if (c != CLG_OK) {
     msg_set(msg, "session: %s: %s", clg_code_name(c), clg_last_error());
@@ -586,6 +588,7 @@ static int run_test(test_run *t, const suite_opts *so, bool *const_bound, char *
     if (import_model(t, so, true, retry_msg) != CLG_OK)
       return RES_ERROR;
     *const_bound = true;
+    msg[0] = '\0';
   }
   if (clg_import_num_outputs(t->r) != t->num_want) {
     msg_set(msg, "the model has %d outputs, test_data_set_0 has %d output_N.pb",
