@@ -12,6 +12,9 @@ real node test that passes (copied, its output_0.pb rewritten), where every verd
   bad_model     model.onnx cut in half                 ERROR naming model.onnx
   crash         the child raises SIGSEGV               ERROR "crashed: signal 11", and CRASH
   hang          the child never ends                   ERROR "timed out after 2 s"
+  int_off_by_one  test_shape's int64 output, one element + 1        FAILED (exact)
+  bool_flipped    test_equal's bool output, one element flipped     FAILED (exact)
+  const_bound     test_constantofshape_int_zeros (its shape input)  PASS (const-bound)
 
 then the expected list (a lost pass fails the run and is named, a new pass is printed, a name
 no folder holds is lost too), --write-expected, and the counts line.
@@ -50,8 +53,12 @@ def put_varint(v):
             return bytes(out)
 
 
-def read_tensor(path):
-    """dims, data_type, values of a float TensorProto (raw_data or float_data)."""
+# TensorProto.data_type -> struct's format of one element (float, double, int64, int32, bool).
+FORMATS = {1: "f", 11: "d", 7: "q", 6: "i", 9: "B"}
+
+
+def read_tensor(path, want_dtype=1):
+    """dims, values and name of a TensorProto (raw_data, or float_data for floats)."""
     data = open(path, "rb").read()
     pos, dims, dtype, raw, floats, name = 0, [], None, None, [], b""
     while pos < len(data):
@@ -86,9 +93,13 @@ def read_tensor(path):
             pos += 8
         else:
             raise SystemExit("%s: wire type %d" % (path, wire))
-    if dtype != 1:
-        raise SystemExit("%s: data_type %s, this check needs a float output" % (path, dtype))
-    values = list(struct.unpack("<%df" % (len(raw) // 4), raw)) if raw is not None else floats
+    if dtype != want_dtype or (raw is None and dtype != 1):
+        raise SystemExit("%s: data_type %s, this check needs %d in raw_data" % (path, dtype,
+                                                                          want_dtype))
+    fmt = FORMATS[dtype]
+    size = struct.calcsize(fmt)
+    values = list(struct.unpack("<%d%s" % (len(raw) // size, fmt), raw)) if raw is not None \
+        else floats
     return dims, values, name
 
 
@@ -98,7 +109,7 @@ def write_tensor(path, dims, values, name, dtype=1):
         out += put_varint(1 << 3) + put_varint(d)
     out += put_varint(2 << 3) + put_varint(dtype)
     out += put_varint(8 << 3 | 2) + put_varint(len(name)) + name
-    raw = struct.pack("<%d%s" % (len(values), "f" if dtype == 1 else "d"), *values)
+    raw = struct.pack("<%d%s" % (len(values), FORMATS[dtype]), *values)
     out += put_varint(9 << 3 | 2) + put_varint(len(raw)) + raw
     with open(path, "wb") as f:
         f.write(out)
@@ -137,6 +148,9 @@ def main():
     return 1 if failures else 0
 
 
+ints = {}
+
+
 def make_suite(src, suite):
     os.makedirs(suite)
     out0 = os.path.join(src, "test_data_set_0", "output_0.pb")
@@ -171,6 +185,21 @@ def make_suite(src, suite):
     open(os.path.join(bad, "model.onnx"), "wb").write(model[: len(model) // 2])
     copy("crash")
     copy("hang")
+    # Integers and bools compare exactly: test_shape's int64 output one off, test_equal's
+    # bool output with one element flipped; test_constantofshape_int_zeros's shape input is
+    # bound as a Const on the retry.
+    node = os.path.dirname(src)
+    for test, base, dtype, change in (("int_off_by_one", "test_shape", 7, lambda v: v + 1),
+                                      ("bool_flipped", "test_equal", 9, lambda v: 1 - v)):
+        dst = os.path.join(suite, test)
+        shutil.copytree(os.path.join(node, base), dst)
+        out = os.path.join(dst, "test_data_set_0", "output_0.pb")
+        d, v, nm = read_tensor(out, dtype)
+        v[len(v) - 1] = change(v[len(v) - 1])
+        write_tensor(out, d, v, nm, dtype)
+        ints[test] = (d, v)
+    shutil.copytree(os.path.join(node, "test_constantofshape_int_zeros"),
+                    os.path.join(suite, "const_bound"))
     return dims, values, k, beyond
 
 
@@ -212,6 +241,13 @@ def run_checks(driver, src, suite, work):
     verdict("bad_model", "ERROR", "model.onnx")
     verdict("crash", "ERROR", "crashed: signal 11")
     verdict("hang", "ERROR", "timed out after 2 s")
+    d, v = ints["int_off_by_one"]
+    verdict("int_off_by_one", "FAILED", "1 of %d elements differ" % len(v),
+            "worst at %s: got %d, want %d" % (index_text(d, len(v) - 1), v[-1] - 1, v[-1]))
+    d, v = ints["bool_flipped"]
+    verdict("bool_flipped", "FAILED", "1 of %d elements differ" % len(v),
+            "worst at %s: got %d, want %d" % (index_text(d, len(v) - 1), 1 - v[-1], v[-1]))
+    verdict("const_bound", "PASS", "(const-bound)")
     check(p.returncode == 1, "exit status 1 when expected tests are lost (got %d)" % p.returncode)
     check("EXPECTED PASS LOST beyond_tol: FAILED" in out, "the lost pass beyond_tol is named")
     check("EXPECTED PASS LOST no_such_test: no such test" in out, "a listed name no test has")
@@ -219,8 +255,8 @@ def run_checks(driver, src, suite, work):
     check("CRASH crash: crashed: signal 11" in out and "CRASH hang" not in out,
           "the crash is named as one (the timeout is an error, not a crash)")
     check("NEW PASS within_tol" in out and "NEW PASS pass" not in out, "the new pass is printed")
-    check(": 2 passed, 4 failed, 4 errors, 10 total" in out, "the counts")
-    check(os.path.exists(written) and open(written).read() == "pass\nwithin_tol\n",
+    check(": 3 passed, 6 failed, 4 errors, 13 total (1 passed const-bound" in out, "the counts")
+    check(os.path.exists(written) and open(written).read() == "const_bound\npass\nwithin_tol\n",
           "--write-expected writes the passes, sorted")
     # Everything as expected: status 0, and the new pass alone is no failure.
     with open(expected, "w") as f:

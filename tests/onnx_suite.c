@@ -236,10 +236,16 @@ static int compare_output(const clg_tensor *got, const clg_tensor *want, const s
   index_text(want, worst, at, sizeof at);
   if (fl) {
     const double a = float_at(got, worst), b = float_at(want, worst);
-    msg_set(msg,
-            "%s: %zu of %zu elements differ; worst at %s: got %.9g, want %.9g (|diff| %.3g > "
-            "%.3g)",
-            what, bad, n, at, a, b, fabs(a - b), so->atol + so->rtol * fabs(b));
+    if (isnan(a) || isnan(b))
+      msg_set(msg,
+              "%s: %zu of %zu elements differ; worst at %s: got %.9g, want %.9g (NaN on one "
+              "side only)",
+              what, bad, n, at, a, b);
+    else
+      msg_set(msg,
+              "%s: %zu of %zu elements differ; worst at %s: got %.9g, want %.9g (|diff| %.3g > "
+              "%.3g)",
+              what, bad, n, at, a, b, fabs(a - b), so->atol + so->rtol * fabs(b));
   } else {
     msg_set(msg, "%s: %zu of %zu elements differ; worst at %s: got %lld, want %lld", what, bad, n,
             at, (long long)int_at(got, worst), (long long)int_at(want, worst));
