@@ -856,10 +856,21 @@ static void finish_test(test_slot *slot, bool timed_out, const suite_opts *so, t
 }
 
 /* Runs every test of names with up to so->jobs children; the results into res. */
+/* The parent's lists, reachable from here: a child exits (LeakSanitizer then checks it) with
+ * them still allocated, and they are not the child's leaks. Volatile: never read, the stores
+ * would be optimised away. */
+static volatile struct {
+  char **names;
+  test_result *res;
+  test_slot *slots;
+  bool *busy;
+} suite_parent;
+
 static void run_all(const char *folder, char **names, int n, const suite_opts *so, test_result *res)
 {
   test_slot *slots = calloc((size_t)so->jobs, sizeof *slots);
   bool *busy = calloc((size_t)so->jobs, sizeof *busy);
+  suite_parent.slots = slots, suite_parent.busy = busy;
   if (!slots || !busy) {
     fprintf(stderr, "onnx_suite: out of memory\n");
     exit(1);
@@ -1159,6 +1170,7 @@ static void run_folder(const suite_args *a, int k, int *bad)
   const int total = n;
   n = select_only(names, n, &a->so);
   test_result *res = calloc((size_t)n + 1, sizeof *res);
+  suite_parent.names = names, suite_parent.res = res;
   if (!res) {
     fprintf(stderr, "onnx_suite: out of memory\n");
     exit(1);
