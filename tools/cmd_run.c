@@ -23,9 +23,11 @@ static void run_usage(FILE *f)
           "usage: clgraph run MODEL [--input NAME=FILE.npy]... [--seed N]\n"
           "                         [--shape NAME=D,D,...]... [--output NAME]... [--out-dir DIR]\n"
           "                         [--device DEV] [--no-soft-placement] [--log-device-placement]\n"
-          "                         [--repeats N] [--trace FILE] [--json]\n\n"
-          "Imports MODEL (a frozen TensorFlow GraphDef .pb or a tfjs graph model.json with its\n"
-          "weight shards beside it) and runs it once. NAME is a tensor as the model names it\n"
+          "                         [--repeats N] [--trace FILE] [--json] [--allow-growth]\n"
+          "                         [--per-process-gpu-memory-fraction F]\n\n"
+          "Imports MODEL (a frozen TensorFlow GraphDef .pb, a tfjs graph model.json with its\n"
+          "weight shards beside it, or an ONNX .onnx) and runs it once. NAME is a tensor as the "
+          "model names it\n"
           "(\":0\" optional).\n"
           "  --input NAME=FILE.npy  feed input NAME from numpy's .npy file (repeatable); inputs\n"
           "                         not given get random values: floats uniform in [0, 1),\n"
@@ -40,6 +42,9 @@ static void run_usage(FILE *f)
           "                         run falls back to another device unless this is given)\n"
           "  --repeats N            after one warm run, N timed runs: median and min\n"
           "  --trace FILE           a Chrome trace of the last run (clgraph trace-html opens it)\n"
+          "  --allow-growth         GPU memory grown as needed (GPUOptions.allow_growth)\n"
+          "  --per-process-gpu-memory-fraction F\n"
+          "                         cap each GPU's memory at F of its total (0 < F <= 1)\n"
           "  --json                 one JSON object: format, inputs, outputs, devices, run_ms,\n"
           "                         median_ms\n");
 }
@@ -47,8 +52,9 @@ static void run_usage(FILE *f)
 static void inspect_usage(FILE *f)
 {
   fprintf(f, "usage: clgraph inspect MODEL [--json]\n\n"
-             "Reads MODEL (a frozen GraphDef .pb or a tfjs model.json) without building it:\n"
-             "its format and producer, inputs and outputs with dtypes and shapes (-1 for an\n"
+             "Reads MODEL (a frozen GraphDef .pb, a tfjs model.json or an ONNX .onnx) without\n"
+             "building it: its format and producer (ONNX: the opset), inputs and outputs with "
+             "dtypes and shapes (-1 for an\n"
              "unknown dimension), its node count and op types with their counts, and the op\n"
              "types clgraph cannot run with a node that uses each. Exit status 1 when there\n"
              "are any, 0 otherwise.\n");
@@ -147,14 +153,19 @@ int clg_tool_inspect(int argc, char **argv)
         json_array_append_new(bad, json_pack("{s:s, s:i, s:s}", "op", t->op, "count", t->count,
                                              "example_node", t->example_node));
     }
-    print_json(json_pack("{s:s, s:s, s:o, s:o, s:i, s:o, s:o}", "format", clg_import_format_name(r),
-                         "producer", clg_import_producer(r), "inputs", ins, "outputs", outs,
-                         "nodes", clg_import_num_model_nodes(r), "op_types", ops, "unsupported",
-                         bad));
+    json_t *o =
+        json_pack("{s:s, s:s, s:o, s:o, s:i, s:o, s:o}", "format", clg_import_format_name(r),
+                  "producer", clg_import_producer(r), "inputs", ins, "outputs", outs, "nodes",
+                  clg_import_num_model_nodes(r), "op_types", ops, "unsupported", bad);
+    if (clg_import_opset(r))
+      json_object_set_new(o, "opset", json_integer(clg_import_opset(r)));
+    print_json(o);
   } else {
     char shape[256];
     printf("format: %s\n", clg_import_format_name(r));
     printf("producer: %s\n", clg_import_producer(r)[0] ? clg_import_producer(r) : "(none)");
+    if (clg_import_opset(r))
+      printf("opset: %d (the default ONNX domain)\n", clg_import_opset(r));
     printf("inputs:\n");
     for (int i = 0; i < clg_import_num_inputs(r); i++) {
       const clg_import_tensor *t = clg_import_input(r, i);
@@ -457,7 +468,8 @@ static double ms_since(uint64_t t0) { return (double)(clg_now_ns() - t0) / 1e6; 
 typedef struct run_job {
   const char *model, *out_dir, *device, *trace;
   int seed, repeats, num_bind, num_inputs, num_outputs;
-  bool no_soft, log_placement, json;
+  bool no_soft, log_placement, json, allow_growth;
+  double memory_fraction;
   clg_graph *g;
   clg_session *s;
   clg_import_result *r;
@@ -611,6 +623,8 @@ static bool run_timed(run_job *j)
   clg_session_options opt;
   clg_session_options_init(&opt);
   opt.allow_soft_placement = !j->no_soft;
+  opt.gpu_options.allow_growth = j->allow_growth;
+  opt.gpu_options.per_process_gpu_memory_fraction = j->memory_fraction;
   opt.log_device_placement = j->log_placement;
   opt.trace_runs = j->trace ? 1 : 0;
   uint64_t t_session = clg_now_ns();
@@ -806,6 +820,9 @@ int clg_tool_run(int argc, char **argv)
       {"--repeats", CLG_TOOL_INT, .meta = "N", .min = 1, .max = 100000, .integer = &j.repeats},
       {"--trace", CLG_TOOL_STRING, .meta = "FILE", .text = &j.trace},
       {"--json", CLG_TOOL_FLAG, .flag = &j.json},
+      {"--allow-growth", CLG_TOOL_FLAG, .flag = &j.allow_growth},
+      {"--per-process-gpu-memory-fraction", CLG_TOOL_FLOAT, .meta = "F", .min = 0, .max = 1,
+       .number = &j.memory_fraction},
       {NULL}};
   clg_tool_cmd cmd = {.name = "run", .usage = run_usage, .opts = opts, .max_args = 1};
   int parsed = clg_tool_parse(&cmd, argc, argv);
