@@ -377,5 +377,210 @@ static clg_code resize(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   return code == CLG_OK ? out_either(c, n, nhwc, x) : code;
 }
 
+/* --- normalisations ------------------------------------------------------------------------ */
+
+/* op (Mean, Sum) of x over axes, dims kept. */
+static clg_code reduce_keep(clg_onnx *c, const char *op, clg_output x, int k, const int64_t *axes,
+                            clg_output *y)
+{
+  clg_output ax;
+  clg_code code = clg_onnx_const_i32(c, k, axes, &ax);
+  clg_attr kd = clg_attr_bool("keep_dims", 1);
+  clg_output ins[2] = {x, ax};
+  return code == CLG_OK ? clg_onnx_op(c, op, 2, ins, 1, &kd, y) : code;
+}
+
+static clg_code binop(clg_onnx *c, const char *op, clg_output a, clg_output b, clg_output *y)
+{
+  clg_output ins[2] = {a, b};
+  return clg_onnx_op(c, op, 2, ins, 0, NULL, y);
+}
+
+/* x - mean and 1 / sqrt(var + eps) over axes (mean and var kept dims); mean when wanted. */
+static clg_code standardise(clg_onnx *c, clg_output x, int k, const int64_t *axes, double eps,
+                            clg_output *centred, clg_output *inv, clg_output *mean)
+{
+  clg_output m, v;
+  clg_code code = reduce_keep(c, "Mean", x, k, axes, &m);
+  if (code == CLG_OK)
+    code = binop(c, "Sub", x, m, centred);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Square", 1, centred, 0, NULL, &v);
+  if (code == CLG_OK)
+    code = reduce_keep(c, "Mean", v, k, axes, &v);
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Add", v, eps, &v);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Rsqrt", 1, &v, 0, NULL, inv);
+  if (mean)
+    *mean = m;
+  return code;
+}
+
+/* LayerNormalization (opset 17): over axes [axis, rank), then Scale and B; the optional Mean
+ * and InvStdDev outputs (stash_type 1: float32 statistics, clgraph's for float inputs). */
+static clg_code layer_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  int rank = clg_onnx_in_rank(c, n, 0);
+  int64_t axis = clg_onnx_attr_i(n, "axis", -1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis %lld for rank %d",
+                         (long long)clg_onnx_attr_i(n, "axis", -1), rank);
+  if (!is_float(clg_onnx_in_dtype(c, n, 0)))
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "%s input: only float32 and float64",
+                         clg_dtype_name(clg_onnx_in_dtype(c, n, 0)));
+  int64_t axes[CLG_MAX_RANK];
+  int k = 0;
+  for (int64_t d = axis; d < rank; d++)
+    axes[k++] = d;
+  clg_output x, sc, y, inv, mean;
+  clg_code code = clg_onnx_in(c, n, 0, &x);
+  if (code == CLG_OK)
+    code = clg_onnx_in(c, n, 1, &sc);
+  if (code == CLG_OK)
+    code = standardise(c, x, k, axes, clg_onnx_attr_f(n, "epsilon", 1e-5), &y, &inv, &mean);
+  if (code == CLG_OK)
+    code = binop(c, "Mul", y, inv, &y);
+  if (code == CLG_OK)
+    code = binop(c, "Mul", y, sc, &y);
+  if (code == CLG_OK && clg_onnx_has(n, 2)) {
+    clg_output b;
+    code = clg_onnx_in(c, n, 2, &b);
+    if (code == CLG_OK)
+      code = binop(c, "Add", y, b, &y);
+  }
+  if (code == CLG_OK)
+    code = clg_onnx_out(c, n, 0, y);
+  if (code == CLG_OK && n->num_outputs > 1 && n->outputs[1][0])
+    code = clg_onnx_out(c, n, 1, mean);
+  if (code == CLG_OK && n->num_outputs > 2 && n->outputs[2][0])
+    code = clg_onnx_out(c, n, 2, inv);
+  return code;
+}
+
+/* [C] as [C, 1, ...] against canonical [N, C, ...] of rank `rank` (NHWC: as it is). */
+static clg_code per_channel(clg_onnx *c, clg_output p, int rank, bool nhwc, clg_output *out)
+{
+  if (nhwc || rank < 3) {
+    *out = p;
+    return CLG_OK;
+  }
+  int64_t d[CLG_MAX_RANK];
+  d[0] = clg_onnx_count(p);
+  for (int i = 1; i < rank - 1; i++)
+    d[i] = 1;
+  return clg_onnx_reshape(c, p, rank - 1, d, out);
+}
+
+/* InstanceNormalization: per sample and channel over the spatial axes, then scale and B. */
+static clg_code instance_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  int rank = clg_onnx_in_rank(c, n, 0);
+  if (rank < 3)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input of rank %d: [N, C, D1, ...] needed",
+                         rank);
+  if (!is_float(clg_onnx_in_dtype(c, n, 0)))
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "%s input: only float32 and float64",
+                         clg_dtype_name(clg_onnx_in_dtype(c, n, 0)));
+  clg_output x, s, b, y, inv;
+  bool nhwc;
+  clg_code code = in_either(c, n, &x, &nhwc);
+  int64_t axes[CLG_MAX_RANK];
+  for (int d = 2; d < rank; d++)
+    axes[d - 2] = nhwc ? to_nhwc[d] : d;
+  if (code == CLG_OK)
+    code = clg_onnx_in(c, n, 1, &s);
+  if (code == CLG_OK)
+    code = clg_onnx_in(c, n, 2, &b);
+  if (code == CLG_OK && (clg_onnx_count(s) != clg_onnx_in_dim(c, n, 0, 1) ||
+                         clg_onnx_count(b) != clg_onnx_in_dim(c, n, 0, 1)))
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT,
+                         "scale and B must hold one value per channel (%lld)",
+                         (long long)clg_onnx_in_dim(c, n, 0, 1));
+  if (code == CLG_OK)
+    code = per_channel(c, s, rank, nhwc, &s);
+  if (code == CLG_OK)
+    code = per_channel(c, b, rank, nhwc, &b);
+  if (code == CLG_OK)
+    code = standardise(c, x, rank - 2, axes, clg_onnx_attr_f(n, "epsilon", 1e-5), &y, &inv, NULL);
+  if (code == CLG_OK)
+    code = binop(c, "Mul", inv, s, &inv); /* the small tensor scaled, then one Mul */
+  if (code == CLG_OK)
+    code = binop(c, "Mul", y, inv, &y);
+  if (code == CLG_OK)
+    code = binop(c, "Add", y, b, &y);
+  return code == CLG_OK ? out_either(c, n, nhwc, y) : code;
+}
+
+/* MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over axes (default 0, 2, 3), as
+ * ONNX's function body defines it. */
+static clg_code mvn(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  int rank = clg_onnx_in_rank(c, n, 0);
+  int64_t axes[CLG_MAX_RANK] = {0, 2, 3};
+  int k = clg_onnx_attr_ints(n, "axes", axes, CLG_MAX_RANK);
+  if (k < 0)
+    k = 3;
+  clg_output x, y, m, v;
+  bool nhwc;
+  clg_code code = in_either(c, n, &x, &nhwc);
+  for (int i = 0; i < k && code == CLG_OK; i++) {
+    if (axes[i] < 0)
+      axes[i] += rank;
+    if (axes[i] < 0 || axes[i] >= rank)
+      return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis out of range for rank %d", rank);
+    if (nhwc)
+      axes[i] = to_nhwc[axes[i]];
+  }
+  if (code == CLG_OK)
+    code = reduce_keep(c, "Mean", x, k, axes, &m);
+  if (code == CLG_OK)
+    code = binop(c, "Sub", x, m, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Square", 1, &y, 0, NULL, &v);
+  if (code == CLG_OK)
+    code = reduce_keep(c, "Mean", v, k, axes, &v);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Sqrt", 1, &v, 0, NULL, &v);
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Add", v, 1e-9, &v);
+  if (code == CLG_OK)
+    code = binop(c, "RealDiv", y, v, &y);
+  return code == CLG_OK ? out_either(c, n, nhwc, y) : code;
+}
+
+/* LpNormalization: x / ||x||_p along axis, p 1 or 2. */
+static clg_code lp_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  int rank = clg_onnx_in_rank(c, n, 0);
+  int64_t axis = clg_onnx_attr_i(n, "axis", -1), p = clg_onnx_attr_i(n, "p", 2);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis out of range for rank %d", rank);
+  if (p != 1 && p != 2)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "p is %lld, not 1 or 2", (long long)p);
+  clg_output x, a, y;
+  clg_code code = clg_onnx_in(c, n, 0, &x);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, p == 1 ? "Abs" : "Square", 1, &x, 0, NULL, &a);
+  if (code == CLG_OK)
+    code = reduce_keep(c, "Sum", a, 1, &axis, &a);
+  if (code == CLG_OK && p == 2)
+    code = clg_onnx_op(c, "Sqrt", 1, &a, 0, NULL, &a);
+  if (code == CLG_OK)
+    code = binop(c, "RealDiv", x, a, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
 CLG_ONNX_RULE_SET(clg_onnx_rules_nn2, {"Resize", 10, resize, "GatherV2"},
-                  {"Upsample", 7, resize, "GatherV2"});
+                  {"Upsample", 7, resize, "GatherV2"}, {"LayerNormalization", 17, layer_norm, NULL},
+                  {"InstanceNormalization", 6, instance_norm, NULL},
+                  {"MeanVarianceNormalization", 9, mvn, NULL},
+                  {"LpNormalization", 1, lp_norm, NULL});
