@@ -5,3 +5,4 @@ CLG_ONNX_RULES(nn)     /* onnx_ops_nn.c: Conv, pools, normalisations, Gemm, MatM
 CLG_ONNX_RULES(array)  /* onnx_ops_array.c: shapes, Reshape, Concat, Slice, Gather, Pad, ... */
 CLG_ONNX_RULES(reduce) /* onnx_ops_reduce.c: reductions, Softmax, ArgMax, Cast, TopK, ... */
 CLG_ONNX_RULES(nn2)    /* onnx_ops_nn2.c: Resize, Upsample, normalisations, ConvTranspose, ... */
+CLG_ONNX_RULES(loss)   /* onnx_ops_loss.c: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss */
