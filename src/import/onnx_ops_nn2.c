@@ -579,8 +579,340 @@ static clg_code lp_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
+/* --- data movement and masks ---------------------------------------------------------------- */
+
+/* x's canonical dims into d; the rank. */
+static int dims_of(clg_output x, int64_t *d)
+{
+  int r = clg_onnx_rank(x);
+  for (int i = 0; i < r; i++)
+    d[i] = clg_onnx_dim(x, i);
+  return r;
+}
+
+/* A Const of dtype dt and shape dims from doubles, through a float64 Const and a Cast (both
+ * folded at import). */
+static clg_code const_any(clg_onnx *c, clg_dtype dt, int rank, const int64_t *dims, const double *v,
+                          clg_output *out)
+{
+  clg_code code = const_f(c, dt == CLG_FLOAT32 ? CLG_FLOAT32 : CLG_FLOAT64, rank, dims, v, out);
+  if (code != CLG_OK || is_float(dt))
+    return code;
+  clg_attr a = clg_attr_dtype("DstT", dt);
+  return clg_onnx_op(c, "Cast", 1, out, 1, &a, out);
+}
+
+/* A bool Const of x's shape: keep[i]; y = keep ? x : 0 (Select copies, so an infinite x stays
+ * where kept and never leaks a NaN where masked). */
+static clg_code select_mask(clg_onnx *c, clg_output x, const bool *keep, clg_output *y)
+{
+  int64_t d[CLG_MAX_RANK];
+  int r = dims_of(x, d);
+  clg_tensor *t = clg_tensor_new(CLG_BOOL, r, d, NULL);
+  if (!t)
+    return clg_graph_record_error(c->g);
+  size_t cnt = clg_tensor_count(t);
+  for (size_t i = 0; i < cnt; i++)
+    ((uint8_t *)clg_tensor_data(t))[i] = keep[i];
+  clg_output m, z;
+  clg_code code = clg_onnx_const(c, t, &m);
+  clg_tensor_free(t);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "ZerosLike", 1, &x, 0, NULL, &z);
+  clg_output ins[3] = {m, x, z};
+  return code == CLG_OK ? clg_onnx_op(c, "Select", 3, ins, 0, NULL, y) : code;
+}
+
+/* Trilu: the upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes. */
+static clg_code trilu(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  int rank = clg_onnx_in_rank(c, n, 0);
+  if (rank < 2)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input of rank %d: at least 2", rank);
+  int64_t k = 0;
+  int cnt = 0;
+  clg_code code = clg_onnx_has(n, 1) ? clg_onnx_in_ints(c, n, 1, &k, 1, &cnt) : CLG_OK;
+  if (code != CLG_OK)
+    return code;
+  bool upper = clg_onnx_attr_i(n, "upper", 1) != 0;
+  clg_output x, y;
+  if ((code = clg_onnx_in(c, n, 0, &x)) != CLG_OK)
+    return code;
+  size_t total = (size_t)clg_onnx_count(x);
+  int64_t rows = clg_onnx_dim(x, rank - 2), cols = clg_onnx_dim(x, rank - 1);
+  bool *keep = malloc(total ? total : 1);
+  if (!keep)
+    return clg_graph_record_error(c->g);
+  for (size_t e = 0; e < total; e++) {
+    int64_t j = (int64_t)e % cols, i = ((int64_t)e / cols) % rows;
+    keep[e] = upper ? j - i >= k : j - i <= k;
+  }
+  code = select_mask(c, x, keep, &y);
+  free(keep);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
+/* Hardmax: 1 at the first maximum along axis (opset 13), or of the input flattened to 2-D at
+ * axis (before 13), 0 elsewhere: ArgMax compared with the positions along the axis. */
+static clg_code hardmax(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  int rank = clg_onnx_in_rank(c, n, 0);
+  bool legacy = c->m->opset < 13;
+  int64_t axis = clg_onnx_attr_i(n, "axis", legacy ? 1 : -1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis out of range for rank %d", rank);
+  clg_output x, am, ax, pos, y;
+  clg_code code = clg_onnx_in(c, n, 0, &x);
+  if (code != CLG_OK)
+    return code;
+  int64_t dims[CLG_MAX_RANK], wd[CLG_MAX_RANK];
+  int wr = dims_of(x, dims), wa = (int)axis;
+  memcpy(wd, dims, sizeof wd);
+  if (legacy) { /* [prod before, prod from] */
+    wd[0] = wd[1] = 1;
+    for (int i = 0; i < rank; i++)
+      wd[i >= axis] *= dims[i];
+    wr = 2;
+    wa = 1;
+    code = clg_onnx_reshape(c, x, 2, wd, &x);
+  }
+  if (code == CLG_OK)
+    code = clg_onnx_const_scalar(c, CLG_INT32, wa, &ax);
+  clg_attr ot = clg_attr_dtype("output_type", CLG_INT32);
+  clg_output ins[2] = {x, ax};
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "ArgMax", 2, ins, 1, &ot, &am);
+  int64_t kd[CLG_MAX_RANK], pd[CLG_MAX_RANK];
+  for (int i = 0; i < wr; i++) {
+    kd[i] = i == wa ? 1 : wd[i];
+    pd[i] = i == wa ? wd[i] : 1;
+  }
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, am, wr, kd, &am);
+  double *v = malloc(sizeof *v * (size_t)(wd[wa] ? wd[wa] : 1));
+  if (!v)
+    return clg_graph_record_error(c->g);
+  for (int64_t i = 0; i < wd[wa]; i++)
+    v[i] = (double)i;
+  if (code == CLG_OK)
+    code = const_any(c, CLG_INT32, wr, pd, v, &pos);
+  free(v);
+  ins[0] = am;
+  ins[1] = pos;
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Equal", 2, ins, 0, NULL, &y);
+  clg_attr dt = clg_attr_dtype("DstT", clg_onnx_dtype(x));
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Cast", 1, &y, 1, &dt, &y);
+  if (code == CLG_OK && legacy)
+    code = clg_onnx_reshape(c, y, rank, dims, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
+/* DepthToSpace: DCR is TensorFlow's (NHWC), CRD regroups the channels as [C', b, b]. */
+static clg_code depth_to_space(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  int64_t b = clg_onnx_attr_i(n, "blocksize", 0);
+  const char *mode = clg_onnx_attr_s(n, "mode", "DCR");
+  if (clg_onnx_in_rank(c, n, 0) != 4)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input of rank %d, not 4",
+                         clg_onnx_in_rank(c, n, 0));
+  int64_t ch = clg_onnx_in_dim(c, n, 0, 1), h = clg_onnx_in_dim(c, n, 0, 2),
+          w = clg_onnx_in_dim(c, n, 0, 3), nb = clg_onnx_in_dim(c, n, 0, 0);
+  if (b < 1 || ch % (b * b))
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "blocksize %lld does not divide %lld channels",
+                         (long long)b, (long long)ch);
+  clg_output x, y;
+  clg_code code;
+  if (strcmp(mode, "DCR") == 0) {
+    if (b == 1)
+      return clg_onnx_out_alias(c, n, 0, 0);
+    code = clg_onnx_in_nhwc(c, n, 0, &x);
+    clg_attr a = clg_attr_int("block_size", b);
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "DepthToSpace", 1, &x, 1, &a, &y);
+    return code == CLG_OK ? clg_onnx_out_nhwc(c, n, 0, y) : code;
+  }
+  if (strcmp(mode, "CRD") != 0)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "mode '%s' is not DCR or CRD", mode);
+  int64_t d6[6] = {nb, ch / (b * b), b, b, h, w}, perm[6] = {0, 1, 4, 2, 5, 3};
+  int64_t d4[4] = {nb, ch / (b * b), h * b, w * b};
+  code = clg_onnx_in(c, n, 0, &x);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, x, 6, d6, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_transpose(c, y, 6, perm, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, y, 4, d4, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
+/* SpaceToDepth: [N, C, H/b, b, W/b, b] to [N, b, b, C, H/b, W/b] (ONNX's definition). */
+static clg_code space_to_depth(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  int64_t b = clg_onnx_attr_i(n, "blocksize", 0);
+  if (clg_onnx_in_rank(c, n, 0) != 4)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input of rank %d, not 4",
+                         clg_onnx_in_rank(c, n, 0));
+  int64_t nb = clg_onnx_in_dim(c, n, 0, 0), ch = clg_onnx_in_dim(c, n, 0, 1),
+          h = clg_onnx_in_dim(c, n, 0, 2), w = clg_onnx_in_dim(c, n, 0, 3);
+  if (b < 1 || h % b || w % b)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT,
+                         "blocksize %lld does not divide the spatial dims %lld x %lld",
+                         (long long)b, (long long)h, (long long)w);
+  int64_t d6[6] = {nb, ch, h / b, b, w / b, b}, perm[6] = {0, 3, 5, 1, 2, 4};
+  int64_t d4[4] = {nb, ch * b * b, h / b, w / b};
+  clg_output x, y;
+  clg_code code = clg_onnx_in(c, n, 0, &x);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, x, 6, d6, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_transpose(c, y, 6, perm, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, y, 4, d4, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
+/* --- small elementwise ones ------------------------------------------------------------------ */
+
+/* Select(cond, a, b) with cond of x's shape. */
+static clg_code select3(clg_onnx *c, clg_output cond, clg_output a, clg_output b, clg_output *y)
+{
+  clg_output ins[3] = {cond, a, b};
+  return clg_onnx_op(c, "Select", 3, ins, 0, NULL, y);
+}
+
+/* x >= v (v a scalar of x's dtype), v >= x when flip. */
+static clg_code ge_scalar(clg_onnx *c, clg_output x, double v, bool flip, clg_output *y)
+{
+  clg_output k;
+  clg_code code = clg_onnx_const_scalar(c, clg_onnx_dtype(x), v, &k);
+  return code == CLG_OK ? binop(c, "GreaterEqual", flip ? k : x, flip ? x : k, y) : code;
+}
+
+/* ThresholdedRelu: x where x > alpha, else 0 (alpha >= x picks the 0). */
+static clg_code thresholded_relu(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  clg_output x, cond, z, y;
+  bool nhwc;
+  clg_code code = in_either(c, n, &x, &nhwc);
+  if (code == CLG_OK)
+    code = ge_scalar(c, x, clg_onnx_attr_f(n, "alpha", 1.0), true, &cond);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "ZerosLike", 1, &x, 0, NULL, &z);
+  if (code == CLG_OK)
+    code = select3(c, cond, z, x, &y);
+  return code == CLG_OK ? out_either(c, n, nhwc, y) : code;
+}
+
+/* Shrink: x + bias below -lambd, x - bias above lambd, else 0. */
+static clg_code shrink(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  double l = clg_onnx_attr_f(n, "lambd", 0.5), bias = clg_onnx_attr_f(n, "bias", 0);
+  clg_output x, lo, hi, z, xa, xs, y;
+  bool nhwc;
+  clg_code code = in_either(c, n, &x, &nhwc);
+  if (code == CLG_OK)
+    code = ge_scalar(c, x, -l, false, &lo); /* not below -lambd */
+  if (code == CLG_OK)
+    code = ge_scalar(c, x, l, true, &hi); /* not above lambd */
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "ZerosLike", 1, &x, 0, NULL, &z);
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Add", x, bias, &xa);
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Sub", x, bias, &xs);
+  if (code == CLG_OK)
+    code = select3(c, hi, z, xs, &y);
+  if (code == CLG_OK)
+    code = select3(c, lo, y, xa, &y);
+  return code == CLG_OK ? out_either(c, n, nhwc, y) : code;
+}
+
+/* IsInf: x == +inf (detect_positive), x == -inf (detect_negative), |x| == inf for both. */
+static clg_code is_inf(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  bool pos = clg_onnx_attr_i(n, "detect_positive", 1) != 0;
+  bool neg = clg_onnx_attr_i(n, "detect_negative", 1) != 0;
+  clg_output x, k, y;
+  bool nhwc;
+  clg_code code = in_either(c, n, &x, &nhwc);
+  if (code == CLG_OK && !is_float(clg_onnx_dtype(x)))
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input of type %s, not float",
+                         clg_dtype_name(clg_onnx_dtype(x)));
+  if (code == CLG_OK && pos && neg)
+    code = clg_onnx_op(c, "Abs", 1, &x, 0, NULL, &x);
+  /* neither: compared with NaN, never equal */
+  double v = pos ? INFINITY : neg ? -INFINITY : NAN;
+  if (code == CLG_OK)
+    code = clg_onnx_const_scalar(c, clg_onnx_dtype(x), v, &k);
+  if (code == CLG_OK)
+    code = binop(c, "Equal", x, k, &y);
+  return code == CLG_OK ? out_either(c, n, nhwc, y) : code;
+}
+
+/* CastLike: Cast to input 1's dtype. */
+static clg_code cast_like(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  clg_dtype dt = clg_onnx_in_dtype(c, n, 1);
+  clg_output x, y;
+  bool nhwc;
+  clg_code code = in_either(c, n, &x, &nhwc);
+  if (code != CLG_OK)
+    return code;
+  if (clg_onnx_dtype(x) == dt)
+    return clg_onnx_out_alias(c, n, 0, 0);
+  clg_attr a = clg_attr_dtype("DstT", dt);
+  code = clg_onnx_op(c, "Cast", 1, &x, 1, &a, &y);
+  return code == CLG_OK ? out_either(c, n, nhwc, y) : code;
+}
+
+/* EyeLike: a Const of the input's 2-D shape with ones on diagonal k, of dtype (else the
+ * input's). */
+static clg_code eye_like(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  if (clg_onnx_in_rank(c, n, 0) != 2)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input of rank %d, not 2",
+                         clg_onnx_in_rank(c, n, 0));
+  clg_dtype dt = clg_onnx_in_dtype(c, n, 0);
+  const clg_imp_attr *da = clg_onnx_attr(n, "dtype");
+  if (da && !clg_onnx_dtype_of(da->i, &dt))
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "dtype %lld, which clgraph lacks",
+                         (long long)da->i);
+  int64_t k = clg_onnx_attr_i(n, "k", 0);
+  int64_t d[2] = {clg_onnx_in_dim(c, n, 0, 0), clg_onnx_in_dim(c, n, 0, 1)};
+  size_t total = (size_t)(d[0] * d[1]);
+  double *v = calloc(total ? total : 1, sizeof *v);
+  if (!v)
+    return clg_graph_record_error(c->g);
+  for (int64_t i = 0; i < d[0]; i++)
+    if (i + k >= 0 && i + k < d[1])
+      v[i * d[1] + i + k] = 1;
+  clg_output y;
+  clg_code code = const_any(c, dt, 2, d, v, &y);
+  free(v);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
 CLG_ONNX_RULE_SET(clg_onnx_rules_nn2, {"Resize", 10, resize, "GatherV2"},
                   {"Upsample", 7, resize, "GatherV2"}, {"LayerNormalization", 17, layer_norm, NULL},
                   {"InstanceNormalization", 6, instance_norm, NULL},
                   {"MeanVarianceNormalization", 9, mvn, NULL},
-                  {"LpNormalization", 1, lp_norm, NULL});
+                  {"LpNormalization", 1, lp_norm, NULL}, {"Trilu", 14, trilu, "Select"},
+                  {"Hardmax", 1, hardmax, "ArgMax"},
+                  {"DepthToSpace", 1, depth_to_space, "DepthToSpace"},
+                  {"SpaceToDepth", 1, space_to_depth, NULL},
+                  {"ThresholdedRelu", 10, thresholded_relu, "Select"},
+                  {"Shrink", 9, shrink, "Select"}, {"IsInf", 10, is_inf, NULL},
+                  {"CastLike", 15, cast_like, "Cast"}, {"EyeLike", 9, eye_like, NULL});
