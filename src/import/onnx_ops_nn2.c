@@ -579,6 +579,268 @@ static clg_code lp_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
+/* --- ConvTranspose -------------------------------------------------------------------------- */
+
+/* The 2-D attribute name (k values; 1-D nodes give one, H being 1) into v[2], default def. */
+static clg_code attr_pair(clg_onnx *c, const clg_imp_node *n, const char *name, int sp, int64_t def,
+                          int64_t lo, int64_t *v)
+{
+  int64_t t[4] = {def, def, def, def};
+  int k = clg_onnx_attr_ints(n, name, t, 4);
+  if (k >= 0 && k != sp)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%s has %d values for %d spatial axes", name,
+                         k, sp);
+  v[0] = sp == 1 ? def : t[0];
+  v[1] = sp == 1 ? t[0] : t[1];
+  if (sp == 1)
+    v[0] = lo > def ? lo : def;
+  for (int i = 0; i < 2; i++)
+    if (v[i] < lo)
+      return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%s holds %lld", name, (long long)v[i]);
+  return CLG_OK;
+}
+
+/* x [N, H, W, C] padded (or, where negative, cropped) by before/after per spatial axis. */
+static clg_code pad_crop(clg_onnx *c, clg_output x, const int64_t *before, const int64_t *after,
+                         clg_output *y)
+{
+  int64_t p[8] = {0}, b[4] = {0}, sz[4];
+  bool pad = false, crop = false;
+  for (int a = 0; a < 2; a++) {
+    p[2 + 2 * a] = before[a] > 0 ? before[a] : 0;
+    p[3 + 2 * a] = after[a] > 0 ? after[a] : 0;
+    pad = pad || before[a] > 0 || after[a] > 0;
+    crop = crop || before[a] < 0 || after[a] < 0;
+  }
+  clg_code code = CLG_OK;
+  *y = x;
+  if (pad) {
+    clg_output pc;
+    int64_t pd[2] = {4, 2};
+    clg_tensor *t = clg_tensor_new(CLG_INT32, 2, pd, NULL);
+    if (!t)
+      return clg_graph_record_error(c->g);
+    for (int i = 0; i < 8; i++)
+      ((int32_t *)clg_tensor_data(t))[i] = (int32_t)p[i];
+    code = clg_onnx_const(c, t, &pc);
+    clg_tensor_free(t);
+    clg_output ins[2] = {*y, pc};
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "Pad", 2, ins, 0, NULL, y);
+  }
+  if (code != CLG_OK || !crop)
+    return code;
+  for (int d = 0; d < 4; d++)
+    sz[d] = clg_onnx_dim(*y, d);
+  for (int a = 0; a < 2; a++) {
+    int64_t cb = before[a] < 0 ? -before[a] : 0, ca = after[a] < 0 ? -after[a] : 0;
+    b[1 + a] = cb;
+    sz[1 + a] -= cb + ca;
+  }
+  clg_output bo, so;
+  code = clg_onnx_const_i32(c, 4, b, &bo);
+  if (code == CLG_OK)
+    code = clg_onnx_const_i32(c, 4, sz, &so);
+  clg_output ins[3] = {*y, bo, so};
+  return code == CLG_OK ? clg_onnx_op(c, "Slice", 3, ins, 0, NULL, y) : code;
+}
+
+/* Axis `axis` of x sliced to [lo, lo + len). */
+static clg_code slice_one(clg_onnx *c, clg_output x, int axis, int64_t lo, int64_t len,
+                          clg_output *y)
+{
+  int r = clg_onnx_rank(x);
+  int64_t b[CLG_MAX_RANK] = {0}, s[CLG_MAX_RANK];
+  for (int i = 0; i < r; i++)
+    s[i] = i == axis ? len : clg_onnx_dim(x, i);
+  b[axis] = lo;
+  clg_output bo, so;
+  clg_code code = clg_onnx_const_i32(c, r, b, &bo);
+  if (code == CLG_OK)
+    code = clg_onnx_const_i32(c, r, s, &so);
+  clg_output ins[3] = {x, bo, so};
+  return code == CLG_OK ? clg_onnx_op(c, "Slice", 3, ins, 0, NULL, y) : code;
+}
+
+/* w [C, M, kh, kw] (ONNX's ConvTranspose weights) as Conv2D's filter [kh, kw, C, M] turned by
+ * 180 degrees: the transposed convolution is the correlation of the stride-dilated input with
+ * the flipped kernel. */
+static clg_code flipped_filter(clg_onnx *c, clg_output w, clg_output *f)
+{
+  clg_code code = CLG_OK;
+  *f = w;
+  for (int a = 2; a < 4 && code == CLG_OK; a++) {
+    int64_t k = clg_onnx_dim(w, a);
+    if (k == 1)
+      continue;
+    int64_t *rev = malloc(sizeof *rev * (size_t)k);
+    if (!rev)
+      return clg_graph_record_error(c->g);
+    for (int64_t i = 0; i < k; i++)
+      rev[i] = k - 1 - i;
+    clg_output io, ax;
+    code = clg_onnx_const_i32(c, (int)k, rev, &io);
+    free(rev);
+    if (code == CLG_OK)
+      code = clg_onnx_const_scalar(c, CLG_INT32, a, &ax);
+    clg_output ins[3] = {*f, io, ax};
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "GatherV2", 3, ins, 0, NULL, f);
+  }
+  static const int64_t perm[4] = {2, 3, 0, 1};
+  return code == CLG_OK ? clg_onnx_transpose(c, *f, 4, perm, f) : code;
+}
+
+/* ConvTranspose (2-D, and 1-D as H = 1): the input with stride - 1 zeros between elements
+ * (Reshape, Pad, Reshape), padded by k_eff - 1 less ONNX's pads (cropped where that is
+ * negative) plus output_padding, then a stride-1 VALID Conv2D with the flipped kernel at the
+ * node's dilations; groups as slices. Pads from pads, auto_pad or output_shape as ONNX's
+ * spec says (SAME_UPPER: the extra one at the end). */
+static clg_code conv_transpose(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  int rank = clg_onnx_in_rank(c, n, 0), sp = rank - 2;
+  if ((rank != 4 && rank != 3) || clg_onnx_in_rank(c, n, 1) != rank)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED,
+                         "only 1-D and 2-D transposed convolutions (rank 3 or 4) are supported");
+  int64_t cin = clg_onnx_in_dim(c, n, 0, 1), group = clg_onnx_attr_i(n, "group", 1);
+  int64_t mg = clg_onnx_in_dim(c, n, 1, 1);
+  if (group < 1 || clg_onnx_in_dim(c, n, 1, 0) != cin || cin % group)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT,
+                         "weights [%lld, %lld, ...] in %lld groups do not fit %lld input channels",
+                         (long long)clg_onnx_in_dim(c, n, 1, 0), (long long)mg, (long long)group,
+                         (long long)cin);
+  int64_t st[2], dl[2], op[2], in[2], k[2];
+  clg_code code = attr_pair(c, n, "strides", sp, 1, 1, st);
+  if (code == CLG_OK)
+    code = attr_pair(c, n, "dilations", sp, 1, 1, dl);
+  if (code == CLG_OK)
+    code = attr_pair(c, n, "output_padding", sp, 0, 0, op);
+  if (code != CLG_OK)
+    return code;
+  for (int a = 0; a < 2; a++) {
+    int d = sp == 1 && a == 0 ? -1 : (sp == 1 ? 2 : 2 + a);
+    in[a] = d < 0 ? 1 : clg_onnx_in_dim(c, n, 0, d);
+    k[a] = d < 0 ? 1 : clg_onnx_in_dim(c, n, 1, d);
+  }
+  /* pads: [begin..., end...] */
+  int64_t pb[2] = {0, 0}, pe[2] = {0, 0}, pads[4] = {0, 0, 0, 0}, os[2];
+  const char *auto_pad = clg_onnx_attr_s(n, "auto_pad", "NOTSET");
+  int np = clg_onnx_attr_ints(n, "pads", pads, 4);
+  int no = clg_onnx_attr_ints(n, "output_shape", os, 2);
+  bool same = strncmp(auto_pad, "SAME_", 5) == 0;
+  if (np >= 0 && np != 2 * sp)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "pads has %d values, not %d", np, 2 * sp);
+  if (no >= 0 && no != sp)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "output_shape has %d values, not %d", no, sp);
+  if (no < 0 && same)
+    for (int a = 0; a < sp; a++)
+      os[a] = in[a + 2 - sp] * st[a + 2 - sp];
+  for (int a = 0; a < 2; a++) {
+    int s = a - (2 - sp); /* index into the node's per-spatial lists */
+    if (s < 0)
+      continue;
+    if (no >= 0 || same) {
+      int64_t total = st[a] * (in[a] - 1) + op[a] + (k[a] - 1) * dl[a] + 1 - os[s];
+      bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
+      int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2); /* floor, as Python's // */
+      pb[a] = upper ? half : total - half;
+      pe[a] = total - pb[a];
+    } else if (np >= 0) {
+      pb[a] = pads[s];
+      pe[a] = pads[s + sp];
+    }
+  }
+  clg_output x, w, y;
+  code = rank == 4 ? clg_onnx_in_nhwc(c, n, 0, &x) : clg_onnx_in(c, n, 0, &x);
+  if (code == CLG_OK)
+    code = clg_onnx_in(c, n, 1, &w);
+  int64_t nb = clg_onnx_in_dim(c, n, 0, 0);
+  if (code == CLG_OK && rank == 3) { /* [N, C, L] -> [N, 1, L, C]; w [C, M, 1, k] */
+    static const int64_t perm[3] = {0, 2, 1};
+    code = clg_onnx_transpose(c, x, 3, perm, &x);
+    if (code == CLG_OK)
+      code = clg_onnx_reshape(c, x, 4, (int64_t[]){nb, 1, in[1], cin}, &x);
+    if (code == CLG_OK)
+      code = clg_onnx_reshape(c, w, 4, (int64_t[]){cin, mg, 1, k[1]}, &w);
+  }
+  /* zeros between: [N, H, 1, W, 1, C] padded to [N, H, sh, W, sw, C] */
+  if (code == CLG_OK && (st[0] > 1 || st[1] > 1)) {
+    int64_t d6[6] = {nb, in[0], 1, in[1], 1, cin}, d4[4] = {nb, in[0] * st[0], in[1] * st[1], cin};
+    int64_t p[12] = {0, 0, 0, 0, 0, st[0] - 1, 0, 0, 0, st[1] - 1, 0, 0}, pd[2] = {6, 2};
+    clg_tensor *t = clg_tensor_new(CLG_INT32, 2, pd, NULL);
+    if (!t)
+      return clg_graph_record_error(c->g);
+    for (int i = 0; i < 12; i++)
+      ((int32_t *)clg_tensor_data(t))[i] = (int32_t)p[i];
+    clg_output pc;
+    code = clg_onnx_const(c, t, &pc);
+    clg_tensor_free(t);
+    if (code == CLG_OK)
+      code = clg_onnx_reshape(c, x, 6, d6, &x);
+    clg_output ins[2] = {x, pc};
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "Pad", 2, ins, 0, NULL, &x);
+    if (code == CLG_OK)
+      code = clg_onnx_reshape(c, x, 4, d4, &x);
+  }
+  int64_t before[2], after[2];
+  for (int a = 0; a < 2; a++) {
+    int64_t keff = (k[a] - 1) * dl[a] + 1;
+    before[a] = keff - 1 - pb[a];
+    after[a] = keff - 1 - pe[a] + op[a] - (st[a] - 1); /* the zeros past the last element */
+  }
+  if (code == CLG_OK)
+    code = pad_crop(c, x, before, after, &x);
+  if (code != CLG_OK)
+    return code;
+  if (clg_onnx_dim(x, 1) < (k[0] - 1) * dl[0] + 1 || clg_onnx_dim(x, 2) < (k[1] - 1) * dl[1] + 1)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "the pads leave no output");
+  int64_t strides[4] = {1, 1, 1, 1}, dil[4] = {1, dl[0], dl[1], 1};
+  clg_attr at[3] = {clg_attr_int_list("strides", 4, strides), clg_attr_string("padding", "VALID"),
+                    clg_attr_int_list("dilations", 4, dil)};
+  bool dilated = dl[0] != 1 || dl[1] != 1;
+  clg_output parts[65];
+  if (group > 64)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "%lld groups", (long long)group);
+  int64_t cg = cin / group;
+  for (int64_t g = 0; g < group && code == CLG_OK; g++) {
+    clg_output xg = x, wg = w, f;
+    if (group > 1) {
+      code = slice_one(c, x, 3, g * cg, cg, &xg);
+      if (code == CLG_OK)
+        code = slice_one(c, w, 0, g * cg, cg, &wg);
+    }
+    if (code == CLG_OK)
+      code = flipped_filter(c, wg, &f);
+    clg_output ins[2] = {xg, f};
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "Conv2D", 2, ins, dilated ? 3 : 2, at, &parts[g]);
+  }
+  if (code == CLG_OK && group > 1) {
+    code = clg_onnx_const_i32(c, 1, (int64_t[]){3}, &parts[group]);
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "ConcatV2", (int)group + 1, parts, 0, NULL, &parts[0]);
+  }
+  y = parts[0];
+  if (code == CLG_OK && clg_onnx_has(n, 2)) {
+    clg_output b;
+    code = clg_onnx_in(c, n, 2, &b);
+    clg_output ins[2] = {y, b};
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "BiasAdd", 2, ins, 0, NULL, &y);
+  }
+  if (code != CLG_OK)
+    return code;
+  if (rank == 4)
+    return clg_onnx_out_nhwc(c, n, 0, y);
+  static const int64_t perm[3] = {0, 2, 1}; /* [N, 1, L', M] -> [N, M, L'] */
+  code = clg_onnx_reshape(c, y, 3, (int64_t[]){nb, clg_onnx_dim(y, 2), clg_onnx_dim(y, 3)}, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_transpose(c, y, 3, perm, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
 /* --- data movement and masks ---------------------------------------------------------------- */
 
 /* x's canonical dims into d; the rank. */
@@ -905,14 +1167,12 @@ static clg_code eye_like(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
-CLG_ONNX_RULE_SET(clg_onnx_rules_nn2, {"Resize", 10, resize, "GatherV2"},
-                  {"Upsample", 7, resize, "GatherV2"}, {"LayerNormalization", 17, layer_norm, NULL},
-                  {"InstanceNormalization", 6, instance_norm, NULL},
-                  {"MeanVarianceNormalization", 9, mvn, NULL},
-                  {"LpNormalization", 1, lp_norm, NULL}, {"Trilu", 14, trilu, "Select"},
-                  {"Hardmax", 1, hardmax, "ArgMax"},
-                  {"DepthToSpace", 1, depth_to_space, "DepthToSpace"},
-                  {"SpaceToDepth", 1, space_to_depth, NULL},
-                  {"ThresholdedRelu", 10, thresholded_relu, "Select"},
-                  {"Shrink", 9, shrink, "Select"}, {"IsInf", 10, is_inf, NULL},
-                  {"CastLike", 15, cast_like, "Cast"}, {"EyeLike", 9, eye_like, NULL});
+CLG_ONNX_RULE_SET(
+    clg_onnx_rules_nn2, {"Resize", 10, resize, "GatherV2"}, {"Upsample", 7, resize, "GatherV2"},
+    {"LayerNormalization", 17, layer_norm, NULL}, {"InstanceNormalization", 6, instance_norm, NULL},
+    {"MeanVarianceNormalization", 9, mvn, NULL}, {"LpNormalization", 1, lp_norm, NULL},
+    {"Trilu", 14, trilu, "Select"}, {"Hardmax", 1, hardmax, "ArgMax"},
+    {"DepthToSpace", 1, depth_to_space, "DepthToSpace"}, {"SpaceToDepth", 1, space_to_depth, NULL},
+    {"ThresholdedRelu", 10, thresholded_relu, "Select"}, {"Shrink", 9, shrink, "Select"},
+    {"IsInf", 10, is_inf, NULL}, {"CastLike", 15, cast_like, "Cast"},
+    {"EyeLike", 9, eye_like, NULL}, {"ConvTranspose", 1, conv_transpose, "Conv2D"});
