@@ -221,6 +221,8 @@ static clg_code slice_axis(clg_onnx *c, clg_output x, int axis, int64_t lo, int6
 static clg_code conv(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   (void)r;
+  if (clg_onnx_in_rank(c, n, 0) == 3)
+    return clg_onnx_as_2d(c, n, r);
   if (clg_onnx_in_rank(c, n, 0) != 4 || clg_onnx_in_rank(c, n, 1) != 4)
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED,
                          "only 2-D convolutions (rank-4 input and "
@@ -369,6 +371,8 @@ static clg_code pool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   (void)r;
   bool is_max = strcmp(n->op, "MaxPool") == 0;
+  if (clg_onnx_in_rank(c, n, 0) == 3)
+    return clg_onnx_as_2d(c, n, r);
   if (clg_onnx_in_rank(c, n, 0) != 4)
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "only 2-D pools (rank-4 input) are supported");
   if (n->num_outputs > 1 && n->outputs[1][0])

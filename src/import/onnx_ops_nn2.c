@@ -841,6 +841,87 @@ static clg_code conv_transpose(clg_onnx *c, const clg_imp_node *n, const clg_onn
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
+/* --- 1-D convolutions and pools ------------------------------------------------------------ */
+
+/* The names the 2-D view of a 1-D node reads and writes: the model's names never start with
+ * a control character; one node at a time uses them. */
+static char name_x[] = "\001onnx1d:x", name_w[] = "\001onnx1d:w", name_y[] = "\001onnx1d:y";
+
+/* Value `name` set to x (canonical layout only). */
+static clg_code set_value(clg_onnx *c, char *name, clg_output x)
+{
+  char *outs[1] = {name};
+  clg_imp_node p = {.name = name, .op = name, .num_outputs = 1, .outputs = outs, .domain = ""};
+  clg_code code = clg_onnx_out_nhwc(c, &p, 0, (clg_output){NULL, 0}); /* no stale NHWC form */
+  return code == CLG_OK ? clg_onnx_out(c, &p, 0, x) : code;
+}
+
+/* Input i ([.., L]) as [.., 1, L] under name. */
+static clg_code as_4d(clg_onnx *c, const clg_imp_node *n, int i, char *name)
+{
+  clg_output x;
+  clg_code code = clg_onnx_in(c, n, i, &x);
+  int64_t d[4] = {clg_onnx_dim(x, 0), clg_onnx_dim(x, 1), 1, clg_onnx_dim(x, 2)};
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, x, 4, d, &x);
+  return code == CLG_OK ? set_value(c, name, x) : code;
+}
+
+clg_code clg_onnx_as_2d(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  if (n->num_attrs > 64 || n->num_inputs > 3 || (n->num_outputs > 1 && n->outputs[1][0]))
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "this 1-D %s is not supported", n->op);
+  clg_imp_attr attrs[64];
+  int64_t ints[64][4];
+  for (int i = 0; i < n->num_attrs; i++) { /* [a] -> [1, a]; pads [b, e] -> [0, b, 0, e] */
+    attrs[i] = n->attrs[i];
+    const clg_imp_attr *a = &n->attrs[i];
+    bool pair = strcmp(a->name, "kernel_shape") == 0 || strcmp(a->name, "strides") == 0 ||
+                strcmp(a->name, "dilations") == 0;
+    bool pads = strcmp(a->name, "pads") == 0;
+    if (!(pair || pads) || a->kind != CLG_IMP_LIST || a->elem != CLG_IMP_I ||
+        a->n != (pads ? 2 : 1))
+      continue;
+    if (pair) {
+      ints[i][0] = 1;
+      ints[i][1] = a->ints[0];
+    } else {
+      ints[i][0] = ints[i][2] = 0;
+      ints[i][1] = a->ints[0];
+      ints[i][3] = a->ints[1];
+    }
+    attrs[i].ints = ints[i];
+    attrs[i].n = pads ? 4 : 2;
+  }
+  char *ins[3] = {name_x, name_w, NULL}, *outs[1] = {name_y};
+  bool conv = strcmp(n->op, "Conv") == 0;
+  for (int i = 1; i < n->num_inputs; i++)
+    ins[i] = i == 1 && conv ? name_w : n->inputs[i];
+  clg_imp_node t = *n;
+  t.inputs = ins;
+  t.attrs = attrs;
+  t.outputs = outs;
+  t.num_outputs = 1;
+  clg_code code = as_4d(c, n, 0, name_x);
+  if (code == CLG_OK && conv)
+    code = clg_onnx_in_rank(c, n, 1) == 3
+               ? as_4d(c, n, 1, name_w)
+               : clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "weights of rank %d for a 1-D input",
+                               clg_onnx_in_rank(c, n, 1));
+  if (code == CLG_OK)
+    code = r->fn(c, &t, r);
+  /* [N, C, 1, L'] -> [N, C, L'] */
+  char *back_in[1] = {name_y};
+  clg_imp_node b = {.name = n->name, .op = n->op, .num_inputs = 1, .inputs = back_in, .domain = ""};
+  clg_output y;
+  if (code == CLG_OK)
+    code = clg_onnx_in(c, &b, 0, &y);
+  int64_t d[3] = {clg_onnx_dim(y, 0), clg_onnx_dim(y, 1), clg_onnx_dim(y, 3)};
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, y, 3, d, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
 /* --- data movement and masks ---------------------------------------------------------------- */
 
 /* x's canonical dims into d; the rank. */
