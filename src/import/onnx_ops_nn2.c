@@ -581,7 +581,8 @@ static clg_code lp_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
 
 /* --- ConvTranspose -------------------------------------------------------------------------- */
 
-/* The 2-D attribute name (k values; 1-D nodes give one, H being 1) into v[2], default def. */
+/* List attribute name of a node with sp (1, 2) spatial axes as v[2] (H, W; a 1-D node has
+ * H = 1, which takes def), each at least lo. */
 static clg_code attr_pair(clg_onnx *c, const clg_imp_node *n, const char *name, int sp, int64_t def,
                           int64_t lo, int64_t *v)
 {
@@ -590,10 +591,8 @@ static clg_code attr_pair(clg_onnx *c, const clg_imp_node *n, const char *name, 
   if (k >= 0 && k != sp)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%s has %d values for %d spatial axes", name,
                          k, sp);
-  v[0] = sp == 1 ? def : t[0];
+  v[0] = sp == 1 ? def : t[0]; /* 1-D: H = 1 takes the default */
   v[1] = sp == 1 ? t[0] : t[1];
-  if (sp == 1)
-    v[0] = lo > def ? lo : def;
   for (int i = 0; i < 2; i++)
     if (v[i] < lo)
       return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%s holds %lld", name, (long long)v[i]);
