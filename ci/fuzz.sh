@@ -17,7 +17,7 @@ source ci/env.sh
 seconds="${FUZZ_SECONDS:-60}"
 build="${CLG_CI_BUILD:-build}/fuzz"
 targets=("$@")
-((${#targets[@]})) || targets=(fuzz_devname fuzz_suballoc fuzz_graph fuzz_safetensors fuzz_npy fuzz_graphdef fuzz_tfjs)
+((${#targets[@]})) || targets=(fuzz_devname fuzz_suballoc fuzz_graph fuzz_safetensors fuzz_npy fuzz_graphdef fuzz_tfjs fuzz_onnx)
 
 san="-fsanitize=address,undefined -fno-sanitize-recover=all"
 cflags="-g -O1 -fno-omit-frame-pointer $san"

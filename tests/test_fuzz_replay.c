@@ -20,6 +20,8 @@
 #include "fuzz/fuzz_graphdef.c"
 #define FUZZ_TFJS_ENTRY fuzz_tfjs_one
 #include "fuzz/fuzz_tfjs.c"
+#define FUZZ_ONNX_ENTRY fuzz_onnx_one
+#include "fuzz/fuzz_onnx.c"
 #define FUZZ_GRAPH_ENTRY fuzz_graph_one
 #define FUZZ_GRAPH_INIT fuzz_graph_init
 #include "fuzz/fuzz_graph.c"
@@ -96,6 +98,7 @@ int main(void)
   replay("fuzz_npy", fuzz_npy_one, 10);
   replay("fuzz_graphdef", fuzz_graphdef_one, 8);
   replay("fuzz_tfjs", fuzz_tfjs_one, 6);
+  replay("fuzz_onnx", fuzz_onnx_one, 8);
   if (clg_test_require_gpus(4)) {
     fuzz_graph_init(NULL, NULL);
     replay("fuzz_graph", fuzz_graph_one, 10);

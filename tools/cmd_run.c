@@ -24,8 +24,9 @@ static void run_usage(FILE *f)
           "                         [--shape NAME=D,D,...]... [--output NAME]... [--out-dir DIR]\n"
           "                         [--device DEV] [--no-soft-placement] [--log-device-placement]\n"
           "                         [--repeats N] [--trace FILE] [--json]\n\n"
-          "Imports MODEL (a frozen TensorFlow GraphDef .pb or a tfjs graph model.json with its\n"
-          "weight shards beside it) and runs it once. NAME is a tensor as the model names it\n"
+          "Imports MODEL (a frozen TensorFlow GraphDef .pb, a tfjs graph model.json with its\n"
+          "weight shards beside it, or an ONNX .onnx) and runs it once. NAME is a tensor as the "
+          "model names it\n"
           "(\":0\" optional).\n"
           "  --input NAME=FILE.npy  feed input NAME from numpy's .npy file (repeatable); inputs\n"
           "                         not given get random values: floats uniform in [0, 1),\n"
@@ -47,8 +48,9 @@ static void run_usage(FILE *f)
 static void inspect_usage(FILE *f)
 {
   fprintf(f, "usage: clgraph inspect MODEL [--json]\n\n"
-             "Reads MODEL (a frozen GraphDef .pb or a tfjs model.json) without building it:\n"
-             "its format and producer, inputs and outputs with dtypes and shapes (-1 for an\n"
+             "Reads MODEL (a frozen GraphDef .pb, a tfjs model.json or an ONNX .onnx) without\n"
+             "building it: its format and producer (ONNX: the opset), inputs and outputs with "
+             "dtypes and shapes (-1 for an\n"
              "unknown dimension), its node count and op types with their counts, and the op\n"
              "types clgraph cannot run with a node that uses each. Exit status 1 when there\n"
              "are any, 0 otherwise.\n");
@@ -147,14 +149,19 @@ int clg_tool_inspect(int argc, char **argv)
         json_array_append_new(bad, json_pack("{s:s, s:i, s:s}", "op", t->op, "count", t->count,
                                              "example_node", t->example_node));
     }
-    print_json(json_pack("{s:s, s:s, s:o, s:o, s:i, s:o, s:o}", "format", clg_import_format_name(r),
-                         "producer", clg_import_producer(r), "inputs", ins, "outputs", outs,
-                         "nodes", clg_import_num_model_nodes(r), "op_types", ops, "unsupported",
-                         bad));
+    json_t *o =
+        json_pack("{s:s, s:s, s:o, s:o, s:i, s:o, s:o}", "format", clg_import_format_name(r),
+                  "producer", clg_import_producer(r), "inputs", ins, "outputs", outs, "nodes",
+                  clg_import_num_model_nodes(r), "op_types", ops, "unsupported", bad);
+    if (clg_import_opset(r))
+      json_object_set_new(o, "opset", json_integer(clg_import_opset(r)));
+    print_json(o);
   } else {
     char shape[256];
     printf("format: %s\n", clg_import_format_name(r));
     printf("producer: %s\n", clg_import_producer(r)[0] ? clg_import_producer(r) : "(none)");
+    if (clg_import_opset(r))
+      printf("opset: %d (the default ONNX domain)\n", clg_import_opset(r));
     printf("inputs:\n");
     for (int i = 0; i < clg_import_num_inputs(r); i++) {
       const clg_import_tensor *t = clg_import_input(r, i);

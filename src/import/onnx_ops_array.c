@@ -475,6 +475,12 @@ static clg_code gather(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
     }
     code = clg_onnx_const(c, t, &idx);
     clg_tensor_free(t);
+  } else { /* negative indices wrapped at run time: FloorMod(i, dim) keeps [0, dim) */
+    clg_output d;
+    code = clg_onnx_const_scalar(c, clg_onnx_dtype(idx), (double)dim, &d);
+    clg_output p[2] = {idx, d};
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "FloorMod", 2, p, 0, NULL, &idx);
   }
   if (code == CLG_OK) /* a scalar axis */
     code = clg_onnx_const_scalar(c, CLG_INT32, (double)axis, &ax);

@@ -101,12 +101,29 @@ static clg_code div_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   return binary(c, n, r);
 }
 
-/* Mod: fmod 0 takes the divisor's sign (FloorMod); fmod 1 (C's fmod) is not supported. */
+/* Mod: fmod 0 takes the divisor's sign (FloorMod); fmod 1 the dividend's, as C's fmod:
+ * sign(x) * FloorMod(|x|, |y|). */
 static clg_code mod_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
-  if (clg_onnx_attr_i(n, "fmod", 0) != 0)
-    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "Mod with fmod=1 is not supported");
-  return binary(c, n, r);
+  if (clg_onnx_attr_i(n, "fmod", 0) == 0)
+    return binary(c, n, r);
+  clg_output ins[2], ax, ay, s, y;
+  bool nhwc;
+  clg_code code = gather(c, n, 2, ins, &nhwc);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Abs", 1, &ins[0], 0, NULL, &ax);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Abs", 1, &ins[1], 0, NULL, &ay);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Sign", 1, &ins[0], 0, NULL, &s);
+  clg_output p[2] = {ax, ay};
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "FloorMod", 2, p, 0, NULL, &y);
+  p[0] = s;
+  p[1] = y;
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Mul", 2, p, 0, NULL, &y);
+  return code == CLG_OK ? put(c, n, nhwc, y) : code;
 }
 
 /* Sum, Max, Min, Mean of any number of inputs: a chain of the binary op (Mean: Sum / n). */

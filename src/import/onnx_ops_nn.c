@@ -564,7 +564,7 @@ static clg_code gemm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
     ins[0] = y;
     ins[1] = cc;
     if (code == CLG_OK)
-      code = clg_onnx_op(c, clg_onnx_rank(cc) == 1 ? "BiasAdd" : "Add", 2, ins, 0, NULL, &y);
+      code = clg_onnx_op(c, "Add", 2, ins, 0, NULL, &y);
   }
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }

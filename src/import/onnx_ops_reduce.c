@@ -146,11 +146,29 @@ static clg_code softmax(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
-/* ArgMax, ArgMin: int64 indices (the first of equals; select_last_index is not supported). */
+/* x reversed along axis: a Gather of constant indices dim-1 .. 0. */
+static clg_code reverse_axis(clg_onnx *c, clg_output x, int64_t axis, clg_output *y)
+{
+  int64_t dim = clg_onnx_dim(x, (int)axis);
+  int64_t d[1] = {dim};
+  clg_tensor *t = clg_tensor_new(CLG_INT64, 1, d, NULL);
+  if (!t)
+    return clg_graph_record_error(c->g);
+  for (int64_t i = 0; i < dim; i++)
+    ((int64_t *)clg_tensor_data(t))[i] = dim - 1 - i;
+  clg_output ins[3] = {x};
+  clg_code code = clg_onnx_const(c, t, &ins[1]);
+  clg_tensor_free(t);
+  if (code == CLG_OK)
+    code = clg_onnx_const_scalar(c, CLG_INT32, (double)axis, &ins[2]);
+  return code == CLG_OK ? clg_onnx_op(c, "GatherV2", 3, ins, 0, NULL, y) : code;
+}
+
+/* ArgMax, ArgMin: int64 indices of the first of equals, or with select_last_index of the last
+ * (the first in the reversed input, counted back). */
 static clg_code arg_reduce(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
-  if (clg_onnx_attr_i(n, "select_last_index", 0))
-    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "select_last_index 1 is not supported");
+  bool last = clg_onnx_attr_i(n, "select_last_index", 0) != 0;
   int rank = clg_onnx_in_rank(c, n, 0);
   int64_t axis = clg_onnx_attr_i(n, "axis", 0);
   if (axis < 0)
@@ -159,12 +177,23 @@ static clg_code arg_reduce(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis out of range");
   clg_output x, ax, y;
   clg_code code = clg_onnx_in(c, n, 0, &x);
+  clg_output src = x;
+  if (code == CLG_OK && last)
+    code = reverse_axis(c, x, axis, &src);
   if (code == CLG_OK)
     code = clg_onnx_const_scalar(c, CLG_INT32, (double)axis, &ax);
   clg_attr ot = clg_attr_dtype("output_type", CLG_INT64);
-  clg_output ins[2] = {x, ax};
+  clg_output ins[2] = {src, ax};
   if (code == CLG_OK)
     code = clg_onnx_op(c, r->tf, 2, ins, 1, &ot, &y);
+  if (code == CLG_OK && last) { /* index in x = dim - 1 - index in the reversed x */
+    clg_output k, p[2];
+    code = clg_onnx_const_scalar(c, CLG_INT64, (double)(clg_onnx_dim(x, (int)axis) - 1), &k);
+    p[0] = k;
+    p[1] = y;
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "Sub", 2, p, 0, NULL, &y);
+  }
   if (code == CLG_OK && clg_onnx_attr_i(n, "keepdims", 1)) {
     int64_t dims[CLG_MAX_RANK];
     for (int i = 0; i < rank; i++)

@@ -593,6 +593,12 @@ static clg_code read_node(const clg_pb *parent, const clg_pb_field *pf, clg_imp_
   if (!n->op || !n->op[0])
     return clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' has no op_type", clg_pb_file(parent),
                      n->name ? n->name : "");
+  /* an unnamed node is named after its first output, for errors and scopes */
+  for (int i = 0; (!n->name || !n->name[0]) && i < n->num_outputs; i++)
+    if (n->outputs[i][0]) {
+      free(n->name);
+      n->name = clg_strdup(n->outputs[i]);
+    }
   if ((!n->name && !(n->name = clg_strdup(""))) || (!n->domain && !(n->domain = clg_strdup(""))) ||
       !(n->device = clg_strdup("")))
     return oom();

@@ -317,3 +317,62 @@ TJ = {
 }
 for name, data in TJ.items():
     write("fuzz_tfjs", name, data)
+
+# --- fuzz_onnx: ModelProtos (onnx.proto field numbers) ----------------------------------------
+def ox_tensor(name, dims, values, dtype=1, raw=True):
+    t = pb_field(1, 2, b"".join(pb_varint(d) for d in dims)) + pb_field(2, 0, dtype)
+    t += pb_field(8, 2, name.encode())
+    if raw:
+        t += pb_field(9, 2, struct.pack("<%df" % len(values), *values))
+    else:
+        t += pb_field(4, 2, struct.pack("<%df" % len(values), *values))
+    return t
+
+
+def ox_value_info(name, dims):
+    dim = b"".join(pb_field(1, 2, pb_field(1, 0, d) if d >= 0 else pb_field(2, 2, b"N")) for d in dims)
+    return pb_field(1, 2, name.encode()) + pb_field(2, 2, pb_field(1, 2, pb_field(1, 0, 1) + pb_field(2, 2, dim)))
+
+
+def ox_attr_i(name, v):
+    return pb_field(5, 2, pb_field(1, 2, name.encode()) + pb_field(3, 0, v))
+
+
+def ox_attr_ints(name, vs):
+    return pb_field(5, 2, pb_field(1, 2, name.encode()) + pb_field(8, 2, b"".join(pb_varint(v) for v in vs)))
+
+
+def ox_node(op, ins, outs, attrs=b"", domain=None):
+    n = b"".join(pb_field(1, 2, i.encode()) for i in ins) + b"".join(pb_field(2, 2, o.encode()) for o in outs)
+    n += pb_field(4, 2, op.encode()) + attrs
+    if domain is not None:
+        n += pb_field(7, 2, domain.encode())
+    return pb_field(1, 2, n)
+
+
+def ox_model(graph, opset=13):
+    return pb_field(1, 0, 8) + pb_field(2, 2, b"seed") + pb_field(7, 2, graph) + \
+        pb_field(8, 2, pb_field(1, 2, b"") + pb_field(2, 0, opset))
+
+
+X4 = pb_field(11, 2, ox_value_info("x", [1, 2, 4, 4]))
+W = pb_field(5, 2, ox_tensor("w", [3, 2, 3, 3], [0.1 * i for i in range(54)]))
+B = pb_field(5, 2, ox_tensor("b", [3], [1, -1, 0.5], raw=False))
+CONV = ox_node("Conv", ["x", "w", "b"], ["c"], ox_attr_ints("pads", [1, 1, 1, 1]))
+OX = {
+    "conv_relu": ox_model(W + B + X4 + CONV + ox_node("Relu", ["c"], ["y"]) + pb_field(12, 2, ox_value_info("y", [1, 3, 4, 4]))),
+    "pool_flatten": ox_model(X4 + ox_node("MaxPool", ["x"], ["p"], ox_attr_ints("kernel_shape", [2, 2]) + ox_attr_i("ceil_mode", 1)) +
+                             ox_node("Flatten", ["p"], ["y"]) + pb_field(12, 2, ox_value_info("y", [1, 8]))),
+    "reshape_const": ox_model(pb_field(5, 2, pb_field(1, 2, pb_varint(2)) + pb_field(2, 0, 7) + pb_field(8, 2, b"s") + pb_field(7, 2, pb_varint(2) + pb_varint(16))) +
+                              X4 + ox_node("Reshape", ["x", "s"], ["y"]) + pb_field(12, 2, ox_value_info("y", [2, 16]))),
+    "dim_param": ox_model(pb_field(11, 2, ox_value_info("x", [-1, 3])) + ox_node("Sigmoid", ["x"], ["y"]) + pb_field(12, 2, ox_value_info("y", [-1, 3]))),
+    "opset18": ox_model(X4 + ox_node("Relu", ["x"], ["y"]), opset=18),
+    "domain": ox_model(X4 + ox_node("Relu", ["x"], ["y"], domain="com.example")),
+    "size_lie": ox_model(pb_field(5, 2, ox_tensor("w", [3, 3], [1, 2])) + X4),
+    "external": ox_model(pb_field(5, 2, pb_field(1, 2, pb_varint(2)) + pb_field(2, 0, 1) + pb_field(8, 2, b"e") +
+                                  pb_field(13, 2, pb_field(1, 2, b"location") + pb_field(2, 2, b"../w.bin")) + pb_field(14, 0, 1))),
+    "order": ox_model(X4 + ox_node("Relu", ["t"], ["y"]) + ox_node("Relu", ["x"], ["t"])),
+    "truncated": ox_model(W + B + X4 + CONV)[:-9],
+}
+for name, data in OX.items():
+    write("fuzz_onnx", name, data)
