@@ -45,8 +45,15 @@ CLG_BCAST(clg_bc_prelu, T, x < (T)0 ? y * x : x)
  * y's sign when the two differ (Python's %). */
 CLG_BCAST(clg_bc_floordiv, T, floor(x / y))
 CLG_BCAST(clg_bc_floormod, T, clg_floormod(x, y))
+CLG_BCAST(clg_bc_less, uchar, x < y ? 1 : 0)
+CLG_BCAST(clg_bc_greater, uchar, x > y ? 1 : 0)
+CLG_BCAST(clg_bc_le, uchar, x <= y ? 1 : 0)
+CLG_BCAST(clg_bc_ne, uchar, x != y ? 1 : 0)
+CLG_BCAST(clg_bc_pow, T, pow(x, y))
+CLG_BCAST(clg_bc_atan2, T, atan2(x, y))
 
-/* Equal and GreaterEqual on integers (the program's T is then unused). */
+/* The comparisons on integers, Equal, NotEqual, LogicalAnd and LogicalOr on bool (the
+ * program's T is then unused). */
 #define CLG_BCAST_CMP(name, TI, OP)                                                              \
   __kernel void name(__global const TI *a, ulong ao, __global const TI *b, ulong bo,            \
                      __global uchar *out, ulong oo, ulong n, clg_map m)                         \
@@ -67,6 +74,18 @@ CLG_BCAST_CMP(clg_bc_equal_i32, int, ==)
 CLG_BCAST_CMP(clg_bc_equal_i64, long, ==)
 CLG_BCAST_CMP(clg_bc_ge_i32, int, >=)
 CLG_BCAST_CMP(clg_bc_ge_i64, long, >=)
+CLG_BCAST_CMP(clg_bc_less_i32, int, <)
+CLG_BCAST_CMP(clg_bc_less_i64, long, <)
+CLG_BCAST_CMP(clg_bc_greater_i32, int, >)
+CLG_BCAST_CMP(clg_bc_greater_i64, long, >)
+CLG_BCAST_CMP(clg_bc_le_i32, int, <=)
+CLG_BCAST_CMP(clg_bc_le_i64, long, <=)
+CLG_BCAST_CMP(clg_bc_ne_i32, int, !=)
+CLG_BCAST_CMP(clg_bc_ne_i64, long, !=)
+CLG_BCAST_CMP(clg_bc_equal_u8, uchar, ==)
+CLG_BCAST_CMP(clg_bc_ne_u8, uchar, !=)
+CLG_BCAST_CMP(clg_bc_and, uchar, &&)
+CLG_BCAST_CMP(clg_bc_or, uchar, ||)
 
 /* out[i] = in[strided(i)] for elements of 1, 2, 4 or 8 bytes (Transpose of any dtype). */
 #define CLG_GATHER(name, TE)                                                                     \

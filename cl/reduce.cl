@@ -20,7 +20,12 @@ static ulong map_offset(ulong i, const clg_map *m)
   return off;
 }
 
-/* op: 0 sum, 1 mean, 2 max, 3 half the sum of squares (L2Loss). */
+/* op: 0 sum, 1 mean, 2 max, 3 half the sum of squares (L2Loss), 4 min, 5 product. */
+static T fold(uint op, T a, T b)
+{
+  return op == 2 ? (a < b ? b : a) : op == 4 ? (b < a ? b : a) : op == 5 ? a * b : a + b;
+}
+
 __kernel void clg_reduce(__global const T *x, ulong xo, __global T *y, ulong yo, ulong n_red,
                          clg_map keep, clg_map red, uint op)
 {
@@ -28,20 +33,16 @@ __kernel void clg_reduce(__global const T *x, ulong xo, __global T *y, ulong yo,
   ulong o = get_group_id(0);
   uint lid = get_local_id(0), ls = get_local_size(0);
   ulong base = xo + map_offset(o, &keep);
-  T acc = op == 2 ? (T)(-INFINITY) : (T)0;
+  T acc = op == 2 ? (T)(-INFINITY) : op == 4 ? (T)INFINITY : op == 5 ? (T)1 : (T)0;
   for (ulong r = lid; r < n_red; r += ls) {
     T v = x[base + map_offset(r, &red)];
-    if (op == 2)
-      acc = acc < v ? v : acc;
-    else
-      acc += op == 3 ? v * v : v;
+    acc = fold(op, acc, op == 3 ? v * v : v);
   }
   buf[lid] = acc;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (uint s = ls / 2; s > 0; s >>= 1) {
     if (lid < s) {
-      T a = buf[lid], b = buf[lid + s];
-      buf[lid] = op == 2 ? (a < b ? b : a) : a + b;
+      buf[lid] = fold(op == 3 ? 0 : op, buf[lid], buf[lid + s]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
@@ -55,8 +56,9 @@ __kernel void clg_reduce(__global const T *x, ulong xo, __global T *y, ulong yo,
   }
 }
 
-/* ArgMax along one axis (red has one dim): the first index of the largest value. */
-#define CLG_ARGMAX(name, TO)                                                                     \
+/* ArgMax (BETTER >) or ArgMin (<) along one axis (red has one dim): the first index of the
+ * largest (smallest) value. */
+#define CLG_ARGMAX(name, TO, BETTER)                                                             \
   __kernel void name(__global const T *x, ulong xo, __global TO *y, ulong yo, ulong n_red,      \
                      clg_map keep, clg_map red)                                                  \
   {                                                                                              \
@@ -69,7 +71,7 @@ __kernel void clg_reduce(__global const T *x, ulong xo, __global T *y, ulong yo,
     ulong at = n_red;                                                                            \
     for (ulong r = lid; r < n_red; r += ls) {                                                    \
       T v = x[base + r * red.sa[0]];                                                             \
-      if (at == n_red || v > best) {                                                             \
+      if (at == n_red || v BETTER best) {                                                        \
         best = v;                                                                                \
         at = r;                                                                                  \
       }                                                                                          \
@@ -79,7 +81,7 @@ __kernel void clg_reduce(__global const T *x, ulong xo, __global T *y, ulong yo,
     barrier(CLK_LOCAL_MEM_FENCE);                                                                \
     for (uint s = ls / 2; s > 0; s >>= 1) {                                                      \
       if (lid < s && idx[lid + s] != n_red &&                                                    \
-          (idx[lid] == n_red || val[lid + s] > val[lid] ||                                       \
+          (idx[lid] == n_red || val[lid + s] BETTER val[lid] ||                                  \
            (val[lid + s] == val[lid] && idx[lid + s] < idx[lid]))) {                             \
         val[lid] = val[lid + s];                                                                 \
         idx[lid] = idx[lid + s];                                                                 \
@@ -89,8 +91,10 @@ __kernel void clg_reduce(__global const T *x, ulong xo, __global T *y, ulong yo,
     if (lid == 0)                                                                                \
       y[yo + o] = (TO)(idx[0] == n_red ? 0 : idx[0]);                                            \
   }
-CLG_ARGMAX(clg_argmax_i64, long)
-CLG_ARGMAX(clg_argmax_i32, int)
+CLG_ARGMAX(clg_argmax_i64, long, >)
+CLG_ARGMAX(clg_argmax_i32, int, >)
+CLG_ARGMAX(clg_argmin_i64, long, <)
+CLG_ARGMAX(clg_argmin_i32, int, <)
 
 /* The row's max and log-sum-exp, into *mx and *lse, by the whole group. */
 static void row_stats(__global const T *row, ulong n, __local T *buf, T *mx, T *lse)

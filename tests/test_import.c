@@ -541,6 +541,67 @@ static void test_fold_shape_arith(void)
 
 /* _FusedConv2D: Conv2D, BiasAdd and Relu as nodes; relu(x * 2 - 3) for a 1x1 filter of 2.
  * An epilogue clgraph lacks and args that do not match the fused ops are errors. */
+/* Issue 24's ops import by their TensorFlow names with TensorFlow's attributes (T, Tidx,
+ * NotEqual's incompatible_shape_error): out = SelectV2(x < c, x, Elu(x)) + BroadcastTo(c, [2,3])
+ * and x != c against a reference computed here; Ceil of a Const folds to a Const. */
+static void test_import_issue24_ops(void)
+{
+  pbuf b = {0}, n;
+  placeholder(&b, "x", 2, (const int64_t[]){2, 3});
+  const float c[3] = {0, 1, -1};
+  const_f32(&b, "c", 1, (const int64_t[]){3}, 3, c, false);
+  const_f32(&b, "half", 0, NULL, 1, (const float[]){2.5f}, false);
+  const_i32(&b, "shape", 1, (const int64_t[]){2}, 2, (const int32_t[]){2, 3});
+  op2_t(&b, "lt", "Less", "x", "c", 1);
+  node_begin(&n, "ne", "NotEqual", (const char *const[]){"x", "c", NULL}, NULL);
+  attr_type(&n, "T", 1);
+  attr_b(&n, "incompatible_shape_error", 1);
+  node_end(&b, &n);
+  const char *unary[2][3] = {{"elu", "Elu", "x"}, {"ceil", "Ceil", "half"}};
+  for (int i = 0; i < 2; i++) {
+    node_begin(&n, unary[i][0], unary[i][1], (const char *const[]){unary[i][2], NULL}, NULL);
+    attr_type(&n, "T", 1);
+    node_end(&b, &n);
+  }
+  node_begin(&n, "w", "SelectV2", (const char *const[]){"lt", "x", "elu", NULL}, NULL);
+  attr_type(&n, "T", 1);
+  node_end(&b, &n);
+  node_begin(&n, "bt", "BroadcastTo", (const char *const[]){"c", "shape", NULL}, NULL);
+  attr_type(&n, "T", 1);
+  attr_type(&n, "Tidx", 3);
+  node_end(&b, &n);
+  op2_t(&b, "out", "AddV2", "w", "bt", 1);
+  clg_graph *g = clg_graph_new();
+  clg_import_result *r = NULL;
+  CHECK_OK(import_pb(g, &b, NULL, &r));
+  clg_output x, out, ne, ceil;
+  CHECK_OK(clg_import_find(r, "x", &x));
+  CHECK_OK(clg_import_find(r, "out", &out));
+  CHECK_OK(clg_import_find(r, "ne", &ne));
+  CHECK_OK(clg_import_find(r, "ceil", &ceil));
+  CHECK_STR(ceil.node ? clg_node_op(ceil.node) : NULL, "Const");
+  const clg_tensor *cv = ceil.node ? clg_node_value(ceil.node) : NULL;
+  CHECK(cv && clg_tensor_count(cv) == 1 && ((const float *)clg_tensor_const_data(cv))[0] == 3);
+  const float xs[6] = {-1, 1, 0, 2, 0.5f, -3};
+  clg_tensor *xt = clg_tensor_new(CLG_FLOAT32, 2, (const int64_t[]){2, 3}, xs);
+  clg_tensor *o = out.node ? run1(g, x, xt, out) : NULL;
+  clg_tensor *e = ne.node ? run1(g, x, xt, ne) : NULL;
+  for (int i = 0; o && e && i < 6; i++) {
+    double xv = xs[i], cj = c[i % 3];
+    double want = (xv < cj ? xv : (xv > 0 ? xv : expm1(xv))) + cj;
+    double got = ((const float *)clg_tensor_const_data(o))[i];
+    CHECK_MSG(fabs(got - want) <= 1e-6, "out[%d] = %g, want %g", i, got, want);
+    CHECK_MSG(((const uint8_t *)clg_tensor_const_data(e))[i] == (xv != cj), "ne[%d]", i);
+  }
+  CHECK(o && e);
+  clg_tensor_free(o);
+  clg_tensor_free(e);
+  clg_tensor_free(xt);
+  clg_import_result_free(r);
+  clg_graph_free(g);
+  pb_free(&b);
+}
+
 static void test_fused_conv(void)
 {
   const char *ops[2] = {"BiasAdd", "Relu"};
@@ -2028,6 +2089,7 @@ int main(void)
   test_folding();
   test_fold_bound();
   test_fold_shape_arith();
+  test_import_issue24_ops();
   test_fused_conv();
   if (clg_test_require_gpus(2))
     test_devices_and_prefix();

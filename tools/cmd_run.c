@@ -23,7 +23,8 @@ static void run_usage(FILE *f)
           "usage: clgraph run MODEL [--input NAME=FILE.npy]... [--seed N]\n"
           "                         [--shape NAME=D,D,...]... [--output NAME]... [--out-dir DIR]\n"
           "                         [--device DEV] [--no-soft-placement] [--log-device-placement]\n"
-          "                         [--repeats N] [--trace FILE] [--json]\n\n"
+          "                         [--repeats N] [--trace FILE] [--json] [--allow-growth]\n"
+          "                         [--per-process-gpu-memory-fraction F]\n\n"
           "Imports MODEL (a frozen TensorFlow GraphDef .pb, a tfjs graph model.json with its\n"
           "weight shards beside it, or an ONNX .onnx) and runs it once. NAME is a tensor as the "
           "model names it\n"
@@ -41,6 +42,9 @@ static void run_usage(FILE *f)
           "                         run falls back to another device unless this is given)\n"
           "  --repeats N            after one warm run, N timed runs: median and min\n"
           "  --trace FILE           a Chrome trace of the last run (clgraph trace-html opens it)\n"
+          "  --allow-growth         GPU memory grown as needed (GPUOptions.allow_growth)\n"
+          "  --per-process-gpu-memory-fraction F\n"
+          "                         cap each GPU's memory at F of its total (0 < F <= 1)\n"
           "  --json                 one JSON object: format, inputs, outputs, devices, run_ms,\n"
           "                         median_ms\n");
 }
@@ -464,7 +468,8 @@ static double ms_since(uint64_t t0) { return (double)(clg_now_ns() - t0) / 1e6; 
 typedef struct run_job {
   const char *model, *out_dir, *device, *trace;
   int seed, repeats, num_bind, num_inputs, num_outputs;
-  bool no_soft, log_placement, json;
+  bool no_soft, log_placement, json, allow_growth;
+  double memory_fraction;
   clg_graph *g;
   clg_session *s;
   clg_import_result *r;
@@ -618,6 +623,8 @@ static bool run_timed(run_job *j)
   clg_session_options opt;
   clg_session_options_init(&opt);
   opt.allow_soft_placement = !j->no_soft;
+  opt.gpu_options.allow_growth = j->allow_growth;
+  opt.gpu_options.per_process_gpu_memory_fraction = j->memory_fraction;
   opt.log_device_placement = j->log_placement;
   opt.trace_runs = j->trace ? 1 : 0;
   uint64_t t_session = clg_now_ns();
@@ -813,6 +820,9 @@ int clg_tool_run(int argc, char **argv)
       {"--repeats", CLG_TOOL_INT, .meta = "N", .min = 1, .max = 100000, .integer = &j.repeats},
       {"--trace", CLG_TOOL_STRING, .meta = "FILE", .text = &j.trace},
       {"--json", CLG_TOOL_FLAG, .flag = &j.json},
+      {"--allow-growth", CLG_TOOL_FLAG, .flag = &j.allow_growth},
+      {"--per-process-gpu-memory-fraction", CLG_TOOL_FLOAT, .meta = "F", .min = 0, .max = 1,
+       .number = &j.memory_fraction},
       {NULL}};
   clg_tool_cmd cmd = {.name = "run", .usage = run_usage, .opts = opts, .max_args = 1};
   int parsed = clg_tool_parse(&cmd, argc, argv);

@@ -335,6 +335,56 @@ clg_node *clg_depthwise_conv2d(clg_graph *g, const char *name, clg_node *input, 
 clg_node *clg_resize_bilinear(clg_graph *g, const char *name, clg_node *images, int64_t height,
                               int64_t width, bool align_corners, bool half_pixel_centers);
 
+/* --- ONNX import's and tfjs graphs' ops (issues 23, 24) ----------------------------------
+ * a < b, a > b, a <= b, a != b as bool, broadcast as clg_add (NaN compares false, but != is
+ * true); float, double, int32, int64, and bool for not_equal (and clg_equal). pow(a, b) (op Pow; a
+ * negative a with an integral b has the sign of a^b, else NaN) and atan2(y, x) (op Atan2), float
+ * only, broadcast likewise. */
+clg_node *clg_less(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+clg_node *clg_greater(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+clg_node *clg_less_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+clg_node *clg_not_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+clg_node *clg_pow(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+clg_node *clg_atan2(clg_graph *g, const char *name, clg_node *y, clg_node *x);
+/* Bool and, or (broadcast as clg_add) and not; is_nan and is_inf: a float x's NaN elements and
+ * infinite ones (either sign) as bool. */
+clg_node *clg_logical_and(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+clg_node *clg_logical_or(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+clg_node *clg_logical_not(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_is_nan(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_is_inf(clg_graph *g, const char *name, clg_node *x);
+/* Element-wise math of tf.math and tf.nn, float and double where the device has it: erf, ceil,
+ * round (half to even: 2.5 -> 2, -0.5 -> -0), 1 / x, the trigonometric and hyperbolic functions
+ * and their inverses (NaN outside their domains), softplus log(1 + e^x), softsign x / (1 + |x|),
+ * elu (x > 0 ? x : e^x - 1) and selu (TensorFlow's scale and alpha). */
+clg_node *clg_erf(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_ceil(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_round(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_reciprocal(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_sin(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_cos(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_tan(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_asin(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_acos(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_atan(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_sinh(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_cosh(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_asinh(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_acosh(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_atanh(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_softplus(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_softsign(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_elu(clg_graph *g, const char *name, clg_node *x);
+clg_node *clg_selu(clg_graph *g, const char *name, clg_node *x);
+/* tf.where of TensorFlow 2 (op SelectV2, ONNX's Where): t where condition (bool) is true, else
+ * e, the three broadcast against each other as clg_add's operands; t and e of one dtype (any).
+ * broadcast_to: x repeated to shape (n dims; x's dims aligned at the right, each equal or 1;
+ * op BroadcastTo, the shape a Const). */
+clg_node *clg_select_v2(clg_graph *g, const char *name, clg_node *condition, clg_node *t,
+                        clg_node *e);
+clg_node *clg_broadcast_to(clg_graph *g, const char *name, clg_node *x, int n,
+                           const int64_t *shape);
+
 /* The generic builder, as TensorFlow's raw ops: any registered op by its type name, with
  * inputs as (node, output) pairs and attributes as a typed list (any order). Attributes
  * the op can infer from its inputs (such as T or N) may be omitted; given ones must agree.

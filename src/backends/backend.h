@@ -119,10 +119,19 @@ typedef enum clg_binop {
   CLG_BINOP_MIN,           /* Minimum: y < x ? y : x (a NaN in x wins, as Eigen's min) */
   CLG_BINOP_PRELU,         /* Prelu (tfjs): x < 0 ? y * x : x, y the slope alpha */
   CLG_BINOP_FLOORDIV,      /* FloorDiv: floor(x / y) */
-  CLG_BINOP_FLOORMOD       /* FloorMod: x - floor(x / y) * y, the sign of y (Python's %) */
+  CLG_BINOP_FLOORMOD,      /* FloorMod: x - floor(x / y) * y, the sign of y (Python's %) */
+  CLG_BINOP_LESS,          /* Less, Greater, LessEqual, NotEqual: bool outputs (false with a */
+  CLG_BINOP_GREATER,       /* NaN, but NotEqual: true) */
+  CLG_BINOP_LESS_EQUAL,
+  CLG_BINOP_NOT_EQUAL,
+  CLG_BINOP_POW,   /* Pow: pow(x, y) (a negative x with an integer y has the sign of x^y) */
+  CLG_BINOP_ATAN2, /* Atan2(y, x): atan2(y, x), inputs in TensorFlow's order */
+  CLG_BINOP_AND,   /* LogicalAnd, LogicalOr: on bool */
+  CLG_BINOP_OR
 } clg_binop;
 
-/* Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg: element-wise math (ops/math.c). */
+/* Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg: element-wise math (ops/math.c); Erf to Selu:
+ * ops/math_tf.c. */
 typedef enum clg_unop {
   CLG_UNOP_EXP,
   CLG_UNOP_LOG,
@@ -130,7 +139,27 @@ typedef enum clg_unop {
   CLG_UNOP_RSQRT,
   CLG_UNOP_SQUARE,
   CLG_UNOP_FLOOR,
-  CLG_UNOP_NEG
+  CLG_UNOP_NEG,
+  CLG_UNOP_ERF,
+  CLG_UNOP_CEIL,
+  CLG_UNOP_ROUND, /* half to even */
+  CLG_UNOP_RECIPROCAL,
+  CLG_UNOP_SIN,
+  CLG_UNOP_COS,
+  CLG_UNOP_TAN,
+  CLG_UNOP_ASIN,
+  CLG_UNOP_ACOS,
+  CLG_UNOP_ATAN,
+  CLG_UNOP_SINH,
+  CLG_UNOP_COSH,
+  CLG_UNOP_ASINH,
+  CLG_UNOP_ACOSH,
+  CLG_UNOP_ATANH,
+  CLG_UNOP_SOFTPLUS,
+  CLG_UNOP_SOFTSIGN,
+  CLG_UNOP_ELU,
+  CLG_UNOP_SELU,
+  CLG_UNOP_COUNT
 } clg_unop;
 
 /* An output of `rank` dims (merged where the inputs allow) and, per dim, the strides in
@@ -161,12 +190,15 @@ bool clg_conv_is_direct(const clg_window *g);
 /* Whether dtype t is float, or double on a device that has it (the host; OpenCL with fp64). */
 bool clg_kernel_float_dtype(clg_dtype t, const clg_device *dev);
 
-/* Sum, Mean, Max, L2Loss: the reduction, numbered as cl/reduce.cl's clg_reduce takes it. */
+/* Sum, Mean, Max, L2Loss, Min, Prod: the reduction, numbered as cl/reduce.cl's clg_reduce
+ * takes it. */
 typedef enum clg_reduction {
   CLG_REDUCTION_SUM,
   CLG_REDUCTION_MEAN,
   CLG_REDUCTION_MAX,
-  CLG_REDUCTION_L2
+  CLG_REDUCTION_L2,
+  CLG_REDUCTION_MIN,
+  CLG_REDUCTION_PROD
 } clg_reduction;
 
 clg_reduction clg_reduction_of(const clg_node *n);
@@ -187,10 +219,11 @@ size_t clg_strided_count(const clg_strided *m);
 
 /* --- what both kinds' element-wise kernels read off a node (elementwise.c) ------------ */
 
-/* The unop of a node of Exp, Log, Sqrt, Rsqrt, Square, Floor or Neg. */
+/* The unop of a node of Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg or an op of ops/math_tf.c. */
 clg_unop clg_unop_of(const clg_node *n);
 
-/* The binop of a node of Add, Sub, Mul, RealDiv, Maximum, Equal or GreaterEqual. */
+/* The binop of a node of Add, Sub, Mul, RealDiv, Maximum, Equal, GreaterEqual, Less, Greater,
+ * LessEqual, NotEqual, Pow, Atan2, LogicalAnd or LogicalOr. */
 clg_binop clg_binop_of(const clg_node *n);
 
 /* Whether n takes the flat kernels (add, sub, mul of equal shapes, or a scalar against a
@@ -200,12 +233,26 @@ bool clg_binop_flat(const clg_node *n, size_t *na, size_t *nb);
 /* The broadcast map of n's two inputs onto its output. */
 void clg_binop_map(const clg_node *n, clg_strided *m);
 
-/* Equal, GreaterEqual: inputs float, double (with fp64 on OpenCL), int32 or int64; a bool
- * output. */
+/* Equal, GreaterEqual, Less, Greater, LessEqual, NotEqual: inputs float, double (with fp64 on
+ * OpenCL), int32 or int64 (Equal and NotEqual also bool); a bool output. */
 bool clg_binop_compare_supports(const clg_node *n, const clg_device *dev);
 /* Float (double with fp64) anywhere, int32 and int64 on the host: Add, Sub, Mul, AddV2,
  * Maximum, Minimum, FloorDiv, FloorMod. */
 bool clg_binop_int_supports(const clg_node *n, const clg_device *dev);
+
+/* LogicalAnd, LogicalOr, LogicalNot: every input and output bool. */
+bool clg_logical_supports(const clg_node *n, const clg_device *dev);
+/* IsNan, IsInf: a float input (double with fp64 on OpenCL), a bool output. */
+bool clg_float_test_supports(const clg_node *n, const clg_device *dev);
+
+/* SelectV2's map: per output dim (merged where all three allow), its size and the strides in
+ * elements of the condition, t and e (0 where broadcast); rank >= 1. */
+typedef struct clg_select_map {
+  int rank;
+  size_t dims[CLG_MAX_RANK];
+  size_t s[3][CLG_MAX_RANK];
+} clg_select_map;
+void clg_select_v2_map(const clg_node *n, clg_select_map *m);
 
 /* Select: output elements per condition element (1: one shape, all: a scalar, or a row). */
 size_t clg_select_span(const clg_node *n);

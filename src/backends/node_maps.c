@@ -16,6 +16,8 @@ clg_reduction clg_reduction_of(const clg_node *n)
   return n->def == &clg_op_Sum    ? CLG_REDUCTION_SUM
          : n->def == &clg_op_Mean ? CLG_REDUCTION_MEAN
          : n->def == &clg_op_Max  ? CLG_REDUCTION_MAX
+         : n->def == &clg_op_Min  ? CLG_REDUCTION_MIN
+         : n->def == &clg_op_Prod ? CLG_REDUCTION_PROD
                                   : CLG_REDUCTION_L2;
 }
 
@@ -45,7 +47,8 @@ void clg_reduce_maps(const clg_node *n, clg_strided *keep, clg_strided *red, siz
       m->rank = 1;
       m->dims[0] = 1;
     }
-    if (n->def != &clg_op_ArgMax || i == 0) /* ArgMax's reduced map stays one dim */
+    /* ArgMax's and ArgMin's reduced map stays one dim */
+    if ((n->def != &clg_op_ArgMax && n->def != &clg_op_ArgMin) || i == 0)
       clg_strided_merge(m);
   }
 }

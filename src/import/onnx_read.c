@@ -456,6 +456,12 @@ static clg_code read_attr_field(clg_pb *r, const clg_pb_field *f, clg_imp_attr *
 {
   attr_ctx ctx = {a, r};
   clg_code code = CLG_OK;
+  static const clg_imp_attr_kind list_elem[] = {
+      [7] = CLG_IMP_F, [8] = CLG_IMP_I, [9] = CLG_IMP_S, [10] = CLG_IMP_TENSOR};
+  /* one list per attribute: its length counts one kind of element */
+  if (f->number >= 7 && f->number <= 10 && a->n && a->elem != list_elem[f->number])
+    return clg_error(CLG_INVALID_ARGUMENT, "%s: attribute '%s' mixes lists of two kinds", where,
+                     a->name ? a->name : "");
   switch (f->number) {
   case 1:
     return take_string(r, f, "name", &a->name);

@@ -1,7 +1,8 @@
-/* Add, Sub, Mul, RealDiv, Maximum, Equal and GreaterEqual: element-wise with numpy
+/* Add, Sub, Mul, RealDiv, Maximum, Equal and GreaterEqual, and Less, Greater, LessEqual,
+ * NotEqual, Pow and Atan2 (tf.math.pow, tf.math.atan2(y, x)): element-wise with numpy
  * broadcasting (shapes aligned at the right; each dim equal or 1). Float everywhere, double on
  * the host and on devices with fp64; the comparisons also take int32 and int64 and output
- * bool. The arithmetic ops'
+ * bool, Pow and Atan2 are float only. The arithmetic ops'
  * output may reuse input 0's buffer (only when input 0 has the output's shape).
  * Kernels: backends/host/binary.c, backends/opencl/binary.c. */
 #include "graph/graph.h"
@@ -13,7 +14,8 @@ static const clg_attr_def attrs[] = {{.name = "T", .type = CLG_ATTR_DTYPE, .infe
 
 static bool is_comparison(const clg_op_def *def)
 {
-  return def == &clg_op_Equal || def == &clg_op_GreaterEqual;
+  return def == &clg_op_Equal || def == &clg_op_GreaterEqual || def == &clg_op_Less ||
+         def == &clg_op_Greater || def == &clg_op_LessEqual || def == &clg_op_NotEqual;
 }
 
 /* The broadcast shape of a and b, or TensorFlow's "Incompatible shapes" error. */
@@ -51,6 +53,11 @@ static clg_code infer(clg_node *n)
   if (t->set && t->dtype != a->dtype)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute T is %s but the inputs are %s",
                           clg_dtype_name(t->dtype), clg_dtype_name(a->dtype));
+  /* Pow's and Atan2's kernels are float only: say so when the graph is built. */
+  if ((n->def == &clg_op_Pow || n->def == &clg_op_Atan2) && a->dtype != CLG_FLOAT32 &&
+      a->dtype != CLG_FLOAT64)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s takes float32 or float64, not %s",
+                          n->def->name, clg_dtype_name(a->dtype));
   t->set = true;
   t->dtype = a->dtype;
   return clg_node_set_output(n, 0, is_comparison(n->def) ? CLG_BOOL : a->dtype, rank, dims);
@@ -100,13 +107,28 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
   } else if (def == &clg_op_Mul) {
     da = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], b}, 0, NULL);
     db = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){a, dy[0]}, 0, NULL);
+  } else if (def == &clg_op_Pow) {
+    /* TensorFlow's _PowGrad: dy * b * a^(b - 1), and dy * a^b * log(a) where a > 0, else 0
+     * (a select: log's NaN for a negative a is never chosen). */
+    clg_dtype t = n->outs[0].dtype;
+    clg_output bm1 =
+        clg_grad_build(g, &clg_op_Sub, 2, (clg_output[]){b, clg_grad_scalar(g, t, 1.0)}, 0, NULL);
+    clg_output p = clg_grad_build(g, &clg_op_Pow, 2, (clg_output[]){a, bm1}, 0, NULL);
+    p = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){b, p}, 0, NULL);
+    da = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], p}, 0, NULL);
+    clg_output zeros = clg_grad_build(g, &clg_op_ZerosLike, 1, &a, 0, NULL);
+    clg_output pos = clg_grad_build(g, &clg_op_Greater, 2, (clg_output[]){a, zeros}, 0, NULL);
+    clg_output log_a = clg_grad_build(g, &clg_op_Log, 1, &a, 0, NULL);
+    log_a = clg_grad_build(g, &clg_op_Select, 3, (clg_output[]){pos, log_a, zeros}, 0, NULL);
+    clg_output q = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], clg_out(n, 0)}, 0, NULL);
+    db = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){q, log_a}, 0, NULL);
   }
   dx[0] = reduce_to(g, da, clg_node_in(n, 0), &n->outs[0]);
   dx[1] = reduce_to(g, db, clg_node_in(n, 1), &n->outs[0]);
   return clg_graph_status(g);
 }
 
-/* Equal and GreaterEqual have no gradient (GRAD NULL), as TensorFlow's. */
+/* The comparisons have no gradient (GRAD NULL), as TensorFlow's; nor has Atan2 here. */
 #define BINARY_DEF(OP, INPLACE, GRAD)                                                              \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
@@ -125,6 +147,12 @@ BINARY_DEF(RealDiv, 0, grad)
 BINARY_DEF(Maximum, 0, grad)
 BINARY_DEF(Equal, -1, NULL)
 BINARY_DEF(GreaterEqual, -1, NULL)
+BINARY_DEF(Less, -1, NULL)
+BINARY_DEF(Greater, -1, NULL)
+BINARY_DEF(LessEqual, -1, NULL)
+BINARY_DEF(NotEqual, -1, NULL)
+BINARY_DEF(Pow, 0, grad)
+BINARY_DEF(Atan2, 0, NULL)
 
 static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *a,
                        clg_node *b)
@@ -166,4 +194,34 @@ clg_node *clg_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 clg_node *clg_greater_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
   return build(g, &clg_op_GreaterEqual, name, a, b);
+}
+
+clg_node *clg_less(clg_graph *g, const char *name, clg_node *a, clg_node *b)
+{
+  return build(g, &clg_op_Less, name, a, b);
+}
+
+clg_node *clg_greater(clg_graph *g, const char *name, clg_node *a, clg_node *b)
+{
+  return build(g, &clg_op_Greater, name, a, b);
+}
+
+clg_node *clg_less_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b)
+{
+  return build(g, &clg_op_LessEqual, name, a, b);
+}
+
+clg_node *clg_not_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b)
+{
+  return build(g, &clg_op_NotEqual, name, a, b);
+}
+
+clg_node *clg_pow(clg_graph *g, const char *name, clg_node *a, clg_node *b)
+{
+  return build(g, &clg_op_Pow, name, a, b);
+}
+
+clg_node *clg_atan2(clg_graph *g, const char *name, clg_node *y, clg_node *x)
+{
+  return build(g, &clg_op_Atan2, name, y, x);
 }

@@ -107,3 +107,48 @@ CLG_OP(ResizeBilinear) /* resize.c */
 CLG_OP(ResizeBilinearGrad)
 CLG_OP(MirrorPad) /* array_tf.c */
 CLG_OP(MirrorPadGrad)
+/* ONNX import and tfjs graphs (issues 23, 24) */
+CLG_OP(Less) /* binary.c */
+CLG_OP(Greater)
+CLG_OP(LessEqual)
+CLG_OP(NotEqual)
+CLG_OP(Pow)
+CLG_OP(Atan2)
+CLG_OP(LogicalAnd) /* logical.c */
+CLG_OP(LogicalOr)
+CLG_OP(LogicalNot)
+CLG_OP(IsNan)
+CLG_OP(IsInf)
+CLG_OP(Erf) /* math_tf.c */
+CLG_OP(Ceil)
+CLG_OP(Round)
+CLG_OP(Reciprocal)
+CLG_OP(Sin)
+CLG_OP(Cos)
+CLG_OP(Tan)
+CLG_OP(Asin)
+CLG_OP(Acos)
+CLG_OP(Atan)
+CLG_OP(Sinh)
+CLG_OP(Cosh)
+CLG_OP(Asinh)
+CLG_OP(Acosh)
+CLG_OP(Atanh)
+CLG_OP(Softplus)
+CLG_OP(Softsign)
+CLG_OP(Elu)
+CLG_OP(Selu)
+CLG_OP(SelectV2) /* broadcast_ops.c */
+CLG_OP(BroadcastTo)
+/* ONNX import and tfjs graphs, 4 (issues 23, 24) */
+CLG_OP(Min) /* reduce.c */
+CLG_OP(Prod)
+CLG_OP(ArgMin)
+CLG_OP(BatchMatMulV2)         /* batch_matmul.c */
+CLG_OP(ResizeNearestNeighbor) /* resize.c */
+CLG_OP(GatherNd)              /* array_tf3.c */
+CLG_OP(ScatterNd)
+CLG_OP(OneHot)
+CLG_OP(ReverseV2)
+CLG_OP(Cumsum)
+CLG_OP(TopKV2)

@@ -181,7 +181,40 @@ typedef struct clg_resize {
   int64_t n, h, w, c, oh, ow;
   float hs, ws;
   bool half_pixel;
+  bool align; /* align_corners (ResizeNearestNeighbor rounds with it) */
 } clg_resize;
 void clg_resize_geometry(const clg_node *n, clg_resize *r);
+
+/* ONNX import and tfjs graphs, 4 (issues 23, 24). */
+/* BatchMatMulV2 (batch_matmul.c): the transposes, each batch's op(x) [m,k] x op(y) [k,n],
+ * the output's batch count and batch dims, and x's and y's strides over them in matrices
+ * (0 where broadcast); clg_batch_matmul_batch gives output batch b's matrices of x and y. */
+typedef struct clg_batch_matmul {
+  bool ta, tb;
+  size_t m, n, k, batches;
+  int rank;
+  size_t dims[CLG_MAX_RANK], sx[CLG_MAX_RANK], sy[CLG_MAX_RANK];
+} clg_batch_matmul;
+void clg_batch_matmul_geometry(const clg_node *n, clg_batch_matmul *g);
+void clg_batch_matmul_batch(const clg_batch_matmul *g, size_t b, size_t *bx, size_t *by);
+/* GatherNd's and ScatterNd's index tuples (array_tf3.c): q values each (the last dim of
+ * indices), count of them, each addressing a slice of `slice` elements in the first q dims
+ * (dims) of GatherNd's params or ScatterNd's output. */
+typedef struct clg_nd_index {
+  int q;
+  size_t count, slice;
+  int64_t dims[CLG_MAX_RANK];
+} clg_nd_index;
+void clg_nd_index_of(const clg_node *n, clg_nd_index *ix);
+/* OneHot's axis in [0, rank(indices)]; ReverseV2's reversed dims (rev[CLG_MAX_RANK]);
+ * Cumsum's axis in [0, rank) and its attributes; TopKV2's k. Errors name the node. */
+int clg_one_hot_axis(const clg_node *n);
+clg_code clg_reverse_axes(const clg_node *n, bool *rev);
+clg_code clg_cumsum_params(const clg_node *n, int *axis, bool *exclusive, bool *reverse);
+int64_t clg_top_k_k(const clg_node *n);
+/* ResizeNearestNeighbor (resize.c, geometry from clg_resize_geometry): the source row (or
+ * column) of output i along a dim of `in` elements at that dim's scale. The OpenCL kernel
+ * computes the same in float. */
+int64_t clg_resize_nearest_source(const clg_resize *r, int64_t i, float scale, int64_t in);
 
 #endif

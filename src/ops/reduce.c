@@ -1,8 +1,9 @@
-/* Sum, Mean, Max over constant axes (negative counts from the end; keep_dims keeps them as
- * 1), L2Loss (sum(t^2) / 2, a scalar) and ArgMax (the first index of the largest value along
- * one axis; int64 or int32). Float, and double where the device has it. Kernels:
- * backends/host/reduce.c (accumulating in double), backends/opencl/reduce.c (one work-group
- * per output folds its elements as a tree in local memory, cl/reduce.cl). */
+/* Sum, Mean, Max, Min, Prod over constant axes (negative counts from the end; keep_dims keeps
+ * them as 1), L2Loss (sum(t^2) / 2, a scalar) and ArgMax, ArgMin (the first index of the
+ * largest, smallest value along one axis; int64 or int32). Empty reductions give TensorFlow's
+ * identities: 0, -inf (Max), +inf (Min), 1 (Prod). Float, and double where the device has it.
+ * Kernels: backends/host/reduce.c (accumulating in double), backends/opencl/reduce.c (one
+ * work-group per output folds its elements as a tree in local memory, cl/reduce.cl). */
 #include <string.h>
 
 #include "graph/graph.h"
@@ -21,17 +22,18 @@ clg_code clg_reduce_axes(const clg_node *n, bool *red)
   }
   int64_t axes[CLG_MAX_RANK * 2];
   int count = 0;
-  const char *what = n->def == &clg_op_ArgMax ? "dimension" : "reduction_indices";
+  bool arg = n->def == &clg_op_ArgMax || n->def == &clg_op_ArgMin;
+  const char *what = arg ? "dimension" : "reduction_indices";
   clg_code code = clg_node_const_ints(n, 1, what, CLG_MAX_RANK * 2, axes, &count);
   if (code != CLG_OK)
     return code;
-  if (n->def == &clg_op_ArgMax && count != 1)
+  if (arg && count != 1)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "dimension must be a scalar, not %d values",
                           count);
   for (int i = 0; i < count; i++) {
     int64_t a = axes[i];
     if (a < -x->rank || a >= x->rank) {
-      if (n->def == &clg_op_ArgMax)
+      if (arg)
         return clg_node_error(n, CLG_INVALID_ARGUMENT,
                               "Expected dimension in the range [%d, %d), but got %lld", -x->rank,
                               x->rank, (long long)a);
@@ -44,7 +46,8 @@ clg_code clg_reduce_axes(const clg_node *n, bool *red)
   return CLG_OK;
 }
 
-/* --- Sum, Mean, Max, L2Loss ---------------------------------------------------------------- */
+/* --- Sum, Mean, Max, Min, Prod, L2Loss
+ * ---------------------------------------------------------------- */
 
 enum { A_T, A_TIDX, A_KEEP_DIMS };
 
@@ -85,8 +88,8 @@ static clg_code l2_infer(clg_node *n)
 
 /* The gradients: dy reshaped to the input's rank (reduced dims as 1, TensorFlow's keep_dims
  * shape) and broadcast back over the input: Sum as is, Mean divided by the reduced count;
- * Max to the elements equal to the max, shared among ties (TensorFlow's _MaxGrad); L2Loss
- * x * dy. The axes input gets none. */
+ * Max (and Min) to the elements equal to the result, shared among ties (TensorFlow's
+ * _MaxGrad, _MinGrad); L2Loss x * dy. The axes input gets none; Prod has no gradient here. */
 static clg_code reduce_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
 {
   const clg_out_desc *x = clg_node_in(n, 0);
@@ -113,7 +116,7 @@ static clg_code reduce_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg
   if (!n->attrs[A_KEEP_DIMS].b)
     d = clg_grad_build(g, &clg_op_Reshape, 2,
                        (clg_output[]){d, clg_out(clg_const_ints(g, x->rank, kd), 0)}, 0, NULL);
-  if (n->def == &clg_op_Max) {
+  if (n->def == &clg_op_Max || n->def == &clg_op_Min) {
     clg_output y = clg_out(n, 0);
     if (!n->attrs[A_KEEP_DIMS].b)
       y = clg_grad_build(g, &clg_op_Reshape, 2,
@@ -138,7 +141,7 @@ static clg_code reduce_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg
   return clg_graph_status(g);
 }
 
-#define REDUCE_DEF(OP)                                                                             \
+#define REDUCE_DEF(OP, GRAD)                                                                       \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
       .num_inputs = 2,                                                                             \
@@ -147,11 +150,13 @@ static clg_code reduce_grad(clg_graph *g, clg_node *n, const clg_output *dy, clg
       .attrs = reduce_attrs,                                                                       \
       .infer = reduce_infer,                                                                       \
       .inplace = -1,                                                                               \
-      .grad = reduce_grad,                                                                         \
+      .grad = GRAD,                                                                                \
   };
-REDUCE_DEF(Sum)
-REDUCE_DEF(Mean)
-REDUCE_DEF(Max)
+REDUCE_DEF(Sum, reduce_grad)
+REDUCE_DEF(Mean, reduce_grad)
+REDUCE_DEF(Max, reduce_grad)
+REDUCE_DEF(Min, reduce_grad)
+REDUCE_DEF(Prod, NULL)
 
 const clg_op_def clg_op_L2Loss = {
     .name = "L2Loss",
@@ -164,7 +169,8 @@ const clg_op_def clg_op_L2Loss = {
     .grad = reduce_grad,
 };
 
-/* --- ArgMax ----------------------------------------------------------------------------- */
+/* --- ArgMax, ArgMin -----------------------------------------------------------------------------
+ */
 
 enum { AM_T, AM_TIDX, AM_OUTPUT_TYPE };
 
@@ -206,6 +212,16 @@ static clg_code argmax_infer(clg_node *n)
 
 const clg_op_def clg_op_ArgMax = {
     .name = "ArgMax",
+    .num_inputs = 2,
+    .num_outputs = 1,
+    .num_attrs = 3,
+    .attrs = argmax_attrs,
+    .infer = argmax_infer,
+    .inplace = -1,
+};
+
+const clg_op_def clg_op_ArgMin = {
+    .name = "ArgMin",
     .num_inputs = 2,
     .num_outputs = 1,
     .num_attrs = 3,

@@ -6,8 +6,13 @@
  * upper = min(ceil, in - 1), lerp = coordinate - floor; top + (bottom - top) * y_lerp of the
  * two rows' lerps. ResizeBilinearGrad(grads float, original_image) spreads each gradient over
  * those four inputs with the same weights (into original_image's dtype). Both modes together
- * are INVALID_ARGUMENT, as in TensorFlow. Kernels: backends/host/resize.c,
- * backends/opencl/resize.c. */
+ * are INVALID_ARGUMENT, as in TensorFlow. ResizeNearestNeighbor (float, double, int32, int64
+ * images, the output of the images' dtype) takes, as resize_nearest_neighbor_op.cc, source
+ * row min(f(y * scale), in - 1) with f = round (half away from zero) under align_corners,
+ * else floor; with half_pixel_centers the coordinate is (y + 0.5) * scale and the row at least
+ * 0. Kernels: backends/host/resize.c, backends/opencl/resize.c. */
+#include <math.h>
+
 #include "graph/graph.h"
 #include "ops/ops.h"
 
@@ -33,6 +38,7 @@ void clg_resize_geometry(const clg_node *n, clg_resize *r)
   r->n = in->dims[0], r->h = in->dims[1], r->w = in->dims[2], r->c = in->dims[3];
   r->oh = out->dims[1], r->ow = out->dims[2];
   bool align = n->attrs[A_ALIGN].b;
+  r->align = align;
   r->half_pixel = n->attrs[A_HALF].b;
   r->hs = scale_of(r->h, r->oh, align);
   r->ws = scale_of(r->w, r->ow, align);
@@ -43,7 +49,10 @@ static clg_code check_modes(clg_node *n, clg_dtype dt)
   if (n->attrs[A_ALIGN].b && n->attrs[A_HALF].b)
     return clg_node_error(n, CLG_INVALID_ARGUMENT,
                           "If half_pixel_centers is True, align_corners must be False.");
-  if (dt != CLG_FLOAT32 && dt != CLG_FLOAT64)
+  bool nearest = n->def == &clg_op_ResizeNearestNeighbor;
+  if (nearest && (dt == CLG_INT32 || dt == CLG_INT64))
+    ; /* nearest copies elements: integer images too */
+  else if (dt != CLG_FLOAT32 && dt != CLG_FLOAT64)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s takes float or double images, not %s", n->op,
                           clg_dtype_name(dt));
   clg_attr_value *t = &n->attrs[A_T];
@@ -85,7 +94,8 @@ static clg_code infer(clg_node *n)
                           "output dimensions must be positive, not %lld x %lld", (long long)size[0],
                           (long long)size[1]);
   int64_t dims[4] = {x->dims[0], size[0], size[1], x->dims[3]};
-  return clg_node_set_output(n, 0, CLG_FLOAT32, 4, dims);
+  bool nearest = n->def == &clg_op_ResizeNearestNeighbor;
+  return clg_node_set_output(n, 0, nearest ? x->dtype : CLG_FLOAT32, 4, dims);
 }
 
 static clg_code grad_infer(clg_node *n)
@@ -137,6 +147,24 @@ const clg_op_def clg_op_ResizeBilinearGrad = {
     .infer = grad_infer,
     .inplace = -1,
 };
+
+const clg_op_def clg_op_ResizeNearestNeighbor = {
+    .name = "ResizeNearestNeighbor",
+    .num_inputs = 2,
+    .num_outputs = 1,
+    .num_attrs = 3,
+    .attrs = attrs,
+    .infer = infer,
+    .inplace = -1,
+};
+
+int64_t clg_resize_nearest_source(const clg_resize *r, int64_t i, float scale, int64_t in)
+{
+  float s = r->half_pixel ? ((float)i + 0.5f) * scale : (float)i * scale;
+  int64_t v = (int64_t)(r->align ? roundf(s) : floorf(s));
+  v = v < in - 1 ? v : in - 1;
+  return r->half_pixel && v < 0 ? 0 : v;
+}
 
 clg_node *clg_resize_bilinear(clg_graph *g, const char *name, clg_node *images, int64_t height,
                               int64_t width, bool align_corners, bool half_pixel_centers)

@@ -1,6 +1,7 @@
-/* Add, Sub, Mul, RealDiv, Maximum, Equal and GreaterEqual on the host: the flat loops for
- * equal shapes or a scalar operand, else the broadcast walk; the arithmetic also on int32 and
- * int64 (shape arithmetic the importer folds), RealDiv float only. */
+/* Add, Sub, Mul, RealDiv, Maximum, the comparisons (Equal, GreaterEqual, Less, Greater,
+ * LessEqual, NotEqual), Pow and Atan2 on the host: the flat loops for equal shapes or a scalar
+ * operand, else the broadcast walk; the arithmetic also on int32 and int64 (shape arithmetic the
+ * importer folds), RealDiv, Pow and Atan2 float only. */
 #include "backends/host/host.h"
 
 static clg_code binary_run(const clg_kernel_ctx *c)
@@ -27,5 +28,11 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_Maximum, {CLG_KIND_HOST, clg_binop_int_supports, binary_run, NULL, NULL}},
     {&clg_op_Equal, {CLG_KIND_HOST, clg_binop_compare_supports, binary_run, NULL, NULL}},
     {&clg_op_GreaterEqual, {CLG_KIND_HOST, clg_binop_compare_supports, binary_run, NULL, NULL}},
+    {&clg_op_Less, {CLG_KIND_HOST, clg_binop_compare_supports, binary_run, NULL, NULL}},
+    {&clg_op_Greater, {CLG_KIND_HOST, clg_binop_compare_supports, binary_run, NULL, NULL}},
+    {&clg_op_LessEqual, {CLG_KIND_HOST, clg_binop_compare_supports, binary_run, NULL, NULL}},
+    {&clg_op_NotEqual, {CLG_KIND_HOST, clg_binop_compare_supports, binary_run, NULL, NULL}},
+    {&clg_op_Pow, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
+    {&clg_op_Atan2, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_host_kernels_binary, entries);

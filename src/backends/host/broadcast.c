@@ -28,6 +28,20 @@
     }                                                                                              \
   } while (0)
 
+/* Less, Greater, LessEqual, NotEqual of x[pa] and y[pb] into bytes 0/1, any element type. */
+#define BCAST_COMPARE()                                                                            \
+  do {                                                                                             \
+    uint8_t *ob = out;                                                                             \
+    if (op == CLG_BINOP_LESS)                                                                      \
+      WALK(ob[i] = x[pa] < y[pb]);                                                                 \
+    else if (op == CLG_BINOP_GREATER)                                                              \
+      WALK(ob[i] = x[pa] > y[pb]);                                                                 \
+    else if (op == CLG_BINOP_LESS_EQUAL)                                                           \
+      WALK(ob[i] = x[pa] <= y[pb]);                                                                \
+    else if (op == CLG_BINOP_NOT_EQUAL)                                                            \
+      WALK(ob[i] = x[pa] != y[pb]);                                                                \
+  } while (0)
+
 #define BCAST_OPS(T)                                                                               \
   do {                                                                                             \
     const T *x = a, *y = b;                                                                        \
@@ -65,6 +79,15 @@
       break;                                                                                       \
     case CLG_BINOP_FLOORMOD: /* fmod is exact; moved to y's sign when they differ */               \
       WALK(o[i] = float_mod(x[pa], y[pb]));                                                        \
+      break;                                                                                       \
+    case CLG_BINOP_POW: /* in double, then rounded: within float's rounding of powf */             \
+      WALK(o[i] = (T)pow(x[pa], y[pb]));                                                           \
+      break;                                                                                       \
+    case CLG_BINOP_ATAN2:                                                                          \
+      WALK(o[i] = (T)atan2(x[pa], y[pb]));                                                         \
+      break;                                                                                       \
+    default:                                                                                       \
+      BCAST_COMPARE();                                                                             \
       break;                                                                                       \
     }                                                                                              \
   } while (0)
@@ -128,7 +151,8 @@ INT_FLOOR(int64_t, uint64_t)
     case CLG_BINOP_GREATER_EQUAL:                                                                  \
       WALK(((uint8_t *)out)[i] = x[pa] >= y[pb]);                                                  \
       break;                                                                                       \
-    default: /* RealDiv and Prelu are float only */                                                \
+    default: /* RealDiv, Prelu, Pow and Atan2 are float only */                                    \
+      BCAST_COMPARE();                                                                             \
       break;                                                                                       \
     }                                                                                              \
   } while (0)
@@ -146,6 +170,18 @@ void clg_host_broadcast(clg_binop op, clg_dtype dtype, const void *a, const void
     BCAST_INT_OPS(int32_t, uint32_t);
   else if (dtype == CLG_INT64)
     BCAST_INT_OPS(int64_t, uint64_t);
+  else if (dtype == CLG_BOOL) {
+    const uint8_t *x = a, *y = b;
+    uint8_t *o = out;
+    if (op == CLG_BINOP_AND)
+      WALK(o[i] = x[pa] && y[pb]);
+    else if (op == CLG_BINOP_OR)
+      WALK(o[i] = x[pa] || y[pb]);
+    else if (op == CLG_BINOP_EQUAL)
+      WALK(o[i] = x[pa] == y[pb]);
+    else if (op == CLG_BINOP_NOT_EQUAL)
+      WALK(o[i] = x[pa] != y[pb]);
+  }
 }
 
 void clg_host_gather(size_t es, const void *a, void *out, const clg_strided *m)

@@ -27,8 +27,9 @@ clg_code clg_host_clock_offset(clg_device *dev, int64_t *offset, uint64_t *error
 /* --- kernels ------------------------------------------------------------------------- */
 
 /* out[i] = a[ia(i)] op b[ib(i)] over the map (count elements). out may alias a or b when
- * that input is not broadcast. float, double; EQUAL and GREATER_EQUAL take float, double,
- * int32, int64 and write bytes 0/1. */
+ * that input is not broadcast. float, double; the comparisons (EQUAL, GREATER_EQUAL, LESS,
+ * GREATER, LESS_EQUAL, NOT_EQUAL) take float, double, int32, int64 and write bytes 0/1; AND,
+ * OR, EQUAL and NOT_EQUAL take bool. */
 void clg_host_broadcast(clg_binop op, clg_dtype dtype, const void *a, const void *b, void *out,
                         const clg_strided *m);
 
@@ -168,5 +169,9 @@ clg_code clg_host_matmul_node(const clg_node *n, const void *a, const void *b, v
 clg_code clg_host_conv2d_grad_node(const clg_node *n, clg_allocator *alloc,
                                    const clg_block *scratch, const void *in, const void *dy,
                                    void *out, const clg_window *g);
+
+/* BatchMatMulV2 of x and y into out on the host (each batch through clg_host_matmul); the
+ * OpenCL kernel's fallback too. Errors name the node. */
+clg_code clg_host_batch_matmul_node(const clg_node *n, const void *x, const void *y, void *out);
 
 #endif

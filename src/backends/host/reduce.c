@@ -1,5 +1,5 @@
-/* Sum, Mean, Max, L2Loss and ArgMax on the host: each output walks its reduced elements,
- * accumulating in double. */
+/* Sum, Mean, Max, Min, Prod, L2Loss, ArgMax and ArgMin on the host: each output walks its
+ * reduced elements, accumulating in double. */
 #include <math.h>
 
 #include "backends/host/host.h"
@@ -10,11 +10,18 @@
     T *y = c->out[0].host;                                                                         \
     for (size_t o = 0; o < nout; o++) {                                                            \
       size_t base = clg_strided_offset(&keep, o);                                                  \
-      double acc = op == CLG_REDUCTION_MAX ? -INFINITY : 0;                                        \
+      double acc = op == CLG_REDUCTION_MAX    ? -INFINITY                                          \
+                   : op == CLG_REDUCTION_MIN  ? INFINITY                                           \
+                   : op == CLG_REDUCTION_PROD ? 1                                                  \
+                                              : 0;                                                 \
       for (size_t r = 0; r < nred; r++) {                                                          \
         double v = x[base + clg_strided_offset(&red, r)];                                          \
         if (op == CLG_REDUCTION_MAX)                                                               \
           acc = acc < v ? v : acc;                                                                 \
+        else if (op == CLG_REDUCTION_MIN)                                                          \
+          acc = v < acc ? v : acc;                                                                 \
+        else if (op == CLG_REDUCTION_PROD)                                                         \
+          acc *= v;                                                                                \
         else                                                                                       \
           acc += op == CLG_REDUCTION_L2 ? v * v : v;                                               \
       }                                                                                            \
@@ -43,7 +50,8 @@ static clg_code reduce_host(const clg_kernel_ctx *c)
     for (size_t o = 0; o < nout; o++) {                                                            \
       size_t base = clg_strided_offset(&keep, o), at = 0;                                          \
       for (size_t r = 1; r < nred; r++)                                                            \
-        if (x[base + r * red.sa[0]] > x[base + at * red.sa[0]])                                    \
+        if (min ? x[base + r * red.sa[0]] < x[base + at * red.sa[0]]                               \
+                : x[base + r * red.sa[0]] > x[base + at * red.sa[0]])                              \
           at = r;                                                                                  \
       if (c->node->outs[0].dtype == CLG_INT64)                                                     \
         ((int64_t *)c->out[0].host)[o] = (int64_t)at;                                              \
@@ -57,6 +65,7 @@ static clg_code argmax_host(const clg_kernel_ctx *c)
   clg_strided keep, red;
   size_t nout, nred;
   clg_reduce_maps(c->node, &keep, &red, &nout, &nred);
+  bool min = c->node->def == &clg_op_ArgMin;
   if (clg_node_in(c->node, 0)->dtype == CLG_FLOAT64)
     ARGMAX_LOOP(double);
   else
@@ -76,5 +85,8 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_Max, {CLG_KIND_HOST, float_supports, reduce_host, NULL, NULL}},
     {&clg_op_L2Loss, {CLG_KIND_HOST, float_supports, reduce_host, NULL, NULL}},
     {&clg_op_ArgMax, {CLG_KIND_HOST, float_supports, argmax_host, NULL, NULL}},
+    {&clg_op_Min, {CLG_KIND_HOST, float_supports, reduce_host, NULL, NULL}},
+    {&clg_op_Prod, {CLG_KIND_HOST, float_supports, reduce_host, NULL, NULL}},
+    {&clg_op_ArgMin, {CLG_KIND_HOST, float_supports, argmax_host, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_host_kernels_reduce, entries);

@@ -1,8 +1,10 @@
 /* ResizeBilinear and ResizeBilinearGrad on the host, in float as TensorFlow's CPU kernels:
  * the forward op from per-row and per-column weights computed once, output rows across the
- * cores; the gradient as TensorFlow's scatter, one batch image per task. */
+ * cores; the gradient as TensorFlow's scatter, one batch image per task.
+ * ResizeNearestNeighbor copies pixels. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/host/host.h"
 
@@ -127,6 +129,28 @@ static clg_code resize_run(const clg_kernel_ctx *c)
   return CLG_OK;
 }
 
+/* ResizeNearestNeighbor: each output pixel copies its source pixel's c elements. */
+static clg_code nearest_run(const clg_kernel_ctx *c)
+{
+  clg_resize r;
+  clg_resize_geometry(c->node, &r);
+  size_t es = clg_dtype_size(c->node->outs[0].dtype), px = (size_t)r.c * es;
+  if (clg_out_count(&c->node->outs[0]) == 0)
+    return CLG_OK;
+  const char *x = c->in[0].host;
+  char *y = c->out[0].host;
+  for (int64_t b = 0; b < r.n; b++)
+    for (int64_t oy = 0; oy < r.oh; oy++) {
+      int64_t iy = clg_resize_nearest_source(&r, oy, r.hs, r.h);
+      for (int64_t ox = 0; ox < r.ow; ox++) {
+        int64_t ix = clg_resize_nearest_source(&r, ox, r.ws, r.w);
+        memcpy(y + (size_t)((b * r.oh + oy) * r.ow + ox) * px,
+               x + (size_t)((b * r.h + iy) * r.w + ix) * px, px);
+      }
+    }
+  return CLG_OK;
+}
+
 /* Images of float or double (ResizeBilinear's output, and the gradient's input, are float). */
 static bool resize_supports(const clg_node *n, const clg_device *dev)
 {
@@ -138,5 +162,6 @@ static bool resize_supports(const clg_node *n, const clg_device *dev)
 static const clg_kernel_entry entries[] = {
     {&clg_op_ResizeBilinear, {CLG_KIND_HOST, resize_supports, resize_run, NULL, NULL}},
     {&clg_op_ResizeBilinearGrad, {CLG_KIND_HOST, resize_supports, resize_run, NULL, NULL}},
+    {&clg_op_ResizeNearestNeighbor, {CLG_KIND_HOST, NULL, nearest_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_host_kernels_resize, entries);

@@ -1,5 +1,6 @@
-/* Add, Sub, Mul, RealDiv, Maximum, Equal and GreaterEqual on OpenCL devices: the flat
- * kernels for equal shapes or a scalar operand, else cl/broadcast.cl. */
+/* Add, Sub, Mul, RealDiv, Maximum, the comparisons (Equal, GreaterEqual, Less, Greater,
+ * LessEqual, NotEqual), Pow and Atan2 on OpenCL devices: the flat kernels for equal shapes or a
+ * scalar operand, else cl/broadcast.cl. */
 #include "backends/opencl/opencl.h"
 
 static clg_code binary_run(const clg_kernel_ctx *c)
@@ -25,5 +26,11 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_Maximum, {CLG_KIND_OPENCL, clg_kernel_float_or_double, binary_run, NULL, NULL}},
     {&clg_op_Equal, {CLG_KIND_OPENCL, clg_binop_compare_supports, binary_run, NULL, NULL}},
     {&clg_op_GreaterEqual, {CLG_KIND_OPENCL, clg_binop_compare_supports, binary_run, NULL, NULL}},
+    {&clg_op_Less, {CLG_KIND_OPENCL, clg_binop_compare_supports, binary_run, NULL, NULL}},
+    {&clg_op_Greater, {CLG_KIND_OPENCL, clg_binop_compare_supports, binary_run, NULL, NULL}},
+    {&clg_op_LessEqual, {CLG_KIND_OPENCL, clg_binop_compare_supports, binary_run, NULL, NULL}},
+    {&clg_op_NotEqual, {CLG_KIND_OPENCL, clg_binop_compare_supports, binary_run, NULL, NULL}},
+    {&clg_op_Pow, {CLG_KIND_OPENCL, clg_kernel_float_or_double, binary_run, NULL, NULL}},
+    {&clg_op_Atan2, {CLG_KIND_OPENCL, clg_kernel_float_or_double, binary_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_opencl_kernels_binary, entries);

@@ -20,18 +20,30 @@ void clg_strided_to_cl(const clg_strided *m, clg_cl_map *c)
 clg_code clg_cl_broadcast(clg_device *dev, clg_binop op, clg_dtype dtype, const clg_block *a,
                           const clg_block *b, const clg_block *out, const clg_strided *m)
 {
-  static const char *const names[] = {"clg_bc_add",      "clg_bc_sub",     "clg_bc_mul",
-                                      "clg_bc_div",      "clg_bc_max",     "clg_bc_equal",
-                                      "clg_bc_ge",       "clg_bc_min",     "clg_bc_prelu",
-                                      "clg_bc_floordiv", "clg_bc_floormod"};
-  static const char *const int_names[2][2] = {{"clg_bc_equal_i32", "clg_bc_equal_i64"},
-                                              {"clg_bc_ge_i32", "clg_bc_ge_i64"}};
-  bool compare = op == CLG_BINOP_EQUAL || op == CLG_BINOP_GREATER_EQUAL;
-  size_t es = clg_dtype_size(dtype), oes = compare ? 1 : es;
+  static const char *const names[] = {
+      "clg_bc_add",      "clg_bc_sub",   "clg_bc_mul",     "clg_bc_div",   "clg_bc_max",
+      "clg_bc_equal",    "clg_bc_ge",    "clg_bc_min",     "clg_bc_prelu", "clg_bc_floordiv",
+      "clg_bc_floormod", "clg_bc_less",  "clg_bc_greater", "clg_bc_le",    "clg_bc_ne",
+      "clg_bc_pow",      "clg_bc_atan2", "clg_bc_and",     "clg_bc_or"};
+  static const char *const int_names[6][2] = {
+      {"clg_bc_equal_i32", "clg_bc_equal_i64"}, {"clg_bc_ge_i32", "clg_bc_ge_i64"},
+      {"clg_bc_less_i32", "clg_bc_less_i64"},   {"clg_bc_greater_i32", "clg_bc_greater_i64"},
+      {"clg_bc_le_i32", "clg_bc_le_i64"},       {"clg_bc_ne_i32", "clg_bc_ne_i64"}};
+  bool compare = op == CLG_BINOP_EQUAL || op == CLG_BINOP_GREATER_EQUAL ||
+                 (op >= CLG_BINOP_LESS && op <= CLG_BINOP_NOT_EQUAL);
+  bool logical = op == CLG_BINOP_AND || op == CLG_BINOP_OR; /* bytes, as the int compares */
+  size_t es = clg_dtype_size(dtype), oes = compare || logical ? 1 : es;
   const char *kernel = names[op];
-  clg_dtype prog = dtype;
+  clg_dtype prog = logical ? CLG_FLOAT32 : dtype;
   if (compare && (dtype == CLG_INT32 || dtype == CLG_INT64)) {
-    kernel = int_names[op == CLG_BINOP_GREATER_EQUAL][dtype == CLG_INT64];
+    int row = op == CLG_BINOP_EQUAL           ? 0
+              : op == CLG_BINOP_GREATER_EQUAL ? 1
+                                              : 2 + (op - CLG_BINOP_LESS);
+    kernel = int_names[row][dtype == CLG_INT64];
+    prog = CLG_FLOAT32;
+  }
+  if (compare && dtype == CLG_BOOL) { /* Equal, NotEqual */
+    kernel = op == CLG_BINOP_EQUAL ? "clg_bc_equal_u8" : "clg_bc_ne_u8";
     prog = CLG_FLOAT32;
   }
   clg_cl_map cm;

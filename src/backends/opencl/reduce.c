@@ -1,5 +1,5 @@
-/* Sum, Mean, Max, L2Loss and ArgMax on OpenCL devices: one work-group per output folds its
- * elements as a tree in local memory (cl/reduce.cl). */
+/* Sum, Mean, Max, Min, Prod, L2Loss, ArgMax and ArgMin on OpenCL devices: one work-group per output
+ * folds its elements as a tree in local memory (cl/reduce.cl). */
 #include "backends/opencl/opencl.h"
 
 static const clg_cl_text source = {"reduce", NULL};
@@ -40,9 +40,10 @@ static clg_code argmax_cl(const clg_kernel_ctx *c)
            nr = nred;
   clg_cl_arg args[] = {{sizeof x, &x},   {sizeof xo, &xo}, {sizeof y, &y},  {sizeof yo, &yo},
                        {sizeof nr, &nr}, {sizeof km, &km}, {sizeof rm, &rm}};
-  return clg_cl_launch_groups(c->dev, dt, &source,
-                              ot == CLG_INT64 ? "clg_argmax_i64" : "clg_argmax_i32", args, 7, nout,
-                              nred);
+  bool min = c->node->def == &clg_op_ArgMin;
+  const char *kernel = min ? (ot == CLG_INT64 ? "clg_argmin_i64" : "clg_argmin_i32")
+                           : (ot == CLG_INT64 ? "clg_argmax_i64" : "clg_argmax_i32");
+  return clg_cl_launch_groups(c->dev, dt, &source, kernel, args, 7, nout, nred);
 }
 
 /* Float inputs (the axes may be int32 or int64), double with fp64. */
@@ -57,5 +58,8 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_Max, {CLG_KIND_OPENCL, float_supports, reduce_cl, NULL, NULL}},
     {&clg_op_L2Loss, {CLG_KIND_OPENCL, float_supports, reduce_cl, NULL, NULL}},
     {&clg_op_ArgMax, {CLG_KIND_OPENCL, float_supports, argmax_cl, NULL, NULL}},
+    {&clg_op_Min, {CLG_KIND_OPENCL, float_supports, reduce_cl, NULL, NULL}},
+    {&clg_op_Prod, {CLG_KIND_OPENCL, float_supports, reduce_cl, NULL, NULL}},
+    {&clg_op_ArgMin, {CLG_KIND_OPENCL, float_supports, argmax_cl, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_opencl_kernels_reduce, entries);

@@ -76,12 +76,43 @@ static const clg_cl_text source = {
     "  dx[dxo + i] = s;\n"
     "}\n"};
 
+/* ResizeNearestNeighbor: one work-item per output element, moved as an unsigned integer of
+ * its size (one float build serves every dtype); the source index as
+ * clg_resize_nearest_source, in float. */
+static const clg_cl_text nearest_source = {
+    "resize_nearest",
+    "typedef struct clg_rs { long n, h, w, c, oh, ow; float hs, ws; int hp; int align; } "
+    "clg_rs;\n"
+    "static long clg_near(const clg_rs *r, long i, float scale, long in)\n"
+    "{\n"
+    "  float s = r->hp ? ((float)i + 0.5f) * scale : (float)i * scale;\n"
+    "  long v = (long)(r->align ? round(s) : floor(s));\n"
+    "  v = v < in - 1 ? v : in - 1;\n"
+    "  return r->hp && v < 0 ? 0 : v;\n"
+    "}\n"
+    "#define NEAREST(name, E)                                                           \\\n"
+    "__kernel void name(__global const E *x, ulong xo, __global E *y, ulong yo,         \\\n"
+    "                   ulong count, clg_rs r)                                          \\\n"
+    "{                                                                                 \\\n"
+    "  ulong i = get_global_id(0);                                                     \\\n"
+    "  if (i >= count)                                                                 \\\n"
+    "    return;                                                                       \\\n"
+    "  long ch = (long)(i % (ulong)r.c), q = (long)(i / (ulong)r.c);                   \\\n"
+    "  long ox = q % r.ow, oy = (q / r.ow) % r.oh, b = q / r.ow / r.oh;                \\\n"
+    "  long iy = clg_near(&r, oy, r.hs, r.h), ix = clg_near(&r, ox, r.ws, r.w);        \\\n"
+    "  y[yo + i] = x[xo + ((b * r.h + iy) * r.w + ix) * r.c + ch];                     \\\n"
+    "}\n"
+    "NEAREST(clg_nearest1, uchar)\n"
+    "NEAREST(clg_nearest2, ushort)\n"
+    "NEAREST(clg_nearest4, uint)\n"
+    "NEAREST(clg_nearest8, ulong)\n"};
+
 /* The layout of clg_rs above. */
 typedef struct cl_rs {
   cl_long n, h, w, c, oh, ow;
   cl_float hs, ws;
   cl_int half;
-  cl_int pad;
+  cl_int align; /* nearest's; padding for the bilinear kernels */
 } cl_rs;
 
 static clg_code resize_run(const clg_kernel_ctx *c)
@@ -105,6 +136,25 @@ static clg_code resize_run(const clg_kernel_ctx *c)
                        (size_t)count);
 }
 
+static clg_code nearest_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  clg_resize r;
+  clg_resize_geometry(n, &r);
+  cl_ulong count = clg_out_count(&n->outs[0]);
+  if (count == 0)
+    return CLG_OK;
+  cl_rs rs = {r.n, r.h, r.w, r.c, r.oh, r.ow, r.hs, r.ws, r.half_pixel, r.align};
+  size_t es = clg_dtype_size(n->outs[0].dtype);
+  static const char *const names[9] = {
+      NULL, "clg_nearest1", "clg_nearest2", NULL, "clg_nearest4", NULL, NULL, NULL, "clg_nearest8"};
+  cl_mem xm = clg_cl_mem(&c->in[0]), ym = clg_cl_mem(&c->out[0]);
+  cl_ulong xo = c->in[0].offset / es, yo = c->out[0].offset / es;
+  clg_cl_arg args[] = {{sizeof xm, &xm}, {sizeof xo, &xo},       {sizeof ym, &ym},
+                       {sizeof yo, &yo}, {sizeof count, &count}, {sizeof rs, &rs}};
+  return clg_cl_launch(c->dev, CLG_FLOAT32, &nearest_source, names[es], args, 6, (size_t)count);
+}
+
 static bool resize_supports(const clg_node *n, const clg_device *dev)
 {
   clg_dtype t = n->def == &clg_op_ResizeBilinear ? clg_node_in(n, 0)->dtype : n->outs[0].dtype;
@@ -114,5 +164,6 @@ static bool resize_supports(const clg_node *n, const clg_device *dev)
 static const clg_kernel_entry entries[] = {
     {&clg_op_ResizeBilinear, {CLG_KIND_OPENCL, resize_supports, resize_run, NULL, NULL}},
     {&clg_op_ResizeBilinearGrad, {CLG_KIND_OPENCL, resize_supports, resize_run, NULL, NULL}},
+    {&clg_op_ResizeNearestNeighbor, {CLG_KIND_OPENCL, NULL, nearest_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_opencl_kernels_resize, entries);

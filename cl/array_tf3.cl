@@ -1,0 +1,76 @@
+/* GatherNd, OneHot and ReverseV2 (src/backends/opencl/array_tf3.c): elements moved as
+ * unsigned integers of their size, one work-item per output element. */
+typedef struct { long q; long dims[8]; ulong slice, count; } clg_nd;
+#define IDX(name, I)                                                              \
+static long name(const clg_nd *m, __global const I *ix, ulong j)                 \
+{                                                                                \
+  long o = 0;                                                                    \
+  for (long d = 0; d < m->q; d++) {                                              \
+    long v = (long)ix[j * (ulong)m->q + (ulong)d];                               \
+    if (v < 0 || v >= m->dims[d])                                                \
+      return -1;                                                                 \
+    o = o * m->dims[d] + v;                                                      \
+  }                                                                              \
+  return o;                                                                      \
+}
+IDX(clg_tuple_int, int)
+IDX(clg_tuple_long, long)
+#define GATHER_ND(name, E, I)                                                     \
+__kernel void name(__global const E *p, ulong po, __global const I *ix, ulong io, \
+                   __global E *y, ulong yo, clg_nd m, ulong n)                   \
+{                                                                                \
+  ulong i = get_global_id(0);                                                    \
+  if (i >= n)                                                                    \
+    return;                                                                      \
+  long o = clg_tuple_##I(&m, ix + io, i / m.slice);                              \
+  y[yo + i] = o < 0 ? (E)0 : p[po + (ulong)o * m.slice + i % m.slice];           \
+}
+GATHER_ND(clg_gather_nd1_i32, uchar, int)
+GATHER_ND(clg_gather_nd2_i32, ushort, int)
+GATHER_ND(clg_gather_nd4_i32, uint, int)
+GATHER_ND(clg_gather_nd8_i32, ulong, int)
+GATHER_ND(clg_gather_nd1_i64, uchar, long)
+GATHER_ND(clg_gather_nd2_i64, ushort, long)
+GATHER_ND(clg_gather_nd4_i64, uint, long)
+GATHER_ND(clg_gather_nd8_i64, ulong, long)
+#define ONE_HOT(name, E, I)                                                       \
+__kernel void name(__global const I *ix, ulong io, __global const E *on, ulong ono, \
+                   __global const E *off, ulong offo, __global E *y, ulong yo,   \
+                   ulong depth, ulong inner, ulong n)                            \
+{                                                                                \
+  ulong i = get_global_id(0);                                                    \
+  if (i >= n)                                                                    \
+    return;                                                                      \
+  ulong t = i % inner, d = (i / inner) % depth, a = i / inner / depth;           \
+  long v = (long)ix[io + a * inner + t];                                         \
+  y[yo + i] = v == (long)d ? on[ono] : off[offo];                                \
+}
+ONE_HOT(clg_one_hot1_i32, uchar, int)
+ONE_HOT(clg_one_hot2_i32, ushort, int)
+ONE_HOT(clg_one_hot4_i32, uint, int)
+ONE_HOT(clg_one_hot8_i32, ulong, int)
+ONE_HOT(clg_one_hot1_i64, uchar, long)
+ONE_HOT(clg_one_hot2_i64, ushort, long)
+ONE_HOT(clg_one_hot4_i64, uint, long)
+ONE_HOT(clg_one_hot8_i64, ulong, long)
+typedef struct { long rank; long dims[8]; long rev[8]; } clg_rev;
+#define REVERSE(name, E)                                                          \
+__kernel void name(__global const E *x, ulong xo, __global E *y, ulong yo,        \
+                   clg_rev m, ulong n)                                           \
+{                                                                                \
+  ulong i = get_global_id(0);                                                    \
+  if (i >= n)                                                                    \
+    return;                                                                      \
+  ulong rest = i, src = 0, stride = 1;                                           \
+  for (long k = m.rank - 1; k >= 0; k--) {                                       \
+    ulong d = (ulong)m.dims[k], at = rest % d;                                   \
+    rest /= d;                                                                   \
+    src += (m.rev[k] ? d - 1 - at : at) * stride;                                \
+    stride *= d;                                                                 \
+  }                                                                              \
+  y[yo + i] = x[xo + src];                                                       \
+}
+REVERSE(clg_reverse1, uchar)
+REVERSE(clg_reverse2, ushort)
+REVERSE(clg_reverse4, uint)
+REVERSE(clg_reverse8, ulong)
