@@ -104,6 +104,8 @@ static bool resize_taps(const resize_cfg *f, const resize_axis *ax, int64_t i, i
                     : (ax->r1 - ax->r0) * (len - 1) / 2;
     x += ax->r0 * (len - 1);
     inside = x >= 0 && x <= len - 1;
+    if (!inside)
+      x = 0; /* extrapolated: the taps do not matter, and a NaN or huge roi stays in range */
     break;
   }
   int n = f->mode == RM_CUBIC ? 4 : 2, pad = n / 2;
@@ -359,13 +361,14 @@ static clg_code resize(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   for (int d = 0; d < rank && code == CLG_OK; d++) {
     resize_axis ax = {.in = clg_onnx_in_dim(c, n, 0, d)};
     if (ns >= 0) {
+      double o = floor((double)ax.in * scales[d]);
       ax.scale = scales[d];
-      ax.out = (int64_t)floor((double)ax.in * scales[d]);
+      ax.out = o >= 1 && o <= INT32_MAX ? (int64_t)o : 0; /* NaN, inf or too large: rejected */
     } else {
       ax.out = sizes[d];
       ax.scale = ax.in ? (double)sizes[d] / (double)ax.in : 0;
     }
-    if (!(ax.scale > 0) || ax.out < 1 || ax.in < 1)
+    if (!(ax.scale > 0) || ax.out < 1 || ax.out > INT32_MAX || ax.in < 1)
       return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis %d of %lld resized to %lld (scale %g)",
                            d, (long long)ax.in, (long long)ax.out, ax.scale);
     if (nr > 0) {
@@ -699,9 +702,12 @@ static clg_code conv_transpose(clg_onnx *c, const clg_imp_node *n, const clg_onn
 {
   (void)r;
   int rank = clg_onnx_in_rank(c, n, 0), sp = rank - 2;
-  if ((rank != 4 && rank != 3) || clg_onnx_in_rank(c, n, 1) != rank)
+  if (rank != 4 && rank != 3)
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED,
                          "only 1-D and 2-D transposed convolutions (rank 3 or 4) are supported");
+  if (clg_onnx_in_rank(c, n, 1) != rank)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "weights of rank %d for an input of rank %d",
+                         clg_onnx_in_rank(c, n, 1), rank);
   int64_t cin = clg_onnx_in_dim(c, n, 0, 1), group = clg_onnx_attr_i(n, "group", 1);
   int64_t mg = clg_onnx_in_dim(c, n, 1, 1);
   if (group < 1 || clg_onnx_in_dim(c, n, 1, 0) != cin || cin % group)
