@@ -5,11 +5,12 @@
  * rule promises; external data; inspect; and the bad files the importer must refuse with an
  * error that names what is wrong. */
 // ctest: cpu CLGRAPH_LOG_LEVEL=warning
-// ctest: gpu CLG_TEST_DEVICE=/device:GPU:0
+// ctest: gpu CLG_TEST_DEVICE=/device:GPU:1
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "clgraph/import.h"
@@ -242,8 +243,8 @@ static void cnn_graph(clg_pbw *g)
                         {.name = "kernel_shape", .kind = 'I', .n = 2, .ints = k3}};
   put_node(g, "Conv", NULL, 3, (const char *[]){"x", "w1", "b1"}, "c1", 2, conv1);
   attr_spec eps = {.name = "epsilon", .kind = 'f', .f = 1e-3};
-  put_node(g, "BatchNormalization", NULL, 5,
-           (const char *[]){"c1", "bn_s", "bn_b", "bn_m", "bn_v"}, "bn", 1, &eps);
+  put_node(g, "BatchNormalization", NULL, 5, (const char *[]){"c1", "bn_s", "bn_b", "bn_m", "bn_v"},
+           "bn", 1, &eps);
   put_node(g, "Relu", NULL, 1, (const char *[]){"bn"}, "r1", 0, NULL);
   attr_spec dw[3] = {{.name = "group", .kind = 'i', .i = C1},
                      {.name = "strides", .kind = 'I', .n = 2, .ints = s2},
@@ -322,6 +323,14 @@ static void test_cnn(void)
     clg_session_options_init(&so);
     so.allow_soft_placement = 1;
     CHECK_OK(clg_session_new(g, &so, &s));
+    if (dev && s) { /* the whole model where the device scope put it */
+      for (int i = 0; i < clg_graph_num_nodes(g); i++) {
+        const clg_node *nd = clg_graph_node(g, i);
+        const char *on = clg_session_node_device(s, nd);
+        if (strcmp(clg_node_op(nd), "Conv2D") == 0 || strcmp(clg_node_op(nd), "MaxPool") == 0)
+          CHECK_MSG(on && strstr(on, dev + strlen("/device:")), "%s on %s", clg_node_op(nd), on);
+      }
+    }
     int64_t xd[4] = {batch, C0, H0, W0};
     clg_tensor *x = clg_tensor_new(CLG_FLOAT32, 4, xd, xin);
     clg_output in = clg_import_input(r, 0)->value, out = clg_import_output(r, 0)->value;
@@ -334,8 +343,8 @@ static void test_cnn(void)
             clg_tensor_dim(y, 1) == NCLS);
       const float *v = clg_tensor_data(y);
       for (int i = 0; i < batch * NCLS; i++)
-        CHECK_MSG(fabs(v[i] - ref[i]) <= 1e-5 + 1e-4 * fabs(ref[i]), "prob[%d] %g vs %g", i,
-                  v[i], ref[i]);
+        CHECK_MSG(fabs(v[i] - ref[i]) <= 1e-5 + 1e-4 * fabs(ref[i]), "prob[%d] %g vs %g", i, v[i],
+                  ref[i]);
     }
     clg_tensor_free(x);
     clg_tensor_free(y);
@@ -360,11 +369,32 @@ static void test_cnn(void)
   CHECK_CODE(clg_graph_import(g, path, NULL, NULL), CLG_INVALID_ARGUMENT);
   CHECK_CONTAINS(clg_last_error(), "input 'x' has unknown dim 0");
   clg_graph_free(g);
+  /* the CLI: placed by --device, and too large for its share of GPU:1's memory */
+  const char *bin = getenv("CLG_BINARY_DIR");
+  if (dev && bin) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "%s/clgraph run %s --shape x=1,3,9,9 --device /device:GPU:1 "
+             "--per-process-gpu-memory-fraction 0.000001 > %s/oom.txt 2>&1",
+             bin, path, tmp_dir);
+    int rc = system(cmd);
+    CHECK_MSG(WIFEXITED(rc) && WEXITSTATUS(rc) == 1, "clgraph run exit %d", rc);
+    char text[8192] = "";
+    snprintf(cmd, sizeof cmd, "%s/oom.txt", tmp_dir);
+    FILE *f = fopen(cmd, "r");
+    if (f) {
+      text[fread(text, 1, sizeof text - 1, f)] = 0;
+      fclose(f);
+    }
+    CHECK_CONTAINS(text, "clgraph run: RESOURCE_EXHAUSTED: ");
+    CHECK_CONTAINS(text, "on /job:localhost/replica:0/task:0/device:GPU:1");
+  }
   clg_pbw_free(&gb);
   clg_pbw_free(&mb);
 }
 
-/* --- bad files --------------------------------------------------------------------------------- */
+/* --- bad files ---------------------------------------------------------------------------------
+ */
 
 static clg_code import_bytes(const clg_pbw *m, const char *name)
 {

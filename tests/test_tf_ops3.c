@@ -295,6 +295,24 @@ static void test_unary_math(void)
     run_case("Softplus at its thresholds", 1, &x, build_by_name, "Softplus", &w);
     clg_tensor_free(x);
   }
+  /* 50000 elements: the host cuts them across its threads (ranges of at least 8192). */
+  {
+    enum { BIG = 50000 };
+    double *xs = malloc(sizeof(double) * BIG), *rs = malloc(sizeof(double) * BIG);
+    for (int i = 0; i < BIG; i++)
+      xs[i] = (double)(float)clg_test_uniform(-6, 6);
+    const char *ops[2] = {"Erf", "Elu"};
+    for (int o = 0; o < 2; o++) {
+      for (int i = 0; i < BIG; i++)
+        rs[i] = (double)(float)(o ? ref_elu(xs[i]) : erf(xs[i]));
+      clg_tensor *x = tensor(CLG_FLOAT32, 1, (int64_t[]){BIG}, xs);
+      want w = {CLG_FLOAT32, 1, {BIG}, rs, 1e-37, 4e-6, false};
+      run_case(ops[o], 1, &x, build_by_name, ops[o], &w);
+      clg_tensor_free(x);
+    }
+    free(xs);
+    free(rs);
+  }
   /* Bad input: an int32 tensor has no kernel; T must agree. */
   {
     clg_graph *g = clg_graph_new();

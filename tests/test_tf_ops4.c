@@ -1,11 +1,13 @@
 /* The ops of ONNX import and the tfjs graphs that did not run (issues 23, 24): Min, Prod,
  * ArgMin, BatchMatMulV2, ResizeNearestNeighbor, GatherNd, ScatterNd, OneHot, ReverseV2,
- * Cumsum and TopKV2 on CPU:0 and (all but TopKV2, which has no OpenCL kernel) on the PoCL
- * stand-in GPUs, each against a naive double-precision reference written here from
- * TensorFlow's documented semantics and the examples of its documentation (dtype, shape and
+ * Cumsum, TopKV2 and Einsum on CPU:0 and (all but TopKV2 and Einsum, which have no OpenCL
+ * kernel) on the PoCL stand-in GPUs, each against a naive double-precision reference written here
+ * from TensorFlow's documented semantics and the examples of its documentation (dtype, shape and
  * every value), edge cases (ties, k = 0 and k = n, partial index depth, negative axes, empty
- * reductions, duplicate scatter indices) and bad input refused with errors naming the node. */
+ * reductions, duplicate scatter indices), BatchMatMulV2's gradients against their definition,
+ * and bad input refused with errors naming the node. */
 // ctest: default CLGRAPH_LOG_LEVEL=warning
+// ctest: clblast_off CLGRAPH_LOG_LEVEL=error CLGRAPH_CLBLAST_DISABLE=single,double
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -400,6 +402,104 @@ static void test_batch_matmul(void)
   clg_tensor_free(y);
   clg_tensor_free(z);
   clg_tensor_free(v);
+}
+
+/* The gradients of BatchMatMulV2 through clg_gradients against their definition: for
+ * z = x @ y (batch-broadcast) and an incoming dz, dx[bx(o), i, q] += dz[o, i, j] y[by(o), q, j]
+ * and dy[by(o), q, j] += x[bx(o), i, q] dz[o, i, j] over every output batch o (indices as the
+ * matrices are stored, with the adjoint flags). */
+static void test_batch_matmul_grad(void)
+{
+  bmm_case cases[] = {{4, 3, {2, 1, 3, 4}, {5, 4, 2}, false, false},
+                      {3, 2, {3, 4, 3}, {2, 4}, true, true},
+                      {2, 3, {3, 4}, {2, 2, 4}, false, true}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (int dev = 0; dev < 2; dev++) {
+      const bmm_case *b = &cases[c];
+      clg_tensor *x = tensor(CLG_FLOAT64, b->rx, b->dx, RANDOM);
+      clg_tensor *y = tensor(CLG_FLOAT64, b->ry, b->dy, RANDOM);
+      int64_t m = b->dx[b->rx - (b->ax ? 1 : 2)], k = b->dx[b->rx - (b->ax ? 2 : 1)];
+      int64_t n = b->dy[b->ry - (b->ay ? 2 : 1)];
+      int r = (b->rx > b->ry ? b->rx : b->ry) - 2;
+      int64_t bx[5], by[5], od[6];
+      size_t batches = 1, nx = clg_tensor_count(x), ny = clg_tensor_count(y);
+      for (int d = 0; d < r; d++) {
+        bx[d] = d < r - (b->rx - 2) ? 1 : b->dx[d - (r - (b->rx - 2))];
+        by[d] = d < r - (b->ry - 2) ? 1 : b->dy[d - (r - (b->ry - 2))];
+        od[d] = bx[d] > by[d] ? bx[d] : by[d];
+        batches *= (size_t)od[d];
+      }
+      od[r] = m;
+      od[r + 1] = n;
+      clg_tensor *dz = tensor(CLG_FLOAT64, r + 2, od, RANDOM);
+      double *xv = values(x), *yv = values(y), *dzv = values(dz);
+      double *gx = calloc(nx, sizeof(double)), *gy = calloc(ny, sizeof(double));
+      for (size_t o = 0; o < batches; o++) {
+        size_t rest = o, xb = 0, yb = 0, xs = 1, ys = 1;
+        for (int d = r - 1; d >= 0; d--) {
+          size_t at = rest % (size_t)od[d];
+          rest /= (size_t)od[d];
+          xb += (bx[d] == 1 ? 0 : at) * xs;
+          yb += (by[d] == 1 ? 0 : at) * ys;
+          xs *= (size_t)bx[d];
+          ys *= (size_t)by[d];
+        }
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < n; j++)
+            for (int64_t q = 0; q < k; q++) {
+              size_t xi = xb * (size_t)(m * k) + (size_t)(b->ax ? q * m + i : i * k + q);
+              size_t yi = yb * (size_t)(k * n) + (size_t)(b->ay ? j * k + q : q * n + j);
+              double g = dzv[o * (size_t)(m * n) + (size_t)(i * n + j)];
+              gx[xi] += g * yv[yi];
+              gy[yi] += xv[xi] * g;
+            }
+      }
+      clg_graph *g = clg_graph_new();
+      clg_node *xp = clg_placeholder(g, "x", CLG_FLOAT64, b->rx, b->dx);
+      clg_node *yp = clg_placeholder(g, "y", CLG_FLOAT64, b->ry, b->dy);
+      clg_node *dp = clg_placeholder(g, "dz", CLG_FLOAT64, r + 2, od);
+      clg_graph_push_device(g, dev ? "/device:GPU:2" : "/cpu:0");
+      clg_attr at[2] = {clg_attr_bool("adj_x", b->ax), clg_attr_bool("adj_y", b->ay)};
+      clg_node *z =
+          clg_op(g, "BatchMatMulV2", "z", 2, (clg_output[]){clg_out(xp, 0), clg_out(yp, 0)}, 2, at);
+      clg_output zs = clg_out(z, 0), dzs = clg_out(dp, 0), grads[2] = {{NULL, 0}, {NULL, 0}};
+      clg_output xs[2] = {clg_out(xp, 0), clg_out(yp, 0)};
+      clg_code code = clg_gradients(g, 1, &zs, &dzs, 2, xs, NULL, grads);
+      clg_graph_pop_device(g);
+      CHECK_MSG(code == CLG_OK && grads[0].node && grads[1].node, "BatchMatMulV2 grad %zu: %s", c,
+                clg_graph_error(g));
+      clg_session *s = NULL;
+      if (code == CLG_OK)
+        CHECK_OK(code = clg_session_new(g, &session_opt, &s));
+      clg_tensor *out[2] = {NULL, NULL};
+      if (code == CLG_OK) {
+        clg_output feeds[3] = {clg_out(xp, 0), clg_out(yp, 0), clg_out(dp, 0)};
+        clg_tensor *ft[3] = {x, y, dz};
+        CHECK_OK(code = clg_session_run_outputs(s, 3, feeds, ft, 2, grads, out, 0, NULL));
+      }
+      if (code == CLG_OK) {
+        want wx = {CLG_FLOAT64, b->rx, {0}, gx, 1e-12}, wy = {CLG_FLOAT64, b->ry, {0}, gy, 1e-12};
+        memcpy(wx.dims, b->dx, sizeof(int64_t) * (size_t)b->rx);
+        memcpy(wy.dims, b->dy, sizeof(int64_t) * (size_t)b->ry);
+        char what[64];
+        snprintf(what, sizeof what, "BatchMatMulV2 case %zu dx", c);
+        check_out(out[0], &wx, what, dev ? "GPU" : "CPU:0");
+        snprintf(what, sizeof what, "BatchMatMulV2 case %zu dy", c);
+        check_out(out[1], &wy, what, dev ? "GPU" : "CPU:0");
+      }
+      clg_tensor_free(out[0]);
+      clg_tensor_free(out[1]);
+      clg_session_free(s);
+      clg_graph_free(g);
+      clg_tensor_free(x);
+      clg_tensor_free(y);
+      clg_tensor_free(dz);
+      free(xv);
+      free(yv);
+      free(dzv);
+      free(gx);
+      free(gy);
+    }
 }
 
 /* --- ResizeNearestNeighbor --------------------------------------------------------------- */
@@ -925,6 +1025,125 @@ static void test_top_k(void)
   clg_tensor_free(x);
 }
 
+/* --- Einsum ------------------------------------------------------------------------------ */
+
+/* Runs Einsum(eq) on x (and y) on CPU:0 and checks it against ref of rank/dims. */
+static void einsum_case(const char *eq, clg_tensor *x, clg_tensor *y, int rank, const int64_t *dims,
+                        const double *ref)
+{
+  input in[2] = {{x, false}, {y, false}};
+  clg_attr at = clg_attr_string("equation", eq);
+  want w = {clg_tensor_dtype(x), rank, {0}, ref, 1e-6};
+  for (int k = 0; k < rank; k++)
+    w.dims[k] = dims[k];
+  char what[64];
+  snprintf(what, sizeof what, "Einsum '%s'", eq);
+  run_case(what, "Einsum", y ? 2 : 1, in, 1, &at, 1, &w, CPU_ONLY);
+}
+
+static void test_einsum(void)
+{
+  clg_tensor *a = tensor(CLG_FLOAT32, 2, (int64_t[]){3, 4}, RANDOM);
+  clg_tensor *b = tensor(CLG_FLOAT32, 2, (int64_t[]){4, 5}, RANDOM);
+  clg_tensor *sq = tensor(CLG_FLOAT64, 2, (int64_t[]){4, 4}, RANDOM);
+  clg_tensor *a2 = tensor(CLG_FLOAT32, 2, (int64_t[]){3, 4}, RANDOM);
+  double *av = values(a), *bv = values(b), *sv = values(sq), *a2v = values(a2);
+  double ref[64];
+  /* Matrix product, explicit and implicit. */
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < 5; k++) {
+      double s = 0;
+      for (int j = 0; j < 4; j++)
+        s += av[i * 4 + j] * bv[j * 5 + k];
+      ref[i * 5 + k] = s;
+    }
+  einsum_case("ij,jk->ik", a, b, 2, (int64_t[]){3, 5}, ref);
+  einsum_case("ij,jk", a, b, 2, (int64_t[]){3, 5}, ref);
+  /* Its transpose by the output's order. */
+  double tr[15];
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < 5; k++)
+      tr[k * 3 + i] = ref[i * 5 + k];
+  einsum_case("ij,jk->ki", a, b, 2, (int64_t[]){5, 3}, tr);
+  /* Transpose, diagonal, trace, row sums, outer product, a full contraction. */
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++)
+      ref[j * 3 + i] = av[i * 4 + j];
+  einsum_case("ij->ji", a, NULL, 2, (int64_t[]){4, 3}, ref);
+  double diag[4], trace = 0;
+  for (int i = 0; i < 4; i++) {
+    diag[i] = sv[i * 4 + i];
+    trace += diag[i];
+  }
+  einsum_case("ii->i", sq, NULL, 1, (int64_t[]){4}, diag);
+  einsum_case("ii", sq, NULL, 0, NULL, &trace);
+  double rows[3] = {0, 0, 0};
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++)
+      rows[i] += av[i * 4 + j];
+  einsum_case("ij->i", a, NULL, 1, (int64_t[]){3}, rows);
+  clg_tensor *u = tensor(CLG_FLOAT32, 1, (int64_t[]){3}, RANDOM);
+  clg_tensor *v = tensor(CLG_FLOAT32, 1, (int64_t[]){4}, RANDOM);
+  double *uv = values(u), *vv = values(v);
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++)
+      ref[i * 4 + j] = uv[i] * vv[j];
+  einsum_case("i,j->ij", u, v, 2, (int64_t[]){3, 4}, ref);
+  double dot = 0;
+  for (int i = 0; i < 12; i++)
+    dot += av[i] * a2v[i];
+  einsum_case("ij,ij->", a, a2, 0, NULL, &dot);
+  /* Batched with broadcast "..." dims: [2,1,3,4] x [5,4,2] -> [2,5,3,2]. */
+  {
+    clg_tensor *x = tensor(CLG_FLOAT32, 4, (int64_t[]){2, 1, 3, 4}, RANDOM);
+    clg_tensor *y = tensor(CLG_FLOAT32, 3, (int64_t[]){5, 4, 2}, RANDOM);
+    double *xv = values(x), *yv = values(y), out[60];
+    for (int p = 0; p < 2; p++)
+      for (int q = 0; q < 5; q++)
+        for (int i = 0; i < 3; i++)
+          for (int k = 0; k < 2; k++) {
+            double s = 0;
+            for (int j = 0; j < 4; j++)
+              s += xv[(p * 3 + i) * 4 + j] * yv[(q * 4 + j) * 2 + k];
+            out[((p * 5 + q) * 3 + i) * 2 + k] = s;
+          }
+    einsum_case("...ij,...jk->...ik", x, y, 4, (int64_t[]){2, 5, 3, 2}, out);
+    clg_attr at = clg_attr_string("equation", "...ij,...jk->ik");
+    EXPECT_BUILD_ERROR("Einsum", 2, ((input[]){{x, false}, {y, false}}), 1, &at,
+                       "the operands have \"...\" dims but the output has no \"...\"");
+    clg_tensor_free(x);
+    clg_tensor_free(y);
+    free(xv);
+    free(yv);
+  }
+  /* Bad equations. */
+  static const struct {
+    const char *eq, *text;
+  } bad[] = {{"ij,jk->il", "output label 'l' appears in no operand"},
+             {"ij,jk->ii", "output label 'i' appears more than once"},
+             {"ijk,jk->ik", "operand 0 has 3 label(s) but input 0 has shape [3,4]"},
+             {"ij,kk->ik", "dimension 5 of input 1 (axis 1) differs from 4 for the same label"},
+             {"i1,jk->ik", "invalid character '1' in operand 0"},
+             {"ij->ij", "equation 'ij->ij' has 1 operand(s) but the node has 2 input(s)"},
+             {"i..j,jk->ik", "has a '.' outside one \"...\""}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    clg_attr at = clg_attr_string("equation", bad[i].eq);
+    EXPECT_BUILD_ERROR("Einsum", 2, ((input[]){{a, false}, {b, false}}), 1, &at, bad[i].text);
+  }
+  clg_tensor_free(a);
+  clg_tensor_free(b);
+  clg_tensor_free(sq);
+  clg_tensor_free(a2);
+  clg_tensor_free(u);
+  clg_tensor_free(v);
+  free(av);
+  free(bv);
+  free(sv);
+  free(a2v);
+  free(uv);
+  free(vv);
+}
+
 int main(void)
 {
   clg_test_seed(24);
@@ -935,6 +1154,7 @@ int main(void)
   session_opt.allow_soft_placement = 0; /* a GPU node without an OpenCL kernel fails */
   test_reductions();
   test_batch_matmul();
+  test_batch_matmul_grad();
   test_resize_nearest();
   test_gather_nd();
   test_scatter_nd();
@@ -942,5 +1162,6 @@ int main(void)
   test_reverse();
   test_cumsum();
   test_top_k();
+  test_einsum();
   return clg_test_summary("test_tf_ops4");
 }

@@ -629,7 +629,7 @@ static bool run_timed(run_job *j)
   opt.trace_runs = j->trace ? 1 : 0;
   uint64_t t_session = clg_now_ns();
   if (clg_session_new(j->g, &opt, &j->s) != CLG_OK) {
-    fprintf(stderr, "clgraph run: %s\n", clg_last_error());
+    fprintf(stderr, "clgraph run: %s: %s\n", clg_code_name(clg_last_code()), clg_last_error());
     return false;
   }
   j->session_ms = ms_since(t_session);
@@ -642,7 +642,7 @@ static bool run_timed(run_job *j)
     uint64_t t0 = clg_now_ns();
     if (clg_session_run_outputs(j->s, j->num_inputs, j->feed_at, j->feeds, j->num_outputs, j->fetch,
                                 j->outs, 0, NULL) != CLG_OK) {
-      fprintf(stderr, "clgraph run: %s\n", clg_last_error());
+      fprintf(stderr, "clgraph run: %s: %s\n", clg_code_name(clg_last_code()), clg_last_error());
       return false;
     }
     double ms = ms_since(t0);

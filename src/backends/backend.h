@@ -211,6 +211,10 @@ void clg_reduce_maps(const clg_node *n, clg_strided *keep, clg_strided *red, siz
 /* Transpose's gather: output element i reads input 0 at clg_strided_offset(m, i). */
 void clg_transpose_map(const clg_node *n, clg_strided *m);
 
+/* Slice's gather: output element i reads input 0 at element *base + clg_strided_offset(m, i).
+ * Slice's begin/size errors (clg_slice_begin) name the node. */
+clg_code clg_slice_map(const clg_node *n, clg_strided *m, size_t *base);
+
 /* Rows of one scratch chunk for a patch row of kdim elements of es bytes. */
 size_t clg_conv_chunk_rows(bool opencl, size_t kdim, size_t es, size_t rows);
 

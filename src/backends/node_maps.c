@@ -1,5 +1,5 @@
-/* What both kinds' kernels read off a node of a reduction, ArgMax or Transpose (the strided
- * maps they walk), and the float-or-double test of the NN ops' kernels. */
+/* What both kinds' kernels read off a node of a reduction, ArgMax, Transpose or Slice (the
+ * strided maps they walk), and the float-or-double test of the NN ops' kernels. */
 #include <string.h>
 
 #include "backends/backend.h"
@@ -76,4 +76,29 @@ void clg_transpose_map(const clg_node *n, clg_strided *m)
     m->dims[0] = 1;
   }
   clg_strided_merge(m);
+}
+
+clg_code clg_slice_map(const clg_node *n, clg_strided *m, size_t *base)
+{
+  const clg_out_desc *x = clg_node_in(n, 0);
+  int64_t begin[CLG_MAX_RANK], size[CLG_MAX_RANK];
+  clg_code code = clg_slice_begin(n, begin, size);
+  if (code != CLG_OK)
+    return code;
+  size_t st[CLG_MAX_RANK], s = 1;
+  for (int k = x->rank - 1; k >= 0; k--) {
+    st[k] = s;
+    s *= (size_t)x->dims[k];
+  }
+  memset(m, 0, sizeof *m);
+  m->rank = x->rank ? x->rank : 1;
+  m->dims[0] = 1;
+  *base = 0;
+  for (int k = 0; k < x->rank; k++) {
+    *base += (size_t)begin[k] * st[k];
+    m->dims[k] = (size_t)size[k];
+    m->sa[k] = st[k];
+  }
+  clg_strided_merge(m);
+  return CLG_OK;
 }

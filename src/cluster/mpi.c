@@ -1,4 +1,6 @@
-/* Tasks as MPI ranks (Open MPI; any MPI-3 library should do). See cluster.h.
+/* Tasks as MPI ranks (Open MPI; any MPI-3 library should do). See cluster.h. This file holds
+ * the failures, the polled waits, the meetings, joining, the watchdog and the barrier; the
+ * data (point-to-point transfers, the AllReduce variants) moves in mpi_data.c.
  *
  * Faults: the communicator's error handler returns (MPI_ERRORS_RETURN), and every wait polls
  * a nonblocking request against the deadline, so an error becomes UNAVAILABLE and silence
@@ -36,72 +38,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cluster/cluster.h"
+#include "cluster/mpi_internal.h"
 #include "device/device.h"
-
-/* Bytes per message on the wire; device values move through two staging buffers of this
- * size, one on the network while the other is copied to or from the device. */
-#define CHUNK CLG_CLUSTER_CHUNK
-/* Bytes from which a reduction goes round the ring of point-to-point messages (README
- * "Benchmarks": 2-3x MPI_Allreduce from 64 MiB on, where Open MPI 4.1 fell under 1 GB/s here,
- * while at 16 MiB it reached 6 GB/s in some runs). Below it, in place: MPI_Allreduce; from
- * another buffer: two tasks exchange their buffers in one round, more copy and call
- * MPI_Allreduce. */
-#define RING_MIN ((size_t)32 << 20)
-/* Elements per MPI_Allreduce call (counts are int). */
-#define REDUCE_MAX ((size_t)1 << 28)
-
-/* What a task brings to a collective, sent to every other task as its arrival token: every
- * task must bring the same kind (the collective and how it moves the data, chosen from facts
- * every task shares: the dtype, the element count and the number of tasks), dtype, element
- * count and name (a hash of the op's: two AllReduces of one size run in another order on
- * some task must not pair), or the collective does not start (desc names it in the message).
- * failed: a task that cannot bring its value (its local staging failed) still comes, with
- * its error code and message (why), so every task fails alike and nothing moves. */
-typedef struct meeting {
-  uint64_t count, name;
-  int32_t kind, dtype, failed, unused;
-  char desc[112];
-  char why[160];
-} meeting;
-
-enum {
-  MEET_JOIN = 1,
-  MEET_DEVICES,
-  MEET_BARRIER,
-  MEET_REDUCE_MPI,      /* three tasks or more below RING_MIN: MPI_Allreduce in place */
-  MEET_REDUCE_EXCHANGE, /* two tasks below RING_MIN: one exchange */
-  MEET_REDUCE_RING,     /* RING_MIN and more */
-};
-
-struct clg_cluster {
-  MPI_Comm comm;
-  MPI_Comm arrivals; /* the arrival tokens of collectives, apart from the data */
-  meeting *token_in; /* one per task; this task's own is the one it sends */
-  MPI_Request *token_req;
-  int task, tasks;
-  int tag_ub;
-  double timeout_s;
-  /* MPI_THREAD_MULTIPLE granted: the blocking MPI_Allreduce may run under the watchdog, which
-   * calls MPI_Abort from its own thread. Else (SERIALIZED) reductions poll MPI_Iallreduce. */
-  bool multiple;
-  /* After a failure MPI may still write into (or read from) memory it was given: a receive
-   * that could not be cancelled, a collective that never completed. That memory, this struct
-   * included, is then kept for the life of the process instead of freed. */
-  bool holds;
-  pthread_mutex_t lock; /* one transfer or reduction at a time (the staging buffers) */
-  clg_tensor *stage[2]; /* pinned when the process's pinned pool serves host tensors */
-  clg_code failed;      /* sticky: the first failure, repeated by every later call */
-  char failure[512];
-  /* The reductions' watchdog (started on the first reduction): the reducing thread
-   * publishes when its blocking call began (0: none) and what it reduces. */
-  pthread_mutex_t wmu;
-  pthread_cond_t wcv;
-  pthread_t watchdog;
-  bool watching, wstop;
-  _Atomic uint64_t reducing_since;
-  _Atomic(const char *) watched;
-};
 
 static bool we_initialized, finalize_registered, any_failure;
 
@@ -132,7 +70,7 @@ static void finalize_at_exit(void)
     MPI_Finalize();
 }
 
-static const char *mpi_text(int err, char *buf)
+const char *clg_mpi_text(int err, char *buf)
 {
   int len = 0;
   if (MPI_Error_string(err, buf, &len) != MPI_SUCCESS)
@@ -140,9 +78,7 @@ static const char *mpi_text(int err, char *buf)
   return buf;
 }
 
-static clg_code fail(clg_cluster *c, clg_code code, const char *fmt, ...) CLG_PRINTF(3, 4);
-
-static clg_code fail(clg_cluster *c, clg_code code, const char *fmt, ...)
+clg_code clg_mpi_fail(clg_cluster *c, clg_code code, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -155,7 +91,7 @@ static clg_code fail(clg_cluster *c, clg_code code, const char *fmt, ...)
 
 /* A transfer or reduction that failed midway for any reason (a device copy, host memory) left
  * the tasks out of step: later messages would match this one's. The cluster fails with it. */
-static clg_code midway(clg_cluster *c, clg_code code)
+clg_code clg_mpi_midway(clg_cluster *c, clg_code code)
 {
   if (code != CLG_OK && c->failed == CLG_OK) {
     snprintf(c->failure, sizeof c->failure, "%s (this task stopped midway)", clg_last_error());
@@ -165,7 +101,7 @@ static clg_code midway(clg_cluster *c, clg_code code)
   return code;
 }
 
-static clg_code check_failed(clg_cluster *c)
+clg_code clg_mpi_check_failed(clg_cluster *c)
 {
   if (c->failed == CLG_OK)
     return CLG_OK;
@@ -199,7 +135,7 @@ static void pause_polling(unsigned spins, uint64_t waited_ns)
  * pending then (its message was under way) is released to MPI, which may still write into
  * or read from its memory: c->holds keeps the memory this module owns for good, and this
  * module makes no MPI call on the failed cluster again, so nothing progresses it. */
-static void settle(clg_cluster *c, int n, MPI_Request *r)
+void clg_mpi_settle(clg_cluster *c, int n, MPI_Request *r)
 {
   for (int i = 0; i < n; i++)
     if (r[i] != MPI_REQUEST_NULL)
@@ -227,7 +163,7 @@ static void settle(clg_cluster *c, int n, MPI_Request *r)
 }
 
 /* Polls r until it completes, an error, or the deadline. peer < 0: a collective. */
-static clg_code wait_request(clg_cluster *c, MPI_Request *r, int peer, const char *doing)
+clg_code clg_mpi_wait_request(clg_cluster *c, MPI_Request *r, int peer, const char *doing)
 {
   uint64_t start = clg_now_ns(), limit = limit_ns(c);
   for (unsigned spins = 0;; spins++) {
@@ -237,24 +173,28 @@ static clg_code wait_request(clg_cluster *c, MPI_Request *r, int peer, const cha
     if (err != MPI_SUCCESS) {
       char text[MPI_MAX_ERROR_STRING];
       if (peer >= 0)
-        return fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s failed (%s)",
-                    peer, doing, mpi_text(err, text));
-      return fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: %s failed (%s)", doing,
-                  mpi_text(err, text));
+        return clg_mpi_fail(c, CLG_UNAVAILABLE,
+                            "task %d of /job:worker is unavailable: %s failed (%s)", peer, doing,
+                            clg_mpi_text(err, text));
+      return clg_mpi_fail(c, CLG_UNAVAILABLE,
+                          "a task of /job:worker is unavailable: %s failed (%s)", doing,
+                          clg_mpi_text(err, text));
     }
     if (done)
       return CLG_OK;
     uint64_t now = clg_now_ns();
     if (now - start > limit) {
       if (peer >= 0)
-        return fail(c, CLG_DEADLINE_EXCEEDED,
-                    "task %d of /job:worker did not answer within %g s (%s; the timeout is the "
-                    "session's cluster_timeout_s or CLGRAPH_CLUSTER_TIMEOUT)",
-                    peer, c->timeout_s, doing);
-      return fail(c, CLG_DEADLINE_EXCEEDED,
-                  "not every task of /job:worker answered within %g s (%s, on task %d of %d; the "
-                  "timeout is the session's cluster_timeout_s or CLGRAPH_CLUSTER_TIMEOUT)",
-                  c->timeout_s, doing, c->task, c->tasks);
+        return clg_mpi_fail(
+            c, CLG_DEADLINE_EXCEEDED,
+            "task %d of /job:worker did not answer within %g s (%s; the timeout is the "
+            "session's cluster_timeout_s or CLGRAPH_CLUSTER_TIMEOUT)",
+            peer, c->timeout_s, doing);
+      return clg_mpi_fail(
+          c, CLG_DEADLINE_EXCEEDED,
+          "not every task of /job:worker answered within %g s (%s, on task %d of %d; the "
+          "timeout is the session's cluster_timeout_s or CLGRAPH_CLUSTER_TIMEOUT)",
+          c->timeout_s, doing, c->task, c->tasks);
     }
     pause_polling(spins, now - start);
   }
@@ -262,20 +202,20 @@ static clg_code wait_request(clg_cluster *c, MPI_Request *r, int peer, const cha
 
 /* A nonblocking collective polled against the deadline. One that fails to complete cannot
  * be cancelled (MPI forbids it): its buffers stay MPI's (c->holds). */
-static clg_code wait_collective(clg_cluster *c, MPI_Request *r, const char *doing)
+clg_code clg_mpi_wait_collective(clg_cluster *c, MPI_Request *r, const char *doing)
 {
-  clg_code code = wait_request(c, r, -1, doing);
+  clg_code code = clg_mpi_wait_request(c, r, -1, doing);
   if (code != CLG_OK && *r != MPI_REQUEST_NULL)
     c->holds = true;
   return code;
 }
 
-static clg_code wait_all(clg_cluster *c, int n, MPI_Request *r, int peer, const char *doing)
+clg_code clg_mpi_wait_all(clg_cluster *c, int n, MPI_Request *r, int peer, const char *doing)
 {
   clg_code code = CLG_OK;
   for (int i = 0; i < n && code == CLG_OK; i++)
     if (r[i] != MPI_REQUEST_NULL)
-      code = wait_request(c, &r[i], peer, doing);
+      code = clg_mpi_wait_request(c, &r[i], peer, doing);
   return code;
 }
 
@@ -311,8 +251,9 @@ static clg_code arrive_on(clg_cluster *c, MPI_Comm comm, int tag, const meeting 
     if (MPI_Irecv(&in[t], (int)sizeof *in, MPI_BYTE, t, tag, comm, &r[2 * n]) != MPI_SUCCESS ||
         MPI_Isend(&in[c->task], (int)sizeof *in, MPI_BYTE, t, tag, comm, &r[2 * n + 1]) !=
             MPI_SUCCESS) {
-      settle(c, 2 * n + 2, r);
-      return fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", t, doing);
+      clg_mpi_settle(c, 2 * n + 2, r);
+      return clg_mpi_fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", t,
+                          doing);
     }
     n++;
   }
@@ -323,9 +264,10 @@ static clg_code arrive_on(clg_cluster *c, MPI_Comm comm, int tag, const meeting 
     int err = MPI_Testall(2 * n, r, &done, MPI_STATUSES_IGNORE);
     if (err != MPI_SUCCESS) {
       char text[MPI_MAX_ERROR_STRING];
-      settle(c, 2 * n, r);
-      return fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: %s failed (%s)", doing,
-                  mpi_text(err, text));
+      clg_mpi_settle(c, 2 * n, r);
+      return clg_mpi_fail(c, CLG_UNAVAILABLE,
+                          "a task of /job:worker is unavailable: %s failed (%s)", doing,
+                          clg_mpi_text(err, text));
     }
     if (done)
       break;
@@ -360,11 +302,12 @@ static clg_code arrive_on(clg_cluster *c, MPI_Comm comm, int tag, const meeting 
       k++;
     }
     if (missing) {
-      settle(c, 2 * n, r); /* the cluster stays failed */
-      return fail(c, CLG_DEADLINE_EXCEEDED,
-                  "task%s %s of /job:worker did not answer within %g s (%s, on task %d of %d; "
-                  "the timeout is the session's cluster_timeout_s or CLGRAPH_CLUSTER_TIMEOUT)",
-                  missing == 1 ? "" : "s", who, c->timeout_s, doing, c->task, c->tasks);
+      clg_mpi_settle(c, 2 * n, r); /* the cluster stays failed */
+      return clg_mpi_fail(
+          c, CLG_DEADLINE_EXCEEDED,
+          "task%s %s of /job:worker did not answer within %g s (%s, on task %d of %d; "
+          "the timeout is the session's cluster_timeout_s or CLGRAPH_CLUSTER_TIMEOUT)",
+          missing == 1 ? "" : "s", who, c->timeout_s, doing, c->task, c->tasks);
     }
   }
   for (int t = 0; t < c->tasks; t++) { /* what came is printed */
@@ -394,7 +337,7 @@ static clg_code arrive_on(clg_cluster *c, MPI_Comm comm, int tag, const meeting 
   return CLG_OK;
 }
 
-static clg_code arrive(clg_cluster *c, const meeting *mine, const char *doing)
+clg_code clg_mpi_arrive(clg_cluster *c, const meeting *mine, const char *doing)
 {
   return arrive_on(c, c->arrivals, 0, mine, doing);
 }
@@ -424,8 +367,8 @@ static uint64_t name_hash(const char *name)
 }
 
 /* A reduction's record: what ("AllReduce 'y' of float32 [4]"; shape NULL: [count]). */
-static meeting reduce_meeting(int kind, const char *what, size_t count, clg_dtype dtype,
-                              const char *shape)
+meeting clg_mpi_reduce_meeting(int kind, const char *what, size_t count, clg_dtype dtype,
+                               const char *shape)
 {
   meeting m;
   if (shape)
@@ -491,12 +434,13 @@ static clg_code exchange_devices(clg_cluster *c, clg_devices *devs)
   counts[c->tasks] = mine * (int)sizeof *local;
   MPI_Request r = MPI_REQUEST_NULL;
   meeting m = meeting_of(MEET_DEVICES, "exchanging device lists");
-  if ((code = arrive(c, &m, "exchanging device lists")) != CLG_OK)
+  if ((code = clg_mpi_arrive(c, &m, "exchanging device lists")) != CLG_OK)
     goto done;
   int err = MPI_Iallgather(&counts[c->tasks], 1, MPI_INT, counts, 1, MPI_INT, c->comm, &r);
-  if (err != MPI_SUCCESS || (code = wait_collective(c, &r, "exchanging device lists")) != CLG_OK) {
+  if (err != MPI_SUCCESS ||
+      (code = clg_mpi_wait_collective(c, &r, "exchanging device lists")) != CLG_OK) {
     if (err != MPI_SUCCESS)
-      code = fail(c, CLG_UNAVAILABLE, "MPI_Iallgather failed exchanging device lists");
+      code = clg_mpi_fail(c, CLG_UNAVAILABLE, "MPI_Iallgather failed exchanging device lists");
     goto done;
   }
   int total = 0;
@@ -511,9 +455,10 @@ static clg_code exchange_devices(clg_cluster *c, clg_devices *devs)
   }
   err = MPI_Iallgatherv(local, counts[c->tasks], MPI_BYTE, all, counts, displs, MPI_BYTE, c->comm,
                         &r);
-  if (err != MPI_SUCCESS || (code = wait_collective(c, &r, "exchanging device lists")) != CLG_OK) {
+  if (err != MPI_SUCCESS ||
+      (code = clg_mpi_wait_collective(c, &r, "exchanging device lists")) != CLG_OK) {
     if (err != MPI_SUCCESS)
-      code = fail(c, CLG_UNAVAILABLE, "MPI_Iallgatherv failed exchanging device lists");
+      code = clg_mpi_fail(c, CLG_UNAVAILABLE, "MPI_Iallgatherv failed exchanging device lists");
     goto done;
   }
   if ((code = clg_devices_set_task(devs, c->task)) != CLG_OK)
@@ -579,8 +524,9 @@ static clg_code dup_comm(clg_cluster *c, MPI_Comm from, MPI_Comm *out, const cha
 {
   MPI_Request r = MPI_REQUEST_NULL;
   if (MPI_Comm_idup(from, out, &r) != MPI_SUCCESS)
-    return fail(c, CLG_UNAVAILABLE, "joining the cluster: MPI_Comm_idup failed (%s)", doing);
-  clg_code code = wait_collective(c, &r, doing);
+    return clg_mpi_fail(c, CLG_UNAVAILABLE, "joining the cluster: MPI_Comm_idup failed (%s)",
+                        doing);
+  clg_code code = clg_mpi_wait_collective(c, &r, doing);
   if (code == CLG_OK)
     MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
   return code;
@@ -723,159 +669,6 @@ double clg_cluster_timeout(const clg_cluster *c)
   return c ? c->timeout_s : CLG_CLUSTER_DEFAULT_TIMEOUT_S;
 }
 
-/* --- point to point ------------------------------------------------------------------------- */
-
-static clg_block sub_block(const clg_block *b, size_t offset, size_t bytes)
-{
-  clg_block s = *b;
-  s.offset += offset;
-  s.size = bytes;
-  if (s.host)
-    s.host = (char *)s.host + offset;
-  return s;
-}
-
-/* The staging buffers, made on first use: by then the process's pinned pool serves host
- * tensors of this size. Called with the lock held. */
-static clg_code staging(clg_cluster *c)
-{
-  int64_t dims[1] = {(int64_t)(CHUNK / 4)};
-  for (int i = 0; i < 2; i++)
-    if (!c->stage[i] && !(c->stage[i] = clg_tensor_new_uninit(CLG_FLOAT32, 1, dims)))
-      return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for staging buffers");
-  return CLG_OK;
-}
-
-static clg_code transfer(clg_cluster *c, bool send, int peer, int tag, clg_device *dev,
-                         const clg_block *blk, size_t bytes, const char *what)
-{
-  char doing[256];
-  snprintf(doing, sizeof doing, "%s '%s' (%zu bytes) %s task %d", send ? "sending" : "receiving",
-           what, bytes, send ? "to" : "from", peer);
-  pthread_mutex_lock(&c->lock);
-  clg_code code = check_failed(c);
-  const clg_device_ops *ops = clg_device_ops_of(dev);
-  size_t nchunks = bytes ? (bytes + CHUNK - 1) / CHUNK : 1;
-  /* Values are numbered from 0; MPI tags go up to tag_ub, INT_MAX in Open MPI (unsigned: the
-   * modulus tag_ub + 1 overflows an int). */
-  tag = (int)((unsigned)tag % ((unsigned)c->tag_ub + 1u));
-  if (code != CLG_OK) {
-    /* failed before */
-  } else if (ops->host_memory) {
-    /* Straight from or into the block: every chunk at once. */
-    MPI_Request *r = malloc(sizeof *r * nchunks);
-    if (!r)
-      code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory %s", doing);
-    for (size_t i = 0; r && i < nchunks; i++)
-      r[i] = MPI_REQUEST_NULL;
-    for (size_t i = 0; r && i < nchunks; i++) {
-      size_t off = i * CHUNK, len = bytes - off < CHUNK ? bytes - off : CHUNK;
-      char *p = (char *)blk->host + off;
-      int err = send ? MPI_Isend(p, (int)len, MPI_BYTE, peer, tag, c->comm, &r[i])
-                     : MPI_Irecv(p, (int)len, MPI_BYTE, peer, tag, c->comm, &r[i]);
-      if (err != MPI_SUCCESS) {
-        char text[MPI_MAX_ERROR_STRING];
-        code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s failed (%s)",
-                    peer, doing, mpi_text(err, text));
-        nchunks = i;
-        break;
-      }
-    }
-    if (r && code == CLG_OK)
-      code = wait_all(c, (int)nchunks, r, peer, doing);
-    if (r && code != CLG_OK)
-      settle(c, (int)nchunks, r); /* no receive stays posted into the caller's block */
-    free(r);
-  } else if ((code = staging(c)) == CLG_OK) {
-    /* Through the two staging buffers: the device copy of one chunk overlaps the network
-     * transfer of the other. */
-    MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    void *buf[2] = {clg_tensor_data(c->stage[0]), clg_tensor_data(c->stage[1])};
-    size_t posted = 0; /* receives posted ahead */
-    for (size_t i = 0; i < nchunks && code == CLG_OK; i++) {
-      int k = (int)(i % 2);
-      size_t off = i * CHUNK, len = bytes - off < CHUNK ? bytes - off : CHUNK;
-      clg_block sb = sub_block(blk, off, len);
-      if (send) {
-        if ((code = wait_request(c, &r[k], peer, doing)) != CLG_OK)
-          break;
-        if (len && (code = ops->download(dev, &sb, buf[k], len)) != CLG_OK)
-          break;
-        if (MPI_Isend(buf[k], (int)len, MPI_BYTE, peer, tag, c->comm, &r[k]) != MPI_SUCCESS)
-          code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", peer, doing);
-      } else {
-        for (; posted < nchunks && posted <= i + 1 && code == CLG_OK; posted++) {
-          size_t po = posted * CHUNK, pl = bytes - po < CHUNK ? bytes - po : CHUNK;
-          if (MPI_Irecv(buf[posted % 2], (int)pl, MPI_BYTE, peer, tag, c->comm, &r[posted % 2]) !=
-              MPI_SUCCESS)
-            code =
-                fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", peer, doing);
-        }
-        if (code == CLG_OK)
-          code = wait_request(c, &r[k], peer, doing);
-        if (code == CLG_OK && len)
-          code = ops->upload(dev, &sb, buf[k], len);
-      }
-    }
-    if (code == CLG_OK)
-      code = wait_all(c, 2, r, peer, doing);
-    if (code != CLG_OK)
-      settle(c, 2, r);
-  }
-  midway(c, code);
-  pthread_mutex_unlock(&c->lock);
-  return code;
-}
-
-clg_code clg_cluster_send(clg_cluster *c, int to, int tag, clg_device *dev, const clg_block *blk,
-                          size_t bytes, const char *what)
-{
-  return transfer(c, true, to, tag, dev, blk, bytes, what);
-}
-
-clg_code clg_cluster_recv(clg_cluster *c, int from, int tag, clg_device *dev, const clg_block *blk,
-                          size_t bytes, const char *what)
-{
-  return transfer(c, false, from, tag, dev, blk, bytes, what);
-}
-
-/* --- reductions ------------------------------------------------------------------------------ */
-
-static MPI_Datatype mpi_type(clg_dtype dtype)
-{
-  switch (dtype) {
-  case CLG_FLOAT32:
-    return MPI_FLOAT;
-  case CLG_FLOAT64:
-    return MPI_DOUBLE;
-  case CLG_INT32:
-    return MPI_INT32_T;
-  case CLG_INT64:
-    return MPI_INT64_T;
-  default:
-    return MPI_DATATYPE_NULL;
-  }
-}
-
-static void divide(void *buf, size_t count, clg_dtype dtype, int n)
-{
-  for (size_t i = 0; i < count; i++)
-    switch (dtype) {
-    case CLG_FLOAT32:
-      ((float *)buf)[i] /= (float)n;
-      break;
-    case CLG_FLOAT64:
-      ((double *)buf)[i] /= (double)n;
-      break;
-    case CLG_INT32:
-      ((int32_t *)buf)[i] /= n;
-      break;
-    default:
-      ((int64_t *)buf)[i] /= n;
-      break;
-    }
-}
-
 /* The watchdog of blocking reductions: one thread per cluster wakes on a tick (a tenth of
  * the timeout, at most 1 s) and aborts the job (MPI_Abort) when a reduction has been inside
  * MPI_Allreduce longer than the deadline. A reduction only stores its start time: no system
@@ -909,7 +702,7 @@ static void *watch(void *arg)
 }
 
 /* Marks the start (on) or the end of a blocking reduction of `what`. */
-static void arm(clg_cluster *c, const char *what, bool on)
+void clg_mpi_arm(clg_cluster *c, const char *what, bool on)
 {
   if (on && !c->watching) {
     pthread_mutex_lock(&c->wmu);
@@ -921,340 +714,15 @@ static void arm(clg_cluster *c, const char *what, bool on)
   atomic_store(&c->reducing_since, on ? clg_now_ns() | 1 : 0);
 }
 
-/* In place below RING_MIN, after the meeting. With MPI_THREAD_MULTIPLE the blocking
- * MPI_Allreduce under the watchdog; else MPI_Iallreduce, whose wait has the deadline (Open
- * MPI's is 0.65-0.8x as fast here, but nothing else may call MPI while it runs). */
-static clg_code reduce_host(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
-                            const char *what, const char *doing)
-{
-  clg_code code = CLG_OK;
-  if (c->multiple)
-    arm(c, what, true);
-  size_t esize = clg_dtype_size(dtype);
-  for (size_t off = 0; off < count && code == CLG_OK; off += REDUCE_MAX) {
-    size_t n = count - off < REDUCE_MAX ? count - off : REDUCE_MAX;
-    void *at = (char *)buf + off * esize;
-    MPI_Request r = MPI_REQUEST_NULL;
-    int err = c->multiple
-                  ? MPI_Allreduce(MPI_IN_PLACE, at, (int)n, mpi_type(dtype), MPI_SUM, c->comm)
-                  : MPI_Iallreduce(MPI_IN_PLACE, at, (int)n, mpi_type(dtype), MPI_SUM, c->comm, &r);
-    if (err != MPI_SUCCESS) {
-      char text[MPI_MAX_ERROR_STRING];
-      code = fail(c, CLG_UNAVAILABLE, "a task of /job:worker is unavailable: %s failed (%s)", doing,
-                  mpi_text(err, text));
-    } else if (!c->multiple) {
-      code = wait_collective(c, &r, doing);
-    }
-  }
-  if (c->multiple)
-    arm(c, what, false);
-  return code;
-}
-
-static clg_code ring_reduce(clg_cluster *c, const void *src, void *dst, size_t count,
-                            clg_dtype dtype, const char *doing);
-static clg_code exchange_reduce(clg_cluster *c, const void *src, void *dst, size_t count,
-                                clg_dtype dtype, const char *doing);
-
-/* How count elements move, from facts every task shares (the dtype, the element count, the
- * number of tasks), never from local ones (whether the value is in host memory, whether it
- * is reduced in place): every local variant of a kind sends and receives the same messages.
- * Round the ring from RING_MIN on (2-3x MPI_Allreduce from 64 MiB on, README "Benchmarks",
- * and every wait has the deadline); below it, two tasks exchange their buffers in one round;
- * three or more run MPI_Allreduce in place (from another buffer: a copy first). */
-static int reduce_kind(const clg_cluster *c, size_t count, clg_dtype dtype)
-{
-  if (count * clg_dtype_size(dtype) >= RING_MIN)
-    return MEET_REDUCE_RING;
-  return c->tasks == 2 ? MEET_REDUCE_EXCHANGE : MEET_REDUCE_MPI;
-}
-
-/* Every AllReduce: the meeting (the same kind, dtype and count on every task, or
- * INVALID_ARGUMENT everywhere), then the data. shape: the value's, for messages (NULL:
- * [count]). */
-static clg_code reduce(clg_cluster *c, const void *src, void *dst, size_t count, clg_dtype dtype,
-                       clg_reduce_op op, const char *what, const char *shape)
-{
-  if (!clg_cluster_reduce_dtype_ok(dtype))
-    return clg_error(CLG_INVALID_ARGUMENT, "%s: AllReduce does not reduce %s", what,
-                     clg_dtype_name(dtype));
-  if (!c || c->tasks == 1) {
-    if (src != dst && count)
-      memcpy(dst, src, count * clg_dtype_size(dtype));
-    return CLG_OK;
-  }
-  int kind = reduce_kind(c, count, dtype);
-  meeting m = reduce_meeting(kind, what, count, dtype, shape);
-  char doing[256];
-  snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
-  pthread_mutex_lock(&c->lock);
-  clg_code code = check_failed(c);
-  if (code == CLG_OK)
-    code = arrive(c, &m, doing);
-  if (code == CLG_OK && count) {
-    if (kind == MEET_REDUCE_RING)
-      code = ring_reduce(c, src, dst, count, dtype, doing);
-    else if (kind == MEET_REDUCE_EXCHANGE)
-      code = exchange_reduce(c, src, dst, count, dtype, doing);
-    else {
-      if (src != dst)
-        memcpy(dst, src, count * clg_dtype_size(dtype));
-      code = reduce_host(c, dst, count, dtype, what, doing);
-    }
-  }
-  pthread_mutex_unlock(&c->lock);
-  if (code == CLG_OK && op == CLG_REDUCE_MEAN)
-    divide(dst, count, dtype, c->tasks);
-  return code;
-}
-
-clg_code clg_cluster_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype,
-                               clg_reduce_op op, const char *what)
-{
-  return reduce(c, buf, buf, count, dtype, op, what, NULL);
-}
-
-clg_code clg_cluster_allreduce_to(clg_cluster *c, const void *src, void *dst, size_t count,
-                                  clg_dtype dtype, clg_reduce_op op, const char *what,
-                                  const char *shape)
-{
-  return reduce(c, src, dst, count, dtype, op, what, shape);
-}
-
-clg_code clg_cluster_withdraw(clg_cluster *c, clg_code code, size_t count, clg_dtype dtype,
-                              const char *what, const char *shape)
-{
-  if (!c || c->tasks == 1 || code == CLG_OK)
-    return code;
-  char why[512];
-  snprintf(why, sizeof why, "%s", clg_last_error());
-  meeting m = reduce_meeting(reduce_kind(c, count, dtype), what, count, dtype, shape);
-  m.failed = (int32_t)code;
-  snprintf(m.why, sizeof m.why, "%.*s", (int)sizeof m.why - 1, why);
-  char doing[256];
-  snprintf(doing, sizeof doing, "AllReduce '%s' of %zu %s", what, count, clg_dtype_name(dtype));
-  pthread_mutex_lock(&c->lock);
-  clg_code met = check_failed(c);
-  if (met == CLG_OK)
-    met = arrive(c, &m, doing);
-  bool failed = c->failed != CLG_OK;
-  pthread_mutex_unlock(&c->lock);
-  if (failed)
-    return met; /* the meeting itself failed (a deadline): the cluster failed with it */
-  return clg_error(code, "%s", why);
-}
-
-/* dst[i] = a[i] + b[i] over n elements (one loop per type, so that it vectorises; integers
- * wrap as the hardware does, computed unsigned). dst may be a. */
-static void add_into(void *dst, const void *a, const void *b, size_t n, clg_dtype dtype)
-{
-  if (dtype == CLG_FLOAT32) {
-    float *d = dst;
-    const float *x = a, *y = b;
-    for (size_t i = 0; i < n; i++)
-      d[i] = x[i] + y[i];
-  } else if (dtype == CLG_FLOAT64) {
-    double *d = dst;
-    const double *x = a, *y = b;
-    for (size_t i = 0; i < n; i++)
-      d[i] = x[i] + y[i];
-  } else if (dtype == CLG_INT32) {
-    uint32_t *d = dst;
-    const uint32_t *x = a, *y = b;
-    for (size_t i = 0; i < n; i++)
-      d[i] = x[i] + y[i];
-  } else {
-    uint64_t *d = dst;
-    const uint64_t *x = a, *y = b;
-    for (size_t i = 0; i < n; i++)
-      d[i] = x[i] + y[i];
-  }
-}
-
-/* Segment k of P over count elements: [first, first + n). */
-static void segment(size_t count, int tasks, int k, size_t *first, size_t *n)
-{
-  size_t lo = count * (size_t)k / (size_t)tasks, hi = count * (size_t)(k + 1) / (size_t)tasks;
-  *first = lo;
-  *n = hi - lo;
-}
-
-/* A ring reduction from src into dst (the same memory, or not overlapping). From another
- * buffer, a value that may not be overwritten (a fed tensor) needs no copy first:
- * MPI_Allreduce copies its send buffer into the receive buffer before reducing (Open MPI
- * 4.1). Segment k of the P segments travels the ring (reduce-scatter: each task adds its own
- * src to what its left neighbour sends, in pieces through the two staging buffers, the
- * addition of one piece overlapping the arrival of the next), then the reduced segments
- * travel once more (allgather, straight into dst). In place this is correct too: each
- * segment is read as src only when it is summed. Every wait has the deadline and names the
- * peer. The sums are the same on every task (each segment is summed once, then copied). */
-static clg_code ring_reduce(clg_cluster *c, const void *src, void *dst, size_t count,
-                            clg_dtype dtype, const char *doing)
-{
-  int me = c->task, p = c->tasks, right = (me + 1) % p, left = (me + p - 1) % p;
-  size_t esize = clg_dtype_size(dtype), per = CHUNK / esize;
-  clg_code code = staging(c);
-  void *tmp[2] = {NULL, NULL};
-  if (code == CLG_OK) {
-    tmp[0] = clg_tensor_data(c->stage[0]);
-    tmp[1] = clg_tensor_data(c->stage[1]);
-  }
-  size_t npieces_max = (count / (size_t)p + 1) / per + 2;
-  MPI_Request *sends = code == CLG_OK ? malloc(sizeof *sends * npieces_max) : NULL;
-  if (code == CLG_OK && !sends)
-    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory: %s", doing);
-  for (int step = 0; step < 2 * (p - 1) && code == CLG_OK; step++) {
-    bool gather = step >= p - 1;
-    int s = gather ? step - (p - 1) : step;
-    /* Reduce-scatter sends segment me - s (its own src at first, then the sums it made) and
-     * receives me - s - 1; the allgather sends me + 1 - s and receives me - s. */
-    int out_seg = gather ? (me + 1 - s + p) % p : (me - s + p) % p;
-    int in_seg = gather ? (me - s + p) % p : (me - s - 1 + 2 * p) % p;
-    size_t of, on, inf, inn;
-    segment(count, p, out_seg, &of, &on);
-    segment(count, p, in_seg, &inf, &inn);
-    const char *from = step == 0 ? (const char *)src : (const char *)dst;
-    size_t nout = on ? (on + per - 1) / per : 0, nin = inn ? (inn + per - 1) / per : 0;
-    for (size_t i = 0; i < nout; i++)
-      sends[i] = MPI_REQUEST_NULL;
-    for (size_t i = 0; i < nout && code == CLG_OK; i++) {
-      size_t n = on - i * per < per ? on - i * per : per;
-      if (MPI_Isend(from + (of + i * per) * esize, (int)(n * esize), MPI_BYTE, right, 1,
-                    c->arrivals, &sends[i]) != MPI_SUCCESS) {
-        nout = i;
-        code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", right, doing);
-      }
-    }
-    if (gather) {
-      MPI_Request *recvs = malloc(sizeof *recvs * (nin ? nin : 1));
-      if (!recvs && code == CLG_OK)
-        code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory: %s", doing);
-      for (size_t i = 0; recvs && i < nin; i++)
-        recvs[i] = MPI_REQUEST_NULL;
-      for (size_t i = 0; recvs && i < nin && code == CLG_OK; i++) {
-        size_t n = inn - i * per < per ? inn - i * per : per;
-        if (MPI_Irecv((char *)dst + (inf + i * per) * esize, (int)(n * esize), MPI_BYTE, left, 1,
-                      c->arrivals, &recvs[i]) != MPI_SUCCESS) {
-          nin = i;
-          code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", left, doing);
-        }
-      }
-      if (recvs && code == CLG_OK)
-        code = wait_all(c, (int)nin, recvs, left, doing);
-      if (recvs && code != CLG_OK)
-        settle(c, (int)nin, recvs); /* no receive stays posted into dst */
-      free(recvs);
-    } else {
-      MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-      size_t posted = 0;
-      for (size_t i = 0; i < nin && code == CLG_OK; i++) {
-        for (; posted < nin && posted <= i + 1 && code == CLG_OK; posted++) {
-          size_t n = inn - posted * per < per ? inn - posted * per : per;
-          if (MPI_Irecv(tmp[posted % 2], (int)(n * esize), MPI_BYTE, left, 1, c->arrivals,
-                        &r[posted % 2]) != MPI_SUCCESS)
-            code =
-                fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", left, doing);
-        }
-        if (code == CLG_OK)
-          code = wait_request(c, &r[i % 2], left, doing);
-        size_t n = inn - i * per < per ? inn - i * per : per, at = (inf + i * per) * esize;
-        if (code == CLG_OK)
-          add_into((char *)dst + at, (const char *)src + at, tmp[i % 2], n, dtype);
-      }
-      if (code != CLG_OK)
-        settle(c, 2, r);
-    }
-    if (code == CLG_OK)
-      code = wait_all(c, (int)nout, sends, right, doing);
-    if (code != CLG_OK)
-      settle(c, (int)nout, sends);
-  }
-  free(sends);
-  return midway(c, code);
-}
-
-/* Two tasks, below RING_MIN: each sends its whole src and receives the other's in CHUNK
- * messages, adding into dst each piece as it lands (one round; the sum src0 + src1 is the
- * same on both tasks: addition of two numbers commutes). From another buffer the pieces land
- * straight in dst, which then gets src added (no copy); in place they land in the two
- * staging buffers, and a piece of dst is summed only once its own send is done. Both send
- * and receive the same messages, so one task may reduce in place and the other not. */
-static clg_code exchange_reduce(clg_cluster *c, const void *src, void *dst, size_t count,
-                                clg_dtype dtype, const char *doing)
-{
-  int peer = 1 - c->task;
-  bool in_place = src == dst;
-  size_t esize = clg_dtype_size(dtype), per = CHUNK / esize;
-  size_t n = (count + per - 1) / per;
-  clg_code code = in_place ? staging(c) : CLG_OK;
-  if (code != CLG_OK)
-    return midway(c, code);
-  void *tmp[2] = {NULL, NULL};
-  if (in_place) {
-    tmp[0] = clg_tensor_data(c->stage[0]);
-    tmp[1] = clg_tensor_data(c->stage[1]);
-  }
-  MPI_Request *r = malloc(sizeof *r * 2 * n);
-  if (!r)
-    return midway(c, clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory: %s", doing));
-  for (size_t i = 0; i < 2 * n; i++)
-    r[i] = MPI_REQUEST_NULL;
-  /* r[2i]: the receive of piece i, r[2i + 1]: its send. */
-  for (size_t i = 0; i < n && code == CLG_OK; i++) {
-    size_t at = i * per, len = count - at < per ? count - at : per;
-    if ((!in_place && MPI_Irecv((char *)dst + at * esize, (int)(len * esize), MPI_BYTE, peer, 1,
-                                c->arrivals, &r[2 * i]) != MPI_SUCCESS) ||
-        MPI_Isend((const char *)src + at * esize, (int)(len * esize), MPI_BYTE, peer, 1,
-                  c->arrivals, &r[2 * i + 1]) != MPI_SUCCESS)
-      code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", peer, doing);
-  }
-  size_t posted = 0; /* in place: receives posted ahead into the staging buffers */
-  for (size_t i = 0; i < n && code == CLG_OK; i++) {
-    size_t at = i * per, len = count - at < per ? count - at : per;
-    for (; in_place && posted < n && posted <= i + 1 && code == CLG_OK; posted++) {
-      size_t pa = posted * per, pl = count - pa < per ? count - pa : per;
-      if (MPI_Irecv(tmp[posted % 2], (int)(pl * esize), MPI_BYTE, peer, 1, c->arrivals,
-                    &r[2 * posted]) != MPI_SUCCESS)
-        code = fail(c, CLG_UNAVAILABLE, "task %d of /job:worker is unavailable: %s", peer, doing);
-    }
-    if (code == CLG_OK)
-      code = wait_request(c, &r[2 * i], peer, doing);
-    if (code == CLG_OK && in_place)
-      code = wait_request(c, &r[2 * i + 1], peer, doing); /* piece i of src is sent */
-    if (code == CLG_OK)
-      add_into((char *)dst + at * esize, (const char *)dst + at * esize,
-               in_place ? (const void *)tmp[i % 2] : (const char *)src + at * esize, len, dtype);
-  }
-  for (size_t i = 0; i < n && code == CLG_OK; i++)
-    code = wait_request(c, &r[2 * i + 1], peer, doing);
-  if (code != CLG_OK)
-    settle(c, (int)(2 * n), r); /* no receive stays posted into dst or the staging buffers */
-  free(r);
-  return midway(c, code);
-}
-
-clg_code clg_cluster_reference_allreduce(clg_cluster *c, void *buf, size_t count, clg_dtype dtype)
-{
-  if (!c)
-    return clg_error(CLG_UNIMPLEMENTED, "MPI_Allreduce: no cluster");
-  for (size_t off = 0; off < count; off += REDUCE_MAX) {
-    size_t n = count - off < REDUCE_MAX ? count - off : REDUCE_MAX;
-    if (MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * clg_dtype_size(dtype), (int)n,
-                      mpi_type(dtype), MPI_SUM, c->comm) != MPI_SUCCESS)
-      return clg_error(CLG_UNAVAILABLE, "MPI_Allreduce failed");
-  }
-  return CLG_OK;
-}
-
 clg_code clg_cluster_barrier(clg_cluster *c)
 {
   if (!c)
     return CLG_OK;
   meeting m = meeting_of(MEET_BARRIER, "a barrier");
   pthread_mutex_lock(&c->lock);
-  clg_code code = check_failed(c);
+  clg_code code = clg_mpi_check_failed(c);
   if (code == CLG_OK)
-    code = arrive(c, &m, "a barrier");
+    code = clg_mpi_arrive(c, &m, "a barrier");
   pthread_mutex_unlock(&c->lock);
   return code;
 }

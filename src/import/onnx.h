@@ -39,8 +39,9 @@ struct clg_onnx_rule;
 typedef clg_code (*clg_onnx_fn)(clg_onnx *c, const clg_imp_node *n, const struct clg_onnx_rule *r);
 
 /* What an ONNX op type becomes: fn translates a node of it (opset `since` and later, up to the
- * next rule of the same op); tf names the clgraph op it builds (the node is unsupported while
- * it is not registered), NULL when it builds only ops clgraph always has. */
+ * next rule of the same op); ops that share a translation have a small fn each (rules never
+ * compare op-name strings); tf names the clgraph op it builds (the node is
+ * unsupported while it is not registered), NULL when it builds only ops clgraph always has. */
 typedef struct clg_onnx_rule {
   const char *op;
   int since;

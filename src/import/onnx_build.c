@@ -309,8 +309,10 @@ static bool foldable(const clg_op_def *def, int nin, const clg_output *ins)
 {
   if (nin < 1 || nin > 64 ||
       def->flags & (CLG_OP_CONST | CLG_OP_MUST_FEED | CLG_OP_VARIABLE | CLG_OP_ASSIGNS) ||
-      def->ref_inputs || strncmp(def->name, "Random", 6) == 0 ||
-      strcmp(def->name, "TruncatedNormal") == 0)
+      def->ref_inputs)
+    return false;
+  const clg_imp_rule *rule = clg_imp_rule_find(def->name); /* random and stateful ops */
+  if (rule && rule->kind == CLG_IMP_RULE_NOFOLD)
     return false;
   for (int i = 0; i < nin; i++)
     if (!const_of(ins[i]))

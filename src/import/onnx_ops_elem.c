@@ -127,7 +127,7 @@ static clg_code mod_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
 }
 
 /* Sum, Max, Min, Mean of any number of inputs: a chain of the binary op (Mean: Sum / n). */
-static clg_code variadic(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+static clg_code variadic_of(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r, bool mean)
 {
   int k = n->num_inputs;
   if (k < 1 || k > 64)
@@ -137,17 +137,17 @@ static clg_code variadic(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
   clg_code code = gather(c, n, k, ins, &nhwc);
   if (code != CLG_OK)
     return code;
-  const char *op = strcmp(n->op, "Mean") == 0 ? "Add" : r->tf;
+  const char *op = r->tf;
   acc = ins[0];
   for (int i = 1; i < k && code == CLG_OK; i++) {
     clg_output p[2] = {acc, ins[i]};
     code = clg_onnx_op(c, op, 2, p, 0, NULL, &acc);
   }
-  if (code == CLG_OK && k == 1 && strcmp(n->op, "Mean") != 0) { /* a copy */
+  if (code == CLG_OK && k == 1 && !mean) { /* a copy */
     clg_output x = acc;
     code = clg_onnx_op(c, "Identity", 1, &x, 0, NULL, &acc);
   }
-  if (code == CLG_OK && strcmp(n->op, "Mean") == 0) {
+  if (code == CLG_OK && mean) {
     clg_output s, p[2];
     code = clg_onnx_const_scalar(c, clg_onnx_dtype(acc), 1.0 / k, &s);
     p[0] = acc;
@@ -208,10 +208,8 @@ static clg_code leaky_relu(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
 }
 
 /* HardSigmoid: max(0, min(1, alpha x + beta)); HardSwish: x * HardSigmoid(x) at 1/6, 1/2. */
-static clg_code hard_sigmoid(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+static clg_code hard_sigmoid_of(clg_onnx *c, const clg_imp_node *n, bool swish)
 {
-  (void)r;
-  bool swish = strcmp(n->op, "HardSwish") == 0;
   double alpha = swish ? 1.0 / 6 : clg_onnx_attr_f(n, "alpha", 0.2);
   double beta = swish ? 0.5 : clg_onnx_attr_f(n, "beta", 0.5);
   clg_output x, y;
@@ -234,10 +232,8 @@ static clg_code hard_sigmoid(clg_onnx *c, const clg_imp_node *n, const clg_onnx_
 
 /* Elu with alpha, Celu, Selu with alpha and gamma, ThresholdedRelu: composed where the
  * clgraph op's constants differ from the node's. */
-static clg_code exp_linear(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+static clg_code exp_linear_of(clg_onnx *c, const clg_imp_node *n, bool selu, bool celu)
 {
-  (void)r;
-  bool selu = strcmp(n->op, "Selu") == 0, celu = strcmp(n->op, "Celu") == 0;
   double alpha = clg_onnx_attr_f(n, "alpha", selu ? 1.67326319217681884765625 : 1.0);
   double gamma = selu ? clg_onnx_attr_f(n, "gamma", 1.05070102214813232421875) : 1.0;
   clg_output x, y, pos, neg, zero;
@@ -266,6 +262,46 @@ static clg_code exp_linear(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
   return code == CLG_OK ? put(c, n, nhwc, y) : code;
 }
 
+static clg_code variadic(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  return variadic_of(c, n, r, false);
+}
+
+static clg_code mean(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  return variadic_of(c, n, r, true);
+}
+
+static clg_code hard_sigmoid(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  return hard_sigmoid_of(c, n, false);
+}
+
+static clg_code hard_swish(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  return hard_sigmoid_of(c, n, true);
+}
+
+static clg_code elu(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  return exp_linear_of(c, n, false, false);
+}
+
+static clg_code selu(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  return exp_linear_of(c, n, true, false);
+}
+
+static clg_code celu(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  return exp_linear_of(c, n, false, true);
+}
+
 /* PRelu: slope broadcast to x (unidirectionally); clgraph's Prelu broadcasts alpha. */
 static clg_code prelu(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
@@ -291,8 +327,8 @@ CLG_ONNX_RULE_SET(
     {"Relu", 1, unary, "Relu"}, {"Sigmoid", 1, unary, "Sigmoid"}, {"Tanh", 1, unary, "Tanh"},
     {"Softplus", 1, unary, "Softplus"}, {"Softsign", 1, unary, "Softsign"}, {"Clip", 1, clip, NULL},
     {"LeakyRelu", 1, leaky_relu, "LeakyRelu"}, {"HardSigmoid", 1, hard_sigmoid, NULL},
-    {"HardSwish", 14, hard_sigmoid, NULL}, {"Elu", 1, exp_linear, NULL},
-    {"Selu", 1, exp_linear, NULL}, {"Celu", 12, exp_linear, NULL}, {"PRelu", 7, prelu, "Prelu"},
+    {"HardSwish", 14, hard_swish, NULL}, {"Elu", 1, elu, NULL}, {"Selu", 1, selu, NULL},
+    {"Celu", 12, celu, NULL}, {"PRelu", 7, prelu, "Prelu"},
     /* math */
     {"Abs", 1, unary, "Abs"}, {"Neg", 1, unary, "Neg"}, {"Exp", 1, unary, "Exp"},
     {"Log", 1, unary, "Log"}, {"Sqrt", 1, unary, "Sqrt"}, {"Floor", 1, unary, "Floor"},
@@ -311,5 +347,5 @@ CLG_ONNX_RULE_SET(
     {"And", 7, binary, "LogicalAnd"}, {"Or", 7, binary, "LogicalOr"},
     {"Xor", 7, binary, "NotEqual"}, {"Where", 9, where, "SelectV2"},
     /* variadic */
-    {"Sum", 8, variadic, "Add"}, {"Mean", 8, variadic, "Add"}, {"Max", 8, variadic, "Maximum"},
+    {"Sum", 8, variadic, "Add"}, {"Mean", 8, mean, "Add"}, {"Max", 8, variadic, "Maximum"},
     {"Min", 8, variadic, "Minimum"});

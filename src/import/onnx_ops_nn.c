@@ -367,12 +367,8 @@ static clg_code avg_factor(clg_onnx *c, const axis_pad *ax, bool include_pad, cl
   return code;
 }
 
-static clg_code pool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+static clg_code pool_of(clg_onnx *c, const clg_imp_node *n, bool is_max)
 {
-  (void)r;
-  bool is_max = strcmp(n->op, "MaxPool") == 0;
-  if (clg_onnx_in_rank(c, n, 0) == 3)
-    return clg_onnx_as_2d(c, n, r);
   if (clg_onnx_in_rank(c, n, 0) != 4)
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "only 2-D pools (rank-4 input) are supported");
   if (n->num_outputs > 1 && n->outputs[1][0])
@@ -428,6 +424,20 @@ static clg_code pool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
       code = clg_onnx_op(c, "Mul", 2, ins, 0, NULL, &y);
   }
   return code == CLG_OK ? clg_onnx_out_nhwc(c, n, 0, y) : code;
+}
+
+static clg_code max_pool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  if (clg_onnx_in_rank(c, n, 0) == 3)
+    return clg_onnx_as_2d(c, n, r);
+  return pool_of(c, n, true);
+}
+
+static clg_code avg_pool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  if (clg_onnx_in_rank(c, n, 0) == 3)
+    return clg_onnx_as_2d(c, n, r);
+  return pool_of(c, n, false);
 }
 
 /* GlobalAveragePool, GlobalMaxPool: Mean or Max over H and W, kept. */
@@ -631,8 +641,8 @@ static clg_code matmul(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
-CLG_ONNX_RULE_SET(clg_onnx_rules_nn, {"Conv", 1, conv, "Conv2D"}, {"MaxPool", 1, pool, "MaxPool"},
-                  {"AveragePool", 1, pool, "AvgPool"},
+CLG_ONNX_RULE_SET(clg_onnx_rules_nn, {"Conv", 1, conv, "Conv2D"},
+                  {"MaxPool", 1, max_pool, "MaxPool"}, {"AveragePool", 1, avg_pool, "AvgPool"},
                   {"GlobalAveragePool", 1, global_pool, "Mean"},
                   {"GlobalMaxPool", 1, global_pool, "Max"},
                   {"BatchNormalization", 7, batch_norm, NULL}, {"LRN", 1, lrn, "LRN"},

@@ -5,6 +5,7 @@
  * LeakyReluGrad(gradients, features) = gradients where features > 0, else alpha * gradients.
  * NaN stays NaN through the activations, as in TensorFlow. Float everywhere, double on the host
  * and on devices with fp64; outputs may reuse input 0's buffer.
+ * Defined as math.c's unary ops are (ops.h's CLG_UNARY_DEF and CLG_OP_DEF1).
  * Kernels: backends/host/activation.c, backends/opencl/activation.c. */
 #include "graph/graph.h"
 #include "ops/ops.h"
@@ -120,57 +121,40 @@ static clg_code mask_grad_grad(clg_graph *g, clg_node *n, const clg_output *ddx,
   return clg_graph_status(g);
 }
 
-#define ACT_DEF(OP, NIN, NATTRS, ATTRS, INFER, GRAD)                                               \
-  const clg_op_def clg_op_##OP = {                                                                 \
-      .name = #OP,                                                                                 \
-      .num_inputs = NIN,                                                                           \
-      .num_outputs = 1,                                                                            \
-      .num_attrs = NATTRS,                                                                         \
-      .attrs = ATTRS,                                                                              \
-      .infer = INFER,                                                                              \
-      .inplace = 0,                                                                                \
-      .grad = GRAD,                                                                                \
-  };
-ACT_DEF(Sigmoid, 1, 1, clg_attrs_T, clg_infer_elementwise_unary, sigmoid_grad)
-ACT_DEF(Tanh, 1, 1, clg_attrs_T, clg_infer_elementwise_unary, tanh_grad)
-ACT_DEF(Relu6, 1, 1, clg_attrs_T, clg_infer_elementwise_unary, relu6_grad)
-ACT_DEF(LeakyRelu, 1, 2, leaky_attrs, clg_infer_elementwise_unary, leaky_grad)
-ACT_DEF(Abs, 1, 1, clg_attrs_T, clg_infer_elementwise_unary, abs_grad)
-ACT_DEF(Sign, 1, 1, clg_attrs_T, clg_infer_elementwise_unary, sign_grad)
-ACT_DEF(SigmoidGrad, 2, 1, clg_attrs_T, infer_pair, sigmoid_grad_grad)
-ACT_DEF(TanhGrad, 2, 1, clg_attrs_T, infer_pair, tanh_grad_grad)
-ACT_DEF(Relu6Grad, 2, 1, clg_attrs_T, infer_pair, mask_grad_grad)
-ACT_DEF(LeakyReluGrad, 2, 2, leaky_attrs, infer_pair, mask_grad_grad)
-
-static clg_node *unary(clg_graph *g, const clg_op_def *def, const char *name, clg_node *x)
-{
-  clg_output in = {x, 0};
-  return clg_graph_build(g, def, name, 1, &in, 0, NULL);
-}
+CLG_UNARY_DEF(Sigmoid, sigmoid_grad)
+CLG_UNARY_DEF(Tanh, tanh_grad)
+CLG_UNARY_DEF(Relu6, relu6_grad)
+CLG_OP_DEF1(LeakyRelu, 1, 2, leaky_attrs, clg_infer_elementwise_unary, 0, leaky_grad)
+CLG_UNARY_DEF(Abs, abs_grad)
+CLG_UNARY_DEF(Sign, sign_grad)
+CLG_OP_DEF1(SigmoidGrad, 2, 1, clg_attrs_T, infer_pair, 0, sigmoid_grad_grad)
+CLG_OP_DEF1(TanhGrad, 2, 1, clg_attrs_T, infer_pair, 0, tanh_grad_grad)
+CLG_OP_DEF1(Relu6Grad, 2, 1, clg_attrs_T, infer_pair, 0, mask_grad_grad)
+CLG_OP_DEF1(LeakyReluGrad, 2, 2, leaky_attrs, infer_pair, 0, mask_grad_grad)
 
 clg_node *clg_sigmoid(clg_graph *g, const char *name, clg_node *x)
 {
-  return unary(g, &clg_op_Sigmoid, name, x);
+  return clg_unary_build(g, &clg_op_Sigmoid, name, x);
 }
 
 clg_node *clg_tanh(clg_graph *g, const char *name, clg_node *x)
 {
-  return unary(g, &clg_op_Tanh, name, x);
+  return clg_unary_build(g, &clg_op_Tanh, name, x);
 }
 
 clg_node *clg_relu6(clg_graph *g, const char *name, clg_node *x)
 {
-  return unary(g, &clg_op_Relu6, name, x);
+  return clg_unary_build(g, &clg_op_Relu6, name, x);
 }
 
 clg_node *clg_abs(clg_graph *g, const char *name, clg_node *x)
 {
-  return unary(g, &clg_op_Abs, name, x);
+  return clg_unary_build(g, &clg_op_Abs, name, x);
 }
 
 clg_node *clg_sign(clg_graph *g, const char *name, clg_node *x)
 {
-  return unary(g, &clg_op_Sign, name, x);
+  return clg_unary_build(g, &clg_op_Sign, name, x);
 }
 
 clg_node *clg_leaky_relu(clg_graph *g, const char *name, clg_node *x, double alpha)

@@ -1,8 +1,8 @@
 /* BatchMatMulV2: x [..., m, k] times y [..., k, n] (adj_x, adj_y: each matrix transposed;
  * real dtypes, so the adjoint is the transpose) for every batch of the broadcast batch dims
  * (numpy's rules over all dims but the last two), as tf.linalg.matmul. Float, double and
- * half, as MatMul. Kernels: backends/host/batch_matmul.c and backends/opencl/batch_matmul.c,
- * each batch one GEMM of MatMul's path. */
+ * half, as MatMul; the gradient is TensorFlow's. Kernels: backends/host/batch_matmul.c and
+ * backends/opencl/batch_matmul.c, each batch one GEMM of MatMul's path. */
 #include <string.h>
 
 #include "graph/graph.h"
@@ -107,6 +107,56 @@ void clg_batch_matmul_batch(const clg_batch_matmul *g, size_t b, size_t *bx, siz
   }
 }
 
+static clg_output bmm(clg_graph *g, clg_output a, clg_output b, bool ax, bool ay)
+{
+  clg_attr at[2] = {clg_attr_bool("adj_x", ax), clg_attr_bool("adj_y", ay)};
+  return clg_grad_build(g, &clg_op_BatchMatMulV2, 2, (clg_output[]){a, b}, 2, at);
+}
+
+/* d (the output's batch dims, then x's matrix dims) summed over the batch dims that x was
+ * broadcast along and reshaped to x's shape. */
+static clg_output unbroadcast(clg_graph *g, clg_output d, const clg_out_desc *x,
+                              const clg_out_desc *out)
+{
+  int r = out->rank - 2;
+  int64_t bx[CLG_MAX_RANK], axes[CLG_MAX_RANK];
+  int naxes = 0;
+  batch_dims(x, r, bx);
+  for (int k = 0; k < r; k++)
+    if (bx[k] != out->dims[k])
+      axes[naxes++] = k;
+  if (naxes)
+    d = clg_grad_build(g, &clg_op_Sum, 2,
+                       (clg_output[]){d, clg_out(clg_const_ints(g, naxes, axes), 0)}, 0, NULL);
+  return clg_grad_build(g, &clg_op_Reshape, 2,
+                        (clg_output[]){d, clg_out(clg_const_ints(g, x->rank, x->dims), 0)}, 0,
+                        NULL);
+}
+
+/* TensorFlow's _BatchMatMulV2Grad: the products by the adjoint flags, then each summed over
+ * the batch dims its input was broadcast along. */
+static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
+{
+  bool ax = n->attrs[A_ADJ_X].b, ay = n->attrs[A_ADJ_Y].b;
+  clg_output x = n->inputs[0], y = n->inputs[1], d = dy[0], gx, gy;
+  if (!ax && !ay) {
+    gx = bmm(g, d, y, false, true);
+    gy = bmm(g, x, d, true, false);
+  } else if (!ax) {
+    gx = bmm(g, d, y, false, false);
+    gy = bmm(g, d, x, true, false);
+  } else if (!ay) {
+    gx = bmm(g, y, d, false, true);
+    gy = bmm(g, x, d, false, false);
+  } else {
+    gx = bmm(g, y, d, true, true);
+    gy = bmm(g, d, x, true, true);
+  }
+  dx[0] = unbroadcast(g, gx, clg_node_in(n, 0), &n->outs[0]);
+  dx[1] = unbroadcast(g, gy, clg_node_in(n, 1), &n->outs[0]);
+  return clg_graph_status(g);
+}
+
 const clg_op_def clg_op_BatchMatMulV2 = {
     .name = "BatchMatMulV2",
     .num_inputs = 2,
@@ -115,4 +165,5 @@ const clg_op_def clg_op_BatchMatMulV2 = {
     .attrs = attrs,
     .infer = infer,
     .inplace = -1,
+    .grad = grad,
 };

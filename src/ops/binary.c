@@ -4,13 +4,13 @@
  * the host and on devices with fp64; the comparisons also take int32 and int64 and output
  * bool, Pow and Atan2 are float only. The arithmetic ops'
  * output may reuse input 0's buffer (only when input 0 has the output's shape).
+ * Their inference, gradients' reduction to an input's shape and builder serve binary_tf.c's
+ * ops too, all defined by ops.h's CLG_BINARY_DEF.
  * Kernels: backends/host/binary.c, backends/opencl/binary.c. */
 #include "graph/graph.h"
 #include "ops/ops.h"
 
 enum { A_T };
-
-static const clg_attr_def attrs[] = {{.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true}};
 
 static bool is_comparison(const clg_op_def *def)
 {
@@ -38,7 +38,8 @@ clg_code clg_infer_broadcast(clg_node *n, const clg_out_desc *a, const clg_out_d
   return CLG_OK;
 }
 
-static clg_code infer(clg_node *n)
+/* Every binary op's (binary_tf.c's too): one place for their shared rules. */
+clg_code clg_infer_binary(clg_node *n)
 {
   const clg_out_desc *a = clg_node_in(n, 0), *b = clg_node_in(n, 1);
   if (a->dtype != b->dtype)
@@ -53,9 +54,9 @@ static clg_code infer(clg_node *n)
   if (t->set && t->dtype != a->dtype)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute T is %s but the inputs are %s",
                           clg_dtype_name(t->dtype), clg_dtype_name(a->dtype));
-  /* Pow's and Atan2's kernels are float only: say so when the graph is built. */
-  if ((n->def == &clg_op_Pow || n->def == &clg_op_Atan2) && a->dtype != CLG_FLOAT32 &&
-      a->dtype != CLG_FLOAT64)
+  /* Pow's and Atan2's kernels are float only, and Prelu's: say so when the graph is built. */
+  if ((n->def == &clg_op_Pow || n->def == &clg_op_Atan2 || n->def == &clg_op_Prelu) &&
+      a->dtype != CLG_FLOAT32 && a->dtype != CLG_FLOAT64)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s takes float32 or float64, not %s",
                           n->def->name, clg_dtype_name(a->dtype));
   t->set = true;
@@ -66,8 +67,8 @@ static clg_code infer(clg_node *n)
 /* Add: both get dy; Sub: dy and -dy; Mul: dy * b and dy * a; RealDiv and Maximum below. An input
  * that was broadcast gets its gradient summed over the axes it was broadcast along, then reshaped
  * to its own shape (TensorFlow's BroadcastGradientArgs + Sum + Reshape). */
-static clg_output reduce_to(clg_graph *g, clg_output d, const clg_out_desc *input,
-                            const clg_out_desc *out)
+clg_output clg_grad_unbroadcast(clg_graph *g, clg_output d, const clg_out_desc *input,
+                                const clg_out_desc *out)
 {
   int64_t axes[CLG_MAX_RANK];
   int naxes = 0;
@@ -123,39 +124,28 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
     clg_output q = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){dy[0], clg_out(n, 0)}, 0, NULL);
     db = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){q, log_a}, 0, NULL);
   }
-  dx[0] = reduce_to(g, da, clg_node_in(n, 0), &n->outs[0]);
-  dx[1] = reduce_to(g, db, clg_node_in(n, 1), &n->outs[0]);
+  dx[0] = clg_grad_unbroadcast(g, da, clg_node_in(n, 0), &n->outs[0]);
+  dx[1] = clg_grad_unbroadcast(g, db, clg_node_in(n, 1), &n->outs[0]);
   return clg_graph_status(g);
 }
 
 /* The comparisons have no gradient (GRAD NULL), as TensorFlow's; nor has Atan2 here. */
-#define BINARY_DEF(OP, INPLACE, GRAD)                                                              \
-  const clg_op_def clg_op_##OP = {                                                                 \
-      .name = #OP,                                                                                 \
-      .num_inputs = 2,                                                                             \
-      .num_outputs = 1,                                                                            \
-      .num_attrs = 1,                                                                              \
-      .attrs = attrs,                                                                              \
-      .infer = infer,                                                                              \
-      .inplace = INPLACE,                                                                          \
-      .grad = GRAD,                                                                                \
-  };
-BINARY_DEF(Add, 0, grad)
-BINARY_DEF(Sub, 0, grad)
-BINARY_DEF(Mul, 0, grad)
-BINARY_DEF(RealDiv, 0, grad)
-BINARY_DEF(Maximum, 0, grad)
-BINARY_DEF(Equal, -1, NULL)
-BINARY_DEF(GreaterEqual, -1, NULL)
-BINARY_DEF(Less, -1, NULL)
-BINARY_DEF(Greater, -1, NULL)
-BINARY_DEF(LessEqual, -1, NULL)
-BINARY_DEF(NotEqual, -1, NULL)
-BINARY_DEF(Pow, 0, grad)
-BINARY_DEF(Atan2, 0, NULL)
+CLG_BINARY_DEF(Add, 0, grad)
+CLG_BINARY_DEF(Sub, 0, grad)
+CLG_BINARY_DEF(Mul, 0, grad)
+CLG_BINARY_DEF(RealDiv, 0, grad)
+CLG_BINARY_DEF(Maximum, 0, grad)
+CLG_BINARY_DEF(Equal, -1, NULL)
+CLG_BINARY_DEF(GreaterEqual, -1, NULL)
+CLG_BINARY_DEF(Less, -1, NULL)
+CLG_BINARY_DEF(Greater, -1, NULL)
+CLG_BINARY_DEF(LessEqual, -1, NULL)
+CLG_BINARY_DEF(NotEqual, -1, NULL)
+CLG_BINARY_DEF(Pow, 0, grad)
+CLG_BINARY_DEF(Atan2, 0, NULL)
 
-static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *a,
-                       clg_node *b)
+clg_node *clg_binary_build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *a,
+                           clg_node *b)
 {
   clg_output in[2] = {{a, 0}, {b, 0}};
   return clg_graph_build(g, def, name, 2, in, 0, NULL);
@@ -163,65 +153,65 @@ static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, cl
 
 clg_node *clg_add(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
-  return build(g, &clg_op_Add, name, a, b);
+  return clg_binary_build(g, &clg_op_Add, name, a, b);
 }
 
 clg_node *clg_sub(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
-  return build(g, &clg_op_Sub, name, a, b);
+  return clg_binary_build(g, &clg_op_Sub, name, a, b);
 }
 
 clg_node *clg_mul(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
-  return build(g, &clg_op_Mul, name, a, b);
+  return clg_binary_build(g, &clg_op_Mul, name, a, b);
 }
 
 clg_node *clg_real_div(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
-  return build(g, &clg_op_RealDiv, name, a, b);
+  return clg_binary_build(g, &clg_op_RealDiv, name, a, b);
 }
 
 clg_node *clg_maximum(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
-  return build(g, &clg_op_Maximum, name, a, b);
+  return clg_binary_build(g, &clg_op_Maximum, name, a, b);
 }
 
 clg_node *clg_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
-  return build(g, &clg_op_Equal, name, a, b);
+  return clg_binary_build(g, &clg_op_Equal, name, a, b);
 }
 
 clg_node *clg_greater_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
-  return build(g, &clg_op_GreaterEqual, name, a, b);
+  return clg_binary_build(g, &clg_op_GreaterEqual, name, a, b);
 }
 
 clg_node *clg_less(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
-  return build(g, &clg_op_Less, name, a, b);
+  return clg_binary_build(g, &clg_op_Less, name, a, b);
 }
 
 clg_node *clg_greater(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
-  return build(g, &clg_op_Greater, name, a, b);
+  return clg_binary_build(g, &clg_op_Greater, name, a, b);
 }
 
 clg_node *clg_less_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
-  return build(g, &clg_op_LessEqual, name, a, b);
+  return clg_binary_build(g, &clg_op_LessEqual, name, a, b);
 }
 
 clg_node *clg_not_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
-  return build(g, &clg_op_NotEqual, name, a, b);
+  return clg_binary_build(g, &clg_op_NotEqual, name, a, b);
 }
 
 clg_node *clg_pow(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
-  return build(g, &clg_op_Pow, name, a, b);
+  return clg_binary_build(g, &clg_op_Pow, name, a, b);
 }
 
 clg_node *clg_atan2(clg_graph *g, const char *name, clg_node *y, clg_node *x)
 {
-  return build(g, &clg_op_Atan2, name, y, x);
+  return clg_binary_build(g, &clg_op_Atan2, name, y, x);
 }

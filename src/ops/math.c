@@ -2,7 +2,8 @@
  * tf.square, tf.floor, tf.negative), with IEEE results at the edges (log(0) = -inf, log and sqrt of
  * a negative = NaN). Float everywhere, double on the host and on devices with fp64; the output may
  * reuse the input's buffer. Floor's gradient is None, as TensorFlow registers it (0 almost
- * everywhere). Kernels: backends/host/math.c, backends/opencl/math.c. */
+ * everywhere). Defined by ops.h's CLG_UNARY_DEF, as activation.c's are. Kernels:
+ * backends/host/math.c, backends/opencl/math.c. */
 #include "graph/graph.h"
 #include "ops/ops.h"
 
@@ -59,26 +60,16 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
   return clg_graph_status(g);
 }
 
-#define UNARY_DEF(OP)                                                                              \
-  const clg_op_def clg_op_##OP = {                                                                 \
-      .name = #OP,                                                                                 \
-      .num_inputs = 1,                                                                             \
-      .num_outputs = 1,                                                                            \
-      .num_attrs = 1,                                                                              \
-      .attrs = clg_attrs_T,                                                                        \
-      .infer = clg_infer_elementwise_unary,                                                        \
-      .inplace = 0,                                                                                \
-      .grad = grad,                                                                                \
-  };
-UNARY_DEF(Exp)
-UNARY_DEF(Log)
-UNARY_DEF(Sqrt)
-UNARY_DEF(Rsqrt)
-UNARY_DEF(Square)
-UNARY_DEF(Floor)
-UNARY_DEF(Neg)
+CLG_UNARY_DEF(Exp, grad)
+CLG_UNARY_DEF(Log, grad)
+CLG_UNARY_DEF(Sqrt, grad)
+CLG_UNARY_DEF(Rsqrt, grad)
+CLG_UNARY_DEF(Square, grad)
+CLG_UNARY_DEF(Floor, grad)
+CLG_UNARY_DEF(Neg, grad)
 
-static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *x)
+/* Every one-input op's typed builder (activation.c's too). */
+clg_node *clg_unary_build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *x)
 {
   clg_output in = {x, 0};
   return clg_graph_build(g, def, name, 1, &in, 0, NULL);
@@ -86,35 +77,35 @@ static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, cl
 
 clg_node *clg_exp(clg_graph *g, const char *name, clg_node *x)
 {
-  return build(g, &clg_op_Exp, name, x);
+  return clg_unary_build(g, &clg_op_Exp, name, x);
 }
 
 clg_node *clg_log_e(clg_graph *g, const char *name, clg_node *x)
 {
-  return build(g, &clg_op_Log, name, x);
+  return clg_unary_build(g, &clg_op_Log, name, x);
 }
 
 clg_node *clg_sqrt(clg_graph *g, const char *name, clg_node *x)
 {
-  return build(g, &clg_op_Sqrt, name, x);
+  return clg_unary_build(g, &clg_op_Sqrt, name, x);
 }
 
 clg_node *clg_rsqrt(clg_graph *g, const char *name, clg_node *x)
 {
-  return build(g, &clg_op_Rsqrt, name, x);
+  return clg_unary_build(g, &clg_op_Rsqrt, name, x);
 }
 
 clg_node *clg_square(clg_graph *g, const char *name, clg_node *x)
 {
-  return build(g, &clg_op_Square, name, x);
+  return clg_unary_build(g, &clg_op_Square, name, x);
 }
 
 clg_node *clg_floor(clg_graph *g, const char *name, clg_node *x)
 {
-  return build(g, &clg_op_Floor, name, x);
+  return clg_unary_build(g, &clg_op_Floor, name, x);
 }
 
 clg_node *clg_neg(clg_graph *g, const char *name, clg_node *x)
 {
-  return build(g, &clg_op_Neg, name, x);
+  return clg_unary_build(g, &clg_op_Neg, name, x);
 }

@@ -152,3 +152,4 @@ CLG_OP(OneHot)
 CLG_OP(ReverseV2)
 CLG_OP(Cumsum)
 CLG_OP(TopKV2)
+CLG_OP(Einsum) /* einsum.c */

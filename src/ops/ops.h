@@ -118,12 +118,43 @@ clg_code clg_infer_elementwise_unary(clg_node *n);
 clg_code clg_infer_broadcast(clg_node *n, const clg_out_desc *a, const clg_out_desc *b, int *rank,
                              int64_t *dims);
 extern const clg_attr_def clg_attrs_T[1];
+/* One op with one output, one line per op (the element-wise files define theirs so): NIN
+ * inputs, NATTRS attributes ATTRS, inference INFER, output 0 may reuse input INPLACE (-1:
+ * none), gradient GRAD (NULL: none). */
+#define CLG_OP_DEF1(OP, NIN, NATTRS, ATTRS, INFER, INPLACE, GRAD)                                  \
+  const clg_op_def clg_op_##OP = {                                                                 \
+      .name = #OP,                                                                                 \
+      .num_inputs = NIN,                                                                           \
+      .num_outputs = 1,                                                                            \
+      .num_attrs = NATTRS,                                                                         \
+      .attrs = ATTRS,                                                                              \
+      .infer = INFER,                                                                              \
+      .inplace = INPLACE,                                                                          \
+      .grad = GRAD,                                                                                \
+  };
+/* An element-wise op of one input over T; its output may reuse the input's buffer. */
+#define CLG_UNARY_DEF(OP, GRAD)                                                                    \
+  CLG_OP_DEF1(OP, 1, 1, clg_attrs_T, clg_infer_elementwise_unary, 0, GRAD)
+/* An element-wise op of two inputs over T with numpy broadcasting (clg_infer_binary). */
+#define CLG_BINARY_DEF(OP, INPLACE, GRAD)                                                          \
+  CLG_OP_DEF1(OP, 2, 1, clg_attrs_T, clg_infer_binary, INPLACE, GRAD)
+/* The binary ops' inference (binary.c): one dtype, attribute T, the broadcast shape; bool out
+ * of the comparisons (Equal, GreaterEqual); Prelu float only. Errors name the node. */
+clg_code clg_infer_binary(clg_node *n);
+/* The typed builders' node of def on x (one input) or on a and b (two), named name. */
+clg_node *clg_unary_build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *x);
+clg_node *clg_binary_build(clg_graph *g, const clg_op_def *def, const char *name, clg_node *a,
+                           clg_node *b);
 /* For gradient functions: a node of def on these inputs, named by default (inside the
  * caller's name scope), as an output (NULL node on error, which stays sticky). */
 clg_output clg_grad_build(clg_graph *g, const clg_op_def *def, int num_inputs,
                           const clg_output *inputs, int num_attrs, const clg_attr *attrs);
 /* A scalar Const of dtype holding value. */
 clg_output clg_grad_scalar(clg_graph *g, clg_dtype dtype, double value);
+/* d summed over the axes along which `input` was broadcast to `out`, reshaped to its shape
+ * (TensorFlow's BroadcastGradientArgs, Sum and Reshape): a binary op's input gradient. */
+clg_output clg_grad_unbroadcast(clg_graph *g, clg_output d, const clg_out_desc *input,
+                                const clg_out_desc *out);
 /* Every op's definition, clg_op_<Name> (the list: op_list.h). */
 #define CLG_OP(name) extern const clg_op_def clg_op_##name;
 #include "ops/op_list.h"
@@ -215,6 +246,18 @@ int64_t clg_top_k_k(const clg_node *n);
 /* ResizeNearestNeighbor (resize.c, geometry from clg_resize_geometry): the source row (or
  * column) of output i along a dim of `in` elements at that dim's scale. The OpenCL kernel
  * computes the same in float. */
+/* Einsum's equation resolved (einsum.c): labels 0..51 for the letters, 52 + j for the j-th
+ * broadcast ("...") dim; each label's size, each input axis's label, the output's labels in
+ * order and the summed ones. */
+enum { CLG_EINSUM_LABELS = 52 + CLG_MAX_RANK };
+typedef struct clg_einsum {
+  int nin;
+  int64_t size[CLG_EINSUM_LABELS]; /* -1: unused */
+  int in_rank[2], in_label[2][CLG_MAX_RANK];
+  int out_rank, out_label[CLG_MAX_RANK];
+  int sum_count, sum_label[CLG_EINSUM_LABELS];
+} clg_einsum;
+clg_code clg_einsum_spec(const clg_node *n, clg_einsum *e);
 int64_t clg_resize_nearest_source(const clg_resize *r, int64_t i, float scale, int64_t in);
 
 #endif

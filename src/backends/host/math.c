@@ -77,7 +77,7 @@ static float reciprocalf(float x) { return 1 / x; }
  * Round is rint: the default rounding mode rounds half to even, as TensorFlow's Round. */
 #define CASE_TF(OP, FN, S)                                                                         \
   case OP:                                                                                         \
-    for (size_t i = 0; i < count; i++)                                                             \
+    for (size_t i = begin; i < end; i++)                                                           \
       y[i] = FN##S(x[i]);                                                                          \
     break
 #define LOOP_TF(T, S)                                                                              \
@@ -109,16 +109,25 @@ static float reciprocalf(float x) { return 1 / x; }
     }                                                                                              \
   } while (0)
 
+/* Elements [begin, end) of a math_tf.c op (each element read before it is written by the same
+ * thread: in place allowed). */
+static void math_tf_range(void *ctx, size_t begin, size_t end)
+{
+  const clg_kernel_ctx *c = ctx;
+  clg_unop op = clg_unop_of(c->node);
+  if (c->node->outs[0].dtype == CLG_FLOAT64)
+    LOOP_TF(double, );
+  else
+    LOOP_TF(float, f);
+}
+
 static clg_code math_run(const clg_kernel_ctx *c)
 {
   size_t count = clg_out_count(&c->node->outs[0]);
-  clg_unop op = clg_unop_of(c->node);
-  bool dbl = c->node->outs[0].dtype == CLG_FLOAT64;
-  if (op >= CLG_UNOP_ERF && dbl)
-    LOOP_TF(double, );
-  else if (op >= CLG_UNOP_ERF)
-    LOOP_TF(float, f);
-  else if (dbl)
+  /* The transcendental functions cost tens of cycles an element: spread over the cores. */
+  if (clg_unop_of(c->node) >= CLG_UNOP_ERF)
+    clg_host_parallel_for(count, 1 << 13, math_tf_range, (void *)c);
+  else if (c->node->outs[0].dtype == CLG_FLOAT64)
     LOOP(double, exp, log, sqrt, floor);
   else
     LOOP(float, expf, logf, sqrtf, floorf);

@@ -16,35 +16,15 @@ static clg_code copy_run(const clg_kernel_ctx *c)
                          clg_cl_mem(&c->in[0]), c->in[0].offset, bytes, NULL, NULL);
 }
 
-static void strides_of(int rank, const int64_t *dims, size_t *st)
-{
-  size_t s = 1;
-  for (int k = rank - 1; k >= 0; k--) {
-    st[k] = s;
-    s *= (size_t)dims[k];
-  }
-}
-
 static clg_code slice_run(const clg_kernel_ctx *c)
 {
-  const clg_node *n = c->node;
-  const clg_out_desc *x = clg_node_in(n, 0), *o = &n->outs[0];
-  int64_t begin[CLG_MAX_RANK], size[CLG_MAX_RANK];
-  clg_code code = clg_slice_begin(n, begin, size);
+  const clg_out_desc *o = &c->node->outs[0];
+  clg_strided m;
+  size_t base;
+  clg_code code = clg_slice_map(c->node, &m, &base);
   if (code != CLG_OK || clg_out_count(o) == 0)
     return code;
-  size_t es = clg_dtype_size(o->dtype), st[CLG_MAX_RANK], base = 0;
-  strides_of(x->rank, x->dims, st);
-  clg_strided m;
-  memset(&m, 0, sizeof m);
-  m.rank = x->rank ? x->rank : 1;
-  m.dims[0] = 1;
-  for (int k = 0; k < x->rank; k++) {
-    base += (size_t)begin[k] * st[k];
-    m.dims[k] = (size_t)size[k];
-    m.sa[k] = st[k];
-  }
-  clg_strided_merge(&m);
+  size_t es = clg_dtype_size(o->dtype);
   clg_block from = c->in[0];
   from.offset += base * es;
   return clg_cl_gather(c->dev, es, &from, &c->out[0], &m);
