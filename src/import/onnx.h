@@ -117,6 +117,10 @@ clg_code clg_onnx_transpose(clg_onnx *c, clg_output x, int rank, const int64_t *
 clg_code clg_onnx_reshape(clg_onnx *c, clg_output x, int rank, const int64_t *dims,
                           clg_output *out);
 
+/* A 1-D Conv, MaxPool or AveragePool node (rank-3 input) through its 2-D rule r as H = 1: the
+ * input (and Conv's weights) reshaped to rank 4, the attributes widened, the result back. */
+clg_code clg_onnx_as_2d(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r);
+
 /* How many node inputs and graph outputs read the value named name. */
 int clg_onnx_readers(const clg_onnx *c, const char *name);
 

@@ -221,6 +221,8 @@ static clg_code slice_axis(clg_onnx *c, clg_output x, int axis, int64_t lo, int6
 static clg_code conv(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   (void)r;
+  if (clg_onnx_in_rank(c, n, 0) == 3)
+    return clg_onnx_as_2d(c, n, r);
   if (clg_onnx_in_rank(c, n, 0) != 4 || clg_onnx_in_rank(c, n, 1) != 4)
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED,
                          "only 2-D convolutions (rank-4 input and "
@@ -426,13 +428,15 @@ static clg_code pool_of(clg_onnx *c, const clg_imp_node *n, bool is_max)
 
 static clg_code max_pool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
-  (void)r;
+  if (clg_onnx_in_rank(c, n, 0) == 3)
+    return clg_onnx_as_2d(c, n, r);
   return pool_of(c, n, true);
 }
 
 static clg_code avg_pool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
-  (void)r;
+  if (clg_onnx_in_rank(c, n, 0) == 3)
+    return clg_onnx_as_2d(c, n, r);
   return pool_of(c, n, false);
 }
 
