@@ -47,7 +47,8 @@ static void usage(FILE *f)
           "  2. imports model.onnx inside the device scope --device; where that fails and the\n"
           "     model has int32/int64 inputs (a Reshape's shape, a Slice's starts, which clgraph\n"
           "     needs as constants), imports once more with those inputs bound to Consts of\n"
-          "     their values through input_map, and says \"const-bound\" when that one runs;\n"
+          "     their values through input_map (then, that failing too, every input after\n"
+          "     the first: Resize's float scales), and says \"const-bound\" when one runs;\n"
           "  3. runs it in a session with soft placement allowed and compares every output with\n"
           "     output_N.pb: dtype and shape exactly, bool and integers exactly, floats within\n"
           "     ONNX's tolerance |got - want| <= atol + rtol * |want| (NaN equals NaN).\n"
@@ -328,7 +329,11 @@ static bool is_int(clg_dtype d) { return d == CLG_INT32 || d == CLG_INT64; }
 
 /* Imports the model into a new graph inside the device scope: input shapes bound to the test
  * data's, and with const_bound the integer inputs bound to Consts of their values. */
-static clg_code import_model(test_run *t, const suite_opts *so, bool const_bound, char *msg)
+/* bind: 0 every input a placeholder; BIND_INTS the integer inputs as Consts; BIND_REST every
+ * input after the first (float scales and roi too: Resize's). */
+enum { BIND_NONE, BIND_INTS, BIND_REST };
+
+static clg_code import_model(test_run *t, const suite_opts *so, int bind, char *msg)
 {
   char model[4200];
   snprintf(model, sizeof model, "%s/model.onnx", t->dir);
@@ -346,7 +351,7 @@ static clg_code import_model(test_run *t, const suite_opts *so, bool const_bound
   }
   for (int i = 0; i < t->num_in; i++) {
     const char *name = t->in_names[i];
-    if (const_bound && is_int(clg_tensor_dtype(t->in[i]))) {
+    if ((bind == BIND_INTS && is_int(clg_tensor_dtype(t->in[i]))) || (bind == BIND_REST && i > 0)) {
       snprintf(const_names[i], sizeof const_names[i], "onnx_suite_input_%d", i);
       map[num_map].name = name;
       map[num_map++].value = clg_out(clg_const(t->g, const_names[i], t->in[i]), 0);
@@ -591,16 +596,21 @@ static int run_test(test_run *t, const suite_opts *so, bool *const_bound, char *
   *const_bound = false;
   if (!read_test(t, msg))
     return RES_ERROR;
-  if (import_model(t, so, false, msg) != CLG_OK) {
+  if (import_model(t, so, BIND_NONE, msg) != CLG_OK) {
     bool ints = false;
     for (int i = 0; i < t->num_in; i++)
       ints = ints || is_int(clg_tensor_dtype(t->in[i]));
-    if (!ints)
+    if (!ints && t->num_in < 2)
       return RES_ERROR;
-    /* The first failure is the one reported should the retry fail too. */
+    /* The first failure is the one reported should the retries fail too. */
     char retry_msg[SUITE_MSG];
     test_reset_graph(t);
-    if (import_model(t, so, true, retry_msg) != CLG_OK)
+    bool bound = ints && import_model(t, so, BIND_INTS, retry_msg) == CLG_OK;
+    if (!bound && t->num_in > 1) {
+      test_reset_graph(t);
+      bound = import_model(t, so, BIND_REST, retry_msg) == CLG_OK;
+    }
+    if (!bound)
       return RES_ERROR;
     *const_bound = true;
     msg[0] = '\0';
