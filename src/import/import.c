@@ -820,8 +820,8 @@ static clg_code import_bytes(clg_graph *g, clg_import_format fmt, const uint8_t 
   clg_code code = clg_imp_read_any(fmt, bytes, len, file, base_dir, true, &m);
   if (code != CLG_OK)
     return clg_graph_record_error(g);
-  code = strcmp(m->format, "onnx") == 0 ? clg_imp_build_onnx(g, m, o, result)
-                                        : build(g, m, o, result);
+  code =
+      strcmp(m->format, "onnx") == 0 ? clg_imp_build_onnx(g, m, o, result) : build(g, m, o, result);
   clg_imp_model_free(m);
   return code;
 }

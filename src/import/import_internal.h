@@ -186,8 +186,8 @@ clg_code clg_imp_read_file(const char *path, uint8_t **bytes, size_t *len);
 
 /* An ONNX ModelProto (onnx_read.c): external data files are read from base_dir (NULL: ".")
  * and must lie inside it; weights false skips the initializers' contents (inspect). */
-clg_code clg_imp_read_onnx(const uint8_t *bytes, size_t len, const char *file,
-                           const char *base_dir, bool weights, clg_imp_model **out);
+clg_code clg_imp_read_onnx(const uint8_t *bytes, size_t len, const char *file, const char *base_dir,
+                           bool weights, clg_imp_model **out);
 /* ONNX TensorProto element type to TF DataType number (0: none). */
 int clg_imp_onnx_dtype_to_tf(int64_t onnx);
 /* One ONNX TensorProto message (onnx_read.c); base_dir for external data (NULL: refused). */

@@ -68,8 +68,8 @@ int FUZZ_ONNX_ENTRY(const uint8_t *data, size_t size)
   clg_code code2 = clg_imp_read_onnx(exact, size, "fuzz.onnx", NULL, true, &again);
   FOX_ASSERT(code == code2, "%s then %s", clg_code_name(code), clg_code_name(code2));
   if (code != CLG_OK) {
-    FOX_ASSERT(code == CLG_INVALID_ARGUMENT || code == CLG_UNIMPLEMENTED ||
-                   code == CLG_NOT_FOUND || code == CLG_RESOURCE_EXHAUSTED,
+    FOX_ASSERT(code == CLG_INVALID_ARGUMENT || code == CLG_UNIMPLEMENTED || code == CLG_NOT_FOUND ||
+                   code == CLG_RESOURCE_EXHAUSTED,
                "code %s", clg_code_name(code));
     FOX_ASSERT(m == NULL, "an error with a model");
     FOX_ASSERT(strstr(clg_last_error(), "fuzz.onnx") != NULL, "message: %s", clg_last_error());
