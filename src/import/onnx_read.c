@@ -97,6 +97,7 @@ typedef struct tensor_fields {
   char *location;
   int64_t ext_offset, ext_length;
   size_t es;
+  const clg_pb *r; /* for the file's name in errors */
 } tensor_fields;
 
 static clg_code push_bytes(tensor_fields *tf, const void *p, size_t n)
@@ -131,6 +132,10 @@ static clg_code dims_each(void *ctx, uint64_t v)
 static clg_code typed_each(void *ctx, uint64_t v)
 {
   tensor_fields *tf = ctx;
+  if (tf->es > 8) /* complex128: two doubles a value, never stored as one typed value here */
+    return clg_error(CLG_UNIMPLEMENTED,
+                     "%s: TensorProto: typed values of a %zu-byte element type are not supported",
+                     clg_pb_file(tf->r), tf->es);
   uint8_t b[8];
   for (int i = 0; i < 8; i++)
     b[i] = (uint8_t)(v >> (8 * i));
@@ -324,6 +329,7 @@ clg_code clg_imp_read_onnx_tensor(const clg_pb *parent, clg_imp_tensor *t, char 
   clg_pb_field f;
   clg_pb r = *parent;
   r.what = "TensorProto";
+  tf.r = &r;
   int got;
   clg_code code = CLG_OK;
   /* data_type decides the typed field's element size: read it first */
