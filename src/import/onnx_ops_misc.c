@@ -1,0 +1,185 @@
+/* ONNX ops whose types or modes the other families leave out: Pow with an exponent of another
+ * type (opset 12), Neg and Abs on integers (opset 6), the window functions (opset 17) and
+ * MaxUnpool. Each is composed of clgraph ops that exist on every device. */
+#include <math.h>
+#include <string.h>
+
+#include "import/onnx.h"
+
+static bool is_float(clg_dtype t)
+{
+  return t == CLG_FLOAT32 || t == CLG_FLOAT64 || t == CLG_FLOAT16;
+}
+
+static bool is_int(clg_dtype t) { return t == CLG_INT32 || t == CLG_INT64; }
+
+static clg_code binop(clg_onnx *c, const char *op, clg_output a, clg_output b, clg_output *y)
+{
+  clg_output ins[2] = {a, b};
+  return clg_onnx_op(c, op, 2, ins, 0, NULL, y);
+}
+
+static clg_code cast_to(clg_onnx *c, clg_output x, clg_dtype dt, clg_output *y)
+{
+  if (clg_onnx_dtype(x) == dt) {
+    *y = x;
+    return CLG_OK;
+  }
+  clg_attr a = clg_attr_dtype("DstT", dt);
+  return clg_onnx_op(c, "Cast", 1, &x, 1, &a, y);
+}
+
+/* Pow (opset 12: base and exponent of different types, integers too). Both float of one type:
+ * Pow itself, in the inputs' layout as the elementwise family keeps it. Otherwise ONNX's
+ * reference is numpy's power(x, y).astype(x.dtype): both are cast to double, raised, and cast
+ * to the base's type (float to integer truncates toward zero). Integer powers are exact while
+ * |x^y| < 2^53; numpy's wrap-around past int64 is not reproduced (Cast saturates). */
+static clg_code pow_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  if (n->num_inputs != 2)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%d inputs, not 2", n->num_inputs);
+  clg_dtype xt = clg_onnx_in_dtype(c, n, 0), yt = clg_onnx_in_dtype(c, n, 1);
+  if (!(is_float(xt) || is_int(xt)) || !(is_float(yt) || is_int(yt)))
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "Pow of %s by %s is not supported",
+                         clg_dtype_name(xt), clg_dtype_name(yt));
+  clg_output x, e, y;
+  clg_code code;
+  if (xt == yt && xt != CLG_FLOAT16 && is_float(xt)) {
+    int64_t ecount = 1; /* a scalar exponent broadcasts the same in either layout */
+    for (int d = 0; d < clg_onnx_in_rank(c, n, 1); d++)
+      ecount *= clg_onnx_in_dim(c, n, 1, d);
+    bool nhwc = ecount == 1 && clg_onnx_in_rank(c, n, 1) <= 4 && clg_onnx_in_is_nhwc(c, n, 0);
+    code = nhwc ? clg_onnx_in_nhwc(c, n, 0, &x) : clg_onnx_in(c, n, 0, &x);
+    if (code == CLG_OK)
+      code = clg_onnx_in(c, n, 1, &e);
+    if (code == CLG_OK)
+      code = binop(c, "Pow", x, e, &y);
+    if (code != CLG_OK)
+      return code;
+    return nhwc ? clg_onnx_out_nhwc(c, n, 0, y) : clg_onnx_out(c, n, 0, y);
+  }
+  code = clg_onnx_in(c, n, 0, &x);
+  if (code == CLG_OK)
+    code = clg_onnx_in(c, n, 1, &e);
+  if (code == CLG_OK)
+    code = cast_to(c, x, CLG_FLOAT64, &x);
+  if (code == CLG_OK)
+    code = cast_to(c, e, CLG_FLOAT64, &e);
+  if (code == CLG_OK)
+    code = binop(c, "Pow", x, e, &y);
+  if (code == CLG_OK)
+    code = cast_to(c, y, xt, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
+/* Neg and Abs (opset 6: integers too). Floats: the op itself, in the input's layout. Integers,
+ * where clgraph's Neg and Abs take floats only: 0 - x, and max(x, 0 - x) (the most negative
+ * value stays itself, as numpy's wrap-around gives). */
+static clg_code neg_abs(clg_onnx *c, const clg_imp_node *n, bool abs)
+{
+  clg_output x, y;
+  clg_code code;
+  if (!is_int(clg_onnx_in_dtype(c, n, 0))) {
+    bool nhwc = clg_onnx_in_is_nhwc(c, n, 0);
+    code = nhwc ? clg_onnx_in_nhwc(c, n, 0, &x) : clg_onnx_in(c, n, 0, &x);
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, abs ? "Abs" : "Neg", 1, &x, 0, NULL, &y);
+    if (code != CLG_OK)
+      return code;
+    return nhwc ? clg_onnx_out_nhwc(c, n, 0, y) : clg_onnx_out(c, n, 0, y);
+  }
+  clg_output zero;
+  code = clg_onnx_in(c, n, 0, &x);
+  if (code == CLG_OK)
+    code = clg_onnx_const_scalar(c, clg_onnx_dtype(x), 0, &zero);
+  if (code == CLG_OK)
+    code = binop(c, "Sub", zero, x, &y);
+  if (code == CLG_OK && abs)
+    code = binop(c, "Maximum", x, y, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
+static clg_code neg_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  return neg_abs(c, n, false);
+}
+
+static clg_code abs_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  return neg_abs(c, n, true);
+}
+
+/* --- window functions ------------------------------------------------------------------------
+ * HannWindow, HammingWindow, BlackmanWindow of a constant size (a shape: bound at import):
+ * a - b cos(2 pi k / N) + d cos(4 pi k / N), k = 0..size-1, N = size (periodic, the default)
+ * or size - 1 (symmetric), computed in double as ONNX's reference does and cast to
+ * output_datatype (float by default). */
+enum { WIN_HANN, WIN_HAMMING, WIN_BLACKMAN };
+#define CLG_PI 3.14159265358979323846
+
+static clg_code window(clg_onnx *c, const clg_imp_node *n, int kind)
+{
+  int64_t size;
+  int k;
+  clg_code code = clg_onnx_in_ints(c, n, 0, &size, 1, &k);
+  if (code != CLG_OK)
+    return code;
+  if (k != 1)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "size holds %d values, not 1", k);
+  if (size < 0 || size > (int64_t)1 << 28)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "size %lld is not in [0, 2^28]",
+                         (long long)size);
+  clg_dtype dt;
+  int64_t odt = clg_onnx_attr_i(n, "output_datatype", 1);
+  if (!clg_onnx_dtype_of(odt, &dt) || (!is_float(dt) && !is_int(dt)))
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "output_datatype %lld is not supported",
+                         (long long)odt);
+  double a = 0.5, b = 0.5, d = 0;
+  if (kind == WIN_HAMMING) {
+    a = 25.0 / 46.0;
+    b = 1 - a;
+  } else if (kind == WIN_BLACKMAN) {
+    a = 0.42;
+    d = 0.08;
+  }
+  double len = (double)(clg_onnx_attr_i(n, "periodic", 1) ? size : size - 1);
+  clg_tensor *t = clg_tensor_new(CLG_FLOAT64, 1, &size, NULL);
+  if (!t)
+    return clg_graph_record_error(c->g);
+  double *v = clg_tensor_data(t);
+  for (int64_t i = 0; i < size; i++) {
+    double x = 2 * CLG_PI * (double)i / len;
+    v[i] = a - b * cos(x) + d * cos(2 * x);
+  }
+  clg_output y;
+  code = clg_onnx_const(c, t, &y);
+  clg_tensor_free(t);
+  if (code == CLG_OK)
+    code = cast_to(c, y, dt, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
+static clg_code hann(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  return window(c, n, WIN_HANN);
+}
+
+static clg_code hamming(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  return window(c, n, WIN_HAMMING);
+}
+
+static clg_code blackman(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  return window(c, n, WIN_BLACKMAN);
+}
+
+CLG_ONNX_RULE_SET(clg_onnx_rules_misc, {"Pow", 12, pow_op, "Pow"}, {"Neg", 6, neg_op, NULL},
+                  {"Abs", 6, abs_op, NULL}, {"HannWindow", 17, hann, NULL},
+                  {"HammingWindow", 17, hamming, NULL}, {"BlackmanWindow", 17, blackman, NULL});
