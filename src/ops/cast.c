@@ -1,6 +1,7 @@
-/* Cast (tf.cast): between float, double, int32, int64 and bool. Float to integer truncates
+/* Cast (tf.cast): between float, double, half, int32, int64 and bool. Float to integer truncates
  * toward zero and saturates (NaN gives 0), integer narrowing wraps, anything to bool is
- * x != 0. OpenCL: cl/cast.cl, built for float, and for double on devices with fp64.
+ * x != 0; to half rounds once, to nearest even. OpenCL: cl/cast.cl, built for float, and for
+ * double on devices with fp64.
  * Kernels: backends/host/cast.c, backends/opencl/cast.c. */
 #include "graph/graph.h"
 #include "ops/ops.h"
@@ -15,7 +16,8 @@ static const clg_attr_def attrs[] = {
 
 static bool castable(clg_dtype t)
 {
-  return t == CLG_FLOAT32 || t == CLG_FLOAT64 || t == CLG_INT32 || t == CLG_INT64 || t == CLG_BOOL;
+  return t == CLG_FLOAT32 || t == CLG_FLOAT64 || t == CLG_FLOAT16 || t == CLG_INT32 ||
+         t == CLG_INT64 || t == CLG_BOOL;
 }
 
 static clg_code infer(clg_node *n)

@@ -1,5 +1,7 @@
 /* Cast on the host: float to integer truncates toward zero and saturates (NaN gives 0), as
- * OpenCL's convert_*_sat_rtz; integer narrowing wraps; anything to bool is x != 0. */
+ * OpenCL's convert_*_sat_rtz; integer narrowing wraps; anything to bool is x != 0; half goes
+ * through double (exact), and to half rounds once from double (a correct float, double or
+ * integer rounding, as numpy's astype(float16)). */
 #include <math.h>
 
 #include "backends/host/host.h"
@@ -15,7 +17,9 @@ static int64_t read_int(const void *p, clg_dtype t, size_t i)
 
 static double read_float(const void *p, clg_dtype t, size_t i)
 {
-  return t == CLG_FLOAT32 ? ((const float *)p)[i] : ((const double *)p)[i];
+  return t == CLG_FLOAT32   ? ((const float *)p)[i]
+         : t == CLG_FLOAT16 ? clg_half_to_double(((const uint16_t *)p)[i])
+                            : ((const double *)p)[i];
 }
 
 /* Truncation toward zero with saturation, as OpenCL's convert_*_sat_rtz. */
@@ -46,6 +50,9 @@ static clg_code cast_run(const clg_kernel_ctx *c)
       case CLG_FLOAT64:
         ((double *)y)[i] = (double)v;
         break;
+      case CLG_FLOAT16:
+        ((uint16_t *)y)[i] = clg_half_from_double((double)v);
+        break;
       case CLG_INT32:
         ((int32_t *)y)[i] = (int32_t)(uint32_t)(uint64_t)v; /* wraps */
         break;
@@ -64,6 +71,9 @@ static clg_code cast_run(const clg_kernel_ctx *c)
         break;
       case CLG_FLOAT64:
         ((double *)y)[i] = v;
+        break;
+      case CLG_FLOAT16:
+        ((uint16_t *)y)[i] = clg_half_from_double(v);
         break;
       case CLG_INT32:
         ((int32_t *)y)[i] = (int32_t)sat(v, -2147483648.0, 2147483647.0);

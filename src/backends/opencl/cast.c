@@ -1,5 +1,6 @@
 /* Cast on OpenCL devices: cl/cast.cl, built for float, and for double on devices with fp64;
- * a cast to the same dtype is a copy. */
+ * half is read and written as storage (vload_half, vstore_half_rte); a cast to the same dtype
+ * is a copy. */
 #include <stdio.h>
 
 #include "backends/opencl/opencl.h"
@@ -16,6 +17,8 @@ static char code_of(clg_dtype t, clg_dtype prog)
     return 'l';
   case CLG_BOOL:
     return 'b';
+  case CLG_FLOAT16:
+    return 'h';
   case CLG_FLOAT32:
     return prog == CLG_FLOAT64 ? 'f' : 'T';
   default:
