@@ -15,13 +15,18 @@ static bool norm_axis(int64_t *a, int rank)
   return *a >= 0 && *a < rank;
 }
 
-/* Identity, Dropout (inference: the input; its mask all true). */
+/* Identity, Dropout (inference, or training with a constant ratio 0: the input; its mask all
+ * true). */
 static clg_code identity(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   (void)r;
   if (strcmp(n->op, "Dropout") == 0 && c->m->opset >= 12 && clg_onnx_has(n, 2)) {
     const clg_tensor *t = clg_onnx_in_const(c, n, 2);
-    if (!t || clg_tensor_dtype(t) != CLG_BOOL || *(const uint8_t *)clg_tensor_data((clg_tensor *)t))
+    double ratio = 0.5; /* ONNX's default */
+    bool zero = clg_onnx_has(n, 1) && clg_onnx_in_const(c, n, 1) &&
+                clg_onnx_in_scalar(c, n, 1, &ratio) == CLG_OK && ratio == 0;
+    if (!zero &&
+        (!t || clg_tensor_dtype(t) != CLG_BOOL || *(const uint8_t *)clg_tensor_data((clg_tensor *)t)))
       return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "Dropout in training mode is not supported");
   }
   clg_code code = clg_onnx_out_alias(c, n, 0, 0);

@@ -222,11 +222,25 @@ static clg_code cast(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
-/* TopK along the last axis (others through a transpose); largest 0 is not supported. */
+/* x's order reversed exactly: -x for floats, -1 - x for integers (no overflow at the most
+ * negative value); its own inverse. */
+static clg_code flip_order(clg_onnx *c, clg_output x, clg_output *y)
+{
+  clg_dtype dt = clg_onnx_dtype(x);
+  if (dt != CLG_INT32 && dt != CLG_INT64)
+    return clg_onnx_op(c, "Neg", 1, &x, 0, NULL, y);
+  clg_output m1;
+  clg_code code = clg_onnx_const_scalar(c, dt, -1, &m1);
+  clg_output ins[2] = {m1, x};
+  return code == CLG_OK ? clg_onnx_op(c, "Sub", 2, ins, 0, NULL, y) : code;
+}
+
+/* TopK along the last axis (others through a transpose); largest 0: the largest of the order
+ * flipped (TopKV2 breaks ties by the lower index, as ONNX does for either), values flipped
+ * back. */
 static clg_code topk(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
-  if (!clg_onnx_attr_i(n, "largest", 1))
-    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "largest 0 is not supported");
+  bool smallest = !clg_onnx_attr_i(n, "largest", 1);
   int rank = clg_onnx_in_rank(c, n, 0);
   int64_t axis = clg_onnx_attr_i(n, "axis", -1);
   if (axis < 0)
@@ -252,12 +266,16 @@ static clg_code topk(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
     code = clg_onnx_transpose(c, x, rank, perm, &x);
+  if (code == CLG_OK && smallest)
+    code = flip_order(c, x, &x);
   if (code == CLG_OK)
     code = clg_onnx_const_scalar(c, CLG_INT32, (double)k, &kk);
   clg_attr sorted = clg_attr_bool("sorted", 1);
   clg_output ins[2] = {x, kk};
   if (code == CLG_OK)
     code = clg_onnx_op_n(c, r->tf, 2, ins, 1, &sorted, 2, outs);
+  if (code == CLG_OK && smallest)
+    code = flip_order(c, outs[0], &outs[0]);
   for (int i = 0; i < 2 && code == CLG_OK; i++)
     code = clg_onnx_transpose(c, outs[i], rank, perm, &outs[i]);
   if (code == CLG_OK && clg_onnx_dtype(outs[1]) != CLG_INT64) {
