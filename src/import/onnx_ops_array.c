@@ -25,8 +25,8 @@ static clg_code identity(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
     double ratio = 0.5; /* ONNX's default */
     bool zero = clg_onnx_has(n, 1) && clg_onnx_in_const(c, n, 1) &&
                 clg_onnx_in_scalar(c, n, 1, &ratio) == CLG_OK && ratio == 0;
-    if (!zero &&
-        (!t || clg_tensor_dtype(t) != CLG_BOOL || *(const uint8_t *)clg_tensor_data((clg_tensor *)t)))
+    if (!zero && (!t || clg_tensor_dtype(t) != CLG_BOOL ||
+                  *(const uint8_t *)clg_tensor_data((clg_tensor *)t)))
       return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "Dropout in training mode is not supported");
   }
   clg_code code = clg_onnx_out_alias(c, n, 0, 0);
