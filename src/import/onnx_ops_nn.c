@@ -463,12 +463,96 @@ static clg_code global_pool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_r
 
 /* --- normalisation --------------------------------------------------------------------------- */
 
+/* BatchNormalization with training_mode 1 (opset 14): the batch's mean and population variance
+ * over every axis but 1 normalise x; outputs 1 and 2 are the running statistics updated as
+ * input * momentum + batch * (1 - momentum), as ONNX's reference computes them. */
+static clg_code batch_norm_training(clg_onnx *c, const clg_imp_node *n)
+{
+  int rank = clg_onnx_in_rank(c, n, 0);
+  if (rank < 2 || n->num_inputs != 5)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input of rank %d, %d inputs", rank,
+                         n->num_inputs);
+  double eps = clg_onnx_attr_f(n, "epsilon", 1e-5), mom = clg_onnx_attr_f(n, "momentum", 0.9);
+  int64_t axes[CLG_MAX_RANK], pd[CLG_MAX_RANK];
+  int na = 0;
+  for (int d = 0; d < rank; d++) {
+    if (d != 1)
+      axes[na++] = d;
+    pd[d] = d == 1 ? clg_onnx_in_dim(c, n, 0, 1) : 1;
+  }
+  clg_output x, p[4], ax, m, dev, v, y, ins[2];
+  clg_code code = clg_onnx_in(c, n, 0, &x);
+  for (int i = 0; i < 4 && code == CLG_OK; i++)
+    code = clg_onnx_in(c, n, i + 1, &p[i]);
+  if (code == CLG_OK)
+    code = clg_onnx_const_i32(c, na, axes, &ax);
+  clg_attr keep = clg_attr_bool("keep_dims", 1);
+  ins[0] = x;
+  ins[1] = ax;
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Mean", 2, ins, 1, &keep, &m);
+  ins[1] = m;
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Sub", 2, ins, 0, NULL, &dev);
+  ins[0] = ins[1] = dev;
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Mul", 2, ins, 0, NULL, &v);
+  ins[0] = v;
+  ins[1] = ax;
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Mean", 2, ins, 1, &keep, &v);
+  /* y = (x - mean) / sqrt(var + eps) * scale + B, scale and B as [C, 1, ...] */
+  clg_output r, sc, b;
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Add", v, eps, &r);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Sqrt", 1, &r, 0, NULL, &r);
+  ins[0] = dev;
+  ins[1] = r;
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "RealDiv", 2, ins, 0, NULL, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, p[0], rank, pd, &sc);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, p[1], rank, pd, &b);
+  ins[0] = y;
+  ins[1] = sc;
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Mul", 2, ins, 0, NULL, &y);
+  ins[0] = y;
+  ins[1] = b;
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Add", 2, ins, 0, NULL, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_out(c, n, 0, y);
+  /* running statistics, [C] */
+  clg_output batch[2] = {m, v};
+  for (int j = 0; j < 2 && code == CLG_OK; j++) {
+    if (j + 1 >= n->num_outputs || !n->outputs[j + 1][0])
+      continue;
+    clg_output a, bt;
+    int64_t cdim = clg_onnx_in_dim(c, n, 0, 1);
+    code = clg_onnx_scalar_op(c, "Mul", p[2 + j], mom, &a);
+    if (code == CLG_OK)
+      code = clg_onnx_reshape(c, batch[j], 1, &cdim, &bt);
+    if (code == CLG_OK)
+      code = clg_onnx_scalar_op(c, "Mul", bt, 1 - mom, &bt);
+    ins[0] = a;
+    ins[1] = bt;
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "Add", 2, ins, 0, NULL, &a);
+    if (code == CLG_OK)
+      code = clg_onnx_out(c, n, j + 1, a);
+  }
+  return code;
+}
+
 /* BatchNormalization (inference) not folded into a Conv: x * s + t per channel. */
 static clg_code batch_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   (void)r;
   if (clg_onnx_attr_i(n, "training_mode", 0))
-    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "training_mode 1 is not supported");
+    return batch_norm_training(c, n);
   for (int j = 1; j < n->num_outputs; j++)
     if (n->outputs[j][0] && c->m->opset >= 9)
       return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "the training outputs are not supported");
