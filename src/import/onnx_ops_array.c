@@ -495,7 +495,58 @@ static clg_code gather(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
-/* Pad: constant (PadV2), reflect (MirrorPad REFLECT); pads from the attribute (opset < 11) or
+/* Edge padding of x: per padded axis, its first and last slices tiled before and after. */
+static clg_code pad_edge(clg_onnx *c, const clg_imp_node *n, clg_output x, int rank,
+                         const int64_t *p, clg_output *y)
+{
+  clg_code code = CLG_OK;
+  for (int d = 0; d < rank && code == CLG_OK; d++) {
+    if (!p[d] && !p[d + rank])
+      continue;
+    int64_t len = clg_onnx_dim(x, d);
+    if (len == 0)
+      return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "edge padding of the empty axis %d", d);
+    clg_output parts[3], k = x;
+    int np = 0;
+    for (int side = 0; side < 2 && code == CLG_OK; side++) {
+      int64_t reps = p[d + side * rank];
+      if (side == 1)
+        parts[np++] = x;
+      if (!reps)
+        continue;
+      int64_t begin[CLG_MAX_RANK] = {0}, size[CLG_MAX_RANK], mult[CLG_MAX_RANK];
+      for (int e = 0; e < rank; e++) {
+        size[e] = e == d ? 1 : clg_onnx_dim(x, e);
+        mult[e] = e == d ? reps : 1;
+      }
+      begin[d] = side ? len - 1 : 0;
+      clg_output b, s, m, sl;
+      code = clg_onnx_const_i32(c, rank, begin, &b);
+      if (code == CLG_OK)
+        code = clg_onnx_const_i32(c, rank, size, &s);
+      if (code == CLG_OK)
+        code = clg_onnx_const_i32(c, rank, mult, &m);
+      clg_output si[3] = {x, b, s};
+      if (code == CLG_OK)
+        code = clg_onnx_op(c, "Slice", 3, si, 0, NULL, &sl);
+      clg_output ti[2] = {sl, m};
+      if (code == CLG_OK)
+        code = clg_onnx_op(c, "Tile", 2, ti, 0, NULL, &parts[np++]);
+    }
+    clg_output ax;
+    if (code == CLG_OK)
+      code = clg_onnx_const_scalar(c, CLG_INT32, d, &ax);
+    parts[np] = ax;
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "ConcatV2", np + 1, parts, 0, NULL, &k);
+    x = k;
+  }
+  *y = x;
+  return code;
+}
+
+/* Pad: constant (PadV2), reflect (MirrorPad REFLECT), edge (slices tiled); pads from the
+ * attribute (opset < 11) or
  * input 1 ([x1_begin, x2_begin, ..., x1_end, ...]); negative pads are not supported. */
 static clg_code pad(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
@@ -546,7 +597,9 @@ static clg_code pad(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
     clg_attr m = clg_attr_string("mode", "REFLECT");
     clg_output ins[2] = {x, pads};
     code = clg_onnx_op(c, "MirrorPad", 2, ins, 1, &m, &y);
-  } else
+  } else if (strcmp(mode, "edge") == 0)
+    code = pad_edge(c, n, x, rank, p, &y);
+  else
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "mode '%s' is not supported", mode);
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
