@@ -204,16 +204,22 @@ static clg_code mirror_run(const clg_kernel_ctx *c)
   int r = x_->rank;
   if (o->dtype == CLG_FLOAT64)
     MIRROR(double);
+  else if (o->dtype == CLG_INT32)
+    MIRROR(int32_t);
+  else if (o->dtype == CLG_INT64)
+    MIRROR(int64_t);
   else
     MIRROR(float);
   return CLG_OK;
 }
 
-/* Float or double (MirrorPadGrad sums; MirrorPad's copies are as generic, kept to floats here). */
+/* Float or double; MirrorPad's copies int32 and int64 too (MirrorPadGrad, a sum, floats only). */
 static bool mirror_supports(const clg_node *n, const clg_device *dev)
 {
   (void)dev;
-  return n->outs[0].dtype == CLG_FLOAT32 || n->outs[0].dtype == CLG_FLOAT64;
+  clg_dtype t = n->outs[0].dtype;
+  return t == CLG_FLOAT32 || t == CLG_FLOAT64 ||
+         (n->def == &clg_op_MirrorPad && (t == CLG_INT32 || t == CLG_INT64));
 }
 
 static const clg_kernel_entry entries[] = {

@@ -248,7 +248,8 @@ static clg_code mirror_run(const clg_kernel_ctx *c)
 static bool mirror_supports(const clg_node *n, const clg_device *dev)
 {
   clg_dtype t = n->outs[0].dtype;
-  return t == CLG_FLOAT32 || (t == CLG_FLOAT64 && dev->info.has_fp64);
+  return t == CLG_FLOAT32 || (t == CLG_FLOAT64 && dev->info.has_fp64) ||
+         (n->def == &clg_op_MirrorPad && (t == CLG_INT32 || t == CLG_INT64));
 }
 
 static const clg_kernel_entry entries[] = {
