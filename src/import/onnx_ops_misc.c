@@ -1,6 +1,6 @@
 /* ONNX ops whose types or modes the other families leave out: Pow with an exponent of another
  * type (opset 12), Neg and Abs on integers (opset 6), the window functions (opset 17) and
- * MaxUnpool. Each is composed of clgraph ops that exist on every device. */
+ * MaxUnpool, each composed of clgraph ops. */
 #include <math.h>
 #include <string.h>
 
@@ -180,6 +180,100 @@ static clg_code blackman(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
   return window(c, n, WIN_BLACKMAN);
 }
 
+/* MaxUnpool: X's values scattered into zeros at I's flat indices (over the whole unpooled
+ * tensor, as MaxPool's Indices count them) by one ScatterNd, of the shape with per spatial dim
+ * (in - 1) * stride + kernel - pad_begin - pad_end; an output_shape (input 2, constant) larger
+ * than that pads zeros after each dim, as ONNX's reference and ONNX Runtime place the indices.
+ * A repeated index (windows that overlap and share a maximum) adds its values where ONNX's
+ * reference keeps one. */
+static clg_code max_unpool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  int rank = clg_onnx_in_rank(c, n, 0);
+  if (rank < 3 || clg_onnx_in_rank(c, n, 1) != rank)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "X of rank %d and I of rank %d: [N, C, ...]",
+                         rank, clg_onnx_in_rank(c, n, 1));
+  for (int d = 0; d < rank; d++)
+    if (clg_onnx_in_dim(c, n, 1, d) != clg_onnx_in_dim(c, n, 0, d))
+      return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "I's shape differs from X's at dim %d", d);
+  if (!is_int(clg_onnx_in_dtype(c, n, 1)))
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "I is %s, not int64",
+                         clg_dtype_name(clg_onnx_in_dtype(c, n, 1)));
+  int sp = rank - 2;
+  int64_t inf[CLG_MAX_RANK], out[CLG_MAX_RANK], kern[CLG_MAX_RANK], strides[CLG_MAX_RANK],
+      pads[2 * CLG_MAX_RANK];
+  if (clg_onnx_attr_ints(n, "kernel_shape", kern, CLG_MAX_RANK) != sp)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "kernel_shape must hold %d values", sp);
+  int ks = clg_onnx_attr_ints(n, "strides", strides, CLG_MAX_RANK);
+  int kp = clg_onnx_attr_ints(n, "pads", pads, 2 * CLG_MAX_RANK);
+  if ((ks >= 0 && ks != sp) || (kp >= 0 && kp != 2 * sp))
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "strides or pads of the wrong length");
+  inf[0] = clg_onnx_in_dim(c, n, 0, 0);
+  inf[1] = clg_onnx_in_dim(c, n, 0, 1);
+  for (int d = 0; d < sp; d++) {
+    int64_t st = ks < 0 ? 1 : strides[d], pb = kp < 0 ? 0 : pads[d], pe = kp < 0 ? 0 : pads[d + sp];
+    inf[d + 2] = (clg_onnx_in_dim(c, n, 0, d + 2) - 1) * st + kern[d] - pb - pe;
+  }
+  memcpy(out, inf, (size_t)rank * sizeof out[0]);
+  clg_code code = CLG_OK;
+  if (clg_onnx_has(n, 2)) {
+    int k;
+    code = clg_onnx_in_ints(c, n, 2, out, CLG_MAX_RANK, &k);
+    if (code == CLG_OK && k != rank)
+      return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "output_shape holds %d values for rank %d",
+                           k, rank);
+  }
+  if (code != CLG_OK)
+    return code;
+  int64_t total = 1, count = 1;
+  for (int d = 0; d < rank; d++) {
+    if (inf[d] < 1 || inf[d] > INT32_MAX || out[d] < inf[d] || out[d] > INT32_MAX ||
+        (d < 2 && out[d] != inf[d]))
+      return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT,
+                           "output dim %d is %lld, the unpooled size %lld", d, (long long)out[d],
+                           (long long)inf[d]);
+    total *= inf[d];
+    count *= clg_onnx_in_dim(c, n, 0, d);
+    if (total > INT32_MAX)
+      return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "the output holds over 2^31 elements");
+  }
+  int64_t idims[2] = {count, 1};
+  clg_output x, ix, shape, y;
+  code = clg_onnx_in(c, n, 0, &x);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, x, 1, &count, &x);
+  if (code == CLG_OK)
+    code = clg_onnx_in(c, n, 1, &ix);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, ix, 2, idims, &ix);
+  if (code == CLG_OK)
+    code = clg_onnx_const_i32(c, 1, &total, &shape);
+  clg_output ins[3] = {ix, x, shape};
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "ScatterNd", 3, ins, 0, NULL, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, y, rank, inf, &y);
+  bool grow = false;
+  for (int d = 0; d < rank; d++)
+    grow = grow || out[d] != inf[d];
+  if (code == CLG_OK && grow) {
+    int64_t pd[2 * CLG_MAX_RANK], pdims[2] = {rank, 2};
+    for (int d = 0; d < rank; d++) {
+      pd[2 * d] = 0;
+      pd[2 * d + 1] = out[d] - inf[d];
+    }
+    clg_output p;
+    code = clg_onnx_const_i32(c, 2 * rank, pd, &p);
+    if (code == CLG_OK)
+      code = clg_onnx_reshape(c, p, 2, pdims, &p);
+    clg_output pi[2] = {y, p};
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "Pad", 2, pi, 0, NULL, &y);
+  }
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
 CLG_ONNX_RULE_SET(clg_onnx_rules_misc, {"Pow", 12, pow_op, "Pow"}, {"Neg", 6, neg_op, NULL},
                   {"Abs", 6, abs_op, NULL}, {"HannWindow", 17, hann, NULL},
-                  {"HammingWindow", 17, hamming, NULL}, {"BlackmanWindow", 17, blackman, NULL});
+                  {"HammingWindow", 17, hamming, NULL}, {"BlackmanWindow", 17, blackman, NULL},
+                  {"MaxUnpool", 9, max_unpool, "ScatterNd"});
