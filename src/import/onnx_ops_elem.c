@@ -103,6 +103,48 @@ static clg_code div_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
 
 /* Mod: fmod 0 takes the divisor's sign (FloorMod); fmod 1 the dividend's, as C's fmod:
  * sign(x) * FloorMod(|x|, |y|). */
+static clg_code cast_op(clg_onnx *c, clg_output x, clg_dtype dt, clg_output *y)
+{
+  clg_attr a = clg_attr_dtype("DstT", dt);
+  return clg_onnx_op(c, "Cast", 1, &x, 1, &a, y);
+}
+
+/* Integer fmod (C's %: the dividend's sign) from FloorMod: r = FloorMod(x, y), less y where r
+ * is nonzero and its sign differs from x's. */
+static clg_code int_fmod(clg_onnx *c, const clg_output *ins, clg_output *y)
+{
+  clg_output r, zero, nz, rn, xn, fix, p[2];
+  clg_code code = clg_onnx_op(c, "FloorMod", 2, ins, 0, NULL, &r);
+  if (code == CLG_OK)
+    code = clg_onnx_const_scalar(c, clg_onnx_dtype(r), 0, &zero);
+  p[0] = r;
+  p[1] = zero;
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "NotEqual", 2, p, 0, NULL, &nz);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Less", 2, p, 0, NULL, &rn);
+  p[0] = ins[0];
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Less", 2, p, 0, NULL, &xn);
+  p[0] = rn;
+  p[1] = xn;
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "NotEqual", 2, p, 0, NULL, &fix);
+  p[0] = nz;
+  p[1] = fix;
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "LogicalAnd", 2, p, 0, NULL, &fix);
+  if (code == CLG_OK)
+    code = cast_op(c, fix, clg_onnx_dtype(r), &fix);
+  p[0] = fix;
+  p[1] = ins[1];
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Mul", 2, p, 0, NULL, &fix);
+  p[0] = r;
+  p[1] = fix;
+  return code == CLG_OK ? clg_onnx_op(c, "Sub", 2, p, 0, NULL, y) : code;
+}
+
 static clg_code mod_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   if (clg_onnx_attr_i(n, "fmod", 0) == 0)
@@ -110,6 +152,14 @@ static clg_code mod_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   clg_output ins[2], ax, ay, s, y;
   bool nhwc;
   clg_code code = gather(c, n, 2, ins, &nhwc);
+  clg_dtype dt = code == CLG_OK ? clg_onnx_dtype(ins[0]) : CLG_FLOAT32;
+  if (code == CLG_OK && (dt == CLG_INT32 || dt == CLG_INT64)) {
+    code = int_fmod(c, ins, &y);
+    return code == CLG_OK ? put(c, n, nhwc, y) : code;
+  }
+  /* half in float: fmod is exact in either, so the one rounding back is none */
+  for (int i = 0; i < 2 && code == CLG_OK && dt == CLG_FLOAT16; i++)
+    code = cast_op(c, ins[i], CLG_FLOAT32, &ins[i]);
   if (code == CLG_OK)
     code = clg_onnx_op(c, "Abs", 1, &ins[0], 0, NULL, &ax);
   if (code == CLG_OK)
@@ -123,11 +173,14 @@ static clg_code mod_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   p[1] = y;
   if (code == CLG_OK)
     code = clg_onnx_op(c, "Mul", 2, p, 0, NULL, &y);
+  if (code == CLG_OK && dt == CLG_FLOAT16)
+    code = cast_op(c, y, CLG_FLOAT16, &y);
   return code == CLG_OK ? put(c, n, nhwc, y) : code;
 }
 
 /* Sum, Max, Min, Mean of any number of inputs: a chain of the binary op (Mean: Sum / n). */
-static clg_code variadic_of(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r, bool mean)
+static clg_code variadic_of(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r, bool mean,
+                            bool widen)
 {
   int k = n->num_inputs;
   if (k < 1 || k > 64)
@@ -137,6 +190,10 @@ static clg_code variadic_of(clg_onnx *c, const clg_imp_node *n, const clg_onnx_r
   clg_code code = gather(c, n, k, ins, &nhwc);
   if (code != CLG_OK)
     return code;
+  /* Max and Min of half in float (exact: the result is one of the inputs) */
+  bool half = widen && clg_onnx_dtype(ins[0]) == CLG_FLOAT16;
+  for (int i = 0; i < k && half && code == CLG_OK; i++)
+    code = cast_op(c, ins[i], CLG_FLOAT32, &ins[i]);
   const char *op = r->tf;
   acc = ins[0];
   for (int i = 1; i < k && code == CLG_OK; i++) {
@@ -155,6 +212,8 @@ static clg_code variadic_of(clg_onnx *c, const clg_imp_node *n, const clg_onnx_r
     if (code == CLG_OK)
       code = clg_onnx_op(c, "Mul", 2, p, 0, NULL, &acc);
   }
+  if (code == CLG_OK && half)
+    code = cast_op(c, acc, CLG_FLOAT16, &acc);
   return code == CLG_OK ? put(c, n, nhwc, acc) : code;
 }
 
@@ -264,12 +323,17 @@ static clg_code exp_linear_of(clg_onnx *c, const clg_imp_node *n, bool selu, boo
 
 static clg_code variadic(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
-  return variadic_of(c, n, r, false);
+  return variadic_of(c, n, r, false, false);
+}
+
+static clg_code min_max(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  return variadic_of(c, n, r, false, true);
 }
 
 static clg_code mean(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
-  return variadic_of(c, n, r, true);
+  return variadic_of(c, n, r, true, false);
 }
 
 static clg_code hard_sigmoid(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
@@ -347,5 +411,5 @@ CLG_ONNX_RULE_SET(
     {"And", 7, binary, "LogicalAnd"}, {"Or", 7, binary, "LogicalOr"},
     {"Xor", 7, binary, "NotEqual"}, {"Where", 9, where, "SelectV2"},
     /* variadic */
-    {"Sum", 8, variadic, "Add"}, {"Mean", 8, mean, "Add"}, {"Max", 8, variadic, "Maximum"},
-    {"Min", 8, variadic, "Minimum"});
+    {"Sum", 8, variadic, "Add"}, {"Mean", 8, mean, "Add"}, {"Max", 8, min_max, "Maximum"},
+    {"Min", 8, min_max, "Minimum"});
