@@ -2,9 +2,12 @@
  * type (opset 12), Neg and Abs on integers (opset 6), the window functions (opset 17) and
  * MaxUnpool, each composed of clgraph ops. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "import/onnx.h"
+
+#define CLG_PI 3.14159265358979323846
 
 static bool is_float(clg_dtype t)
 {
@@ -118,7 +121,6 @@ static clg_code abs_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
  * or size - 1 (symmetric), computed in double as ONNX's reference does and cast to
  * output_datatype (float by default). */
 enum { WIN_HANN, WIN_HAMMING, WIN_BLACKMAN };
-#define CLG_PI 3.14159265358979323846
 
 static clg_code window(clg_onnx *c, const clg_imp_node *n, int kind)
 {
@@ -273,7 +275,157 @@ static clg_code max_unpool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
+/* x [.., k] times a constant [k, m] of float dtype dt: one MatMul on x flattened to 2-D. */
+static clg_code times(clg_onnx *c, clg_output x, const double *m, int64_t k, int64_t cols,
+                      clg_output *y)
+{
+  int rank = clg_onnx_rank(x);
+  int64_t dims[CLG_MAX_RANK], rows = 1, flat[2], md[2] = {k, cols};
+  for (int d = 0; d < rank; d++) {
+    dims[d] = clg_onnx_dim(x, d);
+    rows *= d < rank - 1 ? dims[d] : 1;
+  }
+  flat[0] = rows;
+  flat[1] = k;
+  clg_tensor *t = clg_tensor_new(CLG_FLOAT64, 2, md, m);
+  if (!t)
+    return clg_graph_record_error(c->g);
+  clg_output w, x2;
+  clg_code code = clg_onnx_const(c, t, &w);
+  clg_tensor_free(t);
+  if (code == CLG_OK)
+    code = cast_to(c, w, clg_onnx_dtype(x), &w);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, x, 2, flat, &x2);
+  if (code == CLG_OK)
+    code = binop(c, "MatMul", x2, w, y);
+  dims[rank - 1] = cols;
+  return code == CLG_OK ? clg_onnx_reshape(c, *y, rank, dims, y) : code;
+}
+
+/* DFT (opset 17): along `axis` of a real [..., 1] or complex [..., 2] signal, by two constant
+ * matrices cos(2 pi j k / n) and sin(2 pi j k / n) (j k reduced mod n, in double): for the
+ * forward transform re = xr C + xi S, im = xi C - xr S; the inverse takes the other sign and
+ * divides by n. dft_length (constant) truncates the signal or pads it with zeros; onesided
+ * keeps the n / 2 + 1 first frequencies. */
+static clg_code dft(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  int rank = clg_onnx_in_rank(c, n, 0);
+  clg_dtype dt = clg_onnx_in_dtype(c, n, 0);
+  if (rank < 2 || (dt != CLG_FLOAT32 && dt != CLG_FLOAT64))
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input of rank %d and type %s", rank,
+                         clg_dtype_name(dt));
+  int64_t parts = clg_onnx_in_dim(c, n, 0, rank - 1);
+  if (parts != 1 && parts != 2)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "the last dim is %lld, not 1 or 2",
+                         (long long)parts);
+  int64_t axis = clg_onnx_attr_i(n, "axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank - 1)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis %lld is not a signal axis",
+                         (long long)clg_onnx_attr_i(n, "axis", 1));
+  bool inverse = clg_onnx_attr_i(n, "inverse", 0) != 0,
+       onesided = clg_onnx_attr_i(n, "onesided", 0) != 0;
+  int64_t nin = clg_onnx_in_dim(c, n, 0, (int)axis), len = nin;
+  clg_code code = CLG_OK;
+  if (clg_onnx_has(n, 1)) {
+    int k;
+    code = clg_onnx_in_ints(c, n, 1, &len, 1, &k);
+    if (code == CLG_OK && k != 1)
+      return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "dft_length holds %d values", k);
+  }
+  if (code != CLG_OK)
+    return code;
+  if (len < 1 || len > 1 << 14)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "dft_length %lld is not in [1, 16384]",
+                         (long long)len);
+  if (onesided && inverse)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "an inverse onesided DFT is not supported");
+  int64_t used = nin < len ? nin : len, cols = onesided ? len / 2 + 1 : len;
+  /* the signal's axis moved last, the complex parts apart */
+  int64_t perm[CLG_MAX_RANK];
+  int sr = rank - 1;
+  for (int d = 0; d < sr; d++)
+    perm[d] = d;
+  perm[axis] = sr - 1;
+  perm[sr - 1] = axis;
+  clg_output x, part[2] = {{NULL, 0}, {NULL, 0}};
+  code = clg_onnx_in(c, n, 0, &x);
+  for (int p = 0; p < parts && code == CLG_OK; p++) {
+    int64_t begin[CLG_MAX_RANK] = {0}, size[CLG_MAX_RANK], sq[CLG_MAX_RANK];
+    for (int d = 0; d < rank; d++)
+      size[d] = d == rank - 1 ? 1 : d == axis ? used : clg_onnx_in_dim(c, n, 0, d);
+    begin[rank - 1] = p;
+    clg_output b, sz, sl;
+    code = clg_onnx_const_i32(c, rank, begin, &b);
+    if (code == CLG_OK)
+      code = clg_onnx_const_i32(c, rank, size, &sz);
+    clg_output si[3] = {x, b, sz};
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "Slice", 3, si, 0, NULL, &sl);
+    for (int d = 0; d < sr; d++)
+      sq[d] = size[d];
+    if (code == CLG_OK)
+      code = clg_onnx_reshape(c, sl, sr, sq, &sl);
+    if (code == CLG_OK)
+      code = clg_onnx_transpose(c, sl, sr, perm, &part[p]);
+  }
+  if (code != CLG_OK)
+    return code;
+  double *cm = malloc((size_t)(used * cols) * sizeof *cm),
+         *sm = malloc((size_t)(used * cols) * sizeof *sm);
+  if (!cm || !sm) {
+    free(cm);
+    free(sm);
+    return clg_graph_record_error(c->g);
+  }
+  double scale = inverse ? 1.0 / (double)len : 1.0, sgn = inverse ? -1 : 1;
+  for (int64_t j = 0; j < used; j++)
+    for (int64_t k = 0; k < cols; k++) {
+      double a = 2 * CLG_PI * (double)((j * k) % len) / (double)len;
+      cm[j * cols + k] = cos(a) * scale;
+      sm[j * cols + k] = sgn * sin(a) * scale;
+    }
+  /* re = xr C + xi S, im = xi C - xr S (S carries the inverse's sign) */
+  clg_output rc, rs, ic, is, re, im;
+  code = times(c, part[0], cm, used, cols, &rc);
+  if (code == CLG_OK)
+    code = times(c, part[0], sm, used, cols, &rs);
+  if (code == CLG_OK && parts == 2)
+    code = times(c, part[1], cm, used, cols, &ic);
+  if (code == CLG_OK && parts == 2)
+    code = times(c, part[1], sm, used, cols, &is);
+  free(cm);
+  free(sm);
+  if (code == CLG_OK && parts == 2) {
+    code = binop(c, "Add", rc, is, &re);
+    if (code == CLG_OK)
+      code = binop(c, "Sub", ic, rs, &im);
+  } else if (code == CLG_OK) {
+    re = rc;
+    code = clg_onnx_op(c, "Neg", 1, &rs, 0, NULL, &im);
+  }
+  int64_t od[CLG_MAX_RANK];
+  for (int d = 0; d < sr; d++)
+    od[d] = d == axis ? cols : clg_onnx_in_dim(c, n, 0, d);
+  od[sr] = 1;
+  clg_output both[3];
+  for (int p = 0; p < 2 && code == CLG_OK; p++) {
+    code = clg_onnx_transpose(c, p ? im : re, sr, perm, &both[p]);
+    if (code == CLG_OK)
+      code = clg_onnx_reshape(c, both[p], rank, od, &both[p]);
+  }
+  clg_output y;
+  if (code == CLG_OK)
+    code = clg_onnx_const_scalar(c, CLG_INT32, rank - 1, &both[2]);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "ConcatV2", 3, both, 0, NULL, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
 CLG_ONNX_RULE_SET(clg_onnx_rules_misc, {"Pow", 12, pow_op, "Pow"}, {"Neg", 6, neg_op, NULL},
                   {"Abs", 6, abs_op, NULL}, {"HannWindow", 17, hann, NULL},
                   {"HammingWindow", 17, hamming, NULL}, {"BlackmanWindow", 17, blackman, NULL},
-                  {"MaxUnpool", 9, max_unpool, "ScatterNd"});
+                  {"MaxUnpool", 9, max_unpool, "ScatterNd"}, {"DFT", 17, dft, NULL});
