@@ -8,4 +8,4 @@ CLG_ONNX_RULES(index)  /* onnx_ops_index.c: GatherElements, scatters, GatherND, 
 CLG_ONNX_RULES(rnn)    /* onnx_ops_rnn.c: RNN, GRU, LSTM unrolled over the sequence */
 CLG_ONNX_RULES(nn2)    /* onnx_ops_nn2.c: Resize, Upsample, normalisations, ConvTranspose, ... */
 CLG_ONNX_RULES(loss)   /* onnx_ops_loss.c: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss */
-CLG_ONNX_RULES(misc)   /* onnx_ops_misc.c: Pow of mixed types, integer Neg/Abs, windows */
+CLG_ONNX_RULES(misc)   /* onnx_ops_misc.c: mixed-type Pow, integer Neg/Abs, windows, DFT, Det, ... */

@@ -1,6 +1,6 @@
 /* ONNX ops whose types or modes the other families leave out: Pow with an exponent of another
- * type (opset 12), Neg and Abs on integers (opset 6), the window functions (opset 17) and
- * MaxUnpool, each composed of clgraph ops. */
+ * type (opset 12), Neg and Abs on integers (opset 6), the window functions and DFT (opset 17),
+ * MaxUnpool and Det, each composed of clgraph ops. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,7 +425,88 @@ static clg_code dft(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
+/* Element (i, j) of each matrix of x [B, m * m] as [B, 1]. */
+static clg_code det_elem(clg_onnx *c, clg_output x, int64_t m, int64_t i, int64_t j, clg_output *y)
+{
+  int64_t begin[2] = {0, i * m + j}, size[2] = {clg_onnx_dim(x, 0), 1};
+  clg_output b, sz;
+  clg_code code = clg_onnx_const_i32(c, 2, begin, &b);
+  if (code == CLG_OK)
+    code = clg_onnx_const_i32(c, 2, size, &sz);
+  clg_output ins[3] = {x, b, sz};
+  return code == CLG_OK ? clg_onnx_op(c, "Slice", 3, ins, 0, NULL, y) : code;
+}
+
+/* a d - b c */
+static clg_code det2(clg_onnx *c, clg_output a, clg_output b, clg_output cc, clg_output d,
+                     clg_output *y)
+{
+  clg_output ad, bc;
+  clg_code code = binop(c, "Mul", a, d, &ad);
+  if (code == CLG_OK)
+    code = binop(c, "Mul", b, cc, &bc);
+  return code == CLG_OK ? binop(c, "Sub", ad, bc, y) : code;
+}
+
+/* Det of [..., M, M] for M up to 3 by the cofactor expansion along the first row (products
+ * and sums of the elements; larger matrices need a pivoted factorisation clgraph lacks). */
+static clg_code det(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  int rank = clg_onnx_in_rank(c, n, 0);
+  clg_dtype dt = clg_onnx_in_dtype(c, n, 0);
+  if (rank < 2 || (dt != CLG_FLOAT32 && dt != CLG_FLOAT64))
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input of rank %d and type %s", rank,
+                         clg_dtype_name(dt));
+  int64_t m = clg_onnx_in_dim(c, n, 0, rank - 1);
+  if (clg_onnx_in_dim(c, n, 0, rank - 2) != m)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "matrices of %lld x %lld are not square",
+                         (long long)clg_onnx_in_dim(c, n, 0, rank - 2), (long long)m);
+  if (m < 1 || m > 3)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED,
+                         "Det of %lld x %lld matrices: only 1 x 1 to 3 x 3 are supported",
+                         (long long)m, (long long)m);
+  int64_t batch = 1, bd[CLG_MAX_RANK];
+  for (int d = 0; d < rank - 2; d++)
+    batch *= bd[d] = clg_onnx_in_dim(c, n, 0, d);
+  int64_t flat[2] = {batch, m * m};
+  clg_output x, e[9], y;
+  clg_code code = clg_onnx_in(c, n, 0, &x);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, x, 2, flat, &x);
+  for (int64_t k = 0; k < m * m && code == CLG_OK; k++)
+    code = det_elem(c, x, m, k / m, k % m, &e[k]);
+  if (code != CLG_OK)
+    return code;
+  if (m == 1)
+    y = e[0];
+  else if (m == 2)
+    code = det2(c, e[0], e[1], e[2], e[3], &y);
+  else {
+    clg_output m0, m1, m2;
+    code = det2(c, e[4], e[5], e[7], e[8], &m0);
+    if (code == CLG_OK)
+      code = det2(c, e[3], e[5], e[6], e[8], &m1);
+    if (code == CLG_OK)
+      code = det2(c, e[3], e[4], e[6], e[7], &m2);
+    if (code == CLG_OK)
+      code = binop(c, "Mul", e[0], m0, &m0);
+    if (code == CLG_OK)
+      code = binop(c, "Mul", e[1], m1, &m1);
+    if (code == CLG_OK)
+      code = binop(c, "Mul", e[2], m2, &m2);
+    if (code == CLG_OK)
+      code = binop(c, "Sub", m0, m1, &y);
+    if (code == CLG_OK)
+      code = binop(c, "Add", y, m2, &y);
+  }
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, y, rank - 2, bd, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
 CLG_ONNX_RULE_SET(clg_onnx_rules_misc, {"Pow", 12, pow_op, "Pow"}, {"Neg", 6, neg_op, NULL},
                   {"Abs", 6, abs_op, NULL}, {"HannWindow", 17, hann, NULL},
                   {"HammingWindow", 17, hamming, NULL}, {"BlackmanWindow", 17, blackman, NULL},
-                  {"MaxUnpool", 9, max_unpool, "ScatterNd"}, {"DFT", 17, dft, NULL});
+                  {"MaxUnpool", 9, max_unpool, "ScatterNd"}, {"DFT", 17, dft, NULL},
+                  {"Det", 11, det, NULL});
