@@ -121,6 +121,10 @@ clg_code clg_onnx_reshape(clg_onnx *c, clg_output x, int rank, const int64_t *di
  * input (and Conv's weights) reshaped to rank 4, the attributes widened, the result back. */
 clg_code clg_onnx_as_2d(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r);
 
+/* MaxPool or AveragePool of any rank by strided slices (onnx_ops_misc.c): where MaxPool and
+ * AvgPool do not reach (3-D, dilations, MaxPool's Indices). */
+clg_code clg_onnx_pool_slices(clg_onnx *c, const clg_imp_node *n, bool is_max);
+
 /* How many node inputs and graph outputs read the value named name. */
 int clg_onnx_readers(const clg_onnx *c, const char *name);
 

@@ -369,10 +369,15 @@ static clg_code avg_factor(clg_onnx *c, const axis_pad *ax, bool include_pad, cl
 
 static clg_code pool_of(clg_onnx *c, const clg_imp_node *n, bool is_max)
 {
+  int64_t dil[CLG_MAX_RANK];
+  int nd = clg_onnx_attr_ints(n, "dilations", dil, CLG_MAX_RANK);
+  bool dilated = false;
+  for (int i = 0; i < nd; i++)
+    dilated = dilated || dil[i] != 1;
+  if (clg_onnx_in_rank(c, n, 0) > 4 || (n->num_outputs > 1 && n->outputs[1][0]) || dilated)
+    return clg_onnx_pool_slices(c, n, is_max);
   if (clg_onnx_in_rank(c, n, 0) != 4)
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "only 2-D pools (rank-4 input) are supported");
-  if (n->num_outputs > 1 && n->outputs[1][0])
-    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "MaxPool's Indices output is not supported");
   if (clg_onnx_attr_i(n, "storage_order", 0))
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "storage_order 1 is not supported");
   int64_t k[2], st[2], dl[2];
