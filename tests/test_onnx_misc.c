@@ -3,7 +3,9 @@
  * double: Det of 3x3 matrices (against Gaussian elimination with partial pivoting), DFT
  * onesided with dft_length padding and truncating, TopK smallest of int32 with the most negative
  * value and ties, integer Pow, Neg and Abs (numpy's wrap-around at INT32_MIN), Pad edge over
- * two axes, MaxUnpool with strides and pads, BatchNormalization in training mode on rank 3.
+ * two axes, MaxUnpool with strides and pads, BatchNormalization in training mode on rank 3,
+ * pools by strided slices (MaxPool dilated with its Indices and a tie, AveragePool 3-D with
+ * pads left out of the count).
  * Bad nodes get errors naming them. The device comes from CLG_ONNX_DEVICE (the gpu variant
  * places the model on a PoCL stand-in, soft placement on, as the suite's driver does). */
 // ctest: default
@@ -586,6 +588,91 @@ static void test_batchnorm_training(void)
   free(mo.p);
 }
 
+/* --- pools by strided slices --------------------------------------------------------------- */
+
+static void test_pool_slices(void)
+{
+  /* MaxPool 3x3, dilation 2 (a span of 5), pads H 2/1, W 1/0, with Indices, on [1, 2, 5, 6]:
+   * out H 5 + 3 - 5 + 1 = 4, W 6 + 1 - 5 + 1 = 3 */
+  {
+    io in = {"x", F32, 4, {1, 2, 5, 6}}, out = {"y", F32, 4, {1, 2, 4, 3}};
+    pb nd = node_begin("MaxPool", (const char *const[]){"x", NULL, "y", "i", NULL});
+    attr_ints(&nd, "kernel_shape", 2, (const int64_t[]){3, 3});
+    attr_ints(&nd, "dilations", 2, (const int64_t[]){2, 2});
+    attr_ints(&nd, "pads", 4, (const int64_t[]){2, 1, 1, 0});
+    pb g = one_node(&nd, 1, &in, &out);
+    value_info(&g, 12, "i", I64, 4, out.dims);
+    pb mo = model_of(&g);
+    double v[60], want[24], wi[24];
+    unsigned seed = 9;
+    for (int i = 0; i < 60; i++)
+      v[i] = urand(&seed);
+    v[8] = v[6] = 2; /* a tie in one window: the first in the window's order wins */
+    for (int ch = 0; ch < 2; ch++)
+      for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 3; b++) {
+          double best = -INFINITY;
+          int bi = -1;
+          for (int p = 0; p < 3; p++)
+            for (int q = 0; q < 3; q++) {
+              int h = a + 2 * p - 2, w = b + 2 * q - 1;
+              if (h < 0 || h >= 5 || w < 0 || w >= 6)
+                continue;
+              if (v[(ch * 5 + h) * 6 + w] > best) {
+                best = v[(ch * 5 + h) * 6 + w];
+                bi = (ch * 5 + h) * 6 + w;
+              }
+            }
+          want[(ch * 4 + a) * 3 + b] = best;
+          wi[(ch * 4 + a) * 3 + b] = bi;
+        }
+    clg_tensor *x = tensor_of(CLG_FLOAT32, 4, in.dims, v), *y[2] = {NULL, NULL};
+    CHECK_OK(run_model(&mo, 1, &x, 2, y));
+    check_close("MaxPool dilated", y[0], CLG_FLOAT32, 4, out.dims, want);
+    check_close("MaxPool dilated indices", y[1], CLG_INT64, 4, out.dims, wi);
+    clg_tensor_free(x);
+    clg_tensor_free(y[0]);
+    clg_tensor_free(y[1]);
+    free(mo.p);
+  }
+  /* AveragePool 3-D, kernel 2, stride 2, pads 1 each side, count_include_pad 0, [1, 1, 3, 3, 4] */
+  {
+    io in = {"x", F32, 5, {1, 1, 3, 3, 4}}, out = {"y", F32, 5, {1, 1, 2, 2, 3}};
+    pb nd = node_begin("AveragePool", (const char *const[]){"x", NULL, "y", NULL});
+    attr_ints(&nd, "kernel_shape", 3, (const int64_t[]){2, 2, 2});
+    attr_ints(&nd, "strides", 3, (const int64_t[]){2, 2, 2});
+    attr_ints(&nd, "pads", 6, (const int64_t[]){1, 1, 1, 0, 0, 1});
+    pb g = one_node(&nd, 1, &in, &out), mo = model_of(&g);
+    double v[36], want[12];
+    unsigned seed = 13;
+    for (int i = 0; i < 36; i++)
+      v[i] = urand(&seed);
+    const int pbg[3] = {1, 1, 1}, dims[3] = {3, 3, 4};
+    for (int a = 0; a < 2; a++)
+      for (int b = 0; b < 2; b++)
+        for (int e = 0; e < 3; e++) {
+          double sum = 0;
+          int cnt = 0;
+          for (int p = 0; p < 2; p++)
+            for (int q = 0; q < 2; q++)
+              for (int r = 0; r < 2; r++) {
+                int z = a * 2 + p - pbg[0], h = b * 2 + q - pbg[1], w = e * 2 + r - pbg[2];
+                if (z < 0 || z >= dims[0] || h < 0 || h >= dims[1] || w < 0 || w >= dims[2])
+                  continue;
+                sum += v[(z * 3 + h) * 4 + w];
+                cnt++;
+              }
+          want[(a * 2 + b) * 3 + e] = sum / cnt;
+        }
+    clg_tensor *x = tensor_of(CLG_FLOAT32, 5, in.dims, v), *y = NULL;
+    CHECK_OK(run_model(&mo, 1, &x, 1, &y));
+    check_close("AveragePool 3-D", y, CLG_FLOAT32, 5, out.dims, want);
+    clg_tensor_free(x);
+    clg_tensor_free(y);
+    free(mo.p);
+  }
+}
+
 int main(void)
 {
   test_det();
@@ -595,5 +682,6 @@ int main(void)
   test_pad_edge();
   test_max_unpool();
   test_batchnorm_training();
+  test_pool_slices();
   return clg_test_summary("test_onnx_misc");
 }
