@@ -1,6 +1,6 @@
 /* ONNX ops whose types or modes the other families leave out: Pow with an exponent of another
- * type (opset 12), Neg and Abs on integers (opset 6), the window functions and DFT (opset 17),
- * MaxUnpool and Det, each composed of clgraph ops. */
+ * type (opset 12), Neg and Abs on integers (opset 6), the window functions, DFT and STFT
+ * (opset 17), MaxUnpool, Det, and pools beyond MaxPool/AvgPool, each composed of clgraph ops. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,6 +425,127 @@ static clg_code dft(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
+/* STFT (opset 17): signal [B, L, 1 or 2], frames of frame_length (input 3, or the window's
+ * length) every frame_step (input 1, constant) gathered by one GatherV2 of constant positions,
+ * times the window (input 2, any values), then the DFT of each frame by the cos/sin matrices
+ * as DFT above; onesided (the default) keeps frame_length / 2 + 1 frequencies. */
+static clg_code stft(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  int rank = clg_onnx_in_rank(c, n, 0);
+  clg_dtype dt = clg_onnx_in_dtype(c, n, 0);
+  if (rank != 3 || (dt != CLG_FLOAT32 && dt != CLG_FLOAT64))
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "signal of rank %d and type %s: [B, L, 1|2]",
+                         rank, clg_dtype_name(dt));
+  int64_t batch = clg_onnx_in_dim(c, n, 0, 0), len = clg_onnx_in_dim(c, n, 0, 1),
+          parts = clg_onnx_in_dim(c, n, 0, 2), step, flen = -1;
+  if (parts != 1 && parts != 2)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "the last dim is %lld, not 1 or 2",
+                         (long long)parts);
+  int k;
+  clg_code code = clg_onnx_in_ints(c, n, 1, &step, 1, &k);
+  if (code == CLG_OK && clg_onnx_has(n, 3))
+    code = clg_onnx_in_ints(c, n, 3, &flen, 1, &k);
+  if (code != CLG_OK)
+    return code;
+  bool window = clg_onnx_has(n, 2);
+  if (window) {
+    if (clg_onnx_in_rank(c, n, 2) != 1 || (flen >= 0 && clg_onnx_in_dim(c, n, 2, 0) != flen))
+      return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT,
+                           "the window must be a vector of frame_length values");
+    flen = clg_onnx_in_dim(c, n, 2, 0);
+  }
+  if (flen < 1 || flen > len || flen > 1 << 14 || step < 1)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT,
+                         "frame_length %lld and frame_step %lld for a signal of %lld",
+                         (long long)flen, (long long)step, (long long)len);
+  bool onesided = clg_onnx_attr_i(n, "onesided", 1) != 0;
+  int64_t frames = (len - flen) / step + 1, cols = onesided ? flen / 2 + 1 : flen;
+  if (frames * flen > (int64_t)1 << 26)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%lld frames of %lld: too many",
+                         (long long)frames, (long long)flen);
+  int64_t gd[2] = {frames, flen};
+  clg_tensor *gi = clg_tensor_new(CLG_INT32, 2, gd, NULL);
+  if (!gi)
+    return clg_graph_record_error(c->g);
+  for (int64_t f = 0; f < frames; f++)
+    for (int64_t j = 0; j < flen; j++)
+      ((int32_t *)clg_tensor_data(gi))[f * flen + j] = (int32_t)(f * step + j);
+  clg_output x, idx, ax, w = {NULL, 0}, part[2];
+  code = clg_onnx_const(c, gi, &idx);
+  clg_tensor_free(gi);
+  if (code == CLG_OK)
+    code = clg_onnx_const_scalar(c, CLG_INT32, 1, &ax);
+  if (code == CLG_OK)
+    code = clg_onnx_in(c, n, 0, &x);
+  if (code == CLG_OK && window)
+    code = clg_onnx_in(c, n, 2, &w);
+  if (code == CLG_OK && window)
+    code = cast_to(c, w, dt, &w);
+  for (int p = 0; p < parts && code == CLG_OK; p++) {
+    int64_t begin[3] = {0, 0, p}, size[3] = {batch, len, 1}, flat[2] = {batch, len};
+    clg_output bc, sc, sl;
+    code = clg_onnx_const_i32(c, 3, begin, &bc);
+    if (code == CLG_OK)
+      code = clg_onnx_const_i32(c, 3, size, &sc);
+    clg_output si[3] = {x, bc, sc};
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "Slice", 3, si, 0, NULL, &sl);
+    if (code == CLG_OK)
+      code = clg_onnx_reshape(c, sl, 2, flat, &sl);
+    clg_output gin[3] = {sl, idx, ax};
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "GatherV2", 3, gin, 0, NULL, &part[p]);
+    if (code == CLG_OK && window)
+      code = binop(c, "Mul", part[p], w, &part[p]);
+  }
+  if (code != CLG_OK)
+    return code;
+  double *cm = malloc((size_t)(flen * cols) * sizeof *cm),
+         *sm = malloc((size_t)(flen * cols) * sizeof *sm);
+  if (!cm || !sm) {
+    free(cm);
+    free(sm);
+    return clg_graph_record_error(c->g);
+  }
+  for (int64_t j = 0; j < flen; j++)
+    for (int64_t q = 0; q < cols; q++) {
+      double a = 2 * CLG_PI * (double)((j * q) % flen) / (double)flen;
+      cm[j * cols + q] = cos(a);
+      sm[j * cols + q] = sin(a);
+    }
+  clg_output rc, rs, ic, is, re, im;
+  code = times(c, part[0], cm, flen, cols, &rc);
+  if (code == CLG_OK)
+    code = times(c, part[0], sm, flen, cols, &rs);
+  if (code == CLG_OK && parts == 2)
+    code = times(c, part[1], cm, flen, cols, &ic);
+  if (code == CLG_OK && parts == 2)
+    code = times(c, part[1], sm, flen, cols, &is);
+  free(cm);
+  free(sm);
+  if (code == CLG_OK && parts == 2) {
+    code = binop(c, "Add", rc, is, &re);
+    if (code == CLG_OK)
+      code = binop(c, "Sub", ic, rs, &im);
+  } else if (code == CLG_OK) {
+    re = rc;
+    code = clg_onnx_op(c, "Neg", 1, &rs, 0, NULL, &im);
+  }
+  int64_t od[4] = {batch, frames, cols, 1};
+  clg_output both[3];
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, re, 4, od, &both[0]);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, im, 4, od, &both[1]);
+  if (code == CLG_OK)
+    code = clg_onnx_const_scalar(c, CLG_INT32, 3, &both[2]);
+  clg_output y;
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "ConcatV2", 3, both, 0, NULL, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
 /* Element (i, j) of each matrix of x [B, m * m] as [B, 1]. */
 static clg_code det_elem(clg_onnx *c, clg_output x, int64_t m, int64_t i, int64_t j, clg_output *y)
 {
@@ -710,4 +831,4 @@ CLG_ONNX_RULE_SET(clg_onnx_rules_misc, {"Pow", 12, pow_op, "Pow"}, {"Neg", 6, ne
                   {"Abs", 6, abs_op, NULL}, {"HannWindow", 17, hann, NULL},
                   {"HammingWindow", 17, hamming, NULL}, {"BlackmanWindow", 17, blackman, NULL},
                   {"MaxUnpool", 9, max_unpool, "ScatterNd"}, {"DFT", 17, dft, NULL},
-                  {"Det", 11, det, NULL});
+                  {"Det", 11, det, NULL}, {"STFT", 17, stft, NULL});
