@@ -506,7 +506,7 @@ static clg_code pad_edge(clg_onnx *c, const clg_imp_node *n, clg_output x, int r
     int64_t len = clg_onnx_dim(x, d);
     if (len == 0)
       return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "edge padding of the empty axis %d", d);
-    clg_output parts[3], k = x;
+    clg_output parts[4], k = x; /* before, x, after, the axis */
     int np = 0;
     for (int side = 0; side < 2 && code == CLG_OK; side++) {
       int64_t reps = p[d + side * rank];
