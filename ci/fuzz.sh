@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzing: builds the libFuzzer targets of tests/fuzz/ and runs each for a bounded time.
 #
-#   FUZZ_SECONDS=60 ci/fuzz.sh            # every target, 60 s each (the CI default)
+#   FUZZ_SECONDS=60 ci/fuzz.sh            # every target, 60 s each (the CI default), nproc at once
 #   FUZZ_SECONDS=600 ci/fuzz.sh fuzz_graph
 #
 # How it builds (kept simple on purpose): CMake configures build/fuzz with clang and
@@ -45,20 +45,36 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export FUZZ_GRAPH_STATS=1 # fuzz_graph prints how many runs it checked
 
 mkdir -p "$build/crashes"
-status=0
-for t in "${targets[@]}"; do
-  mkdir -p "$build/work/$t"
-  echo "== fuzz: $t for ${seconds}s"
+# One target: its verdict (and the end of its log when it failed) into $build/$t.verdict.
+fuzz_one() {
+  local t=$1 start
   start=$(date +%s)
+  mkdir -p "$build/work/$t"
   if ! "$build/$t" -max_total_time="$seconds" -timeout=60 -rss_limit_mb=6144 -max_len=4096 \
       -print_final_stats=1 -artifact_prefix="$build/crashes/$t-" \
       "$build/work/$t" "tests/fuzz/corpus/$t" >"$build/$t.log" 2>&1; then
-    tail -n 60 "$build/$t.log"
-    echo "fuzz: $t FAILED; the input is in $build/crashes/ (log: $build/$t.log)"
-    status=1
-  else
-    grep -E "^stat::number_of_executed_units|^#[0-9]+.*DONE|^fuzz_graph: " "$build/$t.log" || true
-    echo "fuzz: $t passed ($(($(date +%s) - start))s)"
+    { tail -n 60 "$build/$t.log"
+      echo "fuzz: $t FAILED; the input is in $build/crashes/ (log: $build/$t.log)"; } >"$build/$t.verdict"
+    return 1
   fi
+  { grep -E "^stat::number_of_executed_units|^#[0-9]+.*DONE|^fuzz_graph: " "$build/$t.log" || true
+    echo "fuzz: $t passed ($(($(date +%s) - start))s)"; } >"$build/$t.verdict"
+}
+# As many targets at once as there are cores (each fuzzer is one process on one core): the
+# bounded run then takes FUZZ_SECONDS per nproc targets, not per target.
+status=0
+par=$(nproc)
+for ((i = 0; i < ${#targets[@]}; i += par)); do
+  batch=("${targets[@]:i:par}")
+  pids=()
+  for t in "${batch[@]}"; do
+    echo "== fuzz: $t for ${seconds}s"
+    fuzz_one "$t" &
+    pids+=($!)
+  done
+  for k in "${!batch[@]}"; do
+    wait "${pids[$k]}" || status=1
+    cat "$build/${batch[$k]}.verdict"
+  done
 done
 exit $status

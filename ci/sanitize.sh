@@ -80,9 +80,11 @@ if has_step asan; then
   # The mpi_* tests run after the suite, with Open MPI's suppressions. ONNX's conformance
   # suite runs here on CPU:0 only (the importer and the host kernels under ASan): on the PoCL
   # stand-in its 1,070 children each build their OpenCL programs under ASan, which would take
-  # most of CI's time for kernels the other _gpu tests already cover under ASan.
+  # most of CI's time for kernels the other _gpu tests already cover under ASan. The checks
+  # that run no clgraph code (the layering scripts over the sources, the Python tfjs-to-pb
+  # tool) ran in step 1 and are not run again here.
   if ! ctest --test-dir "$root/asan" --output-on-failure -j "$jobs" --output-log "$log" \
-    -E '^(mpi_|onnx_(node|other)_gpu$)'; then
+    -E '^(mpi_|onnx_(node|other)_gpu$|check_layering|tfjs_to_pb$)'; then
     # LeakSanitizer's stop-the-world tracer itself crashes now and then at exit ("Tracer
     # caught signal 11 ... LeakSanitizer has encountered a fatal error": no report, an LSan
     # limitation with threads that exit meanwhile). Only then are the failed tests run once

@@ -48,23 +48,31 @@ fi
   printf '%s\n' "$hdr" | grep -v '^#' | grep -oE '\bcl_[a-z0-9_]+\b'
 } | sort -u >"$names"
 
-# The code of a C file without its comments and string literals (lines kept, so that grep -n
-# numbers them as the file does).
-strip() {
-  perl -0777 -pe 's{/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'"'"'(?:\\.|[^'"'"'\\\n])*'"'"'}{
-    my $t = $&; $t =~ /^\/\*/ ? "\n" x ($t =~ tr/\n//) : ($t =~ /^"/ ? "\"\"" : ($t =~ /^'"'"'/ ? "0" : ""))}gse' "$1"
-}
-
-hits=""
-while IFS= read -r f; do
-  rel=${f#"$src"/}
-  case " $ENUMERATION " in *" $rel "*) continue ;; esac
-  code=$(strip "$f")
-  h=$( (printf '%s\n' "$code" | grep -nE '\bcl[A-Z][A-Za-z0-9]*[[:space:]]*\(' || true
-    printf '%s\n' "$code" | grep -nwFf "$names" || true) | sort -t: -k1,1n -u)
-  [ -z "$h" ] || hits+=$(printf '%s\n' "$h" | sed "s|^|$rel:|")$'\n'
-done < <(find "$src/src" -name '*.[ch]' -not -path "$src/src/backends/opencl/*" \
-  -not -path "$src/src/bench/*" | sort)
+# Every C file of src/ (but the OpenCL backend, the benchmarks' door and the enumeration)
+# without its comments and string literals, lines kept, and each line that calls cl[A-Z]...(
+# or names a CL/cl.h name printed as FILE:LINE:CODE. One perl for all files: a process per
+# file made this the slowest part of CTest's layering checks.
+hits=$(find "$src/src" -name '*.[ch]' -not -path "$src/src/backends/opencl/*" \
+  -not -path "$src/src/bench/*" | sort | NAMES="$names" SRC="$src" SKIP=" $ENUMERATION " perl -e '
+  open(my $n, "<", $ENV{NAMES}) or die "$ENV{NAMES}: $!";
+  my %cl = map { chomp; ($_ => 1) } <$n>;
+  while (my $f = <STDIN>) {
+    chomp $f;
+    (my $rel = $f) =~ s{^\Q$ENV{SRC}\E/}{};
+    next if index($ENV{SKIP}, " $rel ") >= 0;
+    open(my $h, "<", $f) or die "$f: $!";
+    local $/;
+    my $code = <$h>;
+    $code =~ s{/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\x27(?:\\.|[^\x27\\\n])*\x27}{
+      my $t = $&; $t =~ m{^/\*} ? "\n" x ($t =~ tr/\n//) : ($t =~ /^"/ ? "\"\"" : ($t =~ /^\x27/ ? "0" : ""))}gse;
+    my $i = 0;
+    for my $line (split /\n/, $code, -1) {
+      $i++;
+      my $hit = $line =~ /\bcl[A-Z][A-Za-z0-9]*\s*\(/;
+      $hit ||= grep { $cl{$_} } $line =~ /\b(\w+)\b/g;
+      print "$rel:$i:$line\n" if $hit;
+    }
+  }')
 [ -z "$hits" ] || report "OpenCL named outside src/backends/opencl/ and the enumeration ($ENUMERATION):" "${hits%$'\n'}"
 
 hits=$(grep -n 'is_host' "$src"/src/runtime/*.[ch] || true)
@@ -79,19 +87,24 @@ fi
 # Op names: every registered op (op_list.h, complete by the last rule).
 ops=$(grep -ho '^CLG_OP([A-Za-z0-9]*)' "$src"/src/ops/op_list.h | sed 's/CLG_OP(\(.*\))/\1/')
 [ -n "$ops" ] || report "no op names found in src/ops/op_list.h" ""
-for op in $ops; do
-  hits=$(grep -rnE "(str(n|case|ncase)?cmp|memcmp|strstr)\([^;]*\"$op\"" "$src/src" \
-    --include='*.c' --include='*.h' | grep -v '^'"$src"'/src/ops/registry\.c:' || true)
-  [ -z "$hits" ] || report "op name '$op' compared outside src/ops/registry.c:" "$hits"
-done
+# One grep for every comparison with a string literal, then each op over those lines only.
+cmps=$(grep -rnE '(str(n|case|ncase)?cmp|memcmp|strstr)\([^;]*"' "$src/src" \
+  --include='*.c' --include='*.h' | grep -v '^'"$src"'/src/ops/registry\.c:' || true)
+if [ -n "$cmps" ]; then
+  for op in $ops; do
+    hits=$(printf '%s\n' "$cmps" | grep -E "(str(n|case|ncase)?cmp|memcmp|strstr)\([^;]*\"$op\"" || true)
+    [ -z "$hits" ] || report "op name '$op' compared outside src/ops/registry.c:" "$hits"
+  done
+fi
 hits=$(grep -rnE '^[[:space:]]*extern[[:space:]]+const[[:space:]]+clg_op_def\b' "$src/src" \
   "$src/tools" --include='*.c' --include='*.h' || true)
 [ -z "$hits" ] || report "op definitions declared by hand (list them in src/ops/op_list.h):" "$hits"
 # Definitions as the compiler sees them (many come out of a file's own macro).
-defs=$(for f in "$src"/src/ops/*.c; do
-  "$cc" -E -P -I "$src/include" -I "$src/src" -DCL_TARGET_OPENCL_VERSION=120 "$f" 2>/dev/null |
-    grep -oE '\bclg_op_def[[:space:]]+clg_op_[A-Za-z0-9]+[[:space:]]*=' || true
-done | sed -E 's/.*clg_op_([A-Za-z0-9]+).*/\1/' | sort -u)
+# (one preprocessor run for all the op files)
+defs=$( ("$cc" -E -P -I "$src/include" -I "$src/src" -DCL_TARGET_OPENCL_VERSION=120 \
+  "$src"/src/ops/*.c 2>/dev/null || true) |
+  grep -oE '\bclg_op_def[[:space:]]+clg_op_[A-Za-z0-9]+[[:space:]]*=' |
+  sed -E 's/.*clg_op_([A-Za-z0-9]+).*/\1/' | sort -u || true)
 [ -n "$defs" ] || report "no op definitions found in src/ops/*.c (does it preprocess?)" ""
 for d in $defs; do
   grep -q "^CLG_OP($d)" "$src/src/ops/op_list.h" ||
@@ -103,16 +116,11 @@ levels="core:0 device:1 trace:1 schema:1 memory:2 cluster:2 graph:2 ops:3 backen
 # Includes allowed for now against the order, as "from>to" (none since the last op file's
 # kernels moved into src/backends/, issue 22).
 pending=""
-level_of() {
-  local e
-  for e in $levels; do
-    [ "${e%%:*}" = "$1" ] && echo "${e#*:}" && return
-  done
-  echo ""
-}
+declare -A level # (no subshell per include line: this loop sees every include of src/)
+for e in $levels; do level[${e%%:*}]=${e#*:}; done
 for dir in "$src"/src/*/; do
   m=$(basename "$dir")
-  lm=$(level_of "$m")
+  lm=${level[$m]:-}
   if [ -z "$lm" ]; then
     report "src/$m/ has no level in check_layering.sh's module order:" "$levels"
     continue
@@ -120,9 +128,10 @@ for dir in "$src"/src/*/; do
   hits=""
   while IFS= read -r line; do
     [ -n "$line" ] || continue
-    inc=$(printf '%s\n' "$line" | sed -E 's/^[^"]*"([a-z_]+)\/.*/\1/')
+    rest=${line#*\"}
+    inc=${rest%%/*}
     [ "$inc" != "$m" ] && [ -d "$src/src/$inc" ] || continue
-    li=$(level_of "$inc")
+    li=${level[$inc]:-}
     case " $pending " in *" $m>$inc "*) continue ;; esac
     if [ -z "$li" ] || [ "$li" -ge "$lm" ]; then
       hits+="$line (src/$m/ is level $lm, src/$inc/ level ${li:-none})"$'\n'

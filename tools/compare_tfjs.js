@@ -22,6 +22,9 @@
 //   --rtol X --atol X the tolerances (default 1e-3, 1e-4; TOLERANCES below per graph)
 //   --work DIR        where the .npy files go (default build/compare_tfjs)
 //   --fixtures DIR    also write DIR/<graph>/: inputs, tfjs cpu outputs, manifest.json
+//   --unpin           give clgraph a copy of each model.json without its nodes' device fields
+//                     (the converter pins most convolutions to /device:CPU:0, which clgraph
+//                     honours): with --device, that device's kernels compute the whole graph
 //   --pb              give clgraph the frozen GraphDef that tools/tfjs_to_pb.py makes of each
 //                     graph (with Debian's /usr/bin/python3) instead of its model.json
 //   --no-wasm         numerics only: no wasm backend, no latency
@@ -98,7 +101,7 @@ function usage(msg) {
   if (msg) process.stderr.write(`tools/compare_tfjs.js: ${msg}\n`);
   process.stderr.write("usage: node tools/compare_tfjs.js [--models DIR] [--tfjs DIR] " +
     "[--clgraph PATH] [--device DEV] [--repeats N] [--seed S] [--shape NAME=D,...] " +
-    "[--rtol X] [--atol X] [--work DIR] [--fixtures DIR] [--pb] [--no-wasm] [--no-clgraph] " +
+    "[--rtol X] [--atol X] [--work DIR] [--fixtures DIR] [--unpin] [--pb] [--no-wasm] [--no-clgraph] " +
     "[--json] [GRAPH ...]\n");
   process.exit(2);
 }
@@ -131,6 +134,7 @@ function parseArgs(argv) {
     else if (a === "--fixtures") o.fixtures = val();
     else if (a === "--no-wasm") o.wasm = false;
     else if (a === "--pb") o.pb = true;
+    else if (a === "--unpin") o.unpin = true;
     else if (a === "--no-clgraph") o.runClgraph = false;
     else if (a === "--json") o.json = true;
     else if (a === "--shape") {
@@ -418,12 +422,32 @@ async function tfRun(m, g, names) {
 
 // ---- clgraph -----------------------------------------------------------------------------
 
-// The graph as clgraph gets it: its model.json, or (--pb) the .pb made of it once per run.
+// A copy of the model.json in dir without any node's device field, its shards linked beside it.
+function unpinnedCopy(g, dir) {
+  const m = JSON.parse(fs.readFileSync(g.file, "utf8"));
+  const topo = m.modelTopology || {};
+  const fns = (topo.library && topo.library.function) || [];
+  for (const n of [...(topo.node || []), ...fns.flatMap((f) => f.nodeDef || [])]) delete n.device;
+  const out = path.join(dir, "unpinned");
+  fs.mkdirSync(out, { recursive: true });
+  for (const p of (m.weightsManifest || []).flatMap((x) => x.paths)) {
+    const link = path.join(out, p);
+    fs.mkdirSync(path.dirname(link), { recursive: true });
+    if (!fs.existsSync(link)) fs.symlinkSync(path.join(path.dirname(path.resolve(g.file)), p), link);
+  }
+  const file = path.join(out, path.basename(g.file));
+  fs.writeFileSync(file, JSON.stringify(m));
+  return file;
+}
+
+// The graph as clgraph gets it: its model.json (--unpin: without its device pins), or (--pb)
+// the .pb made of that once per run.
 function clgraphModel(o, g, dir) {
-  if (!o.pb) return g.file;
+  const json = o.unpin ? unpinnedCopy(g, dir) : g.file;
+  if (!o.pb) return json;
   if (!g.pbFile) {
     const pb = path.join(dir, `${g.name}.pb`);
-    const r = spawnSync("/usr/bin/python3", [path.join(ROOT, "tools/tfjs_to_pb.py"), g.file, pb],
+    const r = spawnSync("/usr/bin/python3", [path.join(ROOT, "tools/tfjs_to_pb.py"), json, pb],
       { encoding: "utf8" });
     if (r.status !== 0) throw new Error(`tools/tfjs_to_pb.py: ${(r.stderr || r.error || "").toString().trim()}`);
     g.pbFile = pb;
@@ -551,7 +575,7 @@ async function runGraph(o, file) {
   rec.clgraph = "clgraph: not run";
   let clgOk = o.runClgraph;
   if (clgOk) g.model = clgraphModel(o, g, dir);
-  rec.clgraph_model = o.runClgraph ? (o.pb ? "pb" : "json") : null;
+  rec.clgraph_model = o.runClgraph ? (o.pb ? "pb" : "json") + (o.unpin ? " unpinned" : "") : null;
   if (!o.runClgraph) rec.clgraph = "clgraph: not run (--no-clgraph)";
   const rounds = o.wasm ? o.repeats : 1;
   for (let k = 0; k < rounds; k++) {
@@ -698,7 +722,8 @@ function printTable(o, recs, errors) {
   console.log(`# tfjs ${tfInfo.version}: reference numerics from the cpu backend; latency from ` +
     `${o.wasm ? `the wasm backend (simd ${tfInfo.wasm_simd}, threads ${tfInfo.wasm_threads})` : "nothing (--no-wasm)"}`);
   console.log(`# clgraph: ${o.runClgraph ? o.clgraph : "not run"}${o.device ? ` --device ${o.device}` : ""}` +
-    `${o.pb ? " on the .pb files tools/tfjs_to_pb.py makes" : ""}; ` +
+    `${o.pb ? " on the .pb files tools/tfjs_to_pb.py makes" : ""}` +
+    `${o.unpin ? " without the models' device pins" : ""}; ` +
     `seed ${o.seed}; ${o.repeats} alternated rounds; ms are medians; tfjs/clg: median of the pairs' ratios; (cpu): tfjs's wasm backend cannot run the graph; import: clgraph's import + session creation / its first run`);
   console.log(line(rows[0]));
   console.log(w.map((n) => "-".repeat(n)).join("  "));
@@ -747,7 +772,7 @@ async function main() {
   }
   if (o.json) {
     console.log(JSON.stringify({ tfjs: tfInfo, clgraph: o.runClgraph ? o.clgraph : null,
-      device: o.device, seed: o.seed, repeats: o.repeats, graphs: recs, errors }, null, 1));
+      device: o.device, unpin: !!o.unpin, seed: o.seed, repeats: o.repeats, graphs: recs, errors }, null, 1));
   } else printTable(o, recs, errors);
   const allMatch = errors.length === 0 && recs.length > 0 && recs.every(isMatch);
   process.exit(allMatch ? 0 : 1);
