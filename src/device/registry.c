@@ -1,11 +1,13 @@
 /* The device registry: the host as /device:CPU:0, then OpenCL devices of the chosen types
  * as /device:GPU:N (platform order from the ICD loader, then each platform's device order),
  * narrowed and reordered by the visible-device list and split by virtual devices. */
+#define _DEFAULT_SOURCE /* sigaltstack: OpenCL's start-up on a thread of its own */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -807,16 +809,24 @@ static bool warm_running; /* the thread is to be joined */
 static void *warm_main(void *arg)
 {
   (void)arg;
+  /* A driver's start-up may give the thread that makes it an alternate signal stack of its
+   * own (PoCL's LLVM does, for its crash handler); the thread puts back the one it had before
+   * it ends, since the thread library (and AddressSanitizer, which unmaps its own) frees the
+   * stack it knows when a thread exits. The driver keeps its memory. */
+  stack_t own;
+  bool restore = sigaltstack(NULL, &own) == 0;
   cl_uint np = 0;
-  if (clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0)
-    return NULL;
-  cl_platform_id *ps = calloc(np, sizeof *ps);
-  if (ps && clGetPlatformIDs(np, ps, NULL) == CL_SUCCESS)
-    for (cl_uint p = 0; p < np; p++) {
-      cl_uint nd = 0;
-      (void)clGetDeviceIDs(ps[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd);
-    }
-  free(ps);
+  if (clGetPlatformIDs(0, NULL, &np) == CL_SUCCESS && np > 0) {
+    cl_platform_id *ps = calloc(np, sizeof *ps);
+    if (ps && clGetPlatformIDs(np, ps, NULL) == CL_SUCCESS)
+      for (cl_uint p = 0; p < np; p++) {
+        cl_uint nd = 0;
+        (void)clGetDeviceIDs(ps[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd);
+      }
+    free(ps);
+  }
+  if (restore) /* own's flags say SS_DISABLE where it had none: then none again */
+    (void)sigaltstack(&own, NULL);
   return NULL;
 }
 
