@@ -1010,7 +1010,8 @@ static void test_bad_graphdefs(void)
   node_end(&wk, &n);
   CHECK_CONTAINS(import_error(&wk, &o, CLG_INVALID_ARGUMENT), "'transpose_a' is a string");
   pb_free(&wk);
-  /* A dtype clgraph does not have, an ONNX file without a graph, an empty file (an empty graph is fine). */
+  /* A dtype clgraph does not have, an ONNX file without a graph, an empty file (an empty graph is
+   * fine). */
   pbuf u8 = {0};
   node_begin(&n, "u", "Placeholder", NULL, NULL);
   attr_type(&n, "dtype", 4);
@@ -1241,6 +1242,68 @@ static void test_tfjs(void)
   CHECK(clg_import_num_inputs(r) == 1 && clg_import_input(r, 0)->dtype == CLG_FLOAT32 &&
         clg_import_input(r, 0)->rank == -1 && clg_import_input(r, 0)->value.node == NULL);
   clg_import_result_free(r);
+}
+
+/* Every float16 weight value (all 65536 bit patterns, in one shard) widens to the float of the
+ * same value: the reference computed here from IEEE 754's definition with ldexp (zero,
+ * subnormals m * 2^-24, normals (1024 + m) * 2^(e - 25), infinities), NaNs staying NaN with
+ * their mantissa; a float32 weight after it in the same shard is read at the right offset. */
+static void test_tfjs_float16_all(void)
+{
+  enum { N = 65536 };
+  uint8_t *shard = malloc(2 * N + 8);
+  CHECK(shard != NULL);
+  if (!shard)
+    return;
+  for (int i = 0; i < N; i++) {
+    shard[2 * i] = (uint8_t)(i & 0xff);
+    shard[2 * i + 1] = (uint8_t)(i >> 8);
+  }
+  const float tail[2] = {-2.5f, 1e-3f};
+  memcpy(shard + 2 * N, tail, sizeof tail);
+  write_file("h16.bin", shard, 2 * N + 8);
+  free(shard);
+  const char *topo =
+      "{\"node\": ["
+      "{\"name\": \"h\", \"op\": \"Const\", \"attr\": {\"value\": {\"tensor\": {\"dtype\": "
+      "\"DT_FLOAT\", \"tensorShape\": {\"dim\": [{\"size\": \"65536\"}]}}}, \"dtype\": "
+      "{\"type\": \"DT_FLOAT\"}}},"
+      "{\"name\": \"f\", \"op\": \"Const\", \"attr\": {\"value\": {\"tensor\": {\"dtype\": "
+      "\"DT_FLOAT\", \"tensorShape\": {\"dim\": [{\"size\": \"2\"}]}}}, \"dtype\": {\"type\": "
+      "\"DT_FLOAT\"}}}], \"versions\": {\"producer\": 27}}";
+  const char *man = "[{\"paths\": [\"h16.bin\"], \"weights\": ["
+                    "{\"name\": \"h\", \"shape\": [65536], \"dtype\": \"float32\", "
+                    "\"quantization\": {\"dtype\": \"float16\"}},"
+                    "{\"name\": \"f\", \"shape\": [2], \"dtype\": \"float32\"}]}]";
+  write_model("h16.json", topo, man, "");
+  clg_graph *g = clg_graph_new();
+  clg_import_result *r = NULL;
+  CHECK_OK(clg_graph_import(g, path_in("h16.json"), NULL, &r));
+  clg_output h = {0}, f = {0};
+  CHECK_OK(clg_import_find(r, "h", &h));
+  CHECK_OK(clg_import_find(r, "f", &f));
+  const float *hv = h.node ? clg_tensor_const_data(clg_node_value(h.node)) : NULL;
+  const float *fv = f.node ? clg_tensor_const_data(clg_node_value(f.node)) : NULL;
+  CHECK(hv && fv);
+  int bad = 0;
+  for (int i = 0; hv && i < N; i++) {
+    int sign = i >> 15, e = (i >> 10) & 31, m = i & 1023;
+    double want = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    if (sign)
+      want = -want;
+    uint32_t bits;
+    memcpy(&bits, &hv[i], 4);
+    bool ok = isnan(want) ? isnan(hv[i]) && ((bits >> 13) & 1023) == (uint32_t)m &&
+                                (bits >> 31) == (uint32_t)sign
+                          : (double)hv[i] == want && !signbit(hv[i]) == !signbit(want);
+    if (!ok && bad++ < 5)
+      CHECK_MSG(0, "float16 0x%04x became %a (bits 0x%08x), want %a", i, (double)hv[i],
+                (unsigned)bits, want);
+  }
+  CHECK(bad == 0);
+  CHECK(fv && fv[0] == tail[0] && fv[1] == tail[1]);
+  clg_import_result_free(r);
+  clg_graph_free(g);
 }
 
 static void expect_tfjs_error(const char *name, clg_code want, const char *word)
@@ -2098,6 +2161,7 @@ int main(void)
   test_tensor_fields();
   test_bad_graphdefs();
   test_tfjs();
+  test_tfjs_float16_all();
   test_bad_tfjs();
   test_tfjs_wide();
   test_fold_waves();

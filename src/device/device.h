@@ -54,6 +54,15 @@ clg_code clg_devices_set_task(clg_devices *devs, int task);
  * owner runs it as an OpenCL device (its kernels are chosen as the owner would). */
 clg_code clg_devices_add_remote(clg_devices *devs, const clg_device_info *info, bool opencl);
 
+/* A set of the host alone, made without any OpenCL call (the library's own host work: an
+ * import's constant folding needs no OpenCL start-up). */
+clg_code clg_devices_new_host(clg_devices **out);
+/* OpenCL's start-up (the ICD loader and drivers' first enumeration) begun on a thread of its
+ * own, once per process, so that it overlaps the caller's work; warm_end waits for it. Neither
+ * changes what clg_devices_new finds (it calls warm_end itself). */
+void clg_devices_warm_begin(void);
+void clg_devices_warm_end(void);
+
 /* Device i of the set (0 = host). */
 clg_device *clg_devices_at(clg_devices *devs, int i);
 

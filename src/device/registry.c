@@ -1,11 +1,13 @@
 /* The device registry: the host as /device:CPU:0, then OpenCL devices of the chosen types
  * as /device:GPU:N (platform order from the ICD loader, then each platform's device order),
  * narrowed and reordered by the visible-device list and split by virtual devices. */
+#define _DEFAULT_SOURCE /* sigaltstack: OpenCL's start-up on a thread of its own */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -790,7 +792,74 @@ static clg_code create_contexts(clg_devices *devs)
   return CLG_OK;
 }
 
+static clg_code devices_new(const clg_device_config *cfg, bool opencl, clg_devices **out);
+
+/* --- OpenCL's start-up, begun early -------------------------------------------------- */
+
+/* The first clGetPlatformIDs and clGetDeviceIDs of a process load every ICD and start its
+ * drivers (PoCL: tens of milliseconds, for LLVM and its device threads); later calls answer from
+ * what the loader and the drivers keep. warm_begin makes those first calls on a thread of their
+ * own, so that they overlap the caller's work (a model's import); its answers are dropped and
+ * the enumeration asks again, so the device set is the same as without it. */
+static pthread_mutex_t warm_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t warm_thread;
+static bool warm_started; /* begun once per process (or the enumeration already ran) */
+static bool warm_running; /* the thread is to be joined */
+
+static void *warm_main(void *arg)
+{
+  (void)arg;
+  /* A driver's start-up may give the thread that makes it an alternate signal stack of its
+   * own (PoCL's LLVM does, for its crash handler); the thread puts back the one it had before
+   * it ends, since the thread library (and AddressSanitizer, which unmaps its own) frees the
+   * stack it knows when a thread exits. The driver keeps its memory. */
+  stack_t own;
+  bool restore = sigaltstack(NULL, &own) == 0;
+  cl_uint np = 0;
+  if (clGetPlatformIDs(0, NULL, &np) == CL_SUCCESS && np > 0) {
+    cl_platform_id *ps = calloc(np, sizeof *ps);
+    if (ps && clGetPlatformIDs(np, ps, NULL) == CL_SUCCESS)
+      for (cl_uint p = 0; p < np; p++) {
+        cl_uint nd = 0;
+        (void)clGetDeviceIDs(ps[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd);
+      }
+    free(ps);
+  }
+  if (restore) /* own's flags say SS_DISABLE where it had none: then none again */
+    (void)sigaltstack(&own, NULL);
+  return NULL;
+}
+
+void clg_devices_warm_begin(void)
+{
+  pthread_mutex_lock(&warm_lock);
+  if (!warm_started) {
+    warm_started = true;
+    warm_running = pthread_create(&warm_thread, NULL, warm_main, NULL) == 0;
+  }
+  pthread_mutex_unlock(&warm_lock);
+}
+
+void clg_devices_warm_end(void)
+{
+  pthread_mutex_lock(&warm_lock);
+  warm_started = true; /* the enumeration that follows does the start-up itself */
+  if (warm_running) {
+    pthread_join(warm_thread, NULL);
+    warm_running = false;
+  }
+  pthread_mutex_unlock(&warm_lock);
+}
+
+clg_code clg_devices_new_host(clg_devices **out) { return devices_new(NULL, false, out); }
+
 clg_code clg_devices_new(const clg_device_config *cfg, clg_devices **out)
+{
+  return devices_new(cfg, true, out);
+}
+
+/* opencl false: the host alone, and no OpenCL call at all (clg_devices_new_host). */
+static clg_code devices_new(const clg_device_config *cfg, bool opencl, clg_devices **out)
 {
   if (!out)
     return clg_error(CLG_INVALID_ARGUMENT, "clg_devices_new: out is NULL");
@@ -816,7 +885,10 @@ clg_code clg_devices_new(const clg_device_config *cfg, clg_devices **out)
   devs->local_task = -1;
   phys_device *phys = NULL;
   int nphys = 0, *order = NULL, nvis = 0;
-  code = enumerate(devs, types, &phys, &nphys);
+  if (opencl) {
+    clg_devices_warm_end();
+    code = enumerate(devs, types, &phys, &nphys);
+  }
   if (code == CLG_OK)
     code = split_physical(&phys, &nphys);
   if (code != CLG_OK)
@@ -827,7 +899,7 @@ clg_code clg_devices_new(const clg_device_config *cfg, clg_devices **out)
   const char *list = cfg->visible_device_list;
   if (!list || !*list)
     list = getenv("CLGRAPH_VISIBLE_DEVICES");
-  bool list_given = list && *list;
+  bool list_given = opencl && list && *list; /* the host alone: no GPU to list */
   if (list_given) {
     code = parse_visible(list, nphys, &order, &nvis);
     if (code != CLG_OK)

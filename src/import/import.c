@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/device.h"
 #include "graph/graph.h"
 #include "import/build.h"
 #include "runtime/runtime.h"
@@ -817,12 +818,19 @@ static clg_code import_bytes(clg_graph *g, clg_import_format fmt, const uint8_t 
                              clg_import_result **result)
 {
   clg_imp_model *m = NULL;
+  /* A session usually follows: OpenCL's start-up runs beside the import rather than after it
+   * (constant folding needs none: its sessions are on the host alone). */
+  clg_devices_warm_begin();
   clg_code code = clg_imp_read_any(fmt, bytes, len, file, base_dir, true, &m);
-  if (code != CLG_OK)
-    return clg_graph_record_error(g);
-  code =
-      strcmp(m->format, "onnx") == 0 ? clg_imp_build_onnx(g, m, o, result) : build(g, m, o, result);
-  clg_imp_model_free(m);
+  if (code == CLG_OK) {
+    code = strcmp(m->format, "onnx") == 0 ? clg_imp_build_onnx(g, m, o, result)
+                                          : build(g, m, o, result);
+    clg_imp_model_free(m);
+  } else
+    code = clg_graph_record_error(g);
+  /* Waited for here, not left running: a program may exit after an import alone, and the
+   * drivers must not be starting while it does. */
+  clg_devices_warm_end();
   return code;
 }
 

@@ -173,6 +173,10 @@ clg_code clg_imp_read_tensor(const clg_pb *r, clg_imp_tensor *t, const char *whe
 /* Builds the host tensor of t->value from raw little-endian bytes or typed values: checks the
  * shape and the byte count; where names it in errors. */
 clg_code clg_imp_tensor_from_raw(clg_imp_tensor *t, const void *raw, size_t len, const char *where);
+/* The same checks, then t->value allocated and left unwritten for the caller to fill: *data
+ * its len bytes (NULL, and no error, when clgraph lacks the dtype). Readers that decode
+ * (dequantize, widen) write into it directly rather than into a buffer copied after. */
+clg_code clg_imp_tensor_alloc(clg_imp_tensor *t, size_t len, const char *where, void **data);
 
 /* TF's rule for typed values: count values (each at the dtype's element size) fill t's shape,
  * fewer repeating the last, none giving zeros, more being INVALID_ARGUMENT naming field and

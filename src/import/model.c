@@ -198,8 +198,9 @@ static void shape_text(const clg_imp_shape *s, char *buf, size_t size)
     snprintf(buf + k, size - k, "]");
 }
 
-clg_code clg_imp_tensor_from_raw(clg_imp_tensor *t, const void *raw, size_t len, const char *where)
+clg_code clg_imp_tensor_alloc(clg_imp_tensor *t, size_t len, const char *where, void **data)
 {
+  *data = NULL;
   char dt[24], sh[160];
   clg_imp_tf_dtype_name(t->tf_dtype, dt);
   if (!clg_imp_tf_dtype_known(t->tf_dtype))
@@ -230,12 +231,23 @@ clg_code clg_imp_tensor_from_raw(clg_imp_tensor *t, const void *raw, size_t len,
   if (!clg_imp_dtype(t->tf_dtype, &d))
     return CLG_OK; /* a dtype clgraph lacks: an error where a node uses it */
   clg_tensor_free(t->value);
-  t->value = clg_tensor_new(d, t->shape.rank, t->shape.dims, raw);
+  t->value = clg_tensor_new_uninit(d, t->shape.rank, t->shape.dims);
   if (!t->value)
     return clg_error_prefix("%s: ", where);
-  if (d == CLG_BOOL) {
-    uint8_t *b = clg_tensor_data(t->value);
-    for (size_t i = 0; i < (size_t)count; i++)
+  *data = clg_tensor_data(t->value);
+  return CLG_OK;
+}
+
+clg_code clg_imp_tensor_from_raw(clg_imp_tensor *t, const void *raw, size_t len, const char *where)
+{
+  void *data;
+  clg_code code = clg_imp_tensor_alloc(t, len, where, &data);
+  if (code != CLG_OK || !data || len == 0)
+    return code;
+  memcpy(data, raw, len);
+  if (clg_tensor_dtype(t->value) == CLG_BOOL) {
+    uint8_t *b = data;
+    for (size_t i = 0; i < len; i++)
       b[i] = b[i] != 0;
   }
   return CLG_OK;

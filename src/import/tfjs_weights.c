@@ -8,20 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "import/build.h"
 #include "import/tfjs.h"
 
 /* The NodeDef attribute a weight fills (Const's value, as tfjs's converter leaves it empty). */
 static const char *const const_value_attr = "value";
 
 /* --- weights ----------------------------------------------------------------------------- */
-
-static clg_imp_node *find_node(clg_imp_model *m, const char *name)
-{
-  for (int i = 0; i < m->num_nodes; i++)
-    if (strcmp(m->nodes[i].name, name) == 0)
-      return &m->nodes[i];
-  return NULL;
-}
 
 static bool weight_dtype(const char *s, int *tf)
 {
@@ -38,27 +31,36 @@ static bool weight_dtype(const char *s, int *tf)
   return false;
 }
 
-/* IEEE half to float, exactly (every half is a float), by bits: the weights of real models are
- * mostly float16, and this runs once per element at import. */
-static float half_to_float(uint16_t h)
+/* IEEE half to float, exactly (every half is a float), by bits: exponent and mantissa move to
+ * float's places and a multiply by 2^112 rebiases them (exact: a power of two, and every half,
+ * subnormals too, is a normal float); infinities and NaNs (exponent 31) get float's all-ones
+ * exponent, mantissa kept. No branch: the weights of real models are mostly float16 and this
+ * runs once per element at import, so the loop over them vectorises. */
+static inline float half_to_float(uint16_t h)
 {
-  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
-  if (exp == 0 && mant == 0)
-    bits = sign;
-  else if (exp == 0) { /* subnormal: normalise */
-    uint32_t e = 113;
-    while (!(mant & 0x400)) {
-      mant <<= 1;
-      e--;
-    }
-    bits = sign | e << 23 | (mant & 0x3ff) << 13;
-  } else if (exp == 31)
-    bits = sign | 0x7f800000u | mant << 13;
-  else
-    bits = sign | (exp + 112) << 23 | mant << 13;
+  uint32_t em = (uint32_t)(h & 0x7fff) << 13, sign = (uint32_t)(h & 0x8000) << 16, bits;
   float f;
+  memcpy(&f, &em, 4);
+  f *= 0x1p112f;
+  memcpy(&bits, &f, 4);
+  uint32_t special = 0u - (((uint32_t)(h & 0x7c00) + 0x400) >> 15); /* all ones at exponent 31 */
+  bits = (bits & ~special) | ((em | 0x7f800000u) & special);
+  bits |= sign;
   memcpy(&f, &bits, 4);
   return f;
+}
+
+/* n little-endian halves at src to floats: a function of its own, since GCC does not vectorise
+ * the loop once it is inlined into the reader's. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TFJS_NOINLINE __attribute__((noinline))
+#else
+#define TFJS_NOINLINE
+#endif
+static TFJS_NOINLINE void halves_to_floats(const uint8_t *src, float *dst, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    dst[i] = half_to_float((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
 }
 
 /* The dtype a Const declares: its dtype attr, else its value tensor's; 0 when neither, or when
@@ -76,28 +78,11 @@ static int declared_dtype(const clg_imp_node *n)
 /* tfjs has no int64 or float64: its converter stores such a Const's weight as int32 or
  * float32 and keeps the node's TensorFlow dtype. Widened back (exactly) where the Const
  * declares the wider dtype, as tools/tfjs_to_pb.py does, so that its consumers get the dtype
- * the graph was made with. *vals is replaced (or freed on failure). */
-static clg_code widen_to_declared(const tfjs_ctx *c, const clg_imp_node *n, clg_imp_tensor *t,
-                                  void **vals, uint64_t count)
+ * the graph was made with: the dtype the weight of type tf becomes in node n. */
+static int widened_dtype(const clg_imp_node *n, int tf)
 {
   int wide = declared_dtype(n);
-  if ((t->tf_dtype == 3 && wide == 9) || (t->tf_dtype == 1 && wide == 2)) {
-    void *w64 = malloc(count ? (size_t)count * 8 : 1);
-    if (!w64) {
-      free(*vals);
-      *vals = NULL;
-      return oom(c);
-    }
-    for (size_t i = 0; i < count; i++)
-      if (wide == 9)
-        ((int64_t *)w64)[i] = ((const int32_t *)*vals)[i];
-      else
-        ((double *)w64)[i] = ((const float *)*vals)[i];
-    free(*vals);
-    *vals = w64;
-    t->tf_dtype = wide;
-  }
-  return CLG_OK;
+  return (tf == 3 && wide == 9) || (tf == 1 && wide == 2) ? wide : tf;
 }
 
 /* The weight is the Const's value: it replaces the topology's (empty) tensor. Takes t. */
@@ -125,9 +110,15 @@ static clg_code set_const_value(const tfjs_ctx *c, clg_imp_node *n, clg_imp_tens
   return CLG_OK;
 }
 
+/* The model's nodes by name (a weight names its Const). */
+typedef struct node_hash {
+  int *h;
+  size_t size;
+} node_hash;
+
 /* One weight: its bytes from data (len available), dequantized, into node's value. Sets *used. */
-static clg_code read_weight(const tfjs_ctx *c, const json_t *wj, const char *shards,
-                            const uint8_t *data, size_t len, size_t *used)
+static clg_code read_weight(const tfjs_ctx *c, const node_hash *hash, const json_t *wj,
+                            const char *shards, const uint8_t *data, size_t len, size_t *used)
 {
   char what[700], where[512];
   const json_t *name = json_object_get(wj, "name"), *shape = json_object_get(wj, "shape"),
@@ -183,56 +174,70 @@ static clg_code read_weight(const tfjs_ctx *c, const json_t *wj, const char *sha
                      "short or missing shard data",
                      c->file, where, (unsigned long long)bytes, *used, shards, len + *used);
   *used += (size_t)bytes;
-  clg_imp_node *n = find_node(c->m, nm);
-  if (!n)
+  int k = clg_imp_hash_find(hash->h, hash->size, clg_imp_model_node_name, c->m, nm, strlen(nm));
+  if (k < 0)
     return CLG_OK; /* tfjs keeps weights no node names; they are unused */
-  void *vals = malloc(count ? (size_t)(count * clg_imp_tf_dtype_size(t.tf_dtype)) : 1);
-  if (!vals)
-    return oom(c);
-  if (qdtype == 19) {
-    if (t.tf_dtype != 1) {
-      free(vals);
-      snprintf(what, sizeof what, "%s with float16 quantization", where);
-      return bad(c, what, "float32");
-    }
-    for (size_t i = 0; i < count; i++) {
-      uint16_t h = (uint16_t)(data[2 * i] | data[2 * i + 1] << 8);
-      ((float *)vals)[i] = half_to_float(h);
-    }
-  } else if (qdtype) {
-    for (size_t i = 0; i < count; i++) {
-      double qv = qdtype == 4 ? data[i] : (double)(data[2 * i] | data[2 * i + 1] << 8);
-      double v = qv * scale + min;
-      if (t.tf_dtype == 1)
-        ((float *)vals)[i] = (float)v;
-      else if (t.tf_dtype == 3)
-        ((int32_t *)vals)[i] = (int32_t)lround(v); /* tfjs: Math.round for int32 weights */
-      else {
-        free(vals);
-        snprintf(what, sizeof what, "%s with %s quantization", where,
-                 qdtype == 4 ? "uint8" : "uint16");
-        return bad(c, what, "float32 or int32");
-      }
-    }
-  } else
-    memcpy(vals, data, (size_t)bytes);
-  clg_code widened = widen_to_declared(c, n, &t, &vals, count);
-  if (widened != CLG_OK)
-    return widened;
+  clg_imp_node *n = &c->m->nodes[k];
+  if (qdtype == 19 && t.tf_dtype != 1) {
+    snprintf(what, sizeof what, "%s with float16 quantization", where);
+    return bad(c, what, "float32");
+  }
+  if (qdtype && qdtype != 19 && count > 0 && t.tf_dtype != 1 && t.tf_dtype != 3) {
+    snprintf(what, sizeof what, "%s with %s quantization", where, qdtype == 4 ? "uint8" : "uint16");
+    return bad(c, what, "float32 or int32");
+  }
+  /* Decoded once, straight into the Const's tensor (no buffer copied after). */
+  int tf = t.tf_dtype;
+  t.tf_dtype = widened_dtype(n, tf);
+  bool wide = t.tf_dtype != tf;
   char w[700];
   snprintf(w, sizeof w, "%s: %s", c->file, where);
+  void *out;
   clg_code code =
-      clg_imp_tensor_from_raw(&t, vals, (size_t)(count * clg_imp_tf_dtype_size(t.tf_dtype)), w);
-  free(vals);
-  if (code != CLG_OK)
+      clg_imp_tensor_alloc(&t, (size_t)(count * clg_imp_tf_dtype_size(t.tf_dtype)), w, &out);
+  if (code != CLG_OK) {
+    clg_imp_tensor_clear(&t);
     return code;
+  }
+  if (out && !qdtype && !wide)
+    memcpy(out, data, (size_t)bytes);
+  else if (out && qdtype == 19 && !wide) /* the common case, kept a loop of its own */
+    halves_to_floats(data, out, (size_t)count);
+  else if (out)
+    for (size_t i = 0; i < count; i++) {
+      double v;
+      if (qdtype == 19)
+        v = half_to_float((uint16_t)(data[2 * i] | data[2 * i + 1] << 8));
+      else if (qdtype)
+        v = (qdtype == 4 ? data[i] : (double)(data[2 * i] | data[2 * i + 1] << 8)) * scale + min;
+      else if (tf == 1) {
+        float x;
+        memcpy(&x, data + 4 * i, 4);
+        v = x;
+      } else {
+        int32_t x;
+        memcpy(&x, data + 4 * i, 4);
+        v = x;
+      }
+      /* tfjs: float32(q * scale + min), Math.round for int32 weights; widened exactly. */
+      if (tf == 1 && wide)
+        ((double *)out)[i] = (float)v;
+      else if (tf == 1)
+        ((float *)out)[i] = (float)v;
+      else if (wide)
+        ((int64_t *)out)[i] = qdtype ? (int32_t)lround(v) : (int64_t)v;
+      else
+        ((int32_t *)out)[i] = qdtype ? (int32_t)lround(v) : (int32_t)v;
+    }
+  if (out && t.value && clg_tensor_dtype(t.value) == CLG_BOOL)
+    for (size_t i = 0; i < count; i++)
+      ((uint8_t *)out)[i] = ((uint8_t *)out)[i] != 0;
   return set_const_value(c, n, t);
 }
 
-clg_code clg_imp_tfjs_weights(const tfjs_ctx *c, const json_t *manifest, const char *base_dir)
+static clg_code read_groups(const tfjs_ctx *c, const node_hash *hash, const json_t *manifest,
+                            const char *base_dir)
 {
-  if (!json_is_array(manifest))
-    return bad(c, "weightsManifest", "an array");
   /* Every shard once: a file named twice would give its bytes to two weights. */
   int num_seen = 0;
   const char *seen[256];
@@ -284,6 +289,11 @@ clg_code clg_imp_tfjs_weights(const tfjs_ctx *c, const json_t *manifest, const c
         clg_error_prefix("%s: weight shard: ", c->file);
         break;
       }
+      if (!data) { /* the first shard is the buffer: one group's usual single shard is not copied */
+        data = bytes;
+        len = n;
+        continue;
+      }
       uint8_t *grown = realloc(data, len + n + 1);
       if (!grown) {
         free(bytes);
@@ -305,7 +315,7 @@ clg_code clg_imp_tfjs_weights(const tfjs_ctx *c, const json_t *manifest, const c
           code = bad(c, "a weightsManifest weight", "an object");
           break;
         }
-        if ((code = read_weight(c, w, list, data + used, len - used, &used)) != CLG_OK)
+        if ((code = read_weight(c, hash, w, list, data + used, len - used, &used)) != CLG_OK)
           break;
       }
     free(data);
@@ -313,4 +323,17 @@ clg_code clg_imp_tfjs_weights(const tfjs_ctx *c, const json_t *manifest, const c
       return code;
   }
   return CLG_OK;
+}
+
+clg_code clg_imp_tfjs_weights(const tfjs_ctx *c, const json_t *manifest, const char *base_dir)
+{
+  if (!json_is_array(manifest))
+    return bad(c, "weightsManifest", "an array");
+  node_hash hash = {NULL, 0};
+  hash.h = clg_imp_hash_build(c->m->num_nodes, clg_imp_model_node_name, c->m, &hash.size);
+  if (!hash.h)
+    return oom(c);
+  clg_code code = read_groups(c, &hash, manifest, base_dir);
+  free(hash.h);
+  return code;
 }

@@ -25,10 +25,18 @@ struct clg_process {
   int num_warned;
   clg_pinned *pinned;   /* host memory for large tensors, from GPU:0's context */
   clg_cluster *cluster; /* cluster (issue 17): the tasks' devices are in devs */
+  bool host_only;       /* the helpers' state: the host alone (see host_process) */
 };
 
 static pthread_mutex_t process_lock = PTHREAD_MUTEX_INITIALIZER;
 static clg_process *process;
+/* The library's own host work (an import's constant folding) when no session holds the
+ * process's state: a state of the host alone, so that folding starts no OpenCL driver (the
+ * first enumeration costs tens of milliseconds). It configures nothing process-wide: a
+ * session's state created beside it is the one later sessions get. */
+static clg_process *host_process;
+/* Set around the session a helper creates, so that clg_process_acquire gives it host_process. */
+static _Thread_local bool helper_host_only;
 
 static bool same_string(const char *a, const char *b)
 {
@@ -72,7 +80,8 @@ static void process_destroy(clg_process *p)
 {
   if (!p)
     return;
-  clg_tensor_set_host_provider(NULL);
+  if (!p->host_only) /* the host provider and OpenCL's caches are the session state's */
+    clg_tensor_set_host_provider(NULL);
   clg_pinned_close(p->pinned);
   if (p->allocs && p->devs)
     for (int i = 0; i < p->devs->count; i++)
@@ -81,7 +90,8 @@ static void process_destroy(clg_process *p)
         clg_device_ops_of(dev)->finish(dev);
         clg_allocator_destroy(p->allocs[i]);
       }
-  clg_cl_release_all();
+  if (!p->host_only)
+    clg_cl_release_all();
   clg_cluster_close(p->cluster); /* --- cluster hook */
   clg_devices_free(p->devs);
   for (int i = 0; i < p->num_warned; i++)
@@ -157,11 +167,12 @@ static clg_code process_create(const clg_session_options *opt, clg_process **out
   cfg.visible_device_list = opt->visible_device_list;
   cfg.num_virtual = opt->num_virtual;
   cfg.virtual_devices = opt->virtual_devices;
-  clg_code code = clg_devices_new(&cfg, &p->devs);
+  p->host_only = helper_host_only;
+  clg_code code = p->host_only ? clg_devices_new_host(&p->devs) : clg_devices_new(&cfg, &p->devs);
   /* --- cluster hook: join the tasks, whose devices join the set */
   bool cluster = false;
   double timeout_s = 0;
-  if (code == CLG_OK)
+  if (code == CLG_OK && !p->host_only)
     code = clg_cluster_resolve(opt->cluster, opt->cluster_timeout_s, &cluster, &timeout_s);
   if (code == CLG_OK && cluster)
     code = clg_cluster_open(p->devs, timeout_s, &p->cluster);
@@ -186,11 +197,21 @@ clg_code clg_process_acquire(const clg_session_options *opt, clg_process **out)
   if (code != CLG_OK)
     return code;
   pthread_mutex_lock(&process_lock);
+  if (helper_host_only && !process) {
+    if (!host_process)
+      code = process_create(opt, &host_process);
+    if (code == CLG_OK) {
+      host_process->refs++;
+      *out = host_process;
+    }
+    pthread_mutex_unlock(&process_lock);
+    return code;
+  }
   if (!process) {
     code = process_create(opt, &process);
     if (code == CLG_OK)
       clg_tensor_recycle_set(true);
-  } else {
+  } else if (!helper_host_only) { /* a helper asks for nothing of its own */
     if (!same_devices(&process->first, opt))
       clg_log(CLG_LOG_WARNING,
               "This session asks for a device configuration (device types, "
@@ -223,9 +244,14 @@ void clg_process_release(clg_process *p)
     return;
   pthread_mutex_lock(&process_lock);
   if (--p->refs == 0) {
+    bool host_only = p->host_only;
     process_destroy(p);
-    process = NULL;
-    clg_tensor_recycle_set(false);
+    if (host_only)
+      host_process = NULL;
+    else {
+      process = NULL;
+      clg_tensor_recycle_set(false);
+    }
   }
   pthread_mutex_unlock(&process_lock);
 }
@@ -250,7 +276,9 @@ clg_code clg_process_helper_session(clg_graph *g, clg_session **out)
   /* Host work joins no cluster (first.cluster is the creator's pointer, not kept). */
   opt.cluster = "none";
   pthread_mutex_unlock(&process_lock);
+  helper_host_only = !held;
   clg_code code = clg_session_new(g, &opt, out);
+  helper_host_only = false;
   clg_process_release(held);
   return code;
 }
