@@ -51,6 +51,8 @@ CLG_BCAST(clg_bc_le, uchar, x <= y ? 1 : 0)
 CLG_BCAST(clg_bc_ne, uchar, x != y ? 1 : 0)
 CLG_BCAST(clg_bc_pow, T, pow(x, y))
 CLG_BCAST(clg_bc_atan2, T, atan2(x, y))
+/* SquaredDifference: the difference rounded to T, then squared (as TensorFlow's). */
+CLG_BCAST(clg_bc_sqdiff, T, (x - y) * (x - y))
 
 /* The comparisons on integers, Equal, NotEqual, LogicalAnd and LogicalOr on bool (the
  * program's T is then unused). */
@@ -86,6 +88,27 @@ CLG_BCAST_CMP(clg_bc_equal_u8, uchar, ==)
 CLG_BCAST_CMP(clg_bc_ne_u8, uchar, !=)
 CLG_BCAST_CMP(clg_bc_and, uchar, &&)
 CLG_BCAST_CMP(clg_bc_or, uchar, ||)
+
+/* SquaredDifference on integers, wrapping as TensorFlow's (unsigned: no signed overflow). */
+#define CLG_BCAST_SQDIFF_INT(name, TI, TU)                                                       \
+  __kernel void name(__global const TI *a, ulong ao, __global const TI *b, ulong bo,            \
+                     __global TI *out, ulong oo, ulong n, clg_map m)                            \
+  {                                                                                              \
+    ulong i = get_global_id(0);                                                                  \
+    if (i >= n)                                                                                  \
+      return;                                                                                    \
+    ulong ia = 0, ib = 0, r = i;                                                                 \
+    for (int k = (int)m.rank - 1; k >= 0; k--) {                                                 \
+      ulong d = r % m.dims[k];                                                                   \
+      r /= m.dims[k];                                                                            \
+      ia += d * m.sa[k];                                                                         \
+      ib += d * m.sb[k];                                                                         \
+    }                                                                                            \
+    TU d = (TU)a[ao + ia] - (TU)b[bo + ib];                                                      \
+    out[oo + i] = (TI)(d * d);                                                                   \
+  }
+CLG_BCAST_SQDIFF_INT(clg_bc_sqdiff_i32, int, uint)
+CLG_BCAST_SQDIFF_INT(clg_bc_sqdiff_i64, long, ulong)
 
 /* out[i] = in[strided(i)] for elements of 1, 2, 4 or 8 bytes (Transpose of any dtype). */
 #define CLG_GATHER(name, TE)                                                                     \

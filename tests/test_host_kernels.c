@@ -361,13 +361,14 @@ static void test_supported(void)
     }
   CHECK(!clg_backend_supported("Conv3D", CLG_FLOAT32, &host));
   /* The integer and bool dtypes: data ops take them, arithmetic refuses them, except the
-   * binary ops shape arithmetic uses (int32/int64 on the host: the importer folds them). */
+   * binary ops shape arithmetic uses (int32/int64 on the host: the importer folds them) and
+   * MatMul (int32/int64 on both kinds: tfjs graphs' index arithmetic). */
   const clg_dtype ints[3] = {CLG_INT32, CLG_INT64, CLG_BOOL};
   const char *const arith[] = {"MatMul", "Add", "Sub", "Mul", "AddN", "Relu", "Neg", "Square"};
   for (int t = 0; t < 3; t++) {
     for (size_t o = 0; o < sizeof arith / sizeof arith[0]; o++)
       for (size_t d = 0; d < 2; d++) {
-        bool host_int = d == 0 && t < 2 && o >= 1 && o <= 3;
+        bool host_int = (d == 0 && t < 2 && o >= 1 && o <= 3) || (t < 2 && o == 0);
         CHECK_MSG(clg_backend_supported(arith[o], ints[t], d ? all[1] : &host) == host_int,
                   "%s %s supported %d on %s", arith[o], clg_dtype_name(ints[t]), !host_int,
                   d ? "GPU" : "host");

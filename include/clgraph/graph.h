@@ -306,6 +306,8 @@ clg_node *clg_minimum(clg_graph *g, const char *name, clg_node *a, clg_node *b);
  * broadcast as clg_add; float, and int32/int64 on the host. */
 clg_node *clg_floor_div(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_floor_mod(clg_graph *g, const char *name, clg_node *a, clg_node *b);
+/* (x - y) * (x - y) (op SquaredDifference), broadcast as clg_add; float, int32 and int64. */
+clg_node *clg_squared_difference(clg_graph *g, const char *name, clg_node *x, clg_node *y);
 /* Array ops of any dtype. squeeze: x without the dims of size 1 listed in dims (ndims 0: all
  * of them; negative counts from the end). expand_dims: a dim of 1 inserted at axis (in
  * [-rank-1, rank]). slice: size[k] elements from begin[k] along each dim (-1: to the end).

@@ -127,7 +127,8 @@ typedef enum clg_binop {
   CLG_BINOP_POW,   /* Pow: pow(x, y) (a negative x with an integer y has the sign of x^y) */
   CLG_BINOP_ATAN2, /* Atan2(y, x): atan2(y, x), inputs in TensorFlow's order */
   CLG_BINOP_AND,   /* LogicalAnd, LogicalOr: on bool */
-  CLG_BINOP_OR
+  CLG_BINOP_OR,
+  CLG_BINOP_SQDIFF /* SquaredDifference: (x - y) * (x - y) in T (integers wrap) */
 } clg_binop;
 
 /* Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg: element-wise math (ops/math.c); Erf to Selu:

@@ -384,27 +384,42 @@ static clg_code gather_inputs(imp *c, const clg_imp_node *n, clg_output *ins, in
   return CLG_OK;
 }
 
-/* Shape of a static shape: a Const of out_type (int32 unless int64 asked). */
-static clg_code build_static_shape(imp *c, const clg_imp_node *n, int nin, const clg_output *ins,
-                                   clg_node **built)
+/* Shape of a static shape: a Const of out_type (int32 unless int64 asked); Size (the rule's
+ * target) of it: its element count, a scalar Const. */
+static clg_code build_static_shape(imp *c, const clg_imp_node *n, const clg_imp_rule *rule, int nin,
+                                   const clg_output *ins, clg_node **built)
 {
   const clg_imp_attr *ot = clg_imp_node_attr(n, "out_type");
-  bool i64 = ot && ot->kind == CLG_IMP_TYPE && ot->i == 9;
+  bool i64 = ot && ot->kind == CLG_IMP_TYPE && ot->i == 9, size = rule->target != NULL;
   if (nin != 1)
-    return fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' (op Shape) has %d inputs, not 1",
-                             file_of(c), n->name, nin));
+    return fail(c, clg_error(CLG_INVALID_ARGUMENT, "%s: node '%s' (op %s) has %d inputs, not 1",
+                             file_of(c), n->name, n->op, nin));
   int rank = clg_node_output_rank(ins[0].node, ins[0].index);
-  int64_t dims[1] = {rank};
-  clg_tensor *t = clg_tensor_new(i64 ? CLG_INT64 : CLG_INT32, 1, dims, NULL);
+  int64_t dims[1] = {rank}, count = 1;
+  clg_tensor *t = clg_tensor_new(i64 ? CLG_INT64 : CLG_INT32, size ? 0 : 1, dims, NULL);
   if (!t)
     return fail(c, CLG_RESOURCE_EXHAUSTED);
   for (int i = 0; i < rank; i++) {
     int64_t d = clg_node_output_dim(ins[0].node, ins[0].index, i);
+    count *= d;
+    if (size)
+      continue;
     if (i64)
       ((int64_t *)clg_tensor_data(t))[i] = d;
     else
       ((int32_t *)clg_tensor_data(t))[i] = (int32_t)d;
   }
+  if (size && !i64 && count > INT32_MAX) {
+    clg_tensor_free(t);
+    return fail(c, clg_error(CLG_INVALID_ARGUMENT,
+                             "%s: node '%s' (op Size): Number of elements was larger than "
+                             "representable by 32-bit output type (%lld elements)",
+                             file_of(c), n->name, (long long)count));
+  }
+  if (size && i64)
+    *(int64_t *)clg_tensor_data(t) = count;
+  else if (size)
+    *(int32_t *)clg_tensor_data(t) = (int32_t)count;
   *built = clg_const(c->g, n->name, t);
   clg_tensor_free(t);
   return *built ? CLG_OK : clg_graph_status(c->g);
@@ -447,7 +462,7 @@ static clg_code build_node(imp *c, int idx)
   clg_node *built = NULL;
   bool deferred = false; /* in the wave */
   if (rule && rule->kind == CLG_IMP_RULE_SHAPE) {
-    code = build_static_shape(c, n, nin, ins, &built);
+    code = build_static_shape(c, n, rule, nin, ins, &built);
   } else if (rule && rule->kind == CLG_IMP_RULE_FUSED) {
     code = build_fused(c, n, rule, nin, ins, &built);
   } else {

@@ -219,7 +219,8 @@ typedef enum clg_imp_rule_kind {
   CLG_IMP_RULE_NONE = 0, /* the registry's op of the same name */
   CLG_IMP_RULE_ALIAS,    /* the registry's op named `target` (AddV2 -> Add) */
   CLG_IMP_RULE_FUSED,    /* _FusedConv2D/_FusedMatMul: target + BiasAdd + epilogue nodes */
-  CLG_IMP_RULE_SHAPE,    /* Shape: a Const of the input's static shape */
+  CLG_IMP_RULE_SHAPE,    /* Shape: a Const of the input's static shape (target "Size": its
+                          * element count, a scalar) */
   CLG_IMP_RULE_NOFOLD    /* stateful or random: never folded */
 } clg_imp_rule_kind;
 

@@ -16,6 +16,7 @@ static const clg_imp_rule rules[] = {
     {"FusedDepthwiseConv2dNative", CLG_IMP_RULE_FUSED, "DepthwiseConv2dNative"},
     /* A static shape: clgraph's shapes are all known once the inputs are bound. */
     {"Shape", CLG_IMP_RULE_SHAPE, NULL},
+    {"Size", CLG_IMP_RULE_SHAPE, "Size"}, /* the element count of that shape */
     /* Never folded although their inputs may all be constants. */
     {"RandomUniform", CLG_IMP_RULE_NOFOLD, NULL},
     {"RandomUniformInt", CLG_IMP_RULE_NOFOLD, NULL},

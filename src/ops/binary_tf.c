@@ -3,8 +3,9 @@
  * Minimum is y < x ? y : x (a NaN in x wins, as Eigen's min); Prelu(x, alpha) is tfjs's op
  * (tf.prelu, in tfjs graph models): x < 0 ? alpha * x : x. FloorDiv and FloorMod are TensorFlow's
  * floor division and Python-style modulo (the result has y's sign), also on int32 and int64 on the
- * host (integer division by zero is an error there, as TensorFlow's). Float everywhere, double on
- * the host and on devices with fp64. Kernels: backends/host/binary_tf.c,
+ * host (integer division by zero is an error there, as TensorFlow's). SquaredDifference is
+ * (x - y) * (x - y), also on int32 and int64 (wrapping) on both kinds. Float everywhere, double
+ * on the host and on devices with fp64. Kernels: backends/host/binary_tf.c,
  * backends/opencl/binary_tf.c. */
 #include "graph/graph.h"
 #include "ops/ops.h"
@@ -32,6 +33,18 @@ static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output
     da = clg_grad_build(g, &clg_op_Select, 3, (clg_output[]){neg, dya, dy[0]}, 0, NULL);
     db = clg_grad_build(g, &clg_op_Select, 3, (clg_output[]){neg, dyx, zeros}, 0, NULL);
   }
+  if (n->def == &clg_op_SquaredDifference) {
+    /* TensorFlow's _SquaredDifferenceGrad: g = 2 * dy * (x - y) to x, -g to y (each summed
+     * back to its own shape first). */
+    clg_output two = clg_grad_scalar(g, n->outs[0].dtype, 2.0);
+    clg_output diff = clg_grad_build(g, &clg_op_Sub, 2, (clg_output[]){a, b}, 0, NULL);
+    clg_output g2 = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){two, dy[0]}, 0, NULL);
+    da = clg_grad_build(g, &clg_op_Mul, 2, (clg_output[]){g2, diff}, 0, NULL);
+    dx[0] = clg_grad_unbroadcast(g, da, clg_node_in(n, 0), &n->outs[0]);
+    db = clg_grad_unbroadcast(g, da, clg_node_in(n, 1), &n->outs[0]);
+    dx[1] = clg_grad_build(g, &clg_op_Neg, 1, &db, 0, NULL);
+    return clg_graph_status(g);
+  }
   dx[0] = clg_grad_unbroadcast(g, da, clg_node_in(n, 0), &n->outs[0]);
   dx[1] = clg_grad_unbroadcast(g, db, clg_node_in(n, 1), &n->outs[0]);
   return clg_graph_status(g);
@@ -43,6 +56,7 @@ CLG_BINARY_DEF(Prelu, 0, grad)
 /* No gradient, as TensorFlow's FloorDiv (and FloorMod's y). */
 CLG_BINARY_DEF(FloorDiv, 0, NULL)
 CLG_BINARY_DEF(FloorMod, 0, NULL)
+CLG_BINARY_DEF(SquaredDifference, 0, grad)
 
 clg_node *clg_add_v2(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {
@@ -67,4 +81,9 @@ clg_node *clg_floor_mod(clg_graph *g, const char *name, clg_node *a, clg_node *b
 clg_node *clg_prelu(clg_graph *g, const char *name, clg_node *x, clg_node *alpha)
 {
   return clg_binary_build(g, &clg_op_Prelu, name, x, alpha);
+}
+
+clg_node *clg_squared_difference(clg_graph *g, const char *name, clg_node *x, clg_node *y)
+{
+  return clg_binary_build(g, &clg_op_SquaredDifference, name, x, y);
 }

@@ -1,7 +1,8 @@
 /* MatMul: [m,k] x [k,n] (after the optional transposes) for rank-2 inputs of one dtype.
- * Float, double and half. Kernels: backends/host/matmul.c (CBLAS or the portable GEMM),
+ * Float, double and half; int32 and int64 wrapping (index arithmetic in tfjs graphs). Kernels:
+ * backends/host/matmul.c (CBLAS or the portable GEMM; a plain loop for integers),
  * backends/opencl/matmul_kernels.c (CLBlast, with the host path on the device's data where
- * CLBlast cannot serve the device). */
+ * CLBlast cannot serve the device; a plain kernel for integers). */
 #include "graph/graph.h"
 #include "ops/ops.h"
 

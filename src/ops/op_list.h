@@ -153,3 +153,7 @@ CLG_OP(ReverseV2)
 CLG_OP(Cumsum)
 CLG_OP(TopKV2)
 CLG_OP(Einsum) /* einsum.c */
+/* tfjs graphs, 5 (issue 23) */
+CLG_OP(SquaredDifference) /* binary_tf.c */
+CLG_OP(Size)              /* array_tf4.c */
+CLG_OP(SparseToDense)

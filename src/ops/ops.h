@@ -260,4 +260,11 @@ typedef struct clg_einsum {
 clg_code clg_einsum_spec(const clg_node *n, clg_einsum *e);
 int64_t clg_resize_nearest_source(const clg_resize *r, int64_t i, float scale, int64_t in);
 
+/* tfjs graphs, 5 (issue 23). SparseToDense (array_tf4.c): the count of indices and the values
+ * in each (num_dims), and each index's element offset in the output (offsets may be NULL:
+ * checked only), with TensorFlow's INVALID_ARGUMENT for an index out of bounds and, under
+ * validate_indices, one out of order or repeated, naming the node. */
+void clg_sparse_to_dense_dims(const clg_node *n, size_t *num_elems, int *num_dims);
+clg_code clg_sparse_to_dense_offsets(const clg_node *n, const void *indices, size_t *offsets);
+
 #endif

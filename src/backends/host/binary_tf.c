@@ -1,14 +1,15 @@
-/* AddV2, Minimum, Prelu, FloorDiv and FloorMod on the host: flat loops for equal shapes or a
- * scalar operand (AddV2), the strided walk of numpy broadcasting otherwise. */
+/* AddV2, Minimum, Prelu, FloorDiv, FloorMod and SquaredDifference on the host: flat loops for
+ * equal shapes or a scalar operand (AddV2), the strided walk of numpy broadcasting otherwise. */
 #include "backends/host/host.h"
 
 static clg_binop binop(const clg_node *n)
 {
-  return n->def == &clg_op_Minimum    ? CLG_BINOP_MIN
-         : n->def == &clg_op_Prelu    ? CLG_BINOP_PRELU
-         : n->def == &clg_op_FloorDiv ? CLG_BINOP_FLOORDIV
-         : n->def == &clg_op_FloorMod ? CLG_BINOP_FLOORMOD
-                                      : CLG_BINOP_ADD;
+  return n->def == &clg_op_Minimum             ? CLG_BINOP_MIN
+         : n->def == &clg_op_Prelu             ? CLG_BINOP_PRELU
+         : n->def == &clg_op_FloorDiv          ? CLG_BINOP_FLOORDIV
+         : n->def == &clg_op_FloorMod          ? CLG_BINOP_FLOORMOD
+         : n->def == &clg_op_SquaredDifference ? CLG_BINOP_SQDIFF
+                                               : CLG_BINOP_ADD;
 }
 
 /* TensorFlow's integer FloorDiv and FloorMod refuse a zero divisor (a float one gives inf or
@@ -48,5 +49,6 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_Prelu, {CLG_KIND_HOST, clg_kernel_float_or_double, binary_run, NULL, NULL}},
     {&clg_op_FloorDiv, {CLG_KIND_HOST, clg_binop_int_supports, binary_run, NULL, NULL}},
     {&clg_op_FloorMod, {CLG_KIND_HOST, clg_binop_int_supports, binary_run, NULL, NULL}},
+    {&clg_op_SquaredDifference, {CLG_KIND_HOST, clg_binop_int_supports, binary_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_host_kernels_binary_tf, entries);

@@ -99,6 +99,12 @@
     case CLG_BINOP_ATAN2:                                                                          \
       WALK(o[i] = (T)atan2(x[pa], y[pb]));                                                         \
       break;                                                                                       \
+    case CLG_BINOP_SQDIFF: /* the difference rounded to T, then squared, as TensorFlow's */        \
+      WALK({                                                                                       \
+        T d_ = x[pa] - y[pb];                                                                      \
+        o[i] = d_ * d_;                                                                            \
+      });                                                                                          \
+      break;                                                                                       \
     default:                                                                                       \
       BCAST_COMPARE();                                                                             \
       break;                                                                                       \
@@ -157,6 +163,12 @@ INT_FLOOR(int64_t, uint64_t)
       break;                                                                                       \
     case CLG_BINOP_FLOORMOD:                                                                       \
       WALK(o[i] = floormod_##T(x[pa], y[pb]));                                                     \
+      break;                                                                                       \
+    case CLG_BINOP_SQDIFF:                                                                         \
+      WALK({                                                                                       \
+        UT d_ = (UT)x[pa] - (UT)y[pb];                                                             \
+        o[i] = (T)(d_ * d_);                                                                       \
+      });                                                                                          \
       break;                                                                                       \
     case CLG_BINOP_EQUAL:                                                                          \
       WALK(((uint8_t *)out)[i] = x[pa] == y[pb]);                                                  \

@@ -1,11 +1,34 @@
-/* MatMul on the host: CBLAS or the portable GEMM, half through float. */
+/* MatMul on the host: CBLAS or the portable GEMM, half through float; int32 and int64 by a
+ * plain loop (index arithmetic, as a SpatialTransformer's, not a workload). */
 #include "backends/host/host.h"
+
+/* c = op(a) x op(b) in wrapping integer arithmetic (unsigned: no signed overflow in C). */
+#define INT_MATMUL(T, UT)                                                                          \
+  do {                                                                                             \
+    const T *x = a, *y = b;                                                                        \
+    T *z = c;                                                                                      \
+    for (size_t i = 0; i < m; i++)                                                                 \
+      for (size_t j = 0; j < nn; j++) {                                                            \
+        UT s = 0;                                                                                  \
+        for (size_t q = 0; q < k; q++)                                                             \
+          s += (UT)x[ta ? q * m + i : i * k + q] * (UT)y[tb ? j * k + q : q * nn + j];             \
+        z[i * nn + j] = (T)s;                                                                      \
+      }                                                                                            \
+  } while (0)
 
 clg_code clg_host_matmul_node(const clg_node *n, const void *a, const void *b, void *c)
 {
   size_t m, nn, k;
   bool ta, tb;
   clg_matmul_dims(n, &ta, &tb, &m, &nn, &k);
+  if (n->outs[0].dtype == CLG_INT32) {
+    INT_MATMUL(int32_t, uint32_t);
+    return CLG_OK;
+  }
+  if (n->outs[0].dtype == CLG_INT64) {
+    INT_MATMUL(int64_t, uint64_t);
+    return CLG_OK;
+  }
   if (n->outs[0].dtype == CLG_FLOAT16) {
     if (clg_host_matmul_half(ta, tb, m, nn, k, a, b, c) != CLG_OK)
       return clg_error_prefix("MatMul '%s': ", n->name);
@@ -24,7 +47,8 @@ static bool host_supports(const clg_node *n, const clg_device *dev)
 {
   (void)dev;
   return clg_node_all_dtype(n, CLG_FLOAT32) || clg_node_all_dtype(n, CLG_FLOAT64) ||
-         clg_node_all_dtype(n, CLG_FLOAT16);
+         clg_node_all_dtype(n, CLG_FLOAT16) || clg_node_all_dtype(n, CLG_INT32) ||
+         clg_node_all_dtype(n, CLG_INT64);
 }
 
 static const clg_kernel_entry entries[] = {

@@ -24,7 +24,7 @@ clg_code clg_cl_broadcast(clg_device *dev, clg_binop op, clg_dtype dtype, const 
       "clg_bc_add",      "clg_bc_sub",   "clg_bc_mul",     "clg_bc_div",   "clg_bc_max",
       "clg_bc_equal",    "clg_bc_ge",    "clg_bc_min",     "clg_bc_prelu", "clg_bc_floordiv",
       "clg_bc_floormod", "clg_bc_less",  "clg_bc_greater", "clg_bc_le",    "clg_bc_ne",
-      "clg_bc_pow",      "clg_bc_atan2", "clg_bc_and",     "clg_bc_or"};
+      "clg_bc_pow",      "clg_bc_atan2", "clg_bc_and",     "clg_bc_or",    "clg_bc_sqdiff"};
   static const char *const int_names[6][2] = {
       {"clg_bc_equal_i32", "clg_bc_equal_i64"}, {"clg_bc_ge_i32", "clg_bc_ge_i64"},
       {"clg_bc_less_i32", "clg_bc_less_i64"},   {"clg_bc_greater_i32", "clg_bc_greater_i64"},
@@ -40,6 +40,10 @@ clg_code clg_cl_broadcast(clg_device *dev, clg_binop op, clg_dtype dtype, const 
               : op == CLG_BINOP_GREATER_EQUAL ? 1
                                               : 2 + (op - CLG_BINOP_LESS);
     kernel = int_names[row][dtype == CLG_INT64];
+    prog = CLG_FLOAT32;
+  }
+  if (op == CLG_BINOP_SQDIFF && (dtype == CLG_INT32 || dtype == CLG_INT64)) {
+    kernel = dtype == CLG_INT64 ? "clg_bc_sqdiff_i64" : "clg_bc_sqdiff_i32";
     prog = CLG_FLOAT32;
   }
   if (compare && dtype == CLG_BOOL) { /* Equal, NotEqual */
