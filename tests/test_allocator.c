@@ -659,6 +659,22 @@ static cl_uint event_refs(cl_event e)
   return n;
 }
 
+/* A clgraph event of dev's kind that holds its own reference to ev (the test keeps its own),
+ * released by the caller once it has handed the event on. */
+static clg_event *wrap(const clg_device *dev, cl_event ev)
+{
+  clRetainEvent(ev);
+  return clg_cl_event_adopt(dev, ev);
+}
+
+/* Frees b with a pending OpenCL event: the allocator holds its own reference. */
+static void free_pending(clg_allocator *a, const clg_block *b, const clg_device *dev, cl_event ev)
+{
+  clg_event *e = wrap(dev, ev);
+  clg_allocator_free(a, b, e);
+  clg_event_release(e);
+}
+
 typedef struct {
   cl_event ev;
   unsigned ms;
@@ -687,7 +703,7 @@ static void test_pending(void)
   /* Freed with a user event pending: not handed out while it is. */
   cl_event ue = clCreateUserEvent(clg_cl_context(gpu), &err);
   CHECK(err == CL_SUCCESS);
-  clg_allocator_free(a, &x, clg_event_from_cl(ue));
+  free_pending(a, &x, gpu, ue);
   CHECK(event_refs(ue) == 2); /* the allocator holds one */
   clg_memory_stats st = stats(a);
   CHECK(st.bytes_in_use == MiB && st.bytes_pending == MiB && st.live_allocs == 1);
@@ -712,7 +728,7 @@ static void test_pending(void)
 
   /* Full except a pending block: the allocation waits for the event. */
   cl_event ue2 = clCreateUserEvent(clg_cl_context(gpu), &err);
-  clg_allocator_free(a, &w, clg_event_from_cl(ue2));
+  free_pending(a, &w, gpu, ue2);
   CHECK_OK(clg_allocator_alloc(a, MiB, &v)); /* the last free MiB */
   completer c = {ue2, 200};
   pthread_t t;
@@ -733,7 +749,7 @@ static void test_pending(void)
   cl_event wev;
   CHECK(clEnqueueWriteBuffer(clg_cl_queue(gpu), y.mem, CL_FALSE, y.offset, sizeof data, data, 0,
                              NULL, &wev) == CL_SUCCESS);
-  clg_allocator_free(a, &y, clg_event_from_cl(wev));
+  free_pending(a, &y, gpu, wev);
   clReleaseEvent(wev);
   clFinish(clg_cl_queue(gpu));
   clg_block big;
@@ -748,7 +764,7 @@ static void test_pending(void)
   /* Destroyed with a block still pending: the event is released. */
   cl_event ue3 = clCreateUserEvent(clg_cl_context(gpu), &err);
   CHECK_OK(clg_allocator_alloc(a, MiB, &x));
-  clg_allocator_free(a, &x, clg_event_from_cl(ue3));
+  free_pending(a, &x, gpu, ue3);
   CHECK_OK(clg_allocator_validate(a));
   clg_allocator_destroy(a);
   CHECK(event_refs(ue3) == 1);
@@ -863,7 +879,7 @@ static void test_host(clg_devices *devs)
   /* Pending frees work on the host too (an asynchronous write may still read it). */
   cl_int err;
   cl_event ue = clCreateUserEvent(clg_cl_context(clg_devices_at(devs, 1)), &err);
-  clg_allocator_free(a, &b[2], clg_event_from_cl(ue));
+  free_pending(a, &b[2], clg_devices_at(devs, 1), ue);
   st = stats(a);
   CHECK(st.bytes_in_use == 1152 && st.bytes_pending == MiB - 1152);
   CHECK(st.largest_free_block == 0);

@@ -80,13 +80,35 @@ typedef struct clg_block {
 
 /* --- events ------------------------------------------------------------------------ */
 
-/* An opaque event: completes when a command enqueued on a device has finished. NULL is an
- * event that has already completed (devices that work synchronously return NULL). */
+/* An opaque event: completes when a command of a device has finished. Each device kind makes
+ * its own (src/backends/<kind>/events.c: an OpenCL command's event, a host event that a host
+ * thread signals) and tags it with its event table, so that only the kind that made an event
+ * looks behind it. NULL is an event that has already completed (synchronous work). */
 typedef struct clg_event clg_event;
 
+/* What a kind does with the events it makes. */
+typedef struct clg_event_ops {
+  const char *kind; /* "host", "OpenCL": for messages */
+  void (*retain)(clg_event *e);
+  void (*release)(clg_event *e);
+  /* Blocks the calling thread until e has completed; its failure, if it failed. */
+  clg_code (*wait)(clg_event *e);
+  /* Whether e has completed (or failed). */
+  bool (*done)(clg_event *e);
+  /* When the command ran (ns, on its device's clock); FAILED_PRECONDITION where the kind
+   * keeps no times. */
+  clg_code (*times)(clg_event *e, uint64_t *start_ns, uint64_t *end_ns);
+} clg_event_ops;
+
+/* The tag every kind's event starts with (its own fields follow). */
+struct clg_event {
+  const clg_event_ops *ops;
+};
+
+/* The calls below go to the table of the kind that made e; NULL is accepted everywhere. */
 clg_event *clg_event_retain(clg_event *e);
 void clg_event_release(clg_event *e);
-/* Waits for n events (NULL entries allowed). */
+/* Waits on the host for n events (NULL entries allowed); the first failure. */
 clg_code clg_event_wait(int n, clg_event *const *events);
 /* Whether e has completed (or failed). */
 bool clg_event_done(clg_event *e);
@@ -96,6 +118,11 @@ clg_code clg_event_times(clg_event *e, uint64_t *start_ns, uint64_t *end_ns);
 bool clg_event_hold(clg_event *e);
 /* Waits for e (not NULL), whatever its outcome: for a caller that asks nothing of it. */
 void clg_event_sync(clg_event *e);
+/* Whether e (not NULL) was made by the kind whose event table is ops. */
+static inline bool clg_event_is(const clg_event *e, const clg_event_ops *ops)
+{
+  return e->ops == ops;
+}
 
 /* --- device memory ---------------------------------------------------------------------- */
 
@@ -157,7 +184,8 @@ typedef struct clg_device_ops {
   clg_code (*upload)(clg_device *dev, const clg_block *dst, const void *src, size_t bytes);
   clg_code (*download)(clg_device *dev, const clg_block *src, void *dst, size_t bytes);
   /* Copies from a block of peer device src into a block of dst, enqueued on dst after the
-   * `nwait` events; *done gets the copy's event (NULL when it has already completed).
+   * `nwait` events (chained as chain does); *done gets the copy's event (NULL when it has
+   * already completed).
    * UNIMPLEMENTED when the two cannot copy directly (the caller stages through the host). */
   clg_code (*copy_from_peer)(clg_device *dst, const clg_block *d, clg_device *src,
                              const clg_block *s, size_t bytes, int nwait, clg_event *const *wait,
@@ -165,6 +193,14 @@ typedef struct clg_device_ops {
   /* An event completing after all work enqueued on dev so far (NULL where work is
    * synchronous). */
   clg_code (*marker)(clg_device *dev, clg_event **event);
+  /* Makes the work enqueued on dev after this call (launches, copies) wait for the n events
+   * (NULL entries allowed), whichever kind made them: an event of dev's own kind that dev can
+   * wait for on its queue is chained there without blocking the host; any other (another
+   * kind's, another context's) is waited for on the host before chain returns. */
+  clg_code (*chain)(clg_device *dev, int n, clg_event *const *events);
+  /* The table of the events this kind makes (NULL: it makes none, its work being
+   * synchronous). */
+  const clg_event_ops *events;
   /* Waits for all work of the device. */
   clg_code (*finish)(clg_device *dev);
   /* Maps the device's event times to the host clock: device time + *offset = host time,

@@ -212,7 +212,8 @@ static const clg_node *variable_of(clg_executor *x, const plan *p, int v)
 
 /* Before a step: what it reads of variables is initialized (an Assign's target need not
  * be), and before it updates a variable, copies of it that other queues are still making
- * have finished. */
+ * have finished: the step's device chains their events (on its queue where it can, so the
+ * host does not wait). */
 static clg_code check_variables(clg_executor *x, const plan *p, const step *st, const clg_node *n)
 {
   for (int j = 0; j < n->num_inputs; j++) {
@@ -228,7 +229,8 @@ static clg_code check_variables(clg_executor *x, const plan *p, const step *st, 
       continue;
     for (int c = 0; c < p->npv; c++)
       if (p->pv[c].kind == PV_COPY && p->pv[c].src == st->in[j] && x->copied[c]) {
-        clg_code code = clg_event_wait(1, &x->copied[c]);
+        clg_code code =
+            clg_exec_ops(x, st->dev)->chain(clg_exec_device(x, st->dev), 1, &x->copied[c]);
         if (code != CLG_OK)
           return code;
       }

@@ -1,6 +1,7 @@
 /* The host CPU:0's table (clg_device_ops): its blocks are plain memory, so data moves by
- * memcpy and every call completes before it returns (no events, no markers). The remote
- * table (backends/remote/) serves other tasks' devices with these functions. */
+ * memcpy and every call completes before it returns (no markers; its kernels make no
+ * events, and it chains another's by waiting for it: events.c). The remote table
+ * (backends/remote/) serves other tasks' devices with these functions. */
 #include <string.h>
 
 #include "backends/host/host.h"
@@ -25,11 +26,11 @@ clg_code clg_host_copy_from_peer(clg_device *dst, const clg_block *d, clg_device
                                  const clg_block *s, size_t bytes, int nwait,
                                  clg_event *const *wait, clg_event **done)
 {
-  (void)nwait, (void)wait;
   *done = NULL;
   if (!clg_device_ops_of(src)->host_memory)
     return CLG_UNIMPLEMENTED;
-  return clg_host_upload(dst, d, s->host, bytes);
+  clg_code code = clg_host_chain(dst, nwait, wait);
+  return code == CLG_OK ? clg_host_upload(dst, d, s->host, bytes) : code;
 }
 
 clg_code clg_host_marker(clg_device *dev, clg_event **event)
@@ -60,6 +61,8 @@ const clg_device_ops clg_host_device_ops = {
     .download = clg_host_download,
     .copy_from_peer = clg_host_copy_from_peer,
     .marker = clg_host_marker,
+    .chain = clg_host_chain,
+    .events = &clg_host_event_ops,
     .finish = clg_host_finish,
     .clock_offset = clg_host_clock_offset,
     .buffers = NULL, /* the allocator's own aligned mallocs (memory/hostblocks.c) */

@@ -21,8 +21,22 @@ clg_code clg_host_copy_from_peer(clg_device *dst, const clg_block *d, clg_device
                                  clg_event *const *wait, clg_event **done);
 /* Synchronous work: no event (NULL), nothing to wait for, the host's own clock. */
 clg_code clg_host_marker(clg_device *dev, clg_event **event);
+/* The table's chain (the remote table's too): waits on the host for each event. */
+clg_code clg_host_chain(clg_device *dev, int n, clg_event *const *events);
 clg_code clg_host_finish(clg_device *dev);
 clg_code clg_host_clock_offset(clg_device *dev, int64_t *offset, uint64_t *error_ns);
+
+/* --- events (events.c) ---------------------------------------------------------------- */
+
+/* The table that tags host events. */
+extern const clg_event_ops clg_host_event_ops;
+/* A host event, not yet completed, for work a host thread does beside the caller's: any
+ * device's chain and clg_event_wait wait for it until clg_host_event_signal. */
+clg_code clg_host_event_new(clg_event **event);
+/* Completes a host event of clg_host_event_new, once: with CLG_OK, or with a failure that its
+ * waiters return (why, copied, their message). INVALID_ARGUMENT for another kind's event,
+ * FAILED_PRECONDITION for a second signal. */
+clg_code clg_host_event_signal(clg_event *event, clg_code code, const char *why);
 
 /* --- kernels ------------------------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* OpenCL devices' table (clg_device_ops): blocking copies to and from the host, copies
- * between devices of one context on the destination's queue, markers, the clock, and the
- * buffer table of buffers.c. */
+ * between devices of one context on the destination's queue, markers, events and their
+ * chains (events.c), the clock, and the buffer table of buffers.c. */
 #include <stdlib.h>
 
 #include "backends/opencl/opencl.h"
@@ -27,18 +27,20 @@ static clg_code cl_copy(clg_device *dst, const clg_block *d, clg_device *src, co
   cl_event *list = nwait <= 8 ? stack : malloc(sizeof *list * (size_t)nwait);
   if (!list)
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for a wait list");
-  int n = 0;
-  for (int i = 0; i < nwait; i++)
-    if (wait[i])
-      list[n++] = clg_event_cl(wait[i]);
-  cl_int err = clEnqueueCopyBuffer(clg_cl_queue(dst), clg_cl_mem(s), clg_cl_mem(d), s->offset,
-                                   d->offset, bytes, (cl_uint)n, n ? list : NULL, &ev);
+  cl_uint n = 0;
+  clg_code code = clg_cl_wait_list(dst, nwait, wait, list, &n);
+  cl_int err = CL_SUCCESS;
+  if (code == CLG_OK)
+    err = clEnqueueCopyBuffer(clg_cl_queue(dst), clg_cl_mem(s), clg_cl_mem(d), s->offset, d->offset,
+                              bytes, n, n ? list : NULL, &ev);
   if (list != stack)
     free(list);
+  if (code != CLG_OK)
+    return code;
   if (err != CL_SUCCESS)
     return clg_cl_error(err, "clEnqueueCopyBuffer", " of %zu bytes from %s to %s", bytes,
                         src->info.name, dst->info.name);
-  *done = clg_event_from_cl(ev);
+  *done = clg_cl_event_adopt(dst, ev);
   return CLG_OK;
 }
 
@@ -46,7 +48,7 @@ static clg_code cl_marker(clg_device *dev, clg_event **event)
 {
   cl_event ev = NULL;
   clg_code code = clg_device_marker(dev, &ev);
-  *event = clg_event_from_cl(ev);
+  *event = clg_cl_event_adopt(dev, ev);
   return code;
 }
 
@@ -57,6 +59,8 @@ const clg_device_ops clg_cl_device_ops = {
     .download = cl_download,
     .copy_from_peer = cl_copy,
     .marker = cl_marker,
+    .chain = clg_cl_chain,
+    .events = &clg_cl_event_ops,
     .finish = clg_device_finish,
     .clock_offset = clg_device_clock_offset,
     .buffers = &clg_cl_buffer_ops,

@@ -1,58 +1,126 @@
-/* The device module's opaque events (device.h): a cl_event underneath, NULL an event that
- * has completed. Only OpenCL devices make events; the host and remote devices work
- * synchronously and return NULL. */
+/* The OpenCL kind's events (device.h's clg_event, tagged with clg_cl_event_ops): a cl_event
+ * and the context it belongs to, with a count of the holders of this wrapper (the cl_event
+ * keeps one reference for all of them). chain puts events of the queue's own context in a
+ * barrier's wait list and waits for every other on the host. */
+#include <stdatomic.h>
+#include <stdlib.h>
+
 #include "backends/opencl/opencl.h"
 
-clg_event *clg_event_retain(clg_event *e)
+typedef struct cl_ev {
+  clg_event tag;
+  cl_event ev;
+  cl_context context;
+  atomic_int holders;
+} cl_ev;
+
+static cl_ev *cl_ev_of(clg_event *e) { return (cl_ev *)(void *)e; }
+
+static void ev_retain(clg_event *e) { atomic_fetch_add(&cl_ev_of(e)->holders, 1); }
+
+static void ev_release(clg_event *e)
 {
-  if (e)
-    clRetainEvent(clg_event_cl(e));
-  return e;
+  cl_ev *c = cl_ev_of(e);
+  if (atomic_fetch_sub(&c->holders, 1) != 1)
+    return;
+  clReleaseEvent(c->ev);
+  free(c);
 }
 
-void clg_event_release(clg_event *e)
+static clg_code ev_wait(clg_event *e)
 {
-  if (e)
-    clReleaseEvent(clg_event_cl(e));
-}
-
-bool clg_event_hold(clg_event *e) { return clRetainEvent(clg_event_cl(e)) == CL_SUCCESS; }
-
-void clg_event_sync(clg_event *e)
-{
-  cl_event ev = clg_event_cl(e);
-  clWaitForEvents(1, &ev);
-}
-
-clg_code clg_event_wait(int n, clg_event *const *events)
-{
-  for (int i = 0; i < n; i++) {
-    if (!events[i])
-      continue;
-    cl_event ev = clg_event_cl(events[i]);
-    cl_int err = clWaitForEvents(1, &ev);
-    if (err != CL_SUCCESS)
-      return clg_cl_error(err, "clWaitForEvents", "%s", "");
-  }
+  cl_int err = clWaitForEvents(1, &cl_ev_of(e)->ev);
+  if (err != CL_SUCCESS)
+    return clg_cl_error(err, "clWaitForEvents", "%s", "");
   return CLG_OK;
 }
 
-bool clg_event_done(clg_event *e)
+static bool ev_done(clg_event *e)
 {
-  if (!e)
-    return true;
   cl_int status = CL_COMPLETE;
-  if (clGetEventInfo(clg_event_cl(e), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+  if (clGetEventInfo(cl_ev_of(e)->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
                      NULL) != CL_SUCCESS)
     return true; /* a failed query: nothing is waiting on it */
   return status <= CL_COMPLETE;
 }
 
-clg_code clg_event_times(clg_event *e, uint64_t *start_ns, uint64_t *end_ns)
+static clg_code ev_times(clg_event *e, uint64_t *start_ns, uint64_t *end_ns)
 {
-  if (!e)
-    return clg_error(CLG_FAILED_PRECONDITION, "no event to time");
-  return clg_device_event_times(clg_event_cl(e), start_ns, end_ns);
+  return clg_device_event_times(cl_ev_of(e)->ev, start_ns, end_ns);
+}
+
+const clg_event_ops clg_cl_event_ops = {
+    .kind = "OpenCL",
+    .retain = ev_retain,
+    .release = ev_release,
+    .wait = ev_wait,
+    .done = ev_done,
+    .times = ev_times,
+};
+
+clg_event *clg_cl_event_adopt(const clg_device *dev, cl_event ev)
+{
+  if (!ev)
+    return NULL;
+  cl_ev *c = malloc(sizeof *c);
+  if (!c) {
+    /* No memory to keep it: wait, and hand out the completed event that NULL is. */
+    clWaitForEvents(1, &ev);
+    clReleaseEvent(ev);
+    return NULL;
+  }
+  c->tag.ops = &clg_cl_event_ops;
+  c->ev = ev;
+  c->context = clg_cl_context(dev);
+  atomic_init(&c->holders, 1);
+  return &c->tag;
+}
+
+cl_event clg_cl_event_of(clg_event *e)
+{
+  return e && clg_event_is(e, &clg_cl_event_ops) ? cl_ev_of(e)->ev : NULL;
+}
+
+clg_code clg_cl_wait_list(const clg_device *dev, int n, clg_event *const *events, cl_event *list,
+                          cl_uint *count)
+{
+  *count = 0;
+  for (int i = 0; i < n; i++) {
+    clg_event *e = events[i];
+    if (!e)
+      continue;
+    if (clg_event_is(e, &clg_cl_event_ops) && cl_ev_of(e)->context == clg_cl_context(dev) &&
+        clg_cl_context(dev)) {
+      list[(*count)++] = cl_ev_of(e)->ev;
+      continue;
+    }
+    /* Another kind's event, or another context's: dev's queue cannot wait for it. */
+    clg_code code = e->ops->wait(e);
+    if (code != CLG_OK)
+      return clg_error_prefix("waiting for an event (%s%s) before work on %s: ", e->ops->kind,
+                              clg_event_is(e, &clg_cl_event_ops) ? ", another context" : "",
+                              dev->info.name);
+  }
+  return CLG_OK;
+}
+
+clg_code clg_cl_chain(clg_device *dev, int n, clg_event *const *events)
+{
+  cl_event stack[8];
+  cl_event *list = n <= 8 ? stack : malloc(sizeof *list * (size_t)n);
+  if (!list)
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for a wait list");
+  cl_uint count = 0;
+  clg_code code = clg_cl_wait_list(dev, n, events, list, &count);
+  if (code == CLG_OK && count) {
+    /* The queue is in order: a barrier holds back everything enqueued after it. */
+    cl_int err = clEnqueueBarrierWithWaitList(clg_cl_queue(dev), count, list, NULL);
+    if (err != CL_SUCCESS)
+      code = clg_cl_error(err, "clEnqueueBarrierWithWaitList", " on %s", dev->info.name);
+  }
+  if (list != stack)
+    free(list);
+  return code;
 }
 
 clg_code clg_device_event_times(cl_event event, uint64_t *start_ns, uint64_t *end_ns)

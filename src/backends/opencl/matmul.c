@@ -292,10 +292,13 @@ static clg_code gemm_with_scratch(clg_device *dev, clg_allocator *alloc, const c
   }
   /* The event is that of CLBlast's last kernel; the queue is in order, so it completes
    * after every kernel that uses the scratch. */
-  if (!planned)
-    clg_allocator_free(alloc, &tmp, clg_event_from_cl(ev));
-  if (ev)
+  if (!planned) {
+    clg_event *done = clg_cl_event_adopt(dev, ev); /* takes ev's reference */
+    clg_allocator_free(alloc, &tmp, done);
+    clg_event_release(done);
+  } else if (ev) {
     clReleaseEvent(ev);
+  }
   return CLG_OK;
 }
 

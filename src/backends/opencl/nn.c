@@ -209,9 +209,9 @@ clg_code clg_cl_conv2d(clg_device *dev, clg_allocator *alloc, const clg_block *s
     if (code == CLG_OK)
       code = clg_cl_error(err, "clEnqueueMarkerWithWaitList", " for Conv2D on %s", dev->info.name);
   }
-  clg_allocator_free(alloc, &tmp, clg_event_from_cl(ev));
-  if (ev)
-    clReleaseEvent(ev);
+  clg_event *done = clg_cl_event_adopt(dev, ev); /* takes ev's reference */
+  clg_allocator_free(alloc, &tmp, done);
+  clg_event_release(done);
   return code;
 }
 
@@ -334,9 +334,9 @@ static clg_code release_after(clg_device *dev, clg_allocator *alloc, clg_block *
       code =
           clg_cl_error(err, "clEnqueueMarkerWithWaitList", " for %s on %s", what, dev->info.name);
   }
-  clg_allocator_free(alloc, tmp, clg_event_from_cl(ev));
-  if (ev)
-    clReleaseEvent(ev);
+  clg_event *done = clg_cl_event_adopt(dev, ev); /* takes ev's reference */
+  clg_allocator_free(alloc, tmp, done);
+  clg_event_release(done);
   return code;
 }
 

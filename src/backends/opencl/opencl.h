@@ -37,9 +37,22 @@ static inline cl_context clg_cl_set_context(const clg_devices *devs, int i)
   return devs->cl->contexts[i];
 }
 
-/* The OpenCL event behind e, and the reverse: clg_event is a cast of cl_event. */
-static inline cl_event clg_event_cl(clg_event *e) { return (cl_event)(void *)e; }
-static inline clg_event *clg_event_from_cl(cl_event e) { return (clg_event *)(void *)e; }
+/* --- events (events.c) ---------------------------------------------------------------- */
+
+/* The table that tags this kind's events. */
+extern const clg_event_ops clg_cl_event_ops;
+/* An event of dev's context made of ev, whose reference it takes over (NULL for NULL). When no
+ * memory is left to keep it, waits for ev and returns NULL (a completed event): so never pass
+ * a user event that only the caller can complete. */
+clg_event *clg_cl_event_adopt(const clg_device *dev, cl_event ev);
+/* The cl_event behind e, or NULL when e is NULL or not an OpenCL event. */
+cl_event clg_cl_event_of(clg_event *e);
+/* Into list (n entries of room) the cl_events among the n events that dev's queue can wait
+ * for (OpenCL events of its context), *count of them; waits on the host for every other. */
+clg_code clg_cl_wait_list(const clg_device *dev, int n, clg_event *const *events, cl_event *list,
+                          cl_uint *count);
+/* The table's chain: a barrier on dev's queue after the events of its context. */
+clg_code clg_cl_chain(clg_device *dev, int n, clg_event *const *events);
 
 /* --- the device table (device.c, transfer.c, clock.c, events.c, buffers.c) ----------------- */
 

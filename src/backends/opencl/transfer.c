@@ -36,11 +36,15 @@ clg_code clg_device_copy(clg_device *dst, void *dst_mem, size_t dst_offset, cons
     *done = NULL;
   if (bytes == 0)
     return CLG_OK;
-  cl_event ev = clg_event_cl(wait), copied = NULL;
+  cl_event ev = NULL, copied = NULL;
+  cl_uint nev = 0;
+  clg_code code = clg_cl_wait_list(dst, 1, &wait, &ev, &nev);
+  if (code != CLG_OK)
+    return code;
   cl_int err = clEnqueueCopyBuffer(clg_cl_queue(dst), src_mem, dst_mem, src_offset, dst_offset,
-                                   bytes, ev ? 1 : 0, ev ? &ev : NULL, done ? &copied : NULL);
+                                   bytes, nev, nev ? &ev : NULL, done ? &copied : NULL);
   if (done)
-    *done = clg_event_from_cl(copied);
+    *done = clg_cl_event_adopt(dst, copied);
   if (err != CL_SUCCESS)
     return clg_cl_error(err, "clEnqueueCopyBuffer", " of %zu bytes from %s to %s", bytes,
                         src->info.name, dst->info.name);
