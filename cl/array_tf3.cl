@@ -1,5 +1,6 @@
-/* GatherNd, OneHot and ReverseV2 (src/backends/opencl/array_tf3.c): elements moved as
- * unsigned integers of their size, one work-item per output element. */
+/* The index and order ops (src/backends/opencl/array_tf3.c). GatherNd, OneHot and ReverseV2
+ * move elements as unsigned integers of their size, one work-item per output element,
+ * launched from the float build. */
 typedef struct { long q; long dims[8]; ulong slice, count; } clg_nd;
 #define IDX(name, I)                                                              \
 static long name(const clg_nd *m, __global const I *ix, ulong j)                 \
@@ -74,3 +75,47 @@ REVERSE(clg_reverse1, uchar)
 REVERSE(clg_reverse2, ushort)
 REVERSE(clg_reverse4, uint)
 REVERSE(clg_reverse8, ulong)
+/* Cumsum and ScatterNd: sums in T (float, or double with fp64) and in the integers, which
+ * every build instantiates (the integer ones are launched from the float build). ScatterNd
+ * finds its tuples with GatherNd's clg_tuple_*. */
+#define SCAN(name, E)                                                             \
+__kernel void name(__global const E *x, ulong xo, __global E *y, ulong yo,        \
+                   ulong len, ulong inner, uint ex, uint rev, ulong lines)       \
+{                                                                                \
+  ulong l = get_global_id(0);                                                    \
+  if (l >= lines)                                                                \
+    return;                                                                      \
+  ulong a = l / inner, t = l % inner;                                            \
+  E acc = (E)0;                                                                  \
+  for (ulong s = 0; s < len; s++) {                                              \
+    ulong at = (a * len + (rev ? len - 1 - s : s)) * inner + t;                  \
+    E v = x[xo + at];                                                            \
+    if (!ex)                                                                     \
+      acc += v;                                                                  \
+    y[yo + at] = acc;                                                            \
+    if (ex)                                                                      \
+      acc += v;                                                                  \
+  }                                                                              \
+}
+SCAN(clg_cumsum_t, T)
+SCAN(clg_cumsum_i32, int)
+SCAN(clg_cumsum_i64, long)
+#define SCATTER(name, E, I)                                                       \
+__kernel void name(__global const I *ix, ulong io, __global const E *u, ulong uo, \
+                   __global E *y, ulong yo, clg_nd m)                            \
+{                                                                                \
+  ulong t = get_global_id(0);                                                    \
+  if (t >= m.slice)                                                              \
+    return;                                                                      \
+  for (ulong j = 0; j < m.count; j++) {                                          \
+    long o = clg_tuple_##I(&m, ix + io, j);                                      \
+    if (o >= 0)                                                                  \
+      y[yo + (ulong)o * m.slice + t] += u[uo + j * m.slice + t];                 \
+  }                                                                              \
+}
+SCATTER(clg_scatter_nd_t_i32, T, int)
+SCATTER(clg_scatter_nd_t_i64, T, long)
+SCATTER(clg_scatter_nd_int_i32, int, int)
+SCATTER(clg_scatter_nd_int_i64, int, long)
+SCATTER(clg_scatter_nd_long_i32, long, int)
+SCATTER(clg_scatter_nd_long_i64, long, long)

@@ -39,36 +39,12 @@ static void keeper_stop(void)
 
 /* --- tensors ---------------------------------------------------------------------------- */
 
-static void set(clg_tensor *t, size_t i, double v)
-{
-  void *p = clg_tensor_data(t);
-  switch (clg_tensor_dtype(t)) {
-  case CLG_FLOAT32:
-    ((float *)p)[i] = (float)v;
-    break;
-  case CLG_FLOAT64:
-    ((double *)p)[i] = v;
-    break;
-  case CLG_INT32:
-    ((int32_t *)p)[i] = (int32_t)v;
-    break;
-  case CLG_INT64:
-    ((int64_t *)p)[i] = (int64_t)v;
-    break;
-  case CLG_BOOL:
-    ((uint8_t *)p)[i] = v != 0;
-    break;
-  default:
-    break;
-  }
-}
-
 /* Uniform values in [lo, hi). */
 static clg_tensor *rand_tensor(clg_dtype dt, int rank, const int64_t *dims, double lo, double hi)
 {
   clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
   for (size_t i = 0; i < clg_tensor_count(t); i++)
-    set(t, i, clg_test_uniform(lo, hi));
+    clg_test_set_elem(t, i, clg_test_uniform(lo, hi));
   return t;
 }
 
@@ -177,15 +153,6 @@ static void expect_build_error(clg_graph *g, const char *text, int line)
 static clg_node *ph(clg_graph *g, clg_dtype dt, int rank, const int64_t *dims)
 {
   return clg_placeholder(g, NULL, dt, rank, dims);
-}
-
-/* Row-major index helpers for the references. */
-static size_t count_of(int rank, const int64_t *dims)
-{
-  size_t c = 1;
-  for (int k = 0; k < rank; k++)
-    c *= (size_t)dims[k];
-  return c;
 }
 
 /* A generic case: op with nin placeholders and, when ncv >= 0, a Const int32 vector of
@@ -307,8 +274,8 @@ static void test_binary(void)
       if (o >= 5 || dt == CLG_INT32) /* small integers: the comparisons see equal values */
         for (int j = 0; j < 2; j++)
           for (size_t i = 0; i < clg_tensor_count(in[j]); i++)
-            set(in[j], i, (double)(clg_test_rand() % 3));
-      size_t n = count_of(r, dr);
+            clg_test_set_elem(in[j], i, (double)(clg_test_rand() % 3));
+      size_t n = clg_test_count(r, dr);
       double *ref = malloc(sizeof(double) * (n ? n : 1));
       for (size_t i = 0; i < n; i++)
         ref[i] = ref_binary(ops[o], clg_test_elem(in[0], bcast_index(i, r, dr, ra, da)),
@@ -366,12 +333,13 @@ static void test_select(void)
                          rand_tensor(c->dt, c->rank, c->dims, -3, 3)};
     size_t n = clg_tensor_count(in[1]), nc = clg_tensor_count(in[0]);
     for (size_t i = 0; i < nc; i++) /* about half true; of the scalars, one of each */
-      set(in[0], i, c->crank == 0 ? k == 1 : (double)(clg_test_rand() % 2));
+      clg_test_set_elem(in[0], i, c->crank == 0 ? k == 1 : (double)(clg_test_rand() % 2));
     for (size_t i = 0; c->dt == CLG_BOOL && i < n; i++)
-      set(in[1], i, (double)(clg_test_rand() % 2)), set(in[2], i, (double)(clg_test_rand() % 2));
+      clg_test_set_elem(in[1], i, (double)(clg_test_rand() % 2)),
+          clg_test_set_elem(in[2], i, (double)(clg_test_rand() % 2));
     if (c->dt == CLG_FLOAT32 && n >= 4) {
-      set(in[1], 0, INFINITY), set(in[2], 1, NAN);
-      set(in[1], 2, NAN), set(in[2], 3, -INFINITY);
+      clg_test_set_elem(in[1], 0, INFINITY), clg_test_set_elem(in[2], 1, NAN);
+      clg_test_set_elem(in[1], 2, NAN), clg_test_set_elem(in[2], 3, -INFINITY);
     }
     double *ref = malloc(sizeof(double) * (n ? n : 1));
     for (size_t i = 0; i < n; i++) {
@@ -448,7 +416,7 @@ static void test_cast(void)
     clg_tensor *x = rand_tensor(st, 2, dims, -5, 5);
     if (st == CLG_BOOL || st == CLG_INT32 || st == CLG_INT64)
       for (size_t i = 0; i < clg_tensor_count(x); i++)
-        set(x, i, (double)(int)(clg_test_rand() % 7) - 3);
+        clg_test_set_elem(x, i, (double)(int)(clg_test_rand() % 7) - 3);
     size_t n = clg_tensor_count(x);
     double *ref = malloc(sizeof(double) * n);
     for (size_t i = 0; i < n; i++) {
@@ -475,7 +443,7 @@ static void test_fill(void)
   for (int d = 0; d < 3; d++) {
     clg_dtype dt = d == 0 ? CLG_FLOAT32 : d == 1 ? CLG_INT64 : CLG_BOOL;
     clg_tensor *v = clg_tensor_new(dt, 0, NULL, NULL);
-    set(v, 0, d == 2 ? 1 : -7.25 + d);
+    clg_test_set_elem(v, 0, d == 2 ? 1 : -7.25 + d);
     opcase c = {"Fill", 1, 0, 3, {2, 3, 5}, 0, {{0}}};
     double ref[30];
     for (int i = 0; i < 30; i++)
@@ -655,7 +623,7 @@ static void test_reductions(void)
     run_check("L2Loss", 1, &x, build_op, &c, 0, &l2, 1, 1e-5);
     /* ArgMax along one axis, with ties (small integers): the first index wins. */
     for (size_t i = 0; i < n; i++)
-      set(x, i, (double)(clg_test_rand() % 4));
+      clg_test_set_elem(x, i, (double)(clg_test_rand() % 4));
     int axis = irand(0, rank - 1);
     size_t stride = 1;
     for (int k = axis + 1; k < rank; k++)
@@ -750,7 +718,7 @@ static void test_xent(void)
     clg_tensor *in[2] = {rand_tensor(dt, 2, (int64_t[]){b, k}, -5, 5),
                          clg_tensor_new(lt, 1, &b, NULL)};
     for (int64_t i = 0; i < b; i++)
-      set(in[1], (size_t)i, (double)irand(0, (int)k - 1));
+      clg_test_set_elem(in[1], (size_t)i, (double)irand(0, (int)k - 1));
     double *loss = malloc(sizeof(double) * (size_t)b),
            *bp = malloc(sizeof(double) * (size_t)(b * k));
     for (int64_t r = 0; r < b; r++) {
@@ -782,7 +750,7 @@ static void test_xent(void)
                      "Received a label value of 10 which is outside the valid range of [0, 10)";
   expect_run_error("/cpu:0", 2, in, build_op, &c, want);
   expect_run_error("/device:GPU:1", 2, in, build_op, &c, want);
-  set(in[1], 1, -1);
+  clg_test_set_elem(in[1], 1, -1);
   expect_run_error("/device:GPU:2", 2, in, build_op, &c, "Received a label value of -1");
   clg_tensor_free(in[0]);
   clg_tensor_free(in[1]);
@@ -813,11 +781,11 @@ static void test_in_top_k(void)
     clg_tensor *in[2] = {rand_tensor(CLG_FLOAT32, 2, (int64_t[]){b, k}, 0, 1),
                          clg_tensor_new(tt, 1, &b, NULL)};
     for (size_t i = 0; i < clg_tensor_count(in[0]); i++)
-      set(in[0], i, (double)(clg_test_rand() % 4)); /* ties */
+      clg_test_set_elem(in[0], i, (double)(clg_test_rand() % 4)); /* ties */
     for (int64_t i = 0; i < b; i++)
-      set(in[1], (size_t)i, (double)irand(-1, (int)k)); /* -1 and k: out of range */
+      clg_test_set_elem(in[1], (size_t)i, (double)irand(-1, (int)k)); /* -1 and k: out of range */
     if (rep == 3)
-      set(in[0], 0, INFINITY);
+      clg_test_set_elem(in[0], 0, INFINITY);
     double *ref = malloc(sizeof(double) * (size_t)b);
     for (int64_t r = 0; r < b; r++) {
       int64_t t = (int64_t)clg_test_elem(in[1], (size_t)r);
@@ -1087,16 +1055,16 @@ static void test_max_pool_grad_ties(void)
                          rand_tensor(dt, 4, yd, -1, 1)};
     size_t nx = clg_tensor_count(in[0]), ny = clg_tensor_count(in[1]);
     for (size_t e = 0; e < nx; e++)
-      set(in[0], e, (double)(clg_test_rand() % 3)); /* many ties */
+      clg_test_set_elem(in[0], e, (double)(clg_test_rand() % 3)); /* many ties */
     /* The last image's channel 0: rows 0-2, columns 0-2 at -inf (a window entirely), a NaN. */
     for (int64_t h = 0; h < 3; h++)
       for (int64_t w = 0; w < 3; w++)
-        set(in[0], (size_t)((((g.n - 1) * g.h + h) * g.w + w) * g.c), -INFINITY);
-    set(in[0], (size_t)(((g.n - 1) * g.h + 3) * g.w * g.c + 1), NAN);
+        clg_test_set_elem(in[0], (size_t)((((g.n - 1) * g.h + h) * g.w + w) * g.c), -INFINITY);
+    clg_test_set_elem(in[0], (size_t)(((g.n - 1) * g.h + 3) * g.w * g.c + 1), NAN);
     double *x = to_doubles(in[0]), *dy = to_doubles(in[2]), *y = malloc(sizeof(double) * ny);
     ref_pool(&g, false, x, y);
     for (size_t e = 0; e < ny; e++)
-      set(in[1], e, y[e]);
+      clg_test_set_elem(in[1], e, y[e]);
     double *dx = malloc(nx * sizeof(double));
     ref_pool_grad(&g, false, x, dy, dx);
     opcase c = {"MaxPoolGrad",
@@ -1159,7 +1127,7 @@ static void test_huge_windows(void)
         run_check(what, 1, &dy, build_op, &gc, 0, dx, nx, tol);
       } else {
         for (size_t e = 0; e < ny; e++)
-          set(y, e, yv[e]);
+          clg_test_set_elem(y, e, yv[e]);
         clg_tensor *in[3] = {x, y, dy};
         opcase gc = {"MaxPoolGrad", 3, 0, -1, {0}, 3, {at[0], at[1], at[2]}};
         snprintf(what, sizeof what, "MaxPoolGrad, huge window case %zu", i);
@@ -1193,7 +1161,7 @@ static void test_lrn_huge_radius(void)
            *dx = malloc(n * sizeof(double));
     ref_lrn(n, dims[3], r, bias, alpha, beta, x, y);
     for (size_t e = 0; e < n; e++)
-      set(in[2], e, y[e]);
+      clg_test_set_elem(in[2], e, y[e]);
     clg_attr at[4] = {clg_attr_int("depth_radius", r), clg_attr_float("bias", bias),
                       clg_attr_float("alpha", alpha), clg_attr_float("beta", beta)};
     char what[64];
@@ -1346,8 +1314,9 @@ static void test_cifar_forward(void)
   for (int i = 0; i < 10; i++) {
     m.w[i] = clg_tensor_new(CLG_FLOAT32, cifar_ranks[i], cifar_shapes[i], NULL);
     for (size_t j = 0; j < clg_tensor_count(m.w[i]); j++) /* fixed weights: seeded uniform */
-      set(m.w[i], j,
-          i % 2 ? sigma[i] + clg_test_uniform(-0.05, 0.05) : clg_test_uniform(-2, 2) * sigma[i]);
+      clg_test_set_elem(m.w[i], j,
+                        i % 2 ? sigma[i] + clg_test_uniform(-0.05, 0.05)
+                              : clg_test_uniform(-2, 2) * sigma[i]);
   }
   clg_tensor *img = rand_tensor(CLG_FLOAT32, 4, (int64_t[]){m.batch, 24, 24, 3}, -2, 2);
   double *w[10];

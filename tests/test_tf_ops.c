@@ -9,51 +9,19 @@
 
 #include "testutil.h"
 
-static int gpu_turn;
 static clg_session_options session_opt;
 
 /* --- tensors ---------------------------------------------------------------------------- */
-
-static size_t count_of(int rank, const int64_t *dims)
-{
-  size_t c = 1;
-  for (int k = 0; k < rank; k++)
-    c *= (size_t)dims[k];
-  return c;
-}
-
-static void set_elem(clg_tensor *t, size_t i, double v)
-{
-  void *p = clg_tensor_data(t);
-  if (clg_tensor_dtype(t) == CLG_FLOAT32)
-    ((float *)p)[i] = (float)v;
-  else if (clg_tensor_dtype(t) == CLG_FLOAT64)
-    ((double *)p)[i] = v;
-  else if (clg_tensor_dtype(t) == CLG_INT32)
-    ((int32_t *)p)[i] = (int32_t)v;
-  else if (clg_tensor_dtype(t) == CLG_INT64)
-    ((int64_t *)p)[i] = (int64_t)v;
-}
 
 static clg_tensor *rand_tensor(clg_dtype dt, int rank, const int64_t *dims, double lo, double hi)
 {
   clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
   for (size_t i = 0; i < clg_tensor_count(t); i++)
-    set_elem(t, i, clg_test_uniform(lo, hi));
+    clg_test_set_elem(t, i, clg_test_uniform(lo, hi));
   return t;
 }
 
 static int irand(int lo, int hi) { return lo + (int)(clg_test_rand() % (unsigned)(hi - lo + 1)); }
-
-/* The values of t as doubles (malloc'd). */
-static double *values_of(const clg_tensor *t)
-{
-  size_t n = clg_tensor_count(t);
-  double *v = malloc(sizeof *v * (n ? n : 1));
-  for (size_t i = 0; i < n; i++)
-    v[i] = clg_test_elem(t, i);
-  return v;
-}
 
 /* A Const int32 vector (or scalar with n < 0) of the values v. */
 static clg_node *const_i32(clg_graph *g, int n, const int64_t *v)
@@ -70,7 +38,7 @@ static clg_node *const_i32(clg_graph *g, int n, const int64_t *v)
 /* A Const int32 tensor of the shape given. */
 static clg_node *const_i32_shaped(clg_graph *g, int rank, const int64_t *dims, const int64_t *v)
 {
-  size_t n = count_of(rank, dims);
+  size_t n = clg_test_count(rank, dims);
   int32_t w[64];
   for (size_t i = 0; i < n; i++)
     w[i] = (int32_t)v[i];
@@ -82,45 +50,7 @@ static clg_node *const_i32_shaped(clg_graph *g, int rank, const int64_t *dims, c
 
 /* --- one op on both device kinds --------------------------------------------------------- */
 
-typedef clg_node *(*build_fn)(clg_graph *g, clg_node *const *in, const void *ctx);
-
-/* Builds fn's node on CPU:0 and on a stand-in GPU from placeholders fed `inputs`, runs both in
- * one session and fetches output 0 of each into out[0] (CPU) and out[1] (GPU). */
-static clg_code run_both(int nin, clg_tensor *const *inputs, build_fn fn, const void *ctx,
-                         clg_tensor **out, char *err, size_t err_size)
-{
-  const char *gpus[4] = {"/device:GPU:0", "/device:GPU:1", "/device:GPU:2", "/device:GPU:3"};
-  out[0] = out[1] = NULL;
-  clg_graph *g = clg_graph_new();
-  clg_node *ph[8];
-  for (int i = 0; i < nin; i++) {
-    int64_t dims[CLG_MAX_RANK];
-    for (int k = 0; k < clg_tensor_rank(inputs[i]); k++)
-      dims[k] = clg_tensor_dim(inputs[i], k);
-    ph[i] = clg_placeholder(g, NULL, clg_tensor_dtype(inputs[i]), clg_tensor_rank(inputs[i]), dims);
-  }
-  clg_node *node[2];
-  clg_graph_push_device(g, "/cpu:0");
-  node[0] = fn(g, ph, ctx);
-  clg_graph_pop_device(g);
-  clg_graph_push_device(g, gpus[gpu_turn++ % 4]);
-  node[1] = fn(g, ph, ctx);
-  clg_graph_pop_device(g);
-  clg_code code = clg_graph_status(g);
-  clg_session *s = NULL;
-  if (code == CLG_OK)
-    code = clg_session_new(g, &session_opt, &s);
-  if (code == CLG_OK) {
-    clg_output feeds[8], fetch[2] = {{node[0], 0}, {node[1], 0}};
-    for (int i = 0; i < nin; i++)
-      feeds[i] = clg_out(ph[i], 0);
-    code = clg_session_run_outputs(s, nin, feeds, inputs, 2, fetch, out, 0, NULL);
-  }
-  snprintf(err, err_size, "%s", code == CLG_OK ? "" : clg_last_error());
-  clg_session_free(s);
-  clg_graph_free(g);
-  return code;
-}
+typedef clg_test_build_fn build_fn;
 
 /* Every element within tol (relative to max(1, |ref|)) of ref, and the shape as given. */
 static bool close_to(const clg_tensor *t, const double *ref, int rank, const int64_t *dims,
@@ -134,7 +64,7 @@ static bool close_to(const clg_tensor *t, const double *ref, int rank, const int
               t ? clg_tensor_rank(t) : -1, rank);
     return false;
   }
-  size_t n = count_of(rank, dims);
+  size_t n = clg_test_count(rank, dims);
   for (size_t i = 0; i < n; i++) {
     double v = clg_test_elem(t, i), err = fabs(v - ref[i]);
     bool ok = err <= tol * fmax(1.0, fabs(ref[i])) || (isnan(v) && isnan(ref[i])) ||
@@ -154,11 +84,11 @@ static void check_op(const char *what, int nin, clg_tensor *const *inputs, build
 {
   clg_tensor *out[2];
   char err[1024];
-  clg_code code = run_both(nin, inputs, fn, ctx, out, err, sizeof err);
+  clg_code code = clg_test_run_both(&session_opt, nin, inputs, fn, ctx, 0, out, err, sizeof err);
   CHECK_MSG(code == CLG_OK, "%s: %s", what, err);
   if (code == CLG_OK && close_to(out[0], ref, rank, dims, tol, what, "CPU:0")) {
     close_to(out[1], ref, rank, dims, tol, what, "GPU");
-    double *cpu = values_of(out[0]);
+    double *cpu = clg_test_values(out[0]);
     close_to(out[1], cpu, rank, dims, 2 * tol, what, "GPU vs CPU:0");
     free(cpu);
   }
@@ -200,7 +130,7 @@ static double *run_y(clg_session *s, int nx, clg_node *const *x, clg_tensor *con
     return NULL;
   }
   *ny = clg_tensor_count(out);
-  double *v = values_of(out);
+  double *v = clg_test_values(out);
   clg_tensor_free(out);
   return v;
 }
@@ -234,7 +164,7 @@ static void check_grad(const gcase *fc, const char *device)
   for (int i = 0; i < fc->nx; i++) {
     xv[i] = clg_tensor_new(CLG_FLOAT64, fc->rank[i], fc->dims[i], NULL);
     double *p = clg_tensor_data(xv[i]);
-    size_t n = count_of(fc->rank[i], fc->dims[i]);
+    size_t n = clg_test_count(fc->rank[i], fc->dims[i]);
     for (size_t k = 0; k < n; k++) {
       p[k] = clg_test_uniform(-1, 1) * (fc->init == INIT_AWAY ? 4 : 1);
       if (fc->init == INIT_AWAY && fabs(p[k]) < 0.1)
@@ -256,7 +186,7 @@ static void check_grad(const gcase *fc, const char *device)
   clg_tensor *gyv = clg_tensor_new(CLG_FLOAT64, clg_node_rank(y), ydims, NULL);
   double worst = 0;
   for (int i = 0; i < fc->nx; i++) {
-    size_t n = count_of(fc->rank[i], fc->dims[i]);
+    size_t n = clg_test_count(fc->rank[i], fc->dims[i]);
     CHECK_MSG(dx[i].node != NULL, "%s: no gradient for x%d", fc->name, i);
     if (!dx[i].node)
       continue;
@@ -364,10 +294,10 @@ static void test_activations(void)
       clg_tensor *in[2] = {rand_tensor(dt, 3, dims, -9, 9), rand_tensor(dt, 3, dims, -9, 9)};
       /* The edges: 0, the kinks at 0 and 6, NaN and infinities. */
       double edges[] = {0, 6, -0.0, NAN, INFINITY, -INFINITY, 5.999, 6.001};
-      size_t n = count_of(3, dims);
+      size_t n = clg_test_count(3, dims);
       for (size_t k = 0; k < 8 && k < n; k++) {
-        set_elem(in[0], k, edges[k]);
-        set_elem(in[1], n - 1 - k, edges[k]);
+        clg_test_set_elem(in[0], k, edges[k]);
+        clg_test_set_elem(in[1], n - 1 - k, edges[k]);
       }
       double alpha = c->alpha > -1e9 ? c->alpha : 0.2;
       double *ref = malloc(sizeof *ref * n);
@@ -492,10 +422,10 @@ static void test_binary_tf(void)
     clg_tensor *in[2] = {rand_tensor(dt, ra, da, -2, 2), rand_tensor(dt, rb, db, -2, 2)};
     /* Ties and NaN: Minimum keeps x on a tie, and a NaN in x (y < NaN is false). */
     if (clg_tensor_count(in[0]) > 1 && clg_tensor_count(in[1]) > 1) {
-      set_elem(in[0], 0, NAN);
-      set_elem(in[1], 1, NAN);
+      clg_test_set_elem(in[0], 0, NAN);
+      clg_test_set_elem(in[1], 1, NAN);
     }
-    size_t n = count_of(r, dr);
+    size_t n = clg_test_count(r, dr);
     double *ref = malloc(sizeof *ref * (n ? n : 1));
     for (size_t i = 0; i < n; i++) {
       double x = clg_test_elem(in[0], bcast_index(i, r, dr, ra, da));
@@ -552,7 +482,7 @@ static void fill_steps(clg_tensor *t, int kmax, double step, bool nonzero)
     int k = irand(-kmax, kmax);
     if (nonzero && k == 0)
       k = clg_test_rand() % 2 ? kmax : -kmax;
-    set_elem(t, i, k * step);
+    clg_test_set_elem(t, i, k * step);
   }
 }
 
@@ -575,7 +505,7 @@ static void test_floor_div_mod(void)
     clg_tensor *in[2] = {clg_tensor_new(dt, ra, da, NULL), clg_tensor_new(dt, rb, db, NULL)};
     fill_steps(in[0], 40, 0.5, false);
     fill_steps(in[1], 10, 0.5, true);
-    size_t n = count_of(r, dr);
+    size_t n = clg_test_count(r, dr);
     double *ref = malloc(sizeof *ref * (n ? n : 1));
     for (size_t i = 0; i < n; i++) {
       double x = clg_test_elem(in[0], bcast_index(i, r, dr, ra, da));
@@ -595,8 +525,8 @@ static void test_floor_div_mod(void)
                        clg_tensor_new(CLG_FLOAT32, 1, d6, NULL)};
   const double xs[6] = {7, -7, 7, -7, 1, 0}, ys[6] = {2, 2, -2, -2, 0, 0};
   for (int i = 0; i < 6; i++) {
-    set_elem(in[0], (size_t)i, xs[i]);
-    set_elem(in[1], (size_t)i, ys[i]);
+    clg_test_set_elem(in[0], (size_t)i, xs[i]);
+    clg_test_set_elem(in[1], (size_t)i, ys[i]);
   }
   check_op("FloorDiv signs", 2, in, build_binary, "FloorDiv",
            (double[]){3, -4, -4, 3, INFINITY, NAN}, 1, d6, 0);
@@ -657,7 +587,7 @@ static void test_int_binary(void)
     for (int k = 0; ok && k < r; k++)
       ok = clg_tensor_dim(out, k) == dr[k];
     CHECK_MSG(code != CLG_OK || ok, "%s: dtype or shape differs", what);
-    size_t n = count_of(r, dr);
+    size_t n = clg_test_count(r, dr);
     for (size_t i = 0; ok && i < n; i++) {
       double x = clg_test_elem(in[0], bcast_index(i, r, dr, ra, da));
       double y = clg_test_elem(in[1], bcast_index(i, r, dr, rb, db));
@@ -802,7 +732,7 @@ static void test_squeeze_expand(void)
     for (int k = 0; k < rank; k++)
       dims[k] = clg_test_rand() % 2 ? 1 : irand(2, 4);
     clg_tensor *x = rand_tensor(dt, rank, dims, -50, 50);
-    double *ref = values_of(x);
+    double *ref = clg_test_values(x);
     /* Squeeze: every 1 (no attribute), or a chosen subset (negative indices half the time). */
     array_case c = {"Squeeze", 1, 0, {0}, {{0}}, {{0}}, 0, {{0}}};
     int64_t sd[5], od[5];
@@ -882,7 +812,7 @@ static void test_slice_pad(void)
     array_case sc = {"Slice", 1, 2, {1, 1}, {{rank}, {rank}}, {{0}}, 0, {{0}}};
     memcpy(sc.cv[0], begin, sizeof begin);
     memcpy(sc.cv[1], size, sizeof size);
-    size_t ns = count_of(rank, sdims), np = count_of(rank, pdims);
+    size_t ns = clg_test_count(rank, sdims), np = clg_test_count(rank, pdims);
     double *ref = malloc(sizeof *ref * (ns + np + 1));
     for (size_t i = 0; i < ns; i++) {
       int64_t idx[4];
@@ -959,7 +889,7 @@ static void test_concat(void)
     }
     int64_t given = rep % 3 == 0 ? axis - rank : axis;
     array_case c = {"ConcatV2", nv, 1, {-1}, {{0}}, {{given}}, 0, {{0}}};
-    size_t n = count_of(rank, odims);
+    size_t n = clg_test_count(rank, odims);
     double *ref = malloc(sizeof *ref * (n + 1));
     for (size_t i = 0; i < n; i++) {
       int64_t idx[4];
@@ -1103,7 +1033,7 @@ static void test_depthwise(void)
     clg_dtype dt = rep % 6 == 5 ? CLG_FLOAT64 : CLG_FLOAT32;
     clg_tensor *xt = rand_tensor(dt, 4, x, -1, 1), *ft = rand_tensor(dt, 4, f, -1, 1);
     clg_tensor *yt = rand_tensor(dt, 4, y, -1, 1);
-    size_t nx = count_of(4, x), nf = count_of(4, f), ny = count_of(4, y);
+    size_t nx = clg_test_count(4, x), nf = clg_test_count(4, f), ny = clg_test_count(4, y);
     /* The reference: a scatter over (output, tap), written from the definition. */
     double *ry = calloc(ny, sizeof(double)), *rx = calloc(nx, sizeof(double)),
            *rf = calloc(nf, sizeof(double));
@@ -1261,7 +1191,7 @@ static void test_resize(void)
     int64_t y[4] = {x[0], c.oh, c.ow, x[3]};
     clg_dtype dt = rep % 5 == 2 ? CLG_FLOAT64 : CLG_FLOAT32;
     clg_tensor *xt = rand_tensor(dt, 4, x, -2, 2), *dyt = rand_tensor(CLG_FLOAT32, 4, y, -2, 2);
-    size_t nx = count_of(4, x), ny = count_of(4, y);
+    size_t nx = clg_test_count(4, x), ny = clg_test_count(4, y);
     double *ry = calloc(ny, sizeof(double)), *rx = calloc(nx, sizeof(double));
     for (int64_t b = 0; b < x[0]; b++)
       for (int64_t i = 0; i < c.oh; i++) {
@@ -1467,7 +1397,7 @@ static void test_strided_slice(void)
       seen[k] |= c.masks[k];
     for (int i = 0; i < c.n; i++)
       negative += c.en[i].kind == SL_RANGE && c.en[i].s < 0;
-    size_t n = count_of(ro, odims);
+    size_t n = clg_test_count(ro, odims);
     double *ref = malloc(sizeof *ref * (n + 1));
     for (size_t i = 0; valid && i < n; i++) {
       /* Output i walks the input dims in order (new axes and indices contribute nothing). */
@@ -1566,7 +1496,7 @@ static void test_pack_shape_d2s(void)
     int64_t od[5];
     for (int k = 0, j = 0; k <= rank; k++)
       od[k] = k == pos ? nv : dims[j++];
-    size_t n = count_of(rank + 1, od);
+    size_t n = clg_test_count(rank + 1, od);
     double *ref = malloc(sizeof *ref * n);
     for (size_t i = 0; i < n; i++) {
       int64_t idx[5], src[4];
@@ -1596,7 +1526,7 @@ static void test_pack_shape_d2s(void)
     int64_t xd[4] = {irand(1, 2), irand(1, 4), irand(1, 4), b * b * c2};
     int64_t yd[4] = {xd[0], xd[1] * b, xd[2] * b, c2};
     clg_tensor *x = rand_tensor(dt, 4, xd, -50, 50);
-    size_t ny = count_of(4, yd);
+    size_t ny = clg_test_count(4, yd);
     double *dref = malloc(sizeof *dref * ny);
     for (size_t i = 0; i < ny; i++) {
       int64_t o[4];
@@ -1682,7 +1612,7 @@ static void test_mirror_pad(void)
       c.cv[0][2 * k] = before[k];
       c.cv[0][2 * k + 1] = after[k];
     }
-    size_t np = count_of(rank, pd), nx = count_of(rank, dims);
+    size_t np = clg_test_count(rank, pd), nx = clg_test_count(rank, dims);
     double *ref = malloc(sizeof *ref * np), *gref = calloc(nx, sizeof *gref);
     for (size_t i = 0; i < np; i++) {
       int64_t idx[3];

@@ -11,36 +11,6 @@
 #include "testutil.h"
 
 static clg_session_options session_opt;
-static int gpu_turn;
-
-/* A host tensor of dtype from double values. */
-static clg_tensor *tensor(clg_dtype dt, int rank, const int64_t *dims, const double *v)
-{
-  clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
-  void *p = clg_tensor_data(t);
-  for (size_t i = 0; i < clg_tensor_count(t); i++) {
-    switch (dt) {
-    case CLG_FLOAT32:
-      ((float *)p)[i] = (float)v[i];
-      break;
-    case CLG_FLOAT64:
-      ((double *)p)[i] = v[i];
-      break;
-    case CLG_INT32:
-      ((int32_t *)p)[i] = (int32_t)v[i];
-      break;
-    case CLG_INT64:
-      ((int64_t *)p)[i] = (int64_t)v[i];
-      break;
-    case CLG_BOOL:
-      ((uint8_t *)p)[i] = v[i] != 0;
-      break;
-    default:
-      break;
-    }
-  }
-  return t;
-}
 
 /* 0, 1, 2, ... */
 static clg_tensor *iota(clg_dtype dt, int rank, const int64_t *dims)
@@ -51,7 +21,7 @@ static clg_tensor *iota(clg_dtype dt, int rank, const int64_t *dims)
   double *v = malloc(sizeof(double) * (n ? n : 1));
   for (size_t i = 0; i < n; i++)
     v[i] = (double)i;
-  clg_tensor *t = tensor(dt, rank, dims, v);
+  clg_tensor *t = clg_test_tensor(dt, rank, dims, v);
   free(v);
   return t;
 }
@@ -62,7 +32,7 @@ static clg_node *cints(clg_graph *g, int n, const int64_t *v)
   double d[8];
   for (int i = 0; i < n; i++)
     d[i] = (double)v[i];
-  clg_tensor *t = tensor(CLG_INT32, 1, (int64_t[]){n}, d);
+  clg_tensor *t = clg_test_tensor(CLG_INT32, 1, (int64_t[]){n}, d);
   clg_node *c = clg_const(g, NULL, t);
   clg_tensor_free(t);
   return c;
@@ -71,13 +41,13 @@ static clg_node *cints(clg_graph *g, int n, const int64_t *v)
 /* An int32 scalar Const 0. */
 static clg_node *const_zero(clg_graph *g)
 {
-  clg_tensor *t = tensor(CLG_INT32, 0, NULL, (const double[]){0});
+  clg_tensor *t = clg_test_tensor(CLG_INT32, 0, NULL, (const double[]){0});
   clg_node *c = clg_const(g, NULL, t);
   clg_tensor_free(t);
   return c;
 }
 
-typedef clg_node *(*build_fn)(clg_graph *g, clg_node *const *in, const void *ctx);
+typedef clg_test_build_fn build_fn;
 
 /* The expected output: dtype, shape and values. */
 typedef struct want {
@@ -91,27 +61,7 @@ typedef struct want {
 
 static void check_out(const clg_tensor *t, const want *w, const char *what, const char *dev)
 {
-  if (!t) {
-    CHECK_MSG(false, "%s on %s: no output", what, dev);
-    return;
-  }
-  bool shape = clg_tensor_dtype(t) == w->dtype && clg_tensor_rank(t) == w->rank;
-  for (int k = 0; shape && k < w->rank; k++)
-    shape = clg_tensor_dim(t, k) == w->dims[k];
-  char s[128];
-  CHECK_MSG(shape, "%s on %s: %s %s, want %s of rank %d", what, dev,
-            clg_dtype_name(clg_tensor_dtype(t)), clg_tensor_shape_string(t, s, sizeof s),
-            clg_dtype_name(w->dtype), w->rank);
-  if (!shape)
-    return;
-  for (size_t i = 0; i < clg_tensor_count(t); i++) {
-    double v = clg_test_elem(t, i);
-    if (!(fabs(v - w->v[i]) <= w->tol)) {
-      CHECK_MSG(false, "%s on %s: element %zu is %.9g, want %.9g", what, dev, i, v, w->v[i]);
-      return;
-    }
-  }
-  clg_test_passed++;
+  clg_test_check_values(t, w->dtype, w->rank, w->dims, w->v, w->tol, 0, false, what, dev);
 }
 
 /* Builds fn's node on CPU:0 and on a stand-in GPU from placeholders fed `in`, runs both in
@@ -119,57 +69,19 @@ static void check_out(const clg_tensor *t, const want *w, const char *what, cons
 static void run_case(const char *what, int nin, clg_tensor *const *in, build_fn fn, const void *ctx,
                      const want *w)
 {
-  static const char *const gpus[4] = {"/device:GPU:0", "/device:GPU:1", "/device:GPU:2",
-                                      "/device:GPU:3"};
-  clg_graph *g = clg_graph_new();
-  clg_node *ph[8];
-  for (int i = 0; i < nin; i++) {
-    int64_t dims[CLG_MAX_RANK];
-    for (int k = 0; k < clg_tensor_rank(in[i]); k++)
-      dims[k] = clg_tensor_dim(in[i], k);
-    ph[i] = clg_placeholder(g, NULL, clg_tensor_dtype(in[i]), clg_tensor_rank(in[i]), dims);
-  }
-  clg_node *node[2];
-  clg_graph_push_device(g, "/cpu:0");
-  node[0] = fn(g, ph, ctx);
-  clg_graph_pop_device(g);
-  clg_graph_push_device(g, gpus[gpu_turn++ % 4]);
-  node[1] = fn(g, ph, ctx);
-  clg_graph_pop_device(g);
-  clg_code code = clg_graph_status(g);
-  CHECK_MSG(code == CLG_OK, "%s: build: %s", what, clg_graph_error(g));
-  clg_session *s = NULL;
-  if (code == CLG_OK)
-    CHECK_OK(code = clg_session_new(g, &session_opt, &s));
+  clg_tensor *out[2];
+  char err[1024];
+  clg_code code = clg_test_run_both(&session_opt, nin, in, fn, ctx, w->index, out, err, sizeof err);
+  CHECK_MSG(code == CLG_OK, "%s: %s", what, err);
   if (code == CLG_OK) {
-    clg_output feeds[8], fetch[2] = {{node[0], w->index}, {node[1], w->index}};
-    clg_tensor *out[2] = {NULL, NULL};
-    for (int i = 0; i < nin; i++)
-      feeds[i] = clg_out(ph[i], 0);
-    code = clg_session_run_outputs(s, nin, feeds, in, 2, fetch, out, 0, NULL);
-    CHECK_MSG(code == CLG_OK, "%s: run: %s", what, clg_last_error());
-    if (code == CLG_OK) {
-      check_out(out[0], w, what, "CPU:0");
-      check_out(out[1], w, what, "GPU");
-    }
-    clg_tensor_free(out[0]);
-    clg_tensor_free(out[1]);
+    check_out(out[0], w, what, "CPU:0");
+    check_out(out[1], w, what, "GPU");
   }
-  clg_session_free(s);
-  clg_graph_free(g);
+  clg_tensor_free(out[0]);
+  clg_tensor_free(out[1]);
 }
 
-/* A build error naming the node and saying what is wrong. */
-static void expect_error(clg_graph *g, const char *node, const char *text, int line)
-{
-  const char *e = clg_graph_error(g);
-  CHECK_MSG(clg_graph_status(g) == CLG_INVALID_ARGUMENT, "line %d: status %s (%s)", line,
-            clg_code_name(clg_graph_status(g)), e);
-  CHECK_MSG(strstr(e, node) != NULL && strstr(e, text) != NULL,
-            "line %d: error \"%s\" lacks \"%s\" or \"%s\"", line, e, node, text);
-  clg_graph_free(g);
-}
-#define EXPECT_ERROR(g, node, text) expect_error(g, node, text, __LINE__)
+#define EXPECT_ERROR(g, node, text) clg_test_expect_error(g, node, text, __LINE__)
 
 /* --- StridedSlice ------------------------------------------------------------------------- */
 
@@ -190,7 +102,7 @@ static void test_strided_slice(void)
   /* TensorFlow's documented example: t = [[[1,1,1],[2,2,2]], [[3,3,3],[4,4,4]],
    * [[5,5,5],[6,6,6]]] of shape [3,2,3]. */
   const double tv[18] = {1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5, 6, 6, 6};
-  clg_tensor *t = tensor(CLG_FLOAT32, 3, (int64_t[]){3, 2, 3}, tv);
+  clg_tensor *t = clg_test_tensor(CLG_FLOAT32, 3, (int64_t[]){3, 2, 3}, tv);
   {
     slice_case c = {3, {1, 0, 0}, {2, 1, 3}, {1, 1, 1}, {0}};
     want w = {CLG_FLOAT32, 3, {1, 1, 3}, (const double[]){3, 3, 3}, 0, 0};
@@ -278,7 +190,7 @@ static void test_strided_slice(void)
   }
   {
     /* bool (1-byte elements): x[1::2] of [1,0,0,1,1] */
-    clg_tensor *x = tensor(CLG_BOOL, 1, (int64_t[]){5}, (const double[]){1, 0, 0, 1, 1});
+    clg_tensor *x = clg_test_tensor(CLG_BOOL, 1, (int64_t[]){5}, (const double[]){1, 0, 0, 1, 1});
     slice_case c = {1, {1}, {0}, {2}, {.end_mask = 1}};
     want w = {CLG_BOOL, 1, {2}, (const double[]){0, 1}, 0, 0};
     run_case("bool x[1::2]", 1, &x, build_slice, &c, &w);
@@ -363,9 +275,9 @@ static void test_pack_shape_prelu_d2s(void)
   clg_dtype dts[3] = {CLG_FLOAT32, CLG_INT64, CLG_BOOL};
   for (int d = 0; d < 3; d++) {
     double b = dts[d] == CLG_BOOL ? 0 : 1; /* bools: 1 4 -> 1 1, 2 5 -> 0 1, ... */
-    clg_tensor *in[3] = {tensor(dts[d], 1, (int64_t[]){2}, (const double[]){1, 4}),
-                         tensor(dts[d], 1, (int64_t[]){2}, (const double[]){2 * b, 5}),
-                         tensor(dts[d], 1, (int64_t[]){2}, (const double[]){3, 6 * b})};
+    clg_tensor *in[3] = {clg_test_tensor(dts[d], 1, (int64_t[]){2}, (const double[]){1, 4}),
+                         clg_test_tensor(dts[d], 1, (int64_t[]){2}, (const double[]){2 * b, 5}),
+                         clg_test_tensor(dts[d], 1, (int64_t[]){2}, (const double[]){3, 6 * b})};
     double a0[6] = {1, 4, 2 * b, 5, 3, 6 * b}, a1[6] = {1, 2 * b, 3, 4, 5, 6 * b};
     if (dts[d] == CLG_BOOL)
       for (int i = 0; i < 6; i++)
@@ -381,9 +293,9 @@ static void test_pack_shape_prelu_d2s(void)
   }
   {
     /* scalars into a vector */
-    clg_tensor *in[3] = {tensor(CLG_FLOAT64, 0, NULL, (const double[]){7}),
-                         tensor(CLG_FLOAT64, 0, NULL, (const double[]){8}),
-                         tensor(CLG_FLOAT64, 0, NULL, (const double[]){9})};
+    clg_tensor *in[3] = {clg_test_tensor(CLG_FLOAT64, 0, NULL, (const double[]){7}),
+                         clg_test_tensor(CLG_FLOAT64, 0, NULL, (const double[]){8}),
+                         clg_test_tensor(CLG_FLOAT64, 0, NULL, (const double[]){9})};
     int64_t axis = 0;
     want w = {CLG_FLOAT64, 1, {3}, (const double[]){7, 8, 9}, 0, 0};
     run_case("Pack of scalars", 3, in, build_pack, &axis, &w);
@@ -426,16 +338,17 @@ static void test_pack_shape_prelu_d2s(void)
   /* Prelu: x < 0 ? alpha * x : x, alpha [3] broadcast over the rows. */
   for (int d = 0; d < 2; d++) {
     clg_dtype dt = d ? CLG_FLOAT64 : CLG_FLOAT32;
-    clg_tensor *in[2] = {tensor(dt, 2, (int64_t[]){2, 3}, (const double[]){-2, -1, 0, 1, 2, -3}),
-                         tensor(dt, 1, (int64_t[]){3}, (const double[]){0.5, 0.25, 2})};
+    clg_tensor *in[2] = {
+        clg_test_tensor(dt, 2, (int64_t[]){2, 3}, (const double[]){-2, -1, 0, 1, 2, -3}),
+        clg_test_tensor(dt, 1, (int64_t[]){3}, (const double[]){0.5, 0.25, 2})};
     want w = {dt, 2, {2, 3}, (const double[]){-1, -0.25, 0, 1, 2, -6}, 0, 0};
     run_case("Prelu", 2, in, build_prelu, NULL, &w);
     clg_tensor_free(in[0]);
     clg_tensor_free(in[1]);
     /* x broadcast too (tfjs's Prelu kernels are broadcasting binary ops): x [3], alpha [2,1]
      * gives [2,3], row r with alpha[r]. */
-    clg_tensor *bin[2] = {tensor(dt, 1, (int64_t[]){3}, (const double[]){-2, 1, -4}),
-                          tensor(dt, 2, (int64_t[]){2, 1}, (const double[]){0.5, 3})};
+    clg_tensor *bin[2] = {clg_test_tensor(dt, 1, (int64_t[]){3}, (const double[]){-2, 1, -4}),
+                          clg_test_tensor(dt, 2, (int64_t[]){2, 1}, (const double[]){0.5, 3})};
     want wb = {dt, 2, {2, 3}, (const double[]){-1, 1, -2, -6, 1, -12}, 0, 0};
     run_case("Prelu broadcasting x", 2, bin, build_prelu, NULL, &wb);
     clg_tensor_free(bin[0]);
@@ -456,18 +369,19 @@ static void test_pack_shape_prelu_d2s(void)
   /* DepthToSpace: TensorFlow's three documented examples. */
   {
     int64_t b = 2;
-    clg_tensor *x = tensor(CLG_FLOAT32, 4, (int64_t[]){1, 1, 1, 4}, (const double[]){1, 2, 3, 4});
+    clg_tensor *x =
+        clg_test_tensor(CLG_FLOAT32, 4, (int64_t[]){1, 1, 1, 4}, (const double[]){1, 2, 3, 4});
     want w = {CLG_FLOAT32, 4, {1, 2, 2, 1}, (const double[]){1, 2, 3, 4}, 0, 0};
     run_case("DepthToSpace [1,1,1,4]", 1, &x, build_d2s, &b, &w);
     clg_tensor_free(x);
-    x = tensor(CLG_INT32, 4, (int64_t[]){1, 1, 1, 12},
-               (const double[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+    x = clg_test_tensor(CLG_INT32, 4, (int64_t[]){1, 1, 1, 12},
+                        (const double[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
     want w2 = {CLG_INT32, 4, {1, 2, 2, 3}, (const double[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
                0,         0};
     run_case("DepthToSpace [1,1,1,12]", 1, &x, build_d2s, &b, &w2);
     clg_tensor_free(x);
-    x = tensor(CLG_FLOAT64, 4, (int64_t[]){1, 2, 2, 4},
-               (const double[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+    x = clg_test_tensor(CLG_FLOAT64, 4, (int64_t[]){1, 2, 2, 4},
+                        (const double[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
     want w3 = {CLG_FLOAT64,
                4,
                {1, 4, 4, 1},
@@ -544,8 +458,8 @@ static void test_gather_range_tile(void)
   for (int d = 0; d < 3; d++)
     for (int it = 0; it < 2; it++) {
       clg_dtype idt = it ? CLG_INT64 : CLG_INT32;
-      clg_tensor *in[2] = {tensor(dts[d], 2, (int64_t[]){3, 3}, pv),
-                           tensor(idt, 1, (int64_t[]){2}, (const double[]){2, 0})};
+      clg_tensor *in[2] = {clg_test_tensor(dts[d], 2, (int64_t[]){3, 3}, pv),
+                           clg_test_tensor(idt, 1, (int64_t[]){2}, (const double[]){2, 0})};
       int64_t a0 = 0, a1 = 1, am1 = -1;
       want w0 = {dts[d], 2, {2, 3}, (const double[]){7, 8, 9, 1, 2, 3}, 0, 0};
       want w1 = {dts[d], 2, {3, 2}, (const double[]){3, 1, 6, 4, 9, 7}, 0, 0};
@@ -554,11 +468,11 @@ static void test_gather_range_tile(void)
       run_case("GatherV2 axis -1", 2, in, build_gather, &am1, &w1);
       clg_tensor_free(in[1]);
       /* scalar and [2,2] indices: the indices' shape replaces the axis */
-      in[1] = tensor(idt, 0, NULL, (const double[]){1});
+      in[1] = clg_test_tensor(idt, 0, NULL, (const double[]){1});
       want ws = {dts[d], 1, {3}, (const double[]){2, 5, 8}, 0, 0};
       run_case("GatherV2 scalar index", 2, in, build_gather, &a1, &ws);
       clg_tensor_free(in[1]);
-      in[1] = tensor(idt, 2, (int64_t[]){2, 2}, (const double[]){0, 2, 1, 1});
+      in[1] = clg_test_tensor(idt, 2, (int64_t[]){2, 2}, (const double[]){0, 2, 1, 1});
       want w22 = {dts[d], 3, {2, 2, 3}, (const double[]){1, 2, 3, 7, 8, 9, 4, 5, 6, 4, 5, 6}, 0, 0};
       run_case("GatherV2 [2,2] indices", 2, in, build_gather, &a0, &w22);
       clg_tensor_free(in[0]);
@@ -589,8 +503,8 @@ static void test_gather_range_tile(void)
     clg_graph_pop_device(g);
     clg_session *s = NULL;
     CHECK_OK(clg_session_new(g, &session_opt, &s));
-    clg_tensor *in[2] = {tensor(CLG_FLOAT32, 1, (int64_t[]){3}, pv),
-                         tensor(CLG_INT32, 1, (int64_t[]){2}, (const double[]){0, -1})};
+    clg_tensor *in[2] = {clg_test_tensor(CLG_FLOAT32, 1, (int64_t[]){3}, pv),
+                         clg_test_tensor(CLG_INT32, 1, (int64_t[]){2}, (const double[]){0, -1})};
     clg_tensor *out = NULL;
     CHECK_CODE(clg_session_run_outputs(s, 2, (clg_output[]){{p, 0}, {ix, 0}}, in, 1,
                                        (clg_output[]){{ga, 0}}, &out, 0, NULL),
@@ -636,7 +550,8 @@ static void test_gather_range_tile(void)
   {
     clg_dtype tdt[2] = {CLG_INT32, CLG_FLOAT64};
     for (int d = 0; d < 2; d++) {
-      clg_tensor *a = tensor(tdt[d], 2, (int64_t[]){2, 3}, (const double[]){1, 2, 3, 4, 5, 6});
+      clg_tensor *a =
+          clg_test_tensor(tdt[d], 2, (int64_t[]){2, 3}, (const double[]){1, 2, 3, 4, 5, 6});
       tile_case c12 = {{1, 2}}, c21 = {{2, 1}}, c22 = {{2, 2}}, c03 = {{0, 3}};
       want w12 = {tdt[d], 2, {2, 6}, (const double[]){1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}, 0, 0};
       want w21 = {tdt[d], 2, {4, 3}, (const double[]){1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6}, 0, 0};
@@ -830,7 +745,8 @@ static void test_split_and_gradients(void)
   double gv[24] = {0};
   gv[21] = 1, gv[22] = 2, gv[17] = 3, gv[18] = 4;
   {
-    clg_tensor *dy = tensor(CLG_FLOAT32, 2, (int64_t[]){2, 2}, (const double[]){1, 2, 3, 4});
+    clg_tensor *dy =
+        clg_test_tensor(CLG_FLOAT32, 2, (int64_t[]){2, 2}, (const double[]){1, 2, 3, 4});
     slice_case c = {3, {1, -1, 1}, {2, 0, 3}, {1, -1, 1}, {.shrink_axis_mask = 1}};
     want w = {CLG_FLOAT32, 3, {2, 3, 4}, gv, 0, 0};
     run_case("StridedSliceGrad", 1, &dy, build_slice_grad, &c, &w);
@@ -848,8 +764,9 @@ static void test_split_and_gradients(void)
   }
   /* The same through clg_gradients of StridedSlice; Pack's and Unpack's gradients. */
   {
-    clg_tensor *in[2] = {iota(CLG_FLOAT32, 3, (int64_t[]){2, 3, 4}),
-                         tensor(CLG_FLOAT32, 2, (int64_t[]){2, 2}, (const double[]){1, 2, 3, 4})};
+    clg_tensor *in[2] = {
+        iota(CLG_FLOAT32, 3, (int64_t[]){2, 3, 4}),
+        clg_test_tensor(CLG_FLOAT32, 2, (int64_t[]){2, 2}, (const double[]){1, 2, 3, 4})};
     grad_case c = {fw_slice, {2, 2}, 2, NULL};
     want w = {CLG_FLOAT32, 3, {2, 3, 4}, gv, 0, 0};
     run_case("d StridedSlice", 2, in, build_grad, &c, &w);
@@ -862,7 +779,7 @@ static void test_split_and_gradients(void)
       for (int b = 0; b < 3; b++)
         for (int k = 0; k < 4; k++)
           dxv[(a * 3 + b) * 4 + k] = dyv[(b * 2 + a) * 4 + k];
-    in[1] = tensor(CLG_FLOAT32, 3, (int64_t[]){3, 2, 4}, dyv);
+    in[1] = clg_test_tensor(CLG_FLOAT32, 3, (int64_t[]){3, 2, 4}, dyv);
     grad_case c2 = {fw_unpack_pack, {3, 2, 4}, 3, NULL};
     want w2 = {CLG_FLOAT32, 3, {2, 3, 4}, dxv, 0, 0};
     run_case("d Pack(Unpack)", 2, in, build_grad, &c2, &w2);
@@ -874,7 +791,7 @@ static void test_split_and_gradients(void)
     for (int a = 0; a < 2; a++)
       for (int k = 0; k < 4; k++)
         dxo[(a * 3 + 2) * 4 + k] = dyo[a * 4 + k];
-    in[1] = tensor(CLG_FLOAT32, 2, (int64_t[]){2, 4}, dyo);
+    in[1] = clg_test_tensor(CLG_FLOAT32, 2, (int64_t[]){2, 4}, dyo);
     grad_case c3 = {fw_unpack_one, {2, 4}, 2, NULL};
     want w3 = {CLG_FLOAT32, 3, {2, 3, 4}, dxo, 0, 0};
     run_case("d Unpack, one output used", 2, in, build_grad, &c3, &w3);

@@ -15,37 +15,8 @@
 #include "testutil.h"
 
 static clg_session_options session_opt;
-static int gpu_turn;
 
 /* --- tensors and references ------------------------------------------------------------- */
-
-static size_t count_of(int rank, const int64_t *dims)
-{
-  size_t c = 1;
-  for (int k = 0; k < rank; k++)
-    c *= (size_t)dims[k];
-  return c;
-}
-
-/* A host tensor of dtype from double values (bool: v != 0). */
-static clg_tensor *tensor(clg_dtype dt, int rank, const int64_t *dims, const double *v)
-{
-  clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
-  void *p = clg_tensor_data(t);
-  for (size_t i = 0; i < clg_tensor_count(t); i++) {
-    if (dt == CLG_FLOAT32)
-      ((float *)p)[i] = (float)v[i];
-    else if (dt == CLG_FLOAT64)
-      ((double *)p)[i] = v[i];
-    else if (dt == CLG_INT32)
-      ((int32_t *)p)[i] = (int32_t)v[i];
-    else if (dt == CLG_INT64)
-      ((int64_t *)p)[i] = (int64_t)v[i];
-    else if (dt == CLG_BOOL)
-      ((uint8_t *)p)[i] = v[i] != 0;
-  }
-  return t;
-}
 
 /* The offset in an input of rank ri (dims di, aligned at the right) of output element i. */
 static size_t bcast_offset(int ro, const int64_t *dout, size_t i, int ri, const int64_t *di)
@@ -75,43 +46,13 @@ typedef struct want {
   bool signed_zero;
 } want;
 
-static bool close_to(double got, double w, const want *x)
-{
-  if (isnan(w))
-    return isnan(got);
-  if (isinf(w) || isinf(got))
-    return got == w;
-  if (x->signed_zero && w == 0 && (got != 0 || signbit(got) != signbit(w)))
-    return false;
-  return fabs(got - w) <= x->abs + x->rel * fabs(w);
-}
-
 static void check_out(const clg_tensor *t, const want *w, const char *what, const char *dev)
 {
-  if (!t) {
-    CHECK_MSG(false, "%s on %s: no output", what, dev);
-    return;
-  }
-  bool shape = clg_tensor_dtype(t) == w->dtype && clg_tensor_rank(t) == w->rank;
-  for (int k = 0; shape && k < w->rank; k++)
-    shape = clg_tensor_dim(t, k) == w->dims[k];
-  char s[128];
-  CHECK_MSG(shape, "%s on %s: %s %s, want %s of rank %d", what, dev,
-            clg_dtype_name(clg_tensor_dtype(t)), clg_tensor_shape_string(t, s, sizeof s),
-            clg_dtype_name(w->dtype), w->rank);
-  if (!shape)
-    return;
-  for (size_t i = 0; i < clg_tensor_count(t); i++) {
-    double v = clg_test_elem(t, i);
-    if (!close_to(v, w->v[i], w)) {
-      CHECK_MSG(false, "%s on %s: element %zu is %.17g, want %.17g", what, dev, i, v, w->v[i]);
-      return;
-    }
-  }
-  clg_test_passed++;
+  clg_test_check_values(t, w->dtype, w->rank, w->dims, w->v, w->abs, w->rel, w->signed_zero, what,
+                        dev);
 }
 
-typedef clg_node *(*build_fn)(clg_graph *g, clg_node *const *in, const void *ctx);
+typedef clg_test_build_fn build_fn;
 
 /* The op named ctx on every input, built through the registry by name (as the importers do). */
 static clg_node *build_by_name(clg_graph *g, clg_node *const *in, const void *ctx)
@@ -128,57 +69,19 @@ static clg_node *build_by_name(clg_graph *g, clg_node *const *in, const void *ct
 static void run_case(const char *what, int nin, clg_tensor *const *in, build_fn fn, const void *ctx,
                      const want *w)
 {
-  static const char *const gpus[4] = {"/device:GPU:0", "/device:GPU:1", "/device:GPU:2",
-                                      "/device:GPU:3"};
-  clg_graph *g = clg_graph_new();
-  clg_node *ph[4] = {NULL, NULL, NULL, NULL};
-  for (int i = 0; i < nin; i++) {
-    int64_t dims[CLG_MAX_RANK];
-    for (int k = 0; k < clg_tensor_rank(in[i]); k++)
-      dims[k] = clg_tensor_dim(in[i], k);
-    ph[i] = clg_placeholder(g, NULL, clg_tensor_dtype(in[i]), clg_tensor_rank(in[i]), dims);
-  }
-  clg_node *node[2];
-  clg_graph_push_device(g, "/cpu:0");
-  node[0] = fn(g, ph, ctx);
-  clg_graph_pop_device(g);
-  clg_graph_push_device(g, gpus[gpu_turn++ % 4]);
-  node[1] = fn(g, ph, ctx);
-  clg_graph_pop_device(g);
-  clg_code code = clg_graph_status(g);
-  CHECK_MSG(code == CLG_OK, "%s: build: %s", what, clg_graph_error(g));
-  clg_session *s = NULL;
-  if (code == CLG_OK)
-    CHECK_OK(code = clg_session_new(g, &session_opt, &s));
+  clg_tensor *out[2];
+  char err[1024];
+  clg_code code = clg_test_run_both(&session_opt, nin, in, fn, ctx, 0, out, err, sizeof err);
+  CHECK_MSG(code == CLG_OK, "%s: %s", what, err);
   if (code == CLG_OK) {
-    clg_output feeds[4], fetch[2] = {{node[0], 0}, {node[1], 0}};
-    clg_tensor *out[2] = {NULL, NULL};
-    for (int i = 0; i < nin; i++)
-      feeds[i] = clg_out(ph[i], 0);
-    code = clg_session_run_outputs(s, nin, feeds, in, 2, fetch, out, 0, NULL);
-    CHECK_MSG(code == CLG_OK, "%s: run: %s", what, clg_last_error());
-    if (code == CLG_OK) {
-      check_out(out[0], w, what, "CPU:0");
-      check_out(out[1], w, what, "GPU");
-    }
-    clg_tensor_free(out[0]);
-    clg_tensor_free(out[1]);
+    check_out(out[0], w, what, "CPU:0");
+    check_out(out[1], w, what, "GPU");
   }
-  clg_session_free(s);
-  clg_graph_free(g);
+  clg_tensor_free(out[0]);
+  clg_tensor_free(out[1]);
 }
 
-/* A build error naming the node and saying what is wrong. */
-static void expect_error(clg_graph *g, const char *node, const char *text, int line)
-{
-  const char *e = clg_graph_error(g);
-  CHECK_MSG(clg_graph_status(g) == CLG_INVALID_ARGUMENT, "line %d: status %s (%s)", line,
-            clg_code_name(clg_graph_status(g)), e);
-  CHECK_MSG(e && strstr(e, node) != NULL && strstr(e, text) != NULL,
-            "line %d: error \"%s\" lacks \"%s\" or \"%s\"", line, e, node, text);
-  clg_graph_free(g);
-}
-#define EXPECT_ERROR(g, node, text) expect_error(g, node, text, __LINE__)
+#define EXPECT_ERROR(g, node, text) clg_test_expect_error(g, node, text, __LINE__)
 
 /* The value an element of dtype holds after the round trip through the tensor. */
 static double as_stored(clg_dtype dt, double v) { return dt == CLG_FLOAT32 ? (double)(float)v : v; }
@@ -264,7 +167,7 @@ static void test_unary_math(void)
     for (int d = 0; d < 2; d++) {
       clg_dtype dt = dts[d];
       int64_t dims[2] = {2, N / 2};
-      clg_tensor *x = tensor(dt, 2, dims, base);
+      clg_tensor *x = clg_test_tensor(dt, 2, dims, base);
       for (int i = 0; i < N; i++)
         ref[i] = as_stored(dt, unary_ops[o].ref(as_stored(dt, base[i])));
       want w = {dt, 2, {2, N / 2}, ref, 0, 0, unary_ops[o].signed_zero};
@@ -279,7 +182,7 @@ static void test_unary_math(void)
   {
     const double xs[] = {2.5, -0.5, 0.5, 1.5, -1.5, -2.5, 3.5, -0.0};
     const double rs[] = {2, -0.0, 0, 2, -2, -2, 4, -0.0};
-    clg_tensor *x = tensor(CLG_FLOAT32, 1, (int64_t[]){8}, xs);
+    clg_tensor *x = clg_test_tensor(CLG_FLOAT32, 1, (int64_t[]){8}, xs);
     want w = {CLG_FLOAT32, 1, {8}, rs, 0, 0, true};
     run_case("Round's ties to even", 1, &x, build_by_name, "Round", &w);
     clg_tensor_free(x);
@@ -290,7 +193,7 @@ static void test_unary_math(void)
     double rs[8];
     for (int i = 0; i < 8; i++)
       rs[i] = (double)(float)log1p(exp(xs[i]));
-    clg_tensor *x = tensor(CLG_FLOAT32, 1, (int64_t[]){8}, xs);
+    clg_tensor *x = clg_test_tensor(CLG_FLOAT32, 1, (int64_t[]){8}, xs);
     want w = {CLG_FLOAT32, 1, {8}, rs, 1e-37, 4e-6, false};
     run_case("Softplus at its thresholds", 1, &x, build_by_name, "Softplus", &w);
     clg_tensor_free(x);
@@ -305,7 +208,7 @@ static void test_unary_math(void)
     for (int o = 0; o < 2; o++) {
       for (int i = 0; i < BIG; i++)
         rs[i] = (double)(float)(o ? ref_elu(xs[i]) : erf(xs[i]));
-      clg_tensor *x = tensor(CLG_FLOAT32, 1, (int64_t[]){BIG}, xs);
+      clg_tensor *x = clg_test_tensor(CLG_FLOAT32, 1, (int64_t[]){BIG}, xs);
       want w = {CLG_FLOAT32, 1, {BIG}, rs, 1e-37, 4e-6, false};
       run_case(ops[o], 1, &x, build_by_name, ops[o], &w);
       clg_tensor_free(x);
@@ -346,7 +249,7 @@ static void ref_binary(double (*f)(int, double, double), int op, const double *a
                        const int64_t *da, const double *b, int rb, const int64_t *db, int ro,
                        const int64_t *dout, double *out)
 {
-  for (size_t i = 0; i < count_of(ro, dout); i++)
+  for (size_t i = 0; i < clg_test_count(ro, dout); i++)
     out[i] = f(op, a[bcast_offset(ro, dout, i, ra, da)], b[bcast_offset(ro, dout, i, rb, db)]);
 }
 
@@ -363,8 +266,8 @@ static void test_comparisons(void)
   for (int op = 0; op < 4; op++)
     for (int d = 0; d < 4; d++) {
       bool fl = d < 2;
-      clg_tensor *in[2] = {tensor(dts[d], 3, (int64_t[]){2, 3, 1}, fl ? fa : ia),
-                           tensor(dts[d], 1, (int64_t[]){4}, fl ? fb : ib)};
+      clg_tensor *in[2] = {clg_test_tensor(dts[d], 3, (int64_t[]){2, 3, 1}, fl ? fa : ia),
+                           clg_test_tensor(dts[d], 1, (int64_t[]){4}, fl ? fb : ib)};
       ref_binary(ref_compare, op, fl ? fa : ia, 3, (int64_t[]){2, 3, 1}, fl ? fb : ib, 1,
                  (int64_t[]){4}, 3, (int64_t[]){2, 3, 4}, ref);
       want w = {CLG_BOOL, 3, {2, 3, 4}, ref, 0, 0, false};
@@ -376,8 +279,8 @@ static void test_comparisons(void)
     }
   /* NaN: every comparison false, NotEqual true (TensorFlow's, IEEE's). */
   {
-    clg_tensor *in[2] = {tensor(CLG_FLOAT32, 1, (int64_t[]){2}, (const double[]){NAN, 1}),
-                         tensor(CLG_FLOAT32, 0, NULL, (const double[]){NAN})};
+    clg_tensor *in[2] = {clg_test_tensor(CLG_FLOAT32, 1, (int64_t[]){2}, (const double[]){NAN, 1}),
+                         clg_test_tensor(CLG_FLOAT32, 0, NULL, (const double[]){NAN})};
     const double f2[2] = {0, 0}, t2[2] = {1, 1};
     for (int op = 0; op < 4; op++) {
       want w = {CLG_BOOL, 1, {2}, op == CMP_NE ? t2 : f2, 0, 0, false};
@@ -388,8 +291,8 @@ static void test_comparisons(void)
   }
   /* Equal and NotEqual of bools (ONNX's Xor is NotEqual), broadcast [2,1] against [2]. */
   {
-    clg_tensor *in[2] = {tensor(CLG_BOOL, 2, (int64_t[]){2, 1}, (const double[]){0, 1}),
-                         tensor(CLG_BOOL, 1, (int64_t[]){2}, (const double[]){0, 1})};
+    clg_tensor *in[2] = {clg_test_tensor(CLG_BOOL, 2, (int64_t[]){2, 1}, (const double[]){0, 1}),
+                         clg_test_tensor(CLG_BOOL, 1, (int64_t[]){2}, (const double[]){0, 1})};
     want ne = {CLG_BOOL, 2, {2, 2}, (const double[]){0, 1, 1, 0}, 0, 0, false};
     want eq = {CLG_BOOL, 2, {2, 2}, (const double[]){1, 0, 0, 1}, 0, 0, false};
     run_case("NotEqual bool", 2, in, build_by_name, "NotEqual", &ne);
@@ -436,7 +339,8 @@ static void test_pow_atan2(void)
   double ref[6];
   for (int d = 0; d < 2; d++) {
     clg_dtype dt = dts[d];
-    clg_tensor *in[2] = {tensor(dt, 2, (int64_t[]){2, 3}, a), tensor(dt, 1, (int64_t[]){3}, b)};
+    clg_tensor *in[2] = {clg_test_tensor(dt, 2, (int64_t[]){2, 3}, a),
+                         clg_test_tensor(dt, 1, (int64_t[]){3}, b)};
     ref_binary(ref_pow, 0, a, 2, (int64_t[]){2, 3}, b, 1, (int64_t[]){3}, 2, (int64_t[]){2, 3},
                ref);
     CHECK(ref[0] == -8 && ref[1] == 0.25 && isnan(ref[2])); /* the reference is TensorFlow's */
@@ -445,8 +349,8 @@ static void test_pow_atan2(void)
     run_case("Pow", 2, in, build_by_name, "Pow", &w);
     clg_tensor_free(in[0]);
     clg_tensor_free(in[1]);
-    in[0] = tensor(dt, 2, (int64_t[]){2, 3}, a2);
-    in[1] = tensor(dt, 1, (int64_t[]){3}, b2);
+    in[0] = clg_test_tensor(dt, 2, (int64_t[]){2, 3}, a2);
+    in[1] = clg_test_tensor(dt, 1, (int64_t[]){3}, b2);
     ref_binary(ref_pow, 0, a2, 2, (int64_t[]){2, 3}, b2, 1, (int64_t[]){3}, 2, (int64_t[]){2, 3},
                ref);
     CHECK(isinf(ref[0]) && ref[1] == 1 && ref[2] == 1 && ref[4] == 1);
@@ -454,8 +358,8 @@ static void test_pow_atan2(void)
     clg_tensor_free(in[0]);
     clg_tensor_free(in[1]);
     /* A scalar base against a [2,2] exponent: broadcast the other way. */
-    in[0] = tensor(dt, 0, NULL, (const double[]){-1.5});
-    in[1] = tensor(dt, 2, (int64_t[]){2, 2}, (const double[]){1, 2, 3, -2});
+    in[0] = clg_test_tensor(dt, 0, NULL, (const double[]){-1.5});
+    in[1] = clg_test_tensor(dt, 2, (int64_t[]){2, 2}, (const double[]){1, 2, 3, -2});
     ref_binary(ref_pow, 0, (const double[]){-1.5}, 0, NULL, (const double[]){1, 2, 3, -2}, 2,
                (int64_t[]){2, 2}, 2, (int64_t[]){2, 2}, ref);
     want w2 = {dt, 2, {2, 2}, ref, 0, 0, false};
@@ -471,7 +375,8 @@ static void test_pow_atan2(void)
     double r[12];
     for (int d = 0; d < 2; d++) {
       clg_dtype dt = dts[d];
-      clg_tensor *in[2] = {tensor(dt, 2, (int64_t[]){3, 1}, y), tensor(dt, 1, (int64_t[]){4}, x)};
+      clg_tensor *in[2] = {clg_test_tensor(dt, 2, (int64_t[]){3, 1}, y),
+                           clg_test_tensor(dt, 1, (int64_t[]){4}, x)};
       ref_binary(ref_atan2, 0, y, 2, (int64_t[]){3, 1}, x, 1, (int64_t[]){4}, 2, (int64_t[]){3, 4},
                  r);
       for (int i = 0; i < 12; i++)
@@ -510,8 +415,8 @@ static void test_logical(void)
   double ref[6];
   static const char *const ops[2] = {"LogicalAnd", "LogicalOr"};
   for (int op = 0; op < 2; op++) {
-    clg_tensor *in[2] = {tensor(CLG_BOOL, 2, (int64_t[]){2, 1}, a),
-                         tensor(CLG_BOOL, 1, (int64_t[]){3}, b)};
+    clg_tensor *in[2] = {clg_test_tensor(CLG_BOOL, 2, (int64_t[]){2, 1}, a),
+                         clg_test_tensor(CLG_BOOL, 1, (int64_t[]){3}, b)};
     ref_binary(ref_and, op, a, 2, (int64_t[]){2, 1}, b, 1, (int64_t[]){3}, 2, (int64_t[]){2, 3},
                ref);
     want w = {CLG_BOOL, 2, {2, 3}, ref, 0, 0, false};
@@ -520,7 +425,7 @@ static void test_logical(void)
     clg_tensor_free(in[1]);
   }
   {
-    clg_tensor *x = tensor(CLG_BOOL, 1, (int64_t[]){4}, (const double[]){1, 0, 0, 1});
+    clg_tensor *x = clg_test_tensor(CLG_BOOL, 1, (int64_t[]){4}, (const double[]){1, 0, 0, 1});
     want w = {CLG_BOOL, 1, {4}, (const double[]){0, 1, 1, 0}, 0, 0, false};
     run_case("LogicalNot", 1, &x, build_by_name, "LogicalNot", &w);
     clg_tensor_free(x);
@@ -538,7 +443,7 @@ static void test_logical(void)
       ri[i] = isinf(as_stored(dt, vals[i])) ? 1 : 0; /* glibc's isinf(-inf) is -1 */
     }
     CHECK(rn[3] == 1 && ri[4] == 1 && ri[5] == 1 && ri[6] == 0 && rn[6] == 0);
-    clg_tensor *x = tensor(dt, 2, (int64_t[]){3, 3}, vals);
+    clg_tensor *x = clg_test_tensor(dt, 2, (int64_t[]){3, 3}, vals);
     want wn = {CLG_BOOL, 2, {3, 3}, rn, 0, 0, false}, wi = {CLG_BOOL, 2, {3, 3}, ri, 0, 0, false};
     run_case("IsNan", 1, &x, build_by_name, "IsNan", &wn);
     run_case("IsInf", 1, &x, build_by_name, "IsInf", &wi);
@@ -590,15 +495,15 @@ static void test_select_v2(void)
       size_t n[3];
       clg_tensor *in[3];
       for (int i = 0; i < 3; i++) {
-        n[i] = count_of(c->rank[i], c->dims[i]);
+        n[i] = clg_test_count(c->rank[i], c->dims[i]);
         for (size_t k = 0; k < n[i]; k++)
           v[i][k] = i == 0 ? (double)(clg_test_rand() % 2)
                     : dts[d] == CLG_BOOL
                         ? (double)(i == 1)
                         : (double)(i == 1 ? 100 + k : -1 - (double)k) * (d == 0 ? 0.5 : 1);
-        in[i] = tensor(i == 0 ? CLG_BOOL : dts[d], c->rank[i], c->dims[i], v[i]);
+        in[i] = clg_test_tensor(i == 0 ? CLG_BOOL : dts[d], c->rank[i], c->dims[i], v[i]);
       }
-      for (size_t k = 0; k < count_of(c->ro, c->dout); k++) {
+      for (size_t k = 0; k < clg_test_count(c->ro, c->dout); k++) {
         bool cond = v[0][bcast_offset(c->ro, c->dout, k, c->rank[0], c->dims[0])] != 0;
         int src = cond ? 1 : 2;
         ref[k] = v[src][bcast_offset(c->ro, c->dout, k, c->rank[src], c->dims[src])];
@@ -614,9 +519,10 @@ static void test_select_v2(void)
     }
   /* A NaN or infinity in the branch not chosen stays out of the output. */
   {
-    clg_tensor *in[3] = {tensor(CLG_BOOL, 1, (int64_t[]){3}, (const double[]){1, 0, 1}),
-                         tensor(CLG_FLOAT32, 1, (int64_t[]){3}, (const double[]){1, NAN, 3}),
-                         tensor(CLG_FLOAT32, 0, NULL, (const double[]){INFINITY})};
+    clg_tensor *in[3] = {
+        clg_test_tensor(CLG_BOOL, 1, (int64_t[]){3}, (const double[]){1, 0, 1}),
+        clg_test_tensor(CLG_FLOAT32, 1, (int64_t[]){3}, (const double[]){1, NAN, 3}),
+        clg_test_tensor(CLG_FLOAT32, 0, NULL, (const double[]){INFINITY})};
     want w = {CLG_FLOAT32, 1, {3}, (const double[]){1, INFINITY, 3}, 0, 0, false};
     run_case("SelectV2 NaN not chosen", 3, in, build_by_name, "SelectV2", &w);
     for (int i = 0; i < 3; i++)
@@ -669,12 +575,12 @@ static void test_broadcast_to(void)
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
     for (int d = 0; d < 5; d++) {
       double v[8], ref[16];
-      size_t n = count_of(cases[ci].rank, cases[ci].dims);
+      size_t n = clg_test_count(cases[ci].rank, cases[ci].dims);
       for (size_t k = 0; k < n; k++)
         v[k] = dts[d] == CLG_BOOL ? (double)(k % 2) : 10.0 + (double)k;
-      clg_tensor *x = tensor(dts[d], cases[ci].rank, cases[ci].dims, v);
+      clg_tensor *x = clg_test_tensor(dts[d], cases[ci].rank, cases[ci].dims, v);
       const bto_case *to = &cases[ci].to;
-      for (size_t k = 0; k < count_of(to->n, to->shape); k++)
+      for (size_t k = 0; k < clg_test_count(to->n, to->shape); k++)
         ref[k] = v[bcast_offset(to->n, to->shape, k, cases[ci].rank, cases[ci].dims)];
       want w = {dts[d], to->n, {0}, ref, 0, 0, false};
       for (int k = 0; k < to->n; k++)
@@ -817,8 +723,8 @@ static void test_gradients(void)
    * base's is b * a^(b-1): at a = -2, b = 3 that is 12. */
   {
     clg_graph *g = clg_graph_new();
-    clg_tensor *av = tensor(CLG_FLOAT64, 1, (int64_t[]){2}, (const double[]){-2, 0});
-    clg_tensor *bv = tensor(CLG_FLOAT64, 1, (int64_t[]){2}, (const double[]){3, 2});
+    clg_tensor *av = clg_test_tensor(CLG_FLOAT64, 1, (int64_t[]){2}, (const double[]){-2, 0});
+    clg_tensor *bv = clg_test_tensor(CLG_FLOAT64, 1, (int64_t[]){2}, (const double[]){3, 2});
     clg_node *a = clg_const(g, NULL, av), *b = clg_const(g, NULL, bv);
     clg_node *y = clg_pow(g, "p", a, b);
     clg_output ys = clg_out(y, 0), xs[2] = {clg_out(a, 0), clg_out(b, 0)}, dx[2];

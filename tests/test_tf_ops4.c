@@ -24,36 +24,12 @@ static const double RANDOM[1];
 static clg_tensor *tensor(clg_dtype dt, int rank, const int64_t *dims, const double *v)
 {
   clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
-  void *p = clg_tensor_data(t);
-  for (size_t i = 0; i < clg_tensor_count(t); i++) {
-    double x = v == RANDOM ? floor(clg_test_uniform(-2, 2) * 8) / 8 : v ? v[i] : (double)i;
-    switch (dt) {
-    case CLG_FLOAT32:
-      ((float *)p)[i] = (float)x;
-      break;
-    case CLG_FLOAT64:
-      ((double *)p)[i] = x;
-      break;
-    case CLG_INT32:
-      ((int32_t *)p)[i] = (int32_t)x;
-      break;
-    case CLG_INT64:
-      ((int64_t *)p)[i] = (int64_t)x;
-      break;
-    default:
-      break;
-    }
-  }
+  for (size_t i = 0; i < clg_tensor_count(t); i++)
+    clg_test_set_elem(t, i,
+                      v == RANDOM ? floor(clg_test_uniform(-2, 2) * 8) / 8
+                      : v         ? v[i]
+                                  : (double)i);
   return t;
-}
-
-static double *values(const clg_tensor *t)
-{
-  size_t n = clg_tensor_count(t);
-  double *v = malloc(sizeof(double) * (n ? n : 1));
-  for (size_t i = 0; i < n; i++)
-    v[i] = clg_test_elem(t, i);
-  return v;
 }
 
 /* One input of a case: fed through a placeholder, or a Const. */
@@ -71,30 +47,10 @@ typedef struct want {
   double tol;
 } want;
 
+/* Within tol of the value relative to 1 + |want|. */
 static void check_out(const clg_tensor *t, const want *w, const char *what, const char *dev)
 {
-  if (!t) {
-    CHECK_MSG(false, "%s on %s: no output", what, dev);
-    return;
-  }
-  bool shape = clg_tensor_dtype(t) == w->dtype && clg_tensor_rank(t) == w->rank;
-  for (int k = 0; shape && k < w->rank; k++)
-    shape = clg_tensor_dim(t, k) == w->dims[k];
-  char s[128];
-  CHECK_MSG(shape, "%s on %s: %s %s, want %s of rank %d", what, dev,
-            clg_dtype_name(clg_tensor_dtype(t)), clg_tensor_shape_string(t, s, sizeof s),
-            clg_dtype_name(w->dtype), w->rank);
-  if (!shape)
-    return;
-  for (size_t i = 0; i < clg_tensor_count(t); i++) {
-    double v = clg_test_elem(t, i), e = w->v[i];
-    bool same = isinf(e) ? v == e : fabs(v - e) <= w->tol * (1 + fabs(e));
-    if (!same) {
-      CHECK_MSG(false, "%s on %s: element %zu is %.9g, want %.9g", what, dev, i, v, e);
-      return;
-    }
-  }
-  clg_test_passed++;
+  clg_test_check_values(t, w->dtype, w->rank, w->dims, w->v, w->tol, w->tol, false, what, dev);
 }
 
 enum { ON_GPU = 1, CPU_ONLY = 0 };
@@ -245,7 +201,7 @@ static void test_reductions(void)
         for (int keep = 0; keep < 2; keep++) {
           clg_dtype t = dt ? CLG_FLOAT64 : CLG_FLOAT32;
           clg_tensor *x = tensor(t, 3, dims, RANDOM);
-          double *xv = values(x), y[60];
+          double *xv = clg_test_values(x), y[60];
           bool red[3] = {false, false, false};
           for (int i = 0; i < cases[c].n; i++)
             red[(cases[c].axes[i] + 3) % 3] = true;
@@ -335,7 +291,7 @@ static void test_batch_matmul(void)
       const bmm_case *b = &cases[c];
       clg_dtype t = dt ? CLG_FLOAT64 : CLG_FLOAT32;
       clg_tensor *x = tensor(t, b->rx, b->dx, RANDOM), *y = tensor(t, b->ry, b->dy, RANDOM);
-      double *xv = values(x), *yv = values(y);
+      double *xv = clg_test_values(x), *yv = clg_test_values(y);
       int64_t m = b->dx[b->rx - (b->ax ? 1 : 2)], k = b->dx[b->rx - (b->ax ? 2 : 1)];
       int64_t n = b->dy[b->ry - (b->ay ? 2 : 1)];
       int r = (b->rx > b->ry ? b->rx : b->ry) - 2;
@@ -432,7 +388,7 @@ static void test_batch_matmul_grad(void)
       od[r] = m;
       od[r + 1] = n;
       clg_tensor *dz = tensor(CLG_FLOAT64, r + 2, od, RANDOM);
-      double *xv = values(x), *yv = values(y), *dzv = values(dz);
+      double *xv = clg_test_values(x), *yv = clg_test_values(y), *dzv = clg_test_values(dz);
       double *gx = calloc(nx, sizeof(double)), *gy = calloc(ny, sizeof(double));
       for (size_t o = 0; o < batches; o++) {
         size_t rest = o, xb = 0, yb = 0, xs = 1, ys = 1;
@@ -628,7 +584,7 @@ static void test_gather_nd(void)
   for (int q = 1; q <= 3; q++) {
     int64_t pd[3] = {3, 4, 5};
     clg_tensor *pp = tensor(dts[q - 1], 3, pd, RANDOM);
-    double *pv = values(pp), ixv[4 * 2 * 3];
+    double *pv = clg_test_values(pp), ixv[4 * 2 * 3];
     for (int j = 0; j < 8; j++)
       for (int d = 0; d < q; d++)
         ixv[j * q + d] = (double)(clg_test_rand() % (unsigned long long)pd[d]);
@@ -724,7 +680,7 @@ static void test_scatter_nd(void)
       slice *= (size_t)sd[k];
     }
     clg_tensor *u = tensor(dts[q - 1], ur, ud, RANDOM);
-    double *uv = values(u), ref[24] = {0};
+    double *uv = clg_test_values(u), ref[24] = {0};
     size_t st[3];
     strides(3, sd, st);
     for (int j = 0; j < J; j++) {
@@ -878,7 +834,7 @@ static void test_cumsum(void)
         clg_tensor_free(x);
         x = tensor(t, 3, dims, NULL);
       }
-      double *xv = values(x), ref[30];
+      double *xv = clg_test_values(x), ref[30];
       int a = (axis + 3) % 3;
       bool ex = m & 1, rev = m >> 1;
       size_t st[3];
@@ -1047,7 +1003,8 @@ static void test_einsum(void)
   clg_tensor *b = tensor(CLG_FLOAT32, 2, (int64_t[]){4, 5}, RANDOM);
   clg_tensor *sq = tensor(CLG_FLOAT64, 2, (int64_t[]){4, 4}, RANDOM);
   clg_tensor *a2 = tensor(CLG_FLOAT32, 2, (int64_t[]){3, 4}, RANDOM);
-  double *av = values(a), *bv = values(b), *sv = values(sq), *a2v = values(a2);
+  double *av = clg_test_values(a), *bv = clg_test_values(b), *sv = clg_test_values(sq),
+         *a2v = clg_test_values(a2);
   double ref[64];
   /* Matrix product, explicit and implicit. */
   for (int i = 0; i < 3; i++)
@@ -1084,7 +1041,7 @@ static void test_einsum(void)
   einsum_case("ij->i", a, NULL, 1, (int64_t[]){3}, rows);
   clg_tensor *u = tensor(CLG_FLOAT32, 1, (int64_t[]){3}, RANDOM);
   clg_tensor *v = tensor(CLG_FLOAT32, 1, (int64_t[]){4}, RANDOM);
-  double *uv = values(u), *vv = values(v);
+  double *uv = clg_test_values(u), *vv = clg_test_values(v);
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 4; j++)
       ref[i * 4 + j] = uv[i] * vv[j];
@@ -1097,7 +1054,7 @@ static void test_einsum(void)
   {
     clg_tensor *x = tensor(CLG_FLOAT32, 4, (int64_t[]){2, 1, 3, 4}, RANDOM);
     clg_tensor *y = tensor(CLG_FLOAT32, 3, (int64_t[]){5, 4, 2}, RANDOM);
-    double *xv = values(x), *yv = values(y), out[60];
+    double *xv = clg_test_values(x), *yv = clg_test_values(y), out[60];
     for (int p = 0; p < 2; p++)
       for (int q = 0; q < 5; q++)
         for (int i = 0; i < 3; i++)

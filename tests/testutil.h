@@ -95,4 +95,35 @@ double clg_test_elem(const clg_tensor *t, size_t i);
 void clg_test_fill_random(clg_dtype dtype, void *p, size_t count);
 void clg_test_fill_nan(clg_dtype dtype, void *p, size_t count);
 
+/* --- one op against a reference (the tf_ops tests) ---------------------------------------- */
+
+/* The element count of a shape. */
+size_t clg_test_count(int rank, const int64_t *dims);
+/* Sets element i of a float32, float64, int32, int64 or bool tensor (bool: v != 0). */
+void clg_test_set_elem(clg_tensor *t, size_t i, double v);
+/* A new host tensor of dtype from double values (clg_test_set_elem's dtypes). */
+clg_tensor *clg_test_tensor(clg_dtype dt, int rank, const int64_t *dims, const double *v);
+/* The values of t as doubles (malloc'd). */
+double *clg_test_values(const clg_tensor *t);
+
+/* Checks t's dtype, shape and values against want: |got - want| <= abs + rel * |want|, NaN must
+ * be NaN, infinities exact, and with signed_zero a zero's sign too. The first mismatch fails
+ * the test naming what, dev and the element; all of them pass it once. */
+void clg_test_check_values(const clg_tensor *t, clg_dtype dtype, int rank, const int64_t *dims,
+                           const double *want, double abs, double rel, bool signed_zero,
+                           const char *what, const char *dev);
+
+typedef clg_node *(*clg_test_build_fn)(clg_graph *g, clg_node *const *in, const void *ctx);
+/* Builds fn's node on CPU:0 and on a stand-in GPU (GPU:0 to GPU:3 in turn) from placeholders
+ * fed `in` (at most 8), runs both in one session of opt and fetches output `index` of each into
+ * out[0] (CPU:0) and out[1] (GPU). The code of the first failure, with err saying which step
+ * failed and why ("" when all went well). */
+clg_code clg_test_run_both(const clg_session_options *opt, int nin, clg_tensor *const *in,
+                           clg_test_build_fn fn, const void *ctx, int index, clg_tensor **out,
+                           char *err, size_t err_size);
+
+/* Checks that g failed to build with INVALID_ARGUMENT and an error naming node and saying
+ * text (line: the caller's, for the message); frees g. */
+void clg_test_expect_error(clg_graph *g, const char *node, const char *text, int line);
+
 #endif

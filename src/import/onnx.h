@@ -33,6 +33,10 @@ typedef struct clg_onnx {
   clg_graph *anchor_g; /* holds the device state across folds */
   clg_session *anchor;
   bool no_fold;
+  /* readers of each name (node inputs and graph outputs), counted once per build: open
+   * addressing, name NULL empty */
+  struct clg_onnx_readers *readers;
+  size_t readers_size;
 } clg_onnx;
 
 struct clg_onnx_rule;

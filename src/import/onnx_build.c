@@ -86,6 +86,51 @@ static clg_onnx_value *value_get(clg_onnx *c, const char *name)
   return v;
 }
 
+/* --- readers of each name ------------------------------------------------------------------ */
+
+struct clg_onnx_readers {
+  const char *name; /* the model's; NULL: an empty slot */
+  int count;
+};
+
+/* The slot of name in the table: its entry, or the empty slot where it would go. */
+static struct clg_onnx_readers *reader_slot(struct clg_onnx_readers *t, size_t size,
+                                            const char *name)
+{
+  if (!size)
+    return NULL;
+  size_t mask = size - 1;
+  for (size_t k = hash_str(name) & mask;; k = (k + 1) & mask)
+    if (!t[k].name || strcmp(t[k].name, name) == 0)
+      return &t[k];
+}
+
+static void add_reader(clg_onnx *c, const char *name)
+{
+  struct clg_onnx_readers *e = reader_slot(c->readers, c->readers_size, name);
+  e->name = name;
+  e->count++;
+}
+
+/* How many node inputs and graph outputs name each value, once per build. */
+static clg_code count_readers(clg_onnx *c)
+{
+  size_t names = (size_t)c->m->num_sig_outputs, size = 16;
+  for (int i = 0; i < c->m->num_nodes; i++)
+    names += (size_t)c->m->nodes[i].num_inputs;
+  while (size < 2 * names && size < SIZE_MAX / 4 / sizeof *c->readers)
+    size *= 2;
+  if (size < 2 * names || !(c->readers = calloc(size, sizeof *c->readers)))
+    return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory importing an ONNX model");
+  c->readers_size = size;
+  for (int i = 0; i < c->m->num_nodes; i++)
+    for (int j = 0; j < c->m->nodes[i].num_inputs; j++)
+      add_reader(c, c->m->nodes[i].inputs[j]);
+  for (int i = 0; i < c->m->num_sig_outputs; i++)
+    add_reader(c, c->m->sig_outputs[i].name);
+  return CLG_OK;
+}
+
 static const char *file_name(const clg_onnx *c) { return c->m->file[0] ? c->m->file : "(memory)"; }
 
 clg_code clg_onnx_fail(clg_onnx *c, const clg_imp_node *n, clg_code code, const char *fmt, ...)
@@ -884,6 +929,10 @@ clg_code clg_imp_build_onnx(clg_graph *g, clg_imp_model *m, const clg_import_opt
   }
   if ((code = check_options(&c)) != CLG_OK)
     goto out;
+  if (count_readers(&c) != CLG_OK) {
+    code = clg_graph_record_error(g);
+    goto out;
+  }
   bool scoped = o->prefix && o->prefix[0];
   if (scoped && clg_graph_push_name_scope(g, o->prefix) != CLG_OK) {
     code = clg_graph_status(g);
@@ -915,6 +964,7 @@ out:
   free(c.done);
   free(c.shape_used);
   free(c.map_used);
+  free(c.readers);
   if (code != CLG_OK || !result) {
     clg_import_result_free(c.r);
     c.r = NULL;
@@ -924,14 +974,10 @@ out:
   return code;
 }
 
-/* Readers of a value (for fusions that must know a result has one reader). */
+/* Readers of a value (for fusions that must know a result has one reader): looked up in the
+ * counts count_readers made, not by scanning every node per call (quadratic over a CNN). */
 int clg_onnx_readers(const clg_onnx *c, const char *name)
 {
-  int k = 0;
-  for (int i = 0; i < c->m->num_nodes; i++)
-    for (int j = 0; j < c->m->nodes[i].num_inputs; j++)
-      k += strcmp(c->m->nodes[i].inputs[j], name) == 0;
-  for (int i = 0; i < c->m->num_sig_outputs; i++)
-    k += strcmp(c->m->sig_outputs[i].name, name) == 0;
-  return k;
+  struct clg_onnx_readers *e = reader_slot(c->readers, c->readers_size, name);
+  return e && e->name ? e->count : 0;
 }

@@ -36,6 +36,33 @@ static clg_code take_string(const clg_pb *r, const clg_pb_field *f, const char *
   return CLG_OK;
 }
 
+/* Appends a zeroed element of es bytes to the vector vec of *n elements: its address, with the
+ * vector's start (moved or not) in *grown; NULL when memory runs out (error set, vec kept in
+ * *grown). The capacity is implied by the count (the next power of two >= n, at least 4), so
+ * the model's structs need no capacity field: these vectors grow through here only. */
+static void *append_zeroed(void *vec, int *n, size_t es, void **grown)
+{
+  *grown = vec;
+  int k = *n;
+  if (k == INT_MAX) {
+    oom();
+    return NULL;
+  }
+  if (k == 0 || (k >= 4 && (k & (k - 1)) == 0)) {
+    size_t cap = k ? 2 * (size_t)k : 4;
+    void *g = cap <= SIZE_MAX / es ? realloc(vec, cap * es) : NULL;
+    if (!g) {
+      oom();
+      return NULL;
+    }
+    *grown = g;
+  }
+  uint8_t *e = (uint8_t *)*grown + (size_t)k * es;
+  memset(e, 0, es);
+  (*n)++;
+  return e;
+}
+
 /* Appends a copy of the field's bytes to a string vector. */
 static clg_code push_string(const clg_pb *r, const clg_pb_field *f, const char *name, char ***v,
                             int *n)
@@ -44,13 +71,14 @@ static clg_code push_string(const clg_pb *r, const clg_pb_field *f, const char *
   clg_code code = take_string(r, f, name, &s);
   if (code != CLG_OK)
     return code;
-  char **g = realloc(*v, sizeof *g * (size_t)(*n + 1));
-  if (!g) {
+  void *grown;
+  char **slot = append_zeroed(*v, n, sizeof **v, &grown);
+  *v = grown;
+  if (!slot) {
     free(s);
-    return oom();
+    return CLG_RESOURCE_EXHAUSTED;
   }
-  *v = g;
-  g[(*n)++] = s;
+  *slot = s;
   return CLG_OK;
 }
 
@@ -424,25 +452,27 @@ typedef struct attr_ctx {
 static clg_code list_int(void *ctx, uint64_t v)
 {
   clg_imp_attr *a = ((attr_ctx *)ctx)->a;
-  int64_t *g = realloc(a->ints, sizeof *g * (size_t)(a->n + 1));
-  if (!g)
-    return oom();
-  a->ints = g;
-  g[a->n++] = (int64_t)v;
+  void *grown;
+  int64_t *e = append_zeroed(a->ints, &a->n, sizeof *e, &grown);
+  a->ints = grown;
+  if (!e)
+    return CLG_RESOURCE_EXHAUSTED;
+  *e = (int64_t)v;
   return CLG_OK;
 }
 
 static clg_code list_float(void *ctx, uint64_t v)
 {
   clg_imp_attr *a = ((attr_ctx *)ctx)->a;
-  double *g = realloc(a->floats, sizeof *g * (size_t)(a->n + 1));
-  if (!g)
-    return oom();
-  a->floats = g;
+  void *grown;
+  double *e = append_zeroed(a->floats, &a->n, sizeof *e, &grown);
+  a->floats = grown;
+  if (!e)
+    return CLG_RESOURCE_EXHAUSTED;
   uint32_t bits = (uint32_t)v;
   float x;
   memcpy(&x, &bits, 4);
-  g[a->n++] = x;
+  *e = x;
   return CLG_OK;
 }
 
@@ -514,13 +544,12 @@ static clg_code read_attr_field(clg_pb *r, const clg_pb_field *f, clg_imp_attr *
   case 10: {
     a->kind = CLG_IMP_LIST;
     a->elem = CLG_IMP_TENSOR;
-    clg_imp_tensor *g = realloc(a->tensors, sizeof *g * (size_t)(a->n + 1));
-    if (!g)
-      return oom();
-    a->tensors = g;
-    memset(&g[a->n], 0, sizeof g[a->n]);
-    a->n++;
-    return weights ? attr_tensor(r, f, &g[a->n - 1], base_dir, where)
+    void *grown;
+    clg_imp_tensor *t = append_zeroed(a->tensors, &a->n, sizeof *t, &grown);
+    a->tensors = grown;
+    if (!t)
+      return CLG_RESOURCE_EXHAUSTED;
+    return weights ? attr_tensor(r, f, t, base_dir, where)
                    : clg_pb_want(r, f, CLG_PB_BYTES, "tensors");
   }
   case 21:
@@ -537,12 +566,11 @@ static clg_code read_attr(const clg_pb *parent, const clg_pb_field *pf, clg_imp_
   clg_code code = clg_pb_want(parent, pf, CLG_PB_BYTES, "attribute");
   if (code != CLG_OK)
     return code;
-  clg_imp_attr *g = realloc(n->attrs, sizeof *g * (size_t)(n->num_attrs + 1));
-  if (!g)
-    return oom();
-  n->attrs = g;
-  clg_imp_attr *a = &g[n->num_attrs++];
-  memset(a, 0, sizeof *a);
+  void *grown;
+  clg_imp_attr *a = append_zeroed(n->attrs, &n->num_attrs, sizeof *a, &grown);
+  n->attrs = grown;
+  if (!a)
+    return CLG_RESOURCE_EXHAUSTED;
   clg_pb r;
   clg_pb_sub(&r, parent, pf, "AttributeProto");
   clg_pb_field f;
@@ -695,12 +723,11 @@ static clg_code read_value_info(const clg_pb *parent, const clg_pb_field *pf, cl
   clg_code code = clg_pb_want(parent, pf, CLG_PB_BYTES, "ValueInfoProto");
   if (code != CLG_OK)
     return code;
-  clg_imp_sig *g = realloc(*v, sizeof *g * (size_t)(*n + 1));
-  if (!g)
-    return oom();
-  *v = g;
-  clg_imp_sig *s = &g[(*n)++];
-  memset(s, 0, sizeof *s);
+  void *grown;
+  clg_imp_sig *s = append_zeroed(*v, n, sizeof *s, &grown);
+  *v = grown;
+  if (!s)
+    return CLG_RESOURCE_EXHAUSTED;
   s->shape.rank = -1;
   clg_pb r;
   clg_pb_sub(&r, parent, pf, "ValueInfoProto");
@@ -728,12 +755,11 @@ static clg_code read_init(const clg_pb *parent, const clg_pb_field *pf, clg_imp_
   clg_code code = clg_pb_want(parent, pf, CLG_PB_BYTES, "initializer");
   if (code != CLG_OK)
     return code;
-  clg_imp_init *g = realloc(m->inits, sizeof *g * (size_t)(m->num_inits + 1));
-  if (!g)
-    return oom();
-  m->inits = g;
-  clg_imp_init *in = &g[m->num_inits++];
-  memset(in, 0, sizeof *in);
+  void *grown;
+  clg_imp_init *in = append_zeroed(m->inits, &m->num_inits, sizeof *in, &grown);
+  m->inits = grown;
+  if (!in)
+    return CLG_RESOURCE_EXHAUSTED;
   clg_pb r;
   clg_pb_sub(&r, parent, pf, "TensorProto");
   if (!weights) { /* inspect: the name, dtype and dims only */

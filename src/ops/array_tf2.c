@@ -10,18 +10,6 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 
-/* T, inferred from input 0. */
-static clg_code set_t(clg_node *n, int at, clg_dtype dtype)
-{
-  clg_attr_value *t = &n->attrs[at];
-  if (t->set && t->dtype != dtype)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute %s is %s but the input is %s",
-                          n->def->attrs[at].name, clg_dtype_name(t->dtype), clg_dtype_name(dtype));
-  t->set = true;
-  t->dtype = dtype;
-  return CLG_OK;
-}
-
 /* --- Pack -------------------------------------------------------------------------------- */
 
 static const clg_attr_def pack_attrs[] = {
@@ -54,7 +42,7 @@ static clg_code pack_infer(clg_node *n)
                           (long long)nn->i, n->num_inputs);
   nn->set = true;
   nn->i = n->num_inputs;
-  clg_code code = set_t(n, 1, first->dtype);
+  clg_code code = clg_infer_dtype_attr(n, 1, first->dtype, false);
   if (code != CLG_OK)
     return code;
   int64_t axis = n->attrs[2].i, r = first->rank + 1;
@@ -99,7 +87,7 @@ static const clg_attr_def shape_attrs[] = {
 static clg_code shape_infer(clg_node *n)
 {
   const clg_out_desc *x = clg_node_in(n, 0);
-  clg_code code = set_t(n, 0, x->dtype);
+  clg_code code = clg_infer_dtype_attr(n, 0, x->dtype, false);
   if (code != CLG_OK)
     return code;
   clg_attr_value *o = &n->attrs[1];
@@ -149,7 +137,7 @@ static clg_code d2s_infer(clg_node *n)
 {
   const clg_out_desc *x = clg_node_in(n, 0);
   int64_t b = n->attrs[1].i;
-  clg_code code = set_t(n, 0, x->dtype);
+  clg_code code = clg_infer_dtype_attr(n, 0, x->dtype, false);
   if (code != CLG_OK)
     return code;
   if (strcmp(n->attrs[2].s, "NHWC") != 0)
@@ -250,8 +238,9 @@ static clg_code gather_infer(clg_node *n)
   clg_code code = clg_gather_axis(n, &axis);
   if (code != CLG_OK)
     return code;
-  if ((code = set_t(n, 0, clg_node_in(n, 2)->dtype)) != CLG_OK ||
-      (code = set_t(n, 1, ix->dtype)) != CLG_OK || (code = set_t(n, 2, p->dtype)) != CLG_OK)
+  if ((code = clg_infer_dtype_attr(n, 0, clg_node_in(n, 2)->dtype, false)) != CLG_OK ||
+      (code = clg_infer_dtype_attr(n, 1, ix->dtype, false)) != CLG_OK ||
+      (code = clg_infer_dtype_attr(n, 2, p->dtype, false)) != CLG_OK)
     return code;
   int rank = p->rank - 1 + ix->rank;
   if (rank > CLG_MAX_RANK)
@@ -350,7 +339,7 @@ static clg_code range_infer(clg_node *n)
   double start, delta;
   int64_t count;
   clg_code code = clg_range_values(n, &start, &delta, &count);
-  if (code != CLG_OK || (code = set_t(n, 0, dt)) != CLG_OK)
+  if (code != CLG_OK || (code = clg_infer_dtype_attr(n, 0, dt, false)) != CLG_OK)
     return code;
   return clg_node_set_output(n, 0, dt, 1, &count);
 }
@@ -427,8 +416,8 @@ static clg_code tile_infer(clg_node *n)
       return clg_node_error(n, CLG_INVALID_ARGUMENT, "dim %d: %lld x %lld is too large", k,
                             (long long)x->dims[k], (long long)m[k]);
   }
-  if ((code = set_t(n, 0, x->dtype)) != CLG_OK ||
-      (code = set_t(n, 1, clg_node_in(n, 1)->dtype)) != CLG_OK)
+  if ((code = clg_infer_dtype_attr(n, 0, x->dtype, false)) != CLG_OK ||
+      (code = clg_infer_dtype_attr(n, 1, clg_node_in(n, 1)->dtype, false)) != CLG_OK)
     return code;
   return clg_node_set_output(n, 0, x->dtype, x->rank, dims);
 }
@@ -497,7 +486,7 @@ static clg_code split_infer(clg_node *n)
   const clg_out_desc *x = clg_node_in(n, value_input(n));
   int axis;
   clg_code code = clg_split_axis(n, &axis);
-  if (code != CLG_OK || (code = set_t(n, 0, x->dtype)) != CLG_OK)
+  if (code != CLG_OK || (code = clg_infer_dtype_attr(n, 0, x->dtype, false)) != CLG_OK)
     return code;
   int num = n->num_outputs;
   int64_t dims[CLG_MAX_RANK];
@@ -565,7 +554,7 @@ static clg_code split_infer(clg_node *n)
   if (code == CLG_OK && unknown >= 0)
     sizes[unknown] = x->dims[axis] - total;
   if (code == CLG_OK)
-    code = set_t(n, 1, clg_node_in(n, 1)->dtype);
+    code = clg_infer_dtype_attr(n, 1, clg_node_in(n, 1)->dtype, false);
   for (int i = 0; code == CLG_OK && i < num; i++) {
     dims[axis] = sizes[i];
     code = clg_node_set_output(n, i, x->dtype, x->rank, dims);

@@ -11,18 +11,6 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 
-/* A dtype attribute inferred from an input (a given one must agree). */
-static clg_code set_dtype(clg_node *n, int at, clg_dtype dtype)
-{
-  clg_attr_value *t = &n->attrs[at];
-  if (t->set && t->dtype != dtype)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute %s is %s but the input is %s",
-                          n->def->attrs[at].name, clg_dtype_name(t->dtype), clg_dtype_name(dtype));
-  t->set = true;
-  t->dtype = dtype;
-  return CLG_OK;
-}
-
 static bool is_index(clg_dtype t) { return t == CLG_INT32 || t == CLG_INT64; }
 
 static bool is_number(clg_dtype t)
@@ -125,8 +113,8 @@ static clg_code gather_nd_infer(clg_node *n)
   if (rank > CLG_MAX_RANK)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "the output would have %d dims; at most %d",
                           rank, CLG_MAX_RANK);
-  clg_code code = set_dtype(n, 0, ix->dtype);
-  if (code != CLG_OK || (code = set_dtype(n, 1, p->dtype)) != CLG_OK ||
+  clg_code code = clg_infer_dtype_attr(n, 0, ix->dtype, false);
+  if (code != CLG_OK || (code = clg_infer_dtype_attr(n, 1, p->dtype, false)) != CLG_OK ||
       (code = check_const_tuples(n, 1, (int)q, p, "param shape")) != CLG_OK)
     return code;
   int64_t dims[CLG_MAX_RANK];
@@ -199,7 +187,8 @@ static clg_code scatter_nd_infer(clg_node *n)
                           "updates must have shape indices.shape[:-1] + shape[%lld:] = %s, not %s",
                           (long long)q, clg_out_shape_string(&want, s, sizeof s),
                           clg_out_shape_string(u, s2, sizeof s2));
-  if ((code = set_dtype(n, 0, u->dtype)) != CLG_OK || (code = set_dtype(n, 1, ix->dtype)) != CLG_OK)
+  if ((code = clg_infer_dtype_attr(n, 0, u->dtype, false)) != CLG_OK ||
+      (code = clg_infer_dtype_attr(n, 1, ix->dtype, false)) != CLG_OK)
     return code;
   clg_out_desc out = {u->dtype, rank, {0}};
   memcpy(out.dims, shape, sizeof(int64_t) * (size_t)rank);
@@ -264,8 +253,8 @@ static clg_code one_hot_infer(clg_node *n)
   if (on->dtype != off->dtype)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "on_value is %s but off_value is %s",
                           clg_dtype_name(on->dtype), clg_dtype_name(off->dtype));
-  if ((code = set_dtype(n, OH_T, on->dtype)) != CLG_OK ||
-      (code = set_dtype(n, OH_TI, ix->dtype)) != CLG_OK)
+  if ((code = clg_infer_dtype_attr(n, OH_T, on->dtype, false)) != CLG_OK ||
+      (code = clg_infer_dtype_attr(n, OH_TI, ix->dtype, false)) != CLG_OK)
     return code;
   int a = clg_one_hot_axis(n);
   int64_t dims[CLG_MAX_RANK];
@@ -322,8 +311,8 @@ static clg_code reverse_infer(clg_node *n)
   const clg_out_desc *x = clg_node_in(n, 0);
   bool rev[CLG_MAX_RANK];
   clg_code code = clg_reverse_axes(n, rev);
-  if (code != CLG_OK || (code = set_dtype(n, 0, x->dtype)) != CLG_OK ||
-      (code = set_dtype(n, 1, clg_node_in(n, 1)->dtype)) != CLG_OK)
+  if (code != CLG_OK || (code = clg_infer_dtype_attr(n, 0, x->dtype, false)) != CLG_OK ||
+      (code = clg_infer_dtype_attr(n, 1, clg_node_in(n, 1)->dtype, false)) != CLG_OK)
     return code;
   return clg_node_set_output(n, 0, x->dtype, x->rank, x->dims);
 }
@@ -376,8 +365,8 @@ static clg_code cumsum_infer(clg_node *n)
   int axis;
   bool ex, rev;
   clg_code code = clg_cumsum_params(n, &axis, &ex, &rev);
-  if (code != CLG_OK || (code = set_dtype(n, CS_T, x->dtype)) != CLG_OK ||
-      (code = set_dtype(n, CS_TIDX, clg_node_in(n, 1)->dtype)) != CLG_OK)
+  if (code != CLG_OK || (code = clg_infer_dtype_attr(n, CS_T, x->dtype, false)) != CLG_OK ||
+      (code = clg_infer_dtype_attr(n, CS_TIDX, clg_node_in(n, 1)->dtype, false)) != CLG_OK)
     return code;
   return clg_node_set_output(n, 0, x->dtype, x->rank, x->dims);
 }
@@ -438,7 +427,7 @@ static clg_code top_k_infer(clg_node *n)
   if (it->dtype == CLG_INT32 && x->dims[x->rank - 1] > INT32_MAX)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "the last dim %lld does not fit int32 indices",
                           (long long)x->dims[x->rank - 1]);
-  if ((code = set_dtype(n, TK_T, x->dtype)) != CLG_OK)
+  if ((code = clg_infer_dtype_attr(n, TK_T, x->dtype, false)) != CLG_OK)
     return code;
   int64_t dims[CLG_MAX_RANK];
   memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->rank);

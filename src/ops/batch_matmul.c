@@ -39,12 +39,9 @@ static clg_code infer(clg_node *n)
     return clg_node_error(n, CLG_INVALID_ARGUMENT,
                           "BatchMatMulV2 takes float, double or half, not %s",
                           clg_dtype_name(x->dtype));
-  clg_attr_value *t = &n->attrs[A_T];
-  if (t->set && t->dtype != x->dtype)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute T is %s but the inputs are %s",
-                          clg_dtype_name(t->dtype), clg_dtype_name(x->dtype));
-  t->set = true;
-  t->dtype = x->dtype;
+  clg_code code = clg_infer_dtype_attr(n, A_T, x->dtype, true);
+  if (code != CLG_OK)
+    return code;
   bool ta = n->attrs[A_ADJ_X].b, tb = n->attrs[A_ADJ_Y].b;
   int64_t m = x->dims[x->rank - (ta ? 1 : 2)], kx = x->dims[x->rank - (ta ? 2 : 1)];
   int64_t ky = y->dims[y->rank - (tb ? 1 : 2)], nn = y->dims[y->rank - (tb ? 2 : 1)];

@@ -13,17 +13,6 @@ enum { A_T };
 static const clg_attr_def select_attrs[] = {
     {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true}};
 
-static clg_code set_t(clg_node *n, int i, clg_dtype dtype)
-{
-  clg_attr_value *a = &n->attrs[i];
-  if (a->set && a->dtype != dtype)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute %s is %s but the input is %s",
-                          n->def->attrs[i].name, clg_dtype_name(a->dtype), clg_dtype_name(dtype));
-  a->set = true;
-  a->dtype = dtype;
-  return CLG_OK;
-}
-
 static clg_code select_infer(clg_node *n)
 {
   const clg_out_desc *c = clg_node_in(n, 0), *t = clg_node_in(n, 1), *e = clg_node_in(n, 2);
@@ -38,7 +27,7 @@ static clg_code select_infer(clg_node *n)
   int rank = 0;
   int64_t dims[CLG_MAX_RANK];
   if (code != CLG_OK || (code = clg_infer_broadcast(n, c, &te, &rank, dims)) != CLG_OK ||
-      (code = set_t(n, A_T, t->dtype)) != CLG_OK)
+      (code = clg_infer_dtype_attr(n, A_T, t->dtype, false)) != CLG_OK)
     return code;
   return clg_node_set_output(n, 0, t->dtype, rank, dims);
 }
@@ -87,8 +76,8 @@ static clg_code broadcast_to_infer(clg_node *n)
         n, CLG_INVALID_ARGUMENT, "Unable to broadcast tensor of shape %s to tensor of shape %s",
         clg_out_shape_string(x, sx, sizeof sx), clg_out_shape_string(&want, sw, sizeof sw));
   }
-  if ((code = set_t(n, 0, x->dtype)) != CLG_OK ||
-      (code = set_t(n, 1, clg_node_in(n, 1)->dtype)) != CLG_OK)
+  if ((code = clg_infer_dtype_attr(n, 0, x->dtype, false)) != CLG_OK ||
+      (code = clg_infer_dtype_attr(n, 1, clg_node_in(n, 1)->dtype, false)) != CLG_OK)
     return code;
   return clg_node_set_output(n, 0, x->dtype, rank, dims);
 }

@@ -23,12 +23,9 @@ static bool castable(clg_dtype t)
 static clg_code infer(clg_node *n)
 {
   const clg_out_desc *x = clg_node_in(n, 0);
-  clg_attr_value *src = &n->attrs[A_SRCT];
-  if (src->set && src->dtype != x->dtype)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute SrcT is %s but the input is %s",
-                          clg_dtype_name(src->dtype), clg_dtype_name(x->dtype));
-  src->set = true;
-  src->dtype = x->dtype;
+  clg_code code = clg_infer_dtype_attr(n, A_SRCT, x->dtype, false);
+  if (code != CLG_OK)
+    return code;
   clg_dtype dst = n->attrs[A_DSTT].dtype;
   if (!castable(x->dtype) || !castable(dst))
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "no cast from %s to %s",

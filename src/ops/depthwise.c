@@ -141,12 +141,8 @@ static clg_code infer(clg_node *n)
   int64_t mult = 0;
   if ((code = clg_depthwise_geometry(n, &g, &mult)) != CLG_OK)
     return code;
-  clg_attr_value *t = &n->attrs[A_T];
-  if (t->set && t->dtype != dt)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute T is %s but the inputs are %s",
-                          clg_dtype_name(t->dtype), clg_dtype_name(dt));
-  t->set = true;
-  t->dtype = dt;
+  if ((code = clg_infer_dtype_attr(n, A_T, dt, true)) != CLG_OK)
+    return code;
   int64_t out[4] = {g.n, g.oh, g.ow, g.cout};
   if (kind == FORWARD)
     return clg_node_set_output(n, 0, dt, 4, out);

@@ -31,13 +31,8 @@ static clg_code infer_float_test(clg_node *n)
   if (x->dtype != CLG_FLOAT32 && x->dtype != CLG_FLOAT64)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s takes a float input, not %s", n->def->name,
                           clg_dtype_name(x->dtype));
-  clg_attr_value *t = &n->attrs[A_T];
-  if (t->set && t->dtype != x->dtype)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute T is %s but the input is %s",
-                          clg_dtype_name(t->dtype), clg_dtype_name(x->dtype));
-  t->set = true;
-  t->dtype = x->dtype;
-  return clg_node_set_output(n, 0, CLG_BOOL, x->rank, x->dims);
+  clg_code code = clg_infer_dtype_attr(n, A_T, x->dtype, false);
+  return code != CLG_OK ? code : clg_node_set_output(n, 0, CLG_BOOL, x->rank, x->dims);
 }
 
 #define LOGICAL_DEF(OP, NIN, NATTRS, ATTRS, INFER)                                                 \

@@ -110,6 +110,10 @@ clg_code clg_range_values(const clg_node *n, double *start, double *delta, int64
 /* The split axis of Unpack, Split and SplitV in [0, rank) of the split value. */
 clg_code clg_split_axis(const clg_node *n, int *axis);
 
+/* Sets dtype attribute `at` to dtype, the input's (inputs: the inputs', all of one dtype); one
+ * given already must agree, else INVALID_ARGUMENT "attribute T is float32 but the input is
+ * int32" ("the inputs are") naming the node. */
+clg_code clg_infer_dtype_attr(clg_node *n, int at, clg_dtype dtype, bool inputs);
 /* Inference of an element-wise op with one input: attribute 0 is T (clg_attrs_T), the
  * output has the input's dtype and shape. */
 clg_code clg_infer_elementwise_unary(clg_node *n);

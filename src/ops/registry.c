@@ -140,16 +140,23 @@ clg_code clg_node_const_ints(const clg_node *n, int i, const char *what, int max
   return CLG_OK;
 }
 
+clg_code clg_infer_dtype_attr(clg_node *n, int at, clg_dtype dtype, bool inputs)
+{
+  clg_attr_value *t = &n->attrs[at];
+  if (t->set && t->dtype != dtype)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute %s is %s but the %s %s",
+                          n->def->attrs[at].name, clg_dtype_name(t->dtype),
+                          inputs ? "inputs are" : "input is", clg_dtype_name(dtype));
+  t->set = true;
+  t->dtype = dtype;
+  return CLG_OK;
+}
+
 clg_code clg_infer_elementwise_unary(clg_node *n)
 {
   const clg_out_desc *x = clg_node_in(n, 0);
-  clg_attr_value *t = &n->attrs[0];
-  if (t->set && t->dtype != x->dtype)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute T is %s but the input is %s",
-                          clg_dtype_name(t->dtype), clg_dtype_name(x->dtype));
-  t->set = true;
-  t->dtype = x->dtype;
-  return clg_node_set_output(n, 0, x->dtype, x->rank, x->dims);
+  clg_code code = clg_infer_dtype_attr(n, 0, x->dtype, false);
+  return code != CLG_OK ? code : clg_node_set_output(n, 0, x->dtype, x->rank, x->dims);
 }
 
 const clg_attr_def clg_attrs_T[1] = {{.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true}};

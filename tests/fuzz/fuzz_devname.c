@@ -17,21 +17,14 @@
 #include <string.h>
 
 #include "device/device.h"
+#include "fuzz_check.h"
 
 #ifndef FUZZ_DEVNAME_ENTRY
 #define FUZZ_DEVNAME_ENTRY LLVMFuzzerTestOneInput
 #endif
 
 /* A property violation: print and abort so that libFuzzer records the input. */
-#define FD_ASSERT(cond, ...)                                                                       \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "fuzz_devname: %s:%d: %s: ", __FILE__, __LINE__, #cond);                     \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fputc('\n', stderr);                                                                         \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#define FD_ASSERT(cond, ...) FUZZ_ASSERT("fuzz_devname", cond, __VA_ARGS__)
 
 static bool fd_equal(const clg_devname *a, const clg_devname *b)
 {

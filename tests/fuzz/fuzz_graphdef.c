@@ -17,36 +17,16 @@
 #include <string.h>
 
 #include "clgraph/import.h"
+#include "fuzz_check.h"
 #include "import/import_internal.h"
 
 #ifndef FUZZ_GRAPHDEF_ENTRY
 #define FUZZ_GRAPHDEF_ENTRY LLVMFuzzerTestOneInput
 #endif
 
-#define FGD_ASSERT(cond, ...)                                                                      \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "fuzz_graphdef: %s:%d: %s: ", __FILE__, __LINE__, #cond);                    \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fputc('\n', stderr);                                                                         \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#define FGD_ASSERT(cond, ...) FUZZ_ASSERT("fuzz_graphdef", cond, __VA_ARGS__)
 
 int FUZZ_GRAPHDEF_ENTRY(const uint8_t *data, size_t size);
-
-static void fgd_check_tensor(const clg_imp_tensor *t)
-{
-  if (!t->value)
-    return;
-  size_t count = 1;
-  for (int i = 0; i < t->shape.rank; i++)
-    count *= (size_t)t->shape.dims[i];
-  FGD_ASSERT(clg_tensor_count(t->value) == count, "%zu elements, shape says %zu",
-             clg_tensor_count(t->value), count);
-  FGD_ASSERT(clg_tensor_bytes(t->value) == count * clg_imp_tf_dtype_size(t->tf_dtype), "bytes %zu",
-             clg_tensor_bytes(t->value));
-}
 
 int FUZZ_GRAPHDEF_ENTRY(const uint8_t *data, size_t size)
 {
@@ -72,9 +52,9 @@ int FUZZ_GRAPHDEF_ENTRY(const uint8_t *data, size_t size)
       const clg_imp_node *n = &m->nodes[i];
       FGD_ASSERT(n->name && n->name[0] && n->op && n->op[0] && n->device, "node %d", i);
       for (int j = 0; j < n->num_attrs; j++) {
-        fgd_check_tensor(&n->attrs[j].tensor);
+        fuzz_check_tensor("fuzz_graphdef", &n->attrs[j].tensor);
         for (int k = 0; n->attrs[j].tensors && k < n->attrs[j].n; k++)
-          fgd_check_tensor(&n->attrs[j].tensors[k]);
+          fuzz_check_tensor("fuzz_graphdef", &n->attrs[j].tensors[k]);
       }
     }
     /* Bounded: a model of many nodes is read, not built. */

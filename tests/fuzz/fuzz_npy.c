@@ -16,20 +16,13 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "fuzz_check.h"
 
 #ifndef FUZZ_NPY_ENTRY
 #define FUZZ_NPY_ENTRY LLVMFuzzerTestOneInput
 #endif
 
-#define FNPY_ASSERT(cond, ...)                                                                     \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "fuzz_npy: %s:%d: %s: ", __FILE__, __LINE__, #cond);                         \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fputc('\n', stderr);                                                                         \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#define FNPY_ASSERT(cond, ...) FUZZ_ASSERT("fuzz_npy", cond, __VA_ARGS__)
 
 int FUZZ_NPY_ENTRY(const uint8_t *data, size_t size);
 

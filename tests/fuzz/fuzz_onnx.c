@@ -17,21 +17,14 @@
 #include <string.h>
 
 #include "clgraph/import.h"
+#include "fuzz_check.h"
 #include "import/import_internal.h"
 
 #ifndef FUZZ_ONNX_ENTRY
 #define FUZZ_ONNX_ENTRY LLVMFuzzerTestOneInput
 #endif
 
-#define FOX_ASSERT(cond, ...)                                                                      \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "fuzz_onnx: %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fputc('\n', stderr);                                                                         \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#define FOX_ASSERT(cond, ...) FUZZ_ASSERT("fuzz_onnx", cond, __VA_ARGS__)
 
 int FUZZ_ONNX_ENTRY(const uint8_t *data, size_t size);
 
@@ -42,17 +35,8 @@ static void fox_check_model(const clg_imp_model *m)
     FOX_ASSERT(m->nodes[i].op && m->nodes[i].op[0] && m->nodes[i].name && m->nodes[i].domain,
                "node %d", i);
   for (int i = 0; i < m->num_inits; i++) {
-    const clg_imp_tensor *t = &m->inits[i].t;
     FOX_ASSERT(m->inits[i].name && m->inits[i].name[0], "initializer %d unnamed", i);
-    if (!t->value)
-      continue;
-    size_t count = 1;
-    for (int d = 0; d < t->shape.rank; d++)
-      count *= (size_t)t->shape.dims[d];
-    FOX_ASSERT(clg_tensor_count(t->value) == count, "%zu elements, shape says %zu",
-               clg_tensor_count(t->value), count);
-    FOX_ASSERT(clg_tensor_bytes(t->value) == count * clg_imp_tf_dtype_size(t->tf_dtype),
-               "bytes %zu", clg_tensor_bytes(t->value));
+    fuzz_check_tensor("fuzz_onnx", &m->inits[i].t);
   }
 }
 

@@ -15,20 +15,13 @@
 #include <string.h>
 
 #include "checkpoint/checkpoint.h"
+#include "fuzz_check.h"
 
 #ifndef FUZZ_SAFETENSORS_ENTRY
 #define FUZZ_SAFETENSORS_ENTRY LLVMFuzzerTestOneInput
 #endif
 
-#define FST_ASSERT(cond, ...)                                                                      \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "fuzz_safetensors: %s:%d: %s: ", __FILE__, __LINE__, #cond);                 \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fputc('\n', stderr);                                                                         \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#define FST_ASSERT(cond, ...) FUZZ_ASSERT("fuzz_safetensors", cond, __VA_ARGS__)
 
 int FUZZ_SAFETENSORS_ENTRY(const uint8_t *data, size_t size);
 

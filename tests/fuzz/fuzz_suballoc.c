@@ -16,21 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "memory/memory.h"
 
 #ifndef FUZZ_SUBALLOC_ENTRY
 #define FUZZ_SUBALLOC_ENTRY LLVMFuzzerTestOneInput
 #endif
 
-#define FS_ASSERT(cond, ...)                                                                       \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "fuzz_suballoc: %s:%d: %s: ", __FILE__, __LINE__, #cond);                    \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fputc('\n', stderr);                                                                         \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#define FS_ASSERT(cond, ...) FUZZ_ASSERT("fuzz_suballoc", cond, __VA_ARGS__)
 
 #define FS_MAX_BLOCKS 512
 #define FS_MAX_REGIONS 8

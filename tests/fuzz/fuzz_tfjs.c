@@ -17,21 +17,14 @@
 #include <unistd.h>
 
 #include "clgraph/import.h"
+#include "fuzz_check.h"
 #include "import/import_internal.h"
 
 #ifndef FUZZ_TFJS_ENTRY
 #define FUZZ_TFJS_ENTRY LLVMFuzzerTestOneInput
 #endif
 
-#define FTJ_ASSERT(cond, ...)                                                                      \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "fuzz_tfjs: %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fputc('\n', stderr);                                                                         \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#define FTJ_ASSERT(cond, ...) FUZZ_ASSERT("fuzz_tfjs", cond, __VA_ARGS__)
 
 int FUZZ_TFJS_ENTRY(const uint8_t *data, size_t size);
 

@@ -17,11 +17,10 @@ typedef struct cl_nd {
   cl_ulong slice, count;
 } cl_nd;
 
+/* One program for all: the element movers are launched from the float build; Cumsum's and
+ * ScatterNd's sums in T (float, or double with fp64) and the integers, instantiated in each
+ * build (the integer kernels are launched from the float one). */
 static const clg_cl_text source = {"array_tf3", NULL};
-
-/* Cumsum and ScatterNd add: T (float, or double with fp64) and the integers, instantiated in
- * each build (the integer kernels are launched from the float one). */
-static const clg_cl_text typed_source = {"array_tf3_typed", NULL};
 
 static cl_nd nd_of(const clg_nd_index *ix)
 {
@@ -114,7 +113,7 @@ static clg_code reverse_run(const clg_kernel_ctx *c)
   return clg_cl_launch(c->dev, CLG_FLOAT32, &source, names[es], args, 6, (size_t)count);
 }
 
-/* The build and kernel name of a typed_source kernel `base` for dtype t. */
+/* The build and kernel name of a sum kernel `base` for dtype t. */
 static clg_dtype typed_kernel(clg_dtype t, const char *base, const char *suffix, char *name,
                               size_t size)
 {
@@ -147,7 +146,7 @@ static clg_code cumsum_run(const clg_kernel_ctx *c)
   clg_cl_arg args[] = {{sizeof xm, &xm},   {sizeof xo, &xo},     {sizeof ym, &ym},
                        {sizeof yo, &yo},   {sizeof len, &len},   {sizeof inner, &inner},
                        {sizeof cex, &cex}, {sizeof crev, &crev}, {sizeof lines, &lines}};
-  return clg_cl_launch(c->dev, build, &typed_source, kernel, args, 9, (size_t)lines);
+  return clg_cl_launch(c->dev, build, &source, kernel, args, 9, (size_t)lines);
 }
 
 static clg_code scatter_nd_run(const clg_kernel_ctx *c)
@@ -172,7 +171,7 @@ static clg_code scatter_nd_run(const clg_kernel_ctx *c)
   cl_ulong io = off_of(&c->in[0], is), uo = off_of(&c->in[1], es), yo = off_of(&c->out[0], es);
   clg_cl_arg args[] = {{sizeof im, &im}, {sizeof io, &io}, {sizeof um, &um}, {sizeof uo, &uo},
                        {sizeof ym, &ym}, {sizeof yo, &yo}, {sizeof m, &m}};
-  return clg_cl_launch(c->dev, build, &typed_source, kernel, args, 7, (size_t)ix.slice);
+  return clg_cl_launch(c->dev, build, &source, kernel, args, 7, (size_t)ix.slice);
 }
 
 /* Double (Cumsum's and ScatterNd's sums) needs fp64. */

@@ -2,37 +2,9 @@
  * the inputs' and output's, in order on the device's queue (so the plan's scratch serves
  * each in turn); where CLBlast cannot serve the device (no fp64/fp16, a compiler error) the
  * host path runs on the device's data, warned once per device and reason, as MatMul's. */
-#include <stdio.h>
-#include <stdlib.h>
 
 #include "backends/host/host.h"
 #include "backends/opencl/opencl.h"
-
-/* The whole node on the host: inputs down, result up. */
-static clg_code cl_on_host(const clg_kernel_ctx *c)
-{
-  const clg_node *n = c->node;
-  size_t xb = clg_node_out_bytes(n->inputs[0].node, n->inputs[0].index);
-  size_t yb = clg_node_out_bytes(n->inputs[1].node, n->inputs[1].index);
-  size_t ob = clg_node_out_bytes(n, 0);
-  void *x = malloc(xb ? xb : 1), *y = malloc(yb ? yb : 1), *out = malloc(ob ? ob : 1);
-  clg_code code = CLG_OK;
-  if (!x || !y || !out)
-    code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for the host fallback of '%s'",
-                     n->name);
-  if (code == CLG_OK)
-    code = clg_device_download(c->dev, clg_cl_mem(&c->in[0]), c->in[0].offset, x, xb);
-  if (code == CLG_OK)
-    code = clg_device_download(c->dev, clg_cl_mem(&c->in[1]), c->in[1].offset, y, yb);
-  if (code == CLG_OK)
-    code = clg_host_batch_matmul_node(n, x, y, out);
-  if (code == CLG_OK)
-    code = clg_device_upload(c->dev, clg_cl_mem(&c->out[0]), c->out[0].offset, out, ob);
-  free(x);
-  free(y);
-  free(out);
-  return code;
-}
 
 /* The matrix i of `bytes` bytes in block b. */
 static clg_block part(const clg_block *b, size_t i, size_t bytes)
@@ -62,12 +34,7 @@ static clg_code cl_run(const clg_kernel_ctx *c)
   }
   if (code != CLG_UNIMPLEMENTED)
     return code;
-  char msg[1024];
-  snprintf(msg, sizeof msg, "BatchMatMulV2 on %s runs on the host instead: %s",
-           c->dev->info.full_name, clg_last_error());
-  if (c->warn_once)
-    c->warn_once(c->warn_ctx, c->device_index, why ? why : clg_last_error(), msg);
-  return cl_on_host(c);
+  return clg_cl_gemm_fallback(c, "BatchMatMulV2", why, clg_host_batch_matmul_node);
 }
 
 /* As MatMul's: CLBlast decides at run time, the host path covers what it cannot. */

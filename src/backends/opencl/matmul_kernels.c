@@ -1,6 +1,7 @@
 /* MatMul on OpenCL devices: CLBlast, with the host path on the device's data when CLBlast
  * cannot serve the device (no fp64/fp16, a compiler error), warned once per device and
- * reason; int32 and int64 by a kernel of its own (with or without CLBlast). */
+ * reason (the fallback serves BatchMatMulV2 too); int32 and int64 by a kernel of its own (with
+ * or without CLBlast). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -8,7 +9,7 @@
 #include "backends/opencl/opencl.h"
 
 /* The host path for a device CLBlast cannot serve: inputs down, result up. */
-static clg_code cl_on_host(const clg_kernel_ctx *c)
+static clg_code cl_on_host(const clg_kernel_ctx *c, clg_cl_gemm_host_fn host)
 {
   const clg_node *n = c->node;
   size_t ab = clg_node_out_bytes(n->inputs[0].node, n->inputs[0].index);
@@ -24,7 +25,7 @@ static clg_code cl_on_host(const clg_kernel_ctx *c)
   if (code == CLG_OK)
     code = clg_device_download(c->dev, clg_cl_mem(&c->in[1]), c->in[1].offset, b, bb);
   if (code == CLG_OK)
-    code = clg_host_matmul_node(n, a, b, out);
+    code = host(n, a, b, out);
   if (code == CLG_OK)
     code = clg_device_upload(c->dev, clg_cl_mem(&c->out[0]), c->out[0].offset, out, cb);
   free(a);
@@ -78,6 +79,19 @@ static clg_code cl_int_run(const clg_kernel_ctx *c, bool ta, bool tb, size_t m, 
                        args, (int)(sizeof args / sizeof args[0]), m * nn);
 }
 
+clg_code clg_cl_gemm_fallback(const clg_kernel_ctx *c, const char *op, const char *why,
+                              clg_cl_gemm_host_fn host)
+{
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s on %s runs on the host instead: %s", op, c->dev->info.full_name,
+           clg_last_error());
+  /* Keyed on the reason, not on which routine met it: a device without fp16 refuses both
+   * the direct Hgemm and the indirect HgemmWithTempBuffer. */
+  if (c->warn_once)
+    c->warn_once(c->warn_ctx, c->device_index, why ? why : clg_last_error(), msg);
+  return cl_on_host(c, host);
+}
+
 static clg_code cl_run(const clg_kernel_ctx *c)
 {
   const clg_node *n = c->node;
@@ -91,14 +105,7 @@ static clg_code cl_run(const clg_kernel_ctx *c)
                                 &c->in[0], &c->in[1], &c->out[0], &why);
   if (code != CLG_UNIMPLEMENTED)
     return code;
-  char msg[1024];
-  snprintf(msg, sizeof msg, "MatMul on %s runs on the host instead: %s", c->dev->info.full_name,
-           clg_last_error());
-  /* Keyed on the reason, not on which routine met it: a device without fp16 refuses both
-   * the direct Hgemm and the indirect HgemmWithTempBuffer. */
-  if (c->warn_once)
-    c->warn_once(c->warn_ctx, c->device_index, why ? why : clg_last_error(), msg);
-  return cl_on_host(c);
+  return clg_cl_gemm_fallback(c, "MatMul", why, clg_host_matmul_node);
 }
 
 /* CLBlast decides at run time (no fp64/fp16, a compiler error); when it cannot, the host

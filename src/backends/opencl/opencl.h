@@ -165,6 +165,14 @@ clg_code clg_cl_matmul(clg_device *dev, clg_allocator *alloc, const clg_block *s
 clg_code clg_cl_matmul_scratch(clg_device *dev, clg_dtype dtype, bool ta, bool tb, size_t m,
                                size_t n, size_t k, size_t *bytes);
 
+/* The host path of MatMul's and BatchMatMulV2's kernels (matmul_kernels.c), after
+ * clg_cl_matmul's UNIMPLEMENTED (why: its reason): "OP on DEVICE runs on the host instead:
+ * ..." warned once per device and reason, then host(n, a, b, c) on the device's data (inputs
+ * down, result up). */
+typedef clg_code (*clg_cl_gemm_host_fn)(const clg_node *n, const void *a, const void *b, void *c);
+clg_code clg_cl_gemm_fallback(const clg_kernel_ctx *c, const char *op, const char *why,
+                              clg_cl_gemm_host_fn host);
+
 /* On an OpenCL device: as clg_host_pool (backends/host/host.h). */
 clg_code clg_cl_pool(clg_device *dev, clg_dtype dtype, bool avg, const clg_block *x,
                      const clg_block *y, const clg_window *g);
