@@ -315,14 +315,19 @@ typedef struct fast_layout {
   size_t patch, work, part, each; /* bytes per task: patches, GEMM packs, partial df */
 } fast_layout;
 
-/* The forward pass also where CBLAS has AVX-512 kernels, when its GEMMs are thin (the
- * narrow tiles' shapes); the gradients where the kernel beats CBLAS at every shape. */
+/* Where the kernel beats CBLAS at every shape (usable): every float convolution, the forward
+ * pass's 1x1 ones too (a GEMM on the input, its rows split as the patches' are: CBLAS would
+ * start its own threads per call); also where CBLAS has AVX-512 kernels, a forward pass whose
+ * GEMM is thin (the narrow tiles' shapes). */
 static bool conv_fast(clg_dtype dtype, const clg_window *g, bool forward)
 {
   size_t rows = (size_t)(g->n * g->oh * g->ow);
-  return dtype == CLG_FLOAT32 && !clg_conv_is_direct(g) && g->cout > 0 && g->kdim > 0 && rows > 0 &&
-         (forward ? clg_host_sgemm512_thin(rows, (size_t)g->cout, (size_t)g->kdim)
-                  : clg_host_sgemm512_usable());
+  if (dtype != CLG_FLOAT32 || g->cout <= 0 || g->kdim <= 0 || rows == 0)
+    return false;
+  if (!forward)
+    return !clg_conv_is_direct(g) && clg_host_sgemm512_usable();
+  return clg_host_sgemm512_usable() ||
+         (!clg_conv_is_direct(g) && clg_host_sgemm512_thin(rows, (size_t)g->cout, (size_t)g->kdim));
 }
 
 static size_t round_up(size_t v) { return (v + FAST_ALIGN - 1) / FAST_ALIGN * FAST_ALIGN; }
@@ -337,7 +342,8 @@ static fast_layout fast_plan(const clg_window *g, bool filter)
     l.tasks = 1;
   size_t share = (rows + (size_t)l.tasks - 1) / (size_t)l.tasks;
   l.chunk = clg_conv_chunk_rows(false, k, sizeof(float), share);
-  l.patch = round_up(l.chunk * k * sizeof(float));
+  /* a 1x1 forward pass reads its rows from the input itself */
+  l.patch = clg_conv_is_direct(g) ? 0 : round_up(l.chunk * k * sizeof(float));
   l.work = round_up(clg_host_sgemm512_work() * sizeof(float));
   l.part = filter ? round_up(k * (size_t)g->cout * sizeof(float)) : 0;
   l.each = l.patch + l.work + l.part;
@@ -378,8 +384,12 @@ static void fast_forward_task(void *ctx, int t)
   float *p = (float *)(j->base + (size_t)t * j->l.each), *w = p + j->l.patch / sizeof(float);
   for (size_t r = r0; r < r1; r += j->l.chunk) {
     size_t nr = r1 - r < j->l.chunk ? r1 - r : j->l.chunk;
-    clg_host_im2col(CLG_FLOAT32, j->x, p, r, nr, j->g);
-    clg_host_sgemm512(false, false, nr, cout, k, p, k, j->f, cout, j->y + r * cout, cout, false, w);
+    const float *a = j->x + r * k;
+    if (j->l.patch) {
+      clg_host_im2col(CLG_FLOAT32, j->x, p, r, nr, j->g);
+      a = p;
+    }
+    clg_host_sgemm512(false, false, nr, cout, k, a, k, j->f, cout, j->y + r * cout, cout, false, w);
   }
 }
 
@@ -580,13 +590,13 @@ clg_code clg_host_conv2d(clg_allocator *alloc, const clg_block *scratch, clg_dty
     return CLG_OK;
   if (conv_pieces(dtype, g))
     return pieces_run(alloc, scratch, dtype, x, f, y, g);
-  if (clg_conv_is_direct(g) || k == 0) {
-    clg_host_matmul(dtype, false, false, rows, cout, k, x, f, y);
-    return CLG_OK;
-  }
   if (conv_fast(dtype, g, true)) {
     fast_job j = {.g = g, .x = x, .f = f, .y = y};
     return fast_run(alloc, scratch, &j, false, fast_forward_task, "Conv2D");
+  }
+  if (clg_conv_is_direct(g) || k == 0) {
+    clg_host_matmul(dtype, false, false, rows, cout, k, x, f, y);
+    return CLG_OK;
   }
   size_t chunk = clg_conv_chunk_rows(false, k, es, rows);
   clg_block blk = {0};
