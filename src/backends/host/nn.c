@@ -318,7 +318,7 @@ typedef struct fast_layout {
 /* Where the kernel beats CBLAS at every shape (usable): every float convolution, the forward
  * pass's 1x1 ones too (a GEMM on the input, its rows split as the patches' are: CBLAS would
  * start its own threads per call); also where CBLAS has AVX-512 kernels, a forward pass whose
- * GEMM is thin (the narrow tiles' shapes). */
+ * GEMM is thin (the narrow tiles' shapes). On AVX2 the forward pass on clg_host_sgemm256. */
 static bool conv_fast(clg_dtype dtype, const clg_window *g, bool forward)
 {
   size_t rows = (size_t)(g->n * g->oh * g->ow);
@@ -326,7 +326,7 @@ static bool conv_fast(clg_dtype dtype, const clg_window *g, bool forward)
     return false;
   if (!forward)
     return !clg_conv_is_direct(g) && clg_host_sgemm512_usable();
-  return clg_host_sgemm512_usable() ||
+  return clg_host_sgemm512_usable() || clg_host_sgemm256_usable() ||
          (!clg_conv_is_direct(g) && clg_host_sgemm512_thin(rows, (size_t)g->cout, (size_t)g->kdim));
 }
 
@@ -344,7 +344,9 @@ static fast_layout fast_plan(const clg_window *g, bool filter)
   l.chunk = clg_conv_chunk_rows(false, k, sizeof(float), share);
   /* a 1x1 forward pass reads its rows from the input itself */
   l.patch = clg_conv_is_direct(g) ? 0 : round_up(l.chunk * k * sizeof(float));
-  l.work = round_up(clg_host_sgemm512_work() * sizeof(float));
+  /* the AVX2 kernel's packs where the ISA choice is avx2 (the forward pass only comes here) */
+  size_t work = clg_host_sgemm256_usable() ? clg_host_sgemm256_work() : clg_host_sgemm512_work();
+  l.work = round_up(work * sizeof(float));
   l.part = filter ? round_up(k * (size_t)g->cout * sizeof(float)) : 0;
   l.each = l.patch + l.work + l.part;
   return l;
@@ -389,7 +391,12 @@ static void fast_forward_task(void *ctx, int t)
       clg_host_im2col(CLG_FLOAT32, j->x, p, r, nr, j->g);
       a = p;
     }
-    clg_host_sgemm512(false, false, nr, cout, k, a, k, j->f, cout, j->y + r * cout, cout, false, w);
+    if (clg_host_sgemm256_usable())
+      clg_host_sgemm256(false, false, nr, cout, k, a, k, j->f, cout, j->y + r * cout, cout, false,
+                        w);
+    else
+      clg_host_sgemm512(false, false, nr, cout, k, a, k, j->f, cout, j->y + r * cout, cout, false,
+                        w);
   }
 }
 
