@@ -98,6 +98,11 @@ bool clg_host_sgemm256_usable(void);
  * runs its tasks serially in that thread (no nesting of thread teams). */
 void clg_host_parallel(int ntasks, void (*fn)(void *ctx, int task), void *ctx);
 
+/* Inside a task of clg_host_parallel: the index of the team member running it, distinct per
+ * member and below clg_host_threads() (0 in a serial call and outside tasks), so that tasks
+ * may outnumber threads with scratch per member. */
+int clg_host_parallel_member(void);
+
 /* Threads a parallel call uses: the cores online (CLGRAPH_HOST_THREADS=N lowers it, 1..). */
 int clg_host_threads(void);
 

@@ -312,6 +312,8 @@ static void scratch_put(clg_allocator *alloc, host_scratch *s)
 typedef struct fast_layout {
   int tasks;
   size_t chunk;                   /* patch rows per chunk */
+  size_t piece;                   /* forward: rows per task (at most chunk) */
+  int pieces;                     /* forward: tasks */
   size_t patch, work, part, each; /* bytes per task: patches, GEMM packs, partial df */
 } fast_layout;
 
@@ -342,6 +344,13 @@ static fast_layout fast_plan(const clg_window *g, bool filter)
     l.tasks = 1;
   size_t share = (rows + (size_t)l.tasks - 1) / (size_t)l.tasks;
   l.chunk = clg_conv_chunk_rows(false, k, sizeof(float), share);
+  /* The forward pass in pieces taken in turn, four per thread (a member's scratch is its
+   * own): on a loaded machine a thread the scheduler stops leaves its pieces to the others.
+   * At least 256 rows (each piece packs the filter again), a multiple of 24 (the tiles). */
+  size_t want = (rows + 4 * (size_t)l.tasks - 1) / (4 * (size_t)l.tasks);
+  want = want < 256 ? 256 : (want + 23) / 24 * 24;
+  l.piece = l.tasks == 1 ? rows : want > l.chunk ? l.chunk : want; /* one: a slot for one */
+  l.pieces = (int)((rows + l.piece - 1) / l.piece);
   /* a 1x1 forward pass reads its rows from the input itself */
   l.patch = clg_conv_is_direct(g) ? 0 : round_up(l.chunk * k * sizeof(float));
   /* the AVX2 kernel's packs where the ISA choice is avx2 (the forward pass only comes here) */
@@ -381,9 +390,11 @@ static void task_rows(const fast_job *j, int t, bool by_image, size_t *r0, size_
 static void fast_forward_task(void *ctx, int t)
 {
   fast_job *j = ctx;
-  size_t r0, r1, k = (size_t)j->g->kdim, cout = (size_t)j->g->cout;
-  task_rows(j, t, false, &r0, &r1);
-  float *p = (float *)(j->base + (size_t)t * j->l.each), *w = p + j->l.patch / sizeof(float);
+  size_t rows = (size_t)(j->g->n * j->g->oh * j->g->ow), k = (size_t)j->g->kdim;
+  size_t cout = (size_t)j->g->cout, r0 = (size_t)t * j->l.piece;
+  size_t r1 = rows - r0 < j->l.piece ? rows : r0 + j->l.piece;
+  size_t slot = (size_t)clg_host_parallel_member();
+  float *p = (float *)(j->base + slot * j->l.each), *w = p + j->l.patch / sizeof(float);
   for (size_t r = r0; r < r1; r += j->l.chunk) {
     size_t nr = r1 - r < j->l.chunk ? r1 - r : j->l.chunk;
     const float *a = j->x + r * k;
@@ -467,7 +478,7 @@ static clg_code fast_run(clg_allocator *alloc, const clg_block *scratch, fast_jo
       for (size_t o = 0; o < cout; o++)
         j->ft[o * k + a] = j->f[a * cout + o];
   }
-  clg_host_parallel(j->l.tasks, task, j);
+  clg_host_parallel(task == fast_forward_task ? j->l.pieces : j->l.tasks, task, j);
   if (filter && j->l.tasks > 1)
     clg_host_parallel(j->l.tasks, fast_filter_sum, j);
   scratch_put(alloc, &s);
