@@ -581,15 +581,18 @@ static void test_clblast_names(void)
  * their ragged rows and columns, across row blocks of 120), one or two rows (B read in place,
  * not packed), all transposes, row strides wider than the matrices (columns beyond n
  * untouched), and accumulation into what c holds. */
-static void test_sgemm512(void)
+typedef bool (*sgemm_fn)(bool, bool, size_t, size_t, size_t, const float *, size_t, const float *,
+                         size_t, float *, size_t, bool, float *);
+
+/* A single-threaded float kernel (strides, transposes, accumulation, with and without the
+ * caller's work floats) against double sums; columns past n must stay untouched. */
+static void check_sgemm(const char *name, sgemm_fn fn, size_t work_floats)
 {
-  if (strcmp(clg_host_matmul_portable_isa(), "avx512") != 0)
-    return;
   const size_t shapes[][3] = {
       {1, 1, 1},     {6, 64, 256},   {7, 65, 257}, {13, 130, 40},  {125, 17, 300}, {5, 600, 3},
       {300, 64, 75}, {12, 16, 5},    {29, 16, 27}, {250, 15, 16},  {37, 24, 16},   {8, 32, 300},
       {250, 33, 9},  {121, 48, 130}, {150, 1, 7},  {131, 113, 20}, {1, 130, 300},  {2, 77, 513}};
-  float *work = malloc(clg_host_sgemm512_work() * sizeof(float));
+  float *work = malloc(work_floats * sizeof(float));
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
     for (int t = 0; t < 8; t++) {
       bool ta = t & 1, tb = t & 2, acc = t & 4;
@@ -602,8 +605,7 @@ static void test_sgemm512(void)
       clg_test_fill_random(CLG_FLOAT32, c, nc);
       memcpy(c2, c, nc * 4);
       double worst = 0;
-      bool ok =
-          clg_host_sgemm512(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc, t & 1 ? work : NULL);
+      bool ok = fn(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc, t & 1 ? work : NULL);
       for (size_t i = 0; ok && i < m; i++)
         for (size_t j = 0; j < ldc; j++) {
           double want = c2[i * ldc + j];
@@ -620,11 +622,24 @@ static void test_sgemm512(void)
             worst = fmax(worst, c[i * ldc + j] == want ? 0 : 1); /* beyond n: untouched */
           }
         }
-      CHECK_MSG(ok && worst < 1e-5, "sgemm512 %zux%zux%zu ta %d tb %d acc %d: error %g", m, n, k,
+      CHECK_MSG(ok && worst < 1e-5, "%s %zux%zux%zu ta %d tb %d acc %d: error %g", name, m, n, k,
                 ta, tb, acc, worst);
       free(a), free(b), free(c), free(c2);
     }
   free(work);
+}
+
+static void test_sgemm512(void)
+{
+  if (strcmp(clg_host_matmul_portable_isa(), "avx512") == 0)
+    check_sgemm("sgemm512", clg_host_sgemm512, clg_host_sgemm512_work());
+}
+
+/* The AVX2 kernel wherever the CPU runs AVX2 (its own test, whatever the ISA choice). */
+static void test_sgemm256(void)
+{
+  if (strcmp(clg_host_matmul_portable_isa(), "base") != 0)
+    check_sgemm("sgemm256", clg_host_sgemm256, clg_host_sgemm256_work());
 }
 
 int main(void)
@@ -634,6 +649,7 @@ int main(void)
   test_matmul_empty();
   test_matmul_exact();
   test_sgemm512();
+  test_sgemm256();
   test_binary();
   test_addn();
   test_broadcast_rows();
