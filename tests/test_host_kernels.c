@@ -6,6 +6,7 @@
 // ctest: avx2 CLGRAPH_HOST_GEMM_ISA=avx2
 // ctest: base CLGRAPH_HOST_GEMM_ISA=base
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -642,6 +643,46 @@ static void test_sgemm256(void)
     check_sgemm("sgemm256", clg_host_sgemm256, clg_host_sgemm256_work());
 }
 
+/* Team members of clg_host_parallel: below clg_host_threads(), and never two tasks at once
+ * under one index (each task holds its member's flag while it spins a little). */
+typedef struct member_job {
+  atomic_int busy[64];
+  atomic_int bad;
+  volatile double sink;
+} member_job;
+
+static void member_task(void *ctx, int t)
+{
+  member_job *j = ctx;
+  int m = clg_host_parallel_member();
+  if (m < 0 || m >= clg_host_threads() || m >= 64) {
+    atomic_fetch_add(&j->bad, 1);
+    return;
+  }
+  if (atomic_exchange(&j->busy[m], 1) != 0)
+    atomic_fetch_add(&j->bad, 1);
+  double s = 0;
+  for (int i = 0; i < 20000 + t; i++)
+    s += (double)i * 1e-9;
+  j->sink = s;
+  atomic_store(&j->busy[m], 0);
+}
+
+static void test_parallel_member(void)
+{
+  for (int round = 0; round < 20; round++) {
+    member_job j;
+    for (int i = 0; i < 64; i++)
+      atomic_init(&j.busy[i], 0);
+    atomic_init(&j.bad, 0);
+    clg_host_parallel(37, member_task, &j);
+    int bad = atomic_load(&j.bad);
+    CHECK_MSG(bad == 0, "round %d: %d tasks under a member index in use or out of range", round,
+              bad);
+  }
+  CHECK(clg_host_parallel_member() == 0); /* outside tasks */
+}
+
 int main(void)
 {
   clg_test_seed(20240611);
@@ -650,6 +691,7 @@ int main(void)
   test_matmul_exact();
   test_sgemm512();
   test_sgemm256();
+  test_parallel_member();
   test_binary();
   test_addn();
   test_broadcast_rows();
