@@ -393,7 +393,8 @@ static void fast_forward_task(void *ctx, int t)
   size_t rows = (size_t)(j->g->n * j->g->oh * j->g->ow), k = (size_t)j->g->kdim;
   size_t cout = (size_t)j->g->cout, r0 = (size_t)t * j->l.piece;
   size_t r1 = rows - r0 < j->l.piece ? rows : r0 + j->l.piece;
-  size_t slot = (size_t)clg_host_parallel_member();
+  /* one slot when the plan has one: a task nested in another team's keeps that member */
+  size_t slot = j->l.tasks > 1 ? (size_t)clg_host_parallel_member() : 0;
   float *p = (float *)(j->base + slot * j->l.each), *w = p + j->l.patch / sizeof(float);
   for (size_t r = r0; r < r1; r += j->l.chunk) {
     size_t nr = r1 - r < j->l.chunk ? r1 - r : j->l.chunk;
