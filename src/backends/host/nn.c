@@ -317,19 +317,29 @@ typedef struct fast_layout {
   size_t patch, work, part, each; /* bytes per task: patches, GEMM packs, partial df */
 } fast_layout;
 
-/* Where the kernel beats CBLAS at every shape (usable): every float convolution, the forward
- * pass's 1x1 ones too (a GEMM on the input, its rows split as the patches' are: CBLAS would
- * start its own threads per call); also where CBLAS has AVX-512 kernels, a forward pass whose
- * GEMM is thin (the narrow tiles' shapes). On AVX2 the forward pass on clg_host_sgemm256. */
+/* Where the kernel beats CBLAS at every shape (usable): every float convolution but a 1x1
+ * forward pass (clg_host_matmul runs that GEMM on the same kernel); also where CBLAS has
+ * AVX-512 kernels, a forward pass whose GEMM is thin (the narrow tiles' shapes). On AVX2 every
+ * forward pass, 1x1 ones too (a GEMM on the input), on clg_host_sgemm256 in the team: CBLAS
+ * would start its own threads per call. */
 static bool conv_fast(clg_dtype dtype, const clg_window *g, bool forward)
 {
-  size_t rows = (size_t)(g->n * g->oh * g->ow);
+  size_t rows = (size_t)(g->n * g->oh * g->ow), cout = (size_t)g->cout;
   if (dtype != CLG_FLOAT32 || g->cout <= 0 || g->kdim <= 0 || rows == 0)
     return false;
+  bool direct = clg_conv_is_direct(g);
   if (!forward)
-    return !clg_conv_is_direct(g) && clg_host_sgemm512_usable();
-  return clg_host_sgemm512_usable() || clg_host_sgemm256_usable() ||
-         (!clg_conv_is_direct(g) && clg_host_sgemm512_thin(rows, (size_t)g->cout, (size_t)g->kdim));
+    return !direct && clg_host_sgemm512_usable();
+  /* Few rows and many columns (a late layer at batch 1): split by rows, every task would read
+   * and pack the whole filter; clg_host_matmul splits such GEMMs by columns (as its rule). */
+  size_t t = (size_t)clg_host_threads();
+  if (rows < 24 * t && cout >= 128 * t)
+    return false;
+  if (clg_host_sgemm256_usable())
+    return true;
+  /* 1x1 on AVX-512 stays with clg_host_matmul's split of the same kernel */
+  return !direct &&
+         (clg_host_sgemm512_usable() || clg_host_sgemm512_thin(rows, cout, (size_t)g->kdim));
 }
 
 static size_t round_up(size_t v) { return (v + FAST_ALIGN - 1) / FAST_ALIGN * FAST_ALIGN; }
