@@ -2,8 +2,9 @@
  * definitions: DepthwiseConv2dNative with channel counts on both sides of the AVX-512 blocks
  * (16, 32, 64: 1 to 130 channels, multiplier 1 and 2, strides, dilations, SAME and VALID),
  * and Conv2D whose GEMMs are thin (1x1 to 1 to 130 output channels, the narrow tiles' widths
- * and their edges; a 3x3 stride 2 from 3 channels as a network's first layer). Each case also
- * runs under every host ISA variant the CPU has (CLGRAPH_HOST_GEMM_ISA in the ctest lines). */
+ * and their edges; a 3x3 stride 2 from 3 channels as a network's first layer) or wide (every
+ * side over 128). Each case also runs under every host ISA variant the CPU has
+ * (CLGRAPH_HOST_GEMM_ISA in the ctest lines). */
 // ctest: native
 // ctest: avx2 CLGRAPH_HOST_GEMM_ISA=avx2
 // ctest: base CLGRAPH_HOST_GEMM_ISA=base
@@ -167,11 +168,25 @@ static void test_conv_thin(void)
   check_case(&wide);
 }
 
+/* GEMMs with every side over 128 (a ResNet's later layers): on AVX-512 the patch rows split
+ * across the threads too; 3x3 SAME and stride 2, and 1x1 on the input itself, with channel
+ * counts off the tiles' widths. */
+static void test_conv_wide(void)
+{
+  conv_case same = {{2, 13, 12, 130}, {3, 3, 130, 141}, 1, 1, true, false};
+  check_case(&same);
+  conv_case strided = {{1, 27, 25, 136}, {3, 3, 136, 200}, 2, 1, true, false};
+  check_case(&strided);
+  conv_case direct = {{2, 11, 13, 150}, {1, 1, 150, 133}, 1, 1, false, false};
+  check_case(&direct);
+}
+
 int main(void)
 {
   clg_test_seed(20261201);
   clg_session_options_init(&opt);
   test_depthwise();
   test_conv_thin();
+  test_conv_wide();
   return clg_test_summary("test_conv_fast");
 }

@@ -6,6 +6,7 @@
 // ctest: avx2 CLGRAPH_HOST_GEMM_ISA=avx2
 // ctest: base CLGRAPH_HOST_GEMM_ISA=base
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -582,15 +583,18 @@ static void test_clblast_names(void)
  * their ragged rows and columns, across row blocks of 120), one or two rows (B read in place,
  * not packed), all transposes, row strides wider than the matrices (columns beyond n
  * untouched), and accumulation into what c holds. */
-static void test_sgemm512(void)
+typedef bool (*sgemm_fn)(bool, bool, size_t, size_t, size_t, const float *, size_t, const float *,
+                         size_t, float *, size_t, bool, float *);
+
+/* A single-threaded float kernel (strides, transposes, accumulation, with and without the
+ * caller's work floats) against double sums; columns past n must stay untouched. */
+static void check_sgemm(const char *name, sgemm_fn fn, size_t work_floats)
 {
-  if (strcmp(clg_host_matmul_portable_isa(), "avx512") != 0)
-    return;
   const size_t shapes[][3] = {
       {1, 1, 1},     {6, 64, 256},   {7, 65, 257}, {13, 130, 40},  {125, 17, 300}, {5, 600, 3},
       {300, 64, 75}, {12, 16, 5},    {29, 16, 27}, {250, 15, 16},  {37, 24, 16},   {8, 32, 300},
       {250, 33, 9},  {121, 48, 130}, {150, 1, 7},  {131, 113, 20}, {1, 130, 300},  {2, 77, 513}};
-  float *work = malloc(clg_host_sgemm512_work() * sizeof(float));
+  float *work = malloc(work_floats * sizeof(float));
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
     for (int t = 0; t < 8; t++) {
       bool ta = t & 1, tb = t & 2, acc = t & 4;
@@ -603,8 +607,7 @@ static void test_sgemm512(void)
       clg_test_fill_random(CLG_FLOAT32, c, nc);
       memcpy(c2, c, nc * 4);
       double worst = 0;
-      bool ok =
-          clg_host_sgemm512(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc, t & 1 ? work : NULL);
+      bool ok = fn(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc, t & 1 ? work : NULL);
       for (size_t i = 0; ok && i < m; i++)
         for (size_t j = 0; j < ldc; j++) {
           double want = c2[i * ldc + j];
@@ -621,11 +624,64 @@ static void test_sgemm512(void)
             worst = fmax(worst, c[i * ldc + j] == want ? 0 : 1); /* beyond n: untouched */
           }
         }
-      CHECK_MSG(ok && worst < 1e-5, "sgemm512 %zux%zux%zu ta %d tb %d acc %d: error %g", m, n, k,
+      CHECK_MSG(ok && worst < 1e-5, "%s %zux%zux%zu ta %d tb %d acc %d: error %g", name, m, n, k,
                 ta, tb, acc, worst);
       free(a), free(b), free(c), free(c2);
     }
   free(work);
+}
+
+static void test_sgemm512(void)
+{
+  if (strcmp(clg_host_matmul_portable_isa(), "avx512") == 0)
+    check_sgemm("sgemm512", clg_host_sgemm512, clg_host_sgemm512_work());
+}
+
+/* The AVX2 kernel wherever the CPU runs AVX2 (its own test, whatever the ISA choice). */
+static void test_sgemm256(void)
+{
+  if (strcmp(clg_host_matmul_portable_isa(), "base") != 0)
+    check_sgemm("sgemm256", clg_host_sgemm256, clg_host_sgemm256_work());
+}
+
+/* Team members of clg_host_parallel: below clg_host_threads(), and never two tasks at once
+ * under one index (each task holds its member's flag while it spins a little). */
+typedef struct member_job {
+  atomic_int busy[64];
+  atomic_int bad;
+  volatile double sink;
+} member_job;
+
+static void member_task(void *ctx, int t)
+{
+  member_job *j = ctx;
+  int m = clg_host_parallel_member();
+  if (m < 0 || m >= clg_host_threads() || m >= 64) {
+    atomic_fetch_add(&j->bad, 1);
+    return;
+  }
+  if (atomic_exchange(&j->busy[m], 1) != 0)
+    atomic_fetch_add(&j->bad, 1);
+  double s = 0;
+  for (int i = 0; i < 20000 + t; i++)
+    s += (double)i * 1e-9;
+  j->sink = s;
+  atomic_store(&j->busy[m], 0);
+}
+
+static void test_parallel_member(void)
+{
+  for (int round = 0; round < 20; round++) {
+    member_job j;
+    for (int i = 0; i < 64; i++)
+      atomic_init(&j.busy[i], 0);
+    atomic_init(&j.bad, 0);
+    clg_host_parallel(37, member_task, &j);
+    int bad = atomic_load(&j.bad);
+    CHECK_MSG(bad == 0, "round %d: %d tasks under a member index in use or out of range", round,
+              bad);
+  }
+  CHECK(clg_host_parallel_member() == 0); /* outside tasks */
 }
 
 int main(void)
@@ -635,6 +691,8 @@ int main(void)
   test_matmul_empty();
   test_matmul_exact();
   test_sgemm512();
+  test_sgemm256();
+  test_parallel_member();
   test_binary();
   test_addn();
   test_broadcast_rows();

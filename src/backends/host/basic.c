@@ -352,3 +352,5 @@ bool clg_host_sgemm512_usable(void)
 #endif
   return true;
 }
+
+bool clg_host_sgemm256_usable(void) { return gemm_isa() == GEMM_ISA_AVX2; }

@@ -93,11 +93,29 @@ bool clg_host_sgemm512_usable(void);
  * thin one (a side of 128 or less) on any CPU with AVX-512. */
 bool clg_host_sgemm512_thin(size_t m, size_t n, size_t k);
 
+/* The same on AVX2 and FMA (sgemm256.c) with its own packs (clg_host_sgemm256_work() floats
+ * of the caller's, or NULL: malloc'd per call); false when the build lacks it or the packs
+ * cannot be allocated. Use only where clg_host_sgemm256_usable(). */
+bool clg_host_sgemm256(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate,
+                       float *work);
+
+size_t clg_host_sgemm256_work(void);
+
+/* Whether the portable ISA choice is avx2 (this CPU, or CLGRAPH_HOST_GEMM_ISA=avx2): where a
+ * convolution's GEMMs run on clg_host_sgemm256 in the host team rather than on CBLAS. */
+bool clg_host_sgemm256_usable(void);
+
 /* Runs fn(ctx, t) for every t < ntasks on up to clg_host_threads() threads (the caller is
  * one of them) and returns when all are done. Tasks must write disjoint outputs; which thread
  * runs a task is unspecified, so results must depend on t only. A call from inside a task
  * runs its tasks serially in that thread (no nesting of thread teams). */
 void clg_host_parallel(int ntasks, void (*fn)(void *ctx, int task), void *ctx);
+
+/* Inside a task of clg_host_parallel: the index of the team member running it, distinct per
+ * member and below clg_host_threads() (0 in a serial call and outside tasks), so that tasks
+ * may outnumber threads with scratch per member. */
+int clg_host_parallel_member(void);
 
 /* Threads a parallel call uses: the cores online (CLGRAPH_HOST_THREADS=N lowers it, 1..). */
 int clg_host_threads(void);

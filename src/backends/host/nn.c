@@ -312,17 +312,34 @@ static void scratch_put(clg_allocator *alloc, host_scratch *s)
 typedef struct fast_layout {
   int tasks;
   size_t chunk;                   /* patch rows per chunk */
+  size_t piece;                   /* forward: rows per task (at most chunk) */
+  int pieces;                     /* forward: tasks */
   size_t patch, work, part, each; /* bytes per task: patches, GEMM packs, partial df */
 } fast_layout;
 
-/* The forward pass also where CBLAS has AVX-512 kernels, when its GEMMs are thin (the
- * narrow tiles' shapes); the gradients where the kernel beats CBLAS at every shape. */
+/* Where the kernel beats CBLAS at every shape (usable): every float convolution but a 1x1
+ * forward pass (clg_host_matmul runs that GEMM on the same kernel); also where CBLAS has
+ * AVX-512 kernels, a forward pass whose GEMM is thin (the narrow tiles' shapes). On AVX2 every
+ * forward pass, 1x1 ones too (a GEMM on the input), on clg_host_sgemm256 in the team: CBLAS
+ * would start its own threads per call. */
 static bool conv_fast(clg_dtype dtype, const clg_window *g, bool forward)
 {
-  size_t rows = (size_t)(g->n * g->oh * g->ow);
-  return dtype == CLG_FLOAT32 && !clg_conv_is_direct(g) && g->cout > 0 && g->kdim > 0 && rows > 0 &&
-         (forward ? clg_host_sgemm512_thin(rows, (size_t)g->cout, (size_t)g->kdim)
-                  : clg_host_sgemm512_usable());
+  size_t rows = (size_t)(g->n * g->oh * g->ow), cout = (size_t)g->cout;
+  if (dtype != CLG_FLOAT32 || g->cout <= 0 || g->kdim <= 0 || rows == 0)
+    return false;
+  bool direct = clg_conv_is_direct(g);
+  if (!forward)
+    return !direct && clg_host_sgemm512_usable();
+  /* Few rows and many columns (a late layer at batch 1): split by rows, every task would read
+   * and pack the whole filter; clg_host_matmul splits such GEMMs by columns (as its rule). */
+  size_t t = (size_t)clg_host_threads();
+  if (rows < 24 * t && cout >= 128 * t)
+    return false;
+  if (clg_host_sgemm256_usable())
+    return true;
+  /* 1x1 on AVX-512 stays with clg_host_matmul's split of the same kernel */
+  return !direct &&
+         (clg_host_sgemm512_usable() || clg_host_sgemm512_thin(rows, cout, (size_t)g->kdim));
 }
 
 static size_t round_up(size_t v) { return (v + FAST_ALIGN - 1) / FAST_ALIGN * FAST_ALIGN; }
@@ -337,8 +354,18 @@ static fast_layout fast_plan(const clg_window *g, bool filter)
     l.tasks = 1;
   size_t share = (rows + (size_t)l.tasks - 1) / (size_t)l.tasks;
   l.chunk = clg_conv_chunk_rows(false, k, sizeof(float), share);
-  l.patch = round_up(l.chunk * k * sizeof(float));
-  l.work = round_up(clg_host_sgemm512_work() * sizeof(float));
+  /* The forward pass in pieces taken in turn, four per thread (a member's scratch is its
+   * own): on a loaded machine a thread the scheduler stops leaves its pieces to the others.
+   * At least 256 rows (each piece packs the filter again), a multiple of 24 (the tiles). */
+  size_t want = (rows + 4 * (size_t)l.tasks - 1) / (4 * (size_t)l.tasks);
+  want = want < 256 ? 256 : (want + 23) / 24 * 24;
+  l.piece = l.tasks == 1 ? rows : want > l.chunk ? l.chunk : want; /* one: a slot for one */
+  l.pieces = (int)((rows + l.piece - 1) / l.piece);
+  /* a 1x1 forward pass reads its rows from the input itself */
+  l.patch = clg_conv_is_direct(g) ? 0 : round_up(l.chunk * k * sizeof(float));
+  /* the AVX2 kernel's packs where the ISA choice is avx2 (the forward pass only comes here) */
+  size_t work = clg_host_sgemm256_usable() ? clg_host_sgemm256_work() : clg_host_sgemm512_work();
+  l.work = round_up(work * sizeof(float));
   l.part = filter ? round_up(k * (size_t)g->cout * sizeof(float)) : 0;
   l.each = l.patch + l.work + l.part;
   return l;
@@ -373,13 +400,25 @@ static void task_rows(const fast_job *j, int t, bool by_image, size_t *r0, size_
 static void fast_forward_task(void *ctx, int t)
 {
   fast_job *j = ctx;
-  size_t r0, r1, k = (size_t)j->g->kdim, cout = (size_t)j->g->cout;
-  task_rows(j, t, false, &r0, &r1);
-  float *p = (float *)(j->base + (size_t)t * j->l.each), *w = p + j->l.patch / sizeof(float);
+  size_t rows = (size_t)(j->g->n * j->g->oh * j->g->ow), k = (size_t)j->g->kdim;
+  size_t cout = (size_t)j->g->cout, r0 = (size_t)t * j->l.piece;
+  size_t r1 = rows - r0 < j->l.piece ? rows : r0 + j->l.piece;
+  /* one slot when the plan has one: a task nested in another team's keeps that member */
+  size_t slot = j->l.tasks > 1 ? (size_t)clg_host_parallel_member() : 0;
+  float *p = (float *)(j->base + slot * j->l.each), *w = p + j->l.patch / sizeof(float);
   for (size_t r = r0; r < r1; r += j->l.chunk) {
     size_t nr = r1 - r < j->l.chunk ? r1 - r : j->l.chunk;
-    clg_host_im2col(CLG_FLOAT32, j->x, p, r, nr, j->g);
-    clg_host_sgemm512(false, false, nr, cout, k, p, k, j->f, cout, j->y + r * cout, cout, false, w);
+    const float *a = j->x + r * k;
+    if (j->l.patch) {
+      clg_host_im2col(CLG_FLOAT32, j->x, p, r, nr, j->g);
+      a = p;
+    }
+    if (clg_host_sgemm256_usable())
+      clg_host_sgemm256(false, false, nr, cout, k, a, k, j->f, cout, j->y + r * cout, cout, false,
+                        w);
+    else
+      clg_host_sgemm512(false, false, nr, cout, k, a, k, j->f, cout, j->y + r * cout, cout, false,
+                        w);
   }
 }
 
@@ -450,7 +489,7 @@ static clg_code fast_run(clg_allocator *alloc, const clg_block *scratch, fast_jo
       for (size_t o = 0; o < cout; o++)
         j->ft[o * k + a] = j->f[a * cout + o];
   }
-  clg_host_parallel(j->l.tasks, task, j);
+  clg_host_parallel(task == fast_forward_task ? j->l.pieces : j->l.tasks, task, j);
   if (filter && j->l.tasks > 1)
     clg_host_parallel(j->l.tasks, fast_filter_sum, j);
   scratch_put(alloc, &s);
@@ -580,13 +619,13 @@ clg_code clg_host_conv2d(clg_allocator *alloc, const clg_block *scratch, clg_dty
     return CLG_OK;
   if (conv_pieces(dtype, g))
     return pieces_run(alloc, scratch, dtype, x, f, y, g);
-  if (clg_conv_is_direct(g) || k == 0) {
-    clg_host_matmul(dtype, false, false, rows, cout, k, x, f, y);
-    return CLG_OK;
-  }
   if (conv_fast(dtype, g, true)) {
     fast_job j = {.g = g, .x = x, .f = f, .y = y};
     return fast_run(alloc, scratch, &j, false, fast_forward_task, "Conv2D");
+  }
+  if (clg_conv_is_direct(g) || k == 0) {
+    clg_host_matmul(dtype, false, false, rows, cout, k, x, f, y);
+    return CLG_OK;
   }
   size_t chunk = clg_conv_chunk_rows(false, k, es, rows);
   clg_block blk = {0};

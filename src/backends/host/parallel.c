@@ -20,13 +20,14 @@
 typedef struct team {
   pthread_mutex_t lock;
   pthread_cond_t done;
-  int next, ntasks, finished, refs;
+  int next, ntasks, finished, refs, joined;
   void (*fn)(void *ctx, int task);
   void *ctx;
   struct team *prev_live, *next_live;
 } team;
 
 static _Thread_local bool in_task;
+static _Thread_local int member; /* this thread's index in the team whose tasks it runs */
 static int host_threads;
 static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -72,6 +73,9 @@ static void take_tasks(team *t)
 {
   bool outer = in_task;
   in_task = true;
+  pthread_mutex_lock(&t->lock);
+  member = t->joined++; /* distinct, below the team's size */
+  pthread_mutex_unlock(&t->lock);
   for (;;) {
     pthread_mutex_lock(&t->lock);
     int task = t->next < t->ntasks ? t->next++ : -1;
@@ -85,7 +89,10 @@ static void take_tasks(team *t)
     pthread_mutex_unlock(&t->lock);
   }
   in_task = outer;
+  member = 0;
 }
+
+int clg_host_parallel_member(void) { return member; }
 
 static void *helper(void *arg)
 {

@@ -31,13 +31,68 @@
     }                                                                                              \
   } while (0)
 
+/* The same sums where the kept axes end in a contiguous one (a spatial mean of NHWC, a
+ * global pool): a run of outputs side by side takes each reduced offset once, in blocks of
+ * RUN_BLOCK accumulators, instead of walking the strided map per output. Each output is the
+ * same sequence of double operations as in REDUCE_LOOP. */
+#define RUN_BLOCK 256
+#define REDUCE_RUNS(T)                                                                             \
+  do {                                                                                             \
+    const T *x = c->in[0].host;                                                                    \
+    T *y = c->out[0].host;                                                                         \
+    double acc[RUN_BLOCK];                                                                         \
+    double init = op == CLG_REDUCTION_MAX    ? -INFINITY                                           \
+                  : op == CLG_REDUCTION_MIN  ? INFINITY                                            \
+                  : op == CLG_REDUCTION_PROD ? 1                                                   \
+                                             : 0;                                                  \
+    for (size_t o0 = 0; o0 < nout; o0 += run)                                                      \
+      for (size_t c0 = 0; c0 < run; c0 += RUN_BLOCK) {                                             \
+        size_t cw = run - c0 < RUN_BLOCK ? run - c0 : RUN_BLOCK;                                   \
+        size_t base = clg_strided_offset(&keep, o0) + c0;                                          \
+        for (size_t i = 0; i < cw; i++)                                                            \
+          acc[i] = init;                                                                           \
+        for (size_t r = 0; r < nred; r++) {                                                        \
+          const T *v = x + base + clg_strided_offset(&red, r);                                     \
+          if (op == CLG_REDUCTION_MAX)                                                             \
+            for (size_t i = 0; i < cw; i++)                                                        \
+              acc[i] = acc[i] < (double)v[i] ? (double)v[i] : acc[i];                              \
+          else if (op == CLG_REDUCTION_MIN)                                                        \
+            for (size_t i = 0; i < cw; i++)                                                        \
+              acc[i] = (double)v[i] < acc[i] ? (double)v[i] : acc[i];                              \
+          else if (op == CLG_REDUCTION_PROD)                                                       \
+            for (size_t i = 0; i < cw; i++)                                                        \
+              acc[i] *= (double)v[i];                                                              \
+          else if (op == CLG_REDUCTION_L2)                                                         \
+            for (size_t i = 0; i < cw; i++)                                                        \
+              acc[i] += (double)v[i] * (double)v[i];                                               \
+          else                                                                                     \
+            for (size_t i = 0; i < cw; i++)                                                        \
+              acc[i] += (double)v[i];                                                              \
+        }                                                                                          \
+        for (size_t i = 0; i < cw; i++)                                                            \
+          y[o0 + c0 + i] = (T)(op == CLG_REDUCTION_MEAN ? acc[i] / (double)nred                    \
+                               : op == CLG_REDUCTION_L2 ? acc[i] / 2                               \
+                                                        : acc[i]);                                 \
+      }                                                                                            \
+  } while (0)
+
 static clg_code reduce_host(const clg_kernel_ctx *c)
 {
   clg_strided keep, red;
   size_t nout, nred;
   clg_reduce_maps(c->node, &keep, &red, &nout, &nred);
   clg_reduction op = clg_reduction_of(c->node);
-  if (c->node->outs[0].dtype == CLG_FLOAT64)
+  /* outputs side by side in the input too: the last kept axis has stride 1 */
+  size_t run = keep.rank > 0 && keep.sa[keep.rank - 1] == 1 ? keep.dims[keep.rank - 1] : 0;
+  bool f64 = c->node->outs[0].dtype == CLG_FLOAT64;
+  if (run >= 2 && nred > 0 && nout % run == 0) {
+    if (f64)
+      REDUCE_RUNS(double);
+    else
+      REDUCE_RUNS(float);
+    return CLG_OK;
+  }
+  if (f64)
     REDUCE_LOOP(double);
   else
     REDUCE_LOOP(float);
