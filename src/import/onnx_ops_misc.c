@@ -637,21 +637,27 @@ static clg_code det(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
  * input. ceil_mode is not taken here. */
 #define POOL_MAX_OFFSETS 4096
 
-clg_code clg_onnx_pool_slices(clg_onnx *c, const clg_imp_node *n, bool is_max)
+/* A pool's shape: kernel, strides, dilations, the pads before/after each spatial axis (auto_pad
+ * resolved), the input's and output's spatial sizes and the element counts. */
+typedef struct {
+  int rank, sp;
+  bool col_major;
+  int64_t k[CLG_MAX_RANK], st[CLG_MAX_RANK], dl[CLG_MAX_RANK];
+  int64_t in[CLG_MAX_RANK], out[CLG_MAX_RANK], pb[CLG_MAX_RANK], pe[CLG_MAX_RANK];
+  int64_t offsets, total_in, total_out, nc;
+} pool_geom;
+
+/* Reads and checks the pool's attributes into g (rank already checked). */
+static clg_code pool_geometry(clg_onnx *c, const clg_imp_node *n, pool_geom *g)
 {
-  int rank = clg_onnx_in_rank(c, n, 0), sp = rank - 2;
-  clg_dtype dt = clg_onnx_in_dtype(c, n, 0);
-  if (rank < 3 || rank > CLG_MAX_RANK || (dt != CLG_FLOAT32 && dt != CLG_FLOAT64))
-    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "a pool of a rank-%d %s input is not supported",
-                         rank, clg_dtype_name(dt));
-  bool want_idx = is_max && n->num_outputs > 1 && n->outputs[1][0];
-  bool col_major = clg_onnx_attr_i(n, "storage_order", 0) != 0;
+  int sp = g->sp;
+  int64_t *k = g->k, *st = g->st, *dl = g->dl, *in = g->in, *out = g->out, *pb = g->pb, *pe = g->pe;
+  int64_t pads[2 * CLG_MAX_RANK] = {0};
+  g->col_major = clg_onnx_attr_i(n, "storage_order", 0) != 0;
   if (clg_onnx_attr_i(n, "ceil_mode", 0))
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED,
                          "ceil_mode 1 with dilations, indices or %d spatial dims is not supported",
                          sp);
-  int64_t k[CLG_MAX_RANK], st[CLG_MAX_RANK], dl[CLG_MAX_RANK], pads[2 * CLG_MAX_RANK] = {0};
-  int64_t in[CLG_MAX_RANK], out[CLG_MAX_RANK], pb[CLG_MAX_RANK], pe[CLG_MAX_RANK];
   if (clg_onnx_attr_ints(n, "kernel_shape", k, CLG_MAX_RANK) != sp)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "kernel_shape must hold %d values", sp);
   int ns = clg_onnx_attr_ints(n, "strides", st, CLG_MAX_RANK),
@@ -666,7 +672,7 @@ clg_code clg_onnx_pool_slices(clg_onnx *c, const clg_imp_node *n, bool is_max)
   if (!same && strcmp(auto_pad, "VALID") != 0 && strcmp(auto_pad, "NOTSET") != 0 && auto_pad[0])
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "auto_pad '%s' is not an ONNX auto_pad",
                          auto_pad);
-  int64_t offsets = 1, total_in = 1, total_out = 1;
+  g->offsets = g->total_in = g->total_out = 1;
   for (int d = 0; d < sp; d++) {
     st[d] = ns < 0 ? 1 : st[d];
     dl[d] = nd < 0 ? 1 : dl[d];
@@ -691,84 +697,163 @@ clg_code clg_onnx_pool_slices(clg_onnx *c, const clg_imp_node *n, bool is_max)
     out[d] = (in[d] + pb[d] + pe[d] - span) / st[d] + 1;
     if (in[d] + pb[d] + pe[d] < span || out[d] < 1)
       return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "the window does not fit the input");
-    offsets *= k[d];
-    total_in *= in[d];
-    total_out *= out[d];
+    g->offsets *= k[d];
+    g->total_in *= in[d];
+    g->total_out *= out[d];
   }
-  if (offsets > POOL_MAX_OFFSETS)
+  if (g->offsets > POOL_MAX_OFFSETS)
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "a kernel of %lld elements: at most %d",
-                         (long long)offsets, POOL_MAX_OFFSETS);
-  int64_t nc = clg_onnx_in_dim(c, n, 0, 0) * clg_onnx_in_dim(c, n, 0, 1);
+                         (long long)g->offsets, POOL_MAX_OFFSETS);
+  g->nc = clg_onnx_in_dim(c, n, 0, 0) * clg_onnx_in_dim(c, n, 0, 1);
+  return CLG_OK;
+}
+
+/* x padded by PadV2 with the pool's neutral value (max: -inf, average: 0). */
+static clg_code pool_pad(clg_onnx *c, const pool_geom *g, clg_dtype dt, bool is_max, clg_output *x)
+{
+  int64_t pv[2 * CLG_MAX_RANK] = {0}, pdims[2] = {g->rank, 2};
+  for (int d = 0; d < g->sp; d++) {
+    pv[2 * (d + 2)] = g->pb[d];
+    pv[2 * (d + 2) + 1] = g->pe[d];
+  }
+  clg_output pp, cv;
+  clg_code code = clg_onnx_const_i32(c, 2 * g->rank, pv, &pp);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, pp, 2, pdims, &pp);
+  if (code == CLG_OK)
+    code = clg_onnx_const_scalar(c, dt, is_max ? -INFINITY : 0, &cv);
+  clg_output pi[3] = {*x, pp, cv};
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "PadV2", 3, pi, 0, NULL, x);
+  return code;
+}
+
+/* The constant of each output's flat input index at kernel offset o (MaxPool's Indices). */
+static clg_code pool_offset_indices(clg_onnx *c, const pool_geom *g, const int64_t *o,
+                                    const int64_t *odims, clg_output *cand)
+{
+  int sp = g->sp;
+  clg_tensor *t = clg_tensor_new(CLG_INT64, g->rank, odims, NULL);
+  if (!t)
+    return clg_graph_record_error(c->g);
+  int64_t *v = clg_tensor_data(t);
+  for (int64_t b = 0; b < g->nc; b++)
+    for (int64_t e = 0; e < g->total_out; e++) {
+      int64_t rem = e, flat = 0, stride = 1, pos[CLG_MAX_RANK];
+      for (int d = sp - 1; d >= 0; d--) {
+        pos[d] = rem % g->out[d] * g->st[d] + o[d] * g->dl[d] - g->pb[d];
+        rem /= g->out[d];
+        pos[d] = pos[d] < 0 ? 0 : pos[d] >= g->in[d] ? g->in[d] - 1 : pos[d]; /* a pad never wins */
+      }
+      for (int j = 0; j < sp; j++) { /* storage_order 1: the first spatial axis fastest */
+        int d = g->col_major ? j : sp - 1 - j;
+        flat += pos[d] * stride;
+        stride *= g->in[d];
+      }
+      v[b * g->total_out + e] = b * g->total_in + flat;
+    }
+  clg_code code = clg_onnx_const(c, t, cand);
+  clg_tensor_free(t);
+  return code;
+}
+
+/* The window's elements at kernel offset o: one StridedSlice of x. */
+static clg_code pool_offset_slice(clg_onnx *c, const pool_geom *g, const int64_t *o,
+                                  const int64_t *odims, clg_output x, clg_output *sl)
+{
+  int64_t begin[CLG_MAX_RANK] = {0}, end[CLG_MAX_RANK], strd[CLG_MAX_RANK];
+  end[0] = odims[0];
+  end[1] = odims[1];
+  strd[0] = strd[1] = 1;
+  for (int d = 0; d < g->sp; d++) {
+    begin[d + 2] = o[d] * g->dl[d];
+    end[d + 2] = begin[d + 2] + (g->out[d] - 1) * g->st[d] + 1;
+    strd[d + 2] = g->st[d];
+  }
+  clg_output bc, ec, sc;
+  clg_code code = clg_onnx_const_i32(c, g->rank, begin, &bc);
+  if (code == CLG_OK)
+    code = clg_onnx_const_i32(c, g->rank, end, &ec);
+  if (code == CLG_OK)
+    code = clg_onnx_const_i32(c, g->rank, strd, &sc);
+  clg_output si[4] = {x, bc, ec, sc};
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "StridedSlice", 4, si, 0, NULL, sl);
+  return code;
+}
+
+/* acc (the window sums) divided by the kernel size, or (count_include_pad 0) by a constant map
+ * of each window's elements inside the input. */
+static clg_code pool_average(clg_onnx *c, const clg_imp_node *n, const pool_geom *g, clg_dtype dt,
+                             bool padded, clg_output *acc)
+{
+  int sp = g->sp;
+  bool include = clg_onnx_attr_i(n, "count_include_pad", 0) != 0 || !padded;
+  int64_t cdims[CLG_MAX_RANK] = {1, 1};
+  for (int d = 0; d < sp; d++)
+    cdims[d + 2] = g->out[d];
+  clg_tensor *t = clg_tensor_new(CLG_FLOAT64, g->rank, cdims, NULL);
+  if (!t)
+    return clg_graph_record_error(c->g);
+  double *v = clg_tensor_data(t);
+  for (int64_t e = 0; e < g->total_out; e++) {
+    int64_t rem = e, cnt = 1;
+    for (int d = sp - 1; d >= 0; d--) {
+      int64_t start = rem % g->out[d] * g->st[d] - g->pb[d], inside = 0;
+      rem /= g->out[d];
+      for (int64_t j = 0; j < g->k[d]; j++) {
+        int64_t pos = start + j * g->dl[d];
+        inside += include || (pos >= 0 && pos < g->in[d]);
+      }
+      cnt *= inside;
+    }
+    v[e] = (double)cnt;
+  }
+  clg_output cm;
+  clg_code code = clg_onnx_const(c, t, &cm);
+  clg_tensor_free(t);
+  if (code == CLG_OK)
+    code = cast_to(c, cm, dt, &cm);
+  if (code == CLG_OK)
+    code = binop(c, "RealDiv", *acc, cm, acc);
+  return code;
+}
+
+clg_code clg_onnx_pool_slices(clg_onnx *c, const clg_imp_node *n, bool is_max)
+{
+  pool_geom g;
+  int rank = clg_onnx_in_rank(c, n, 0), sp = rank - 2;
+  clg_dtype dt = clg_onnx_in_dtype(c, n, 0);
+  if (rank < 3 || rank > CLG_MAX_RANK || (dt != CLG_FLOAT32 && dt != CLG_FLOAT64))
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "a pool of a rank-%d %s input is not supported",
+                         rank, clg_dtype_name(dt));
+  bool want_idx = is_max && n->num_outputs > 1 && n->outputs[1][0];
+  g.rank = rank;
+  g.sp = sp;
+  clg_code code = pool_geometry(c, n, &g);
+  if (code != CLG_OK)
+    return code;
   bool padded = false;
   for (int d = 0; d < sp; d++)
-    padded = padded || pb[d] || pe[d];
+    padded = padded || g.pb[d] || g.pe[d];
   clg_output x;
-  clg_code code = clg_onnx_in(c, n, 0, &x);
-  if (code == CLG_OK && padded) {
-    int64_t pv[2 * CLG_MAX_RANK] = {0}, pdims[2] = {rank, 2};
-    for (int d = 0; d < sp; d++) {
-      pv[2 * (d + 2)] = pb[d];
-      pv[2 * (d + 2) + 1] = pe[d];
-    }
-    clg_output pp, cv;
-    code = clg_onnx_const_i32(c, 2 * rank, pv, &pp);
-    if (code == CLG_OK)
-      code = clg_onnx_reshape(c, pp, 2, pdims, &pp);
-    if (code == CLG_OK)
-      code = clg_onnx_const_scalar(c, dt, is_max ? -INFINITY : 0, &cv);
-    clg_output pi[3] = {x, pp, cv};
-    if (code == CLG_OK)
-      code = clg_onnx_op(c, "PadV2", 3, pi, 0, NULL, &x);
-  }
+  code = clg_onnx_in(c, n, 0, &x);
+  if (code == CLG_OK && padded)
+    code = pool_pad(c, &g, dt, is_max, &x);
   int64_t odims[CLG_MAX_RANK];
   odims[0] = clg_onnx_in_dim(c, n, 0, 0);
   odims[1] = clg_onnx_in_dim(c, n, 0, 1);
   for (int d = 0; d < sp; d++)
-    odims[d + 2] = out[d];
+    odims[d + 2] = g.out[d];
   clg_output acc = {NULL, 0}, idx = {NULL, 0};
   int64_t o[CLG_MAX_RANK] = {0};
-  for (int64_t q = 0; q < offsets && code == CLG_OK; q++) {
-    int64_t begin[CLG_MAX_RANK] = {0}, end[CLG_MAX_RANK], strd[CLG_MAX_RANK];
-    end[0] = odims[0];
-    end[1] = odims[1];
-    strd[0] = strd[1] = 1;
-    for (int d = 0; d < sp; d++) {
-      begin[d + 2] = o[d] * dl[d];
-      end[d + 2] = begin[d + 2] + (out[d] - 1) * st[d] + 1;
-      strd[d + 2] = st[d];
-    }
-    clg_output bc, ec, sc, sl;
-    code = clg_onnx_const_i32(c, rank, begin, &bc);
-    if (code == CLG_OK)
-      code = clg_onnx_const_i32(c, rank, end, &ec);
-    if (code == CLG_OK)
-      code = clg_onnx_const_i32(c, rank, strd, &sc);
-    clg_output si[4] = {x, bc, ec, sc};
-    if (code == CLG_OK)
-      code = clg_onnx_op(c, "StridedSlice", 4, si, 0, NULL, &sl);
-    clg_output cand = {NULL, 0};
+  for (int64_t q = 0; q < g.offsets && code == CLG_OK; q++) {
+    clg_output sl, cand = {NULL, 0};
+    code = pool_offset_slice(c, &g, o, odims, x, &sl);
     if (code == CLG_OK && want_idx) { /* each output's input index at this offset */
-      clg_tensor *t = clg_tensor_new(CLG_INT64, rank, odims, NULL);
-      if (!t)
-        return clg_graph_record_error(c->g);
-      int64_t *v = clg_tensor_data(t);
-      for (int64_t b = 0; b < nc; b++)
-        for (int64_t e = 0; e < total_out; e++) {
-          int64_t rem = e, flat = 0, stride = 1, pos[CLG_MAX_RANK];
-          for (int d = sp - 1; d >= 0; d--) {
-            pos[d] = rem % out[d] * st[d] + o[d] * dl[d] - pb[d];
-            rem /= out[d];
-            pos[d] = pos[d] < 0 ? 0 : pos[d] >= in[d] ? in[d] - 1 : pos[d]; /* a pad never wins */
-          }
-          for (int j = 0; j < sp; j++) { /* storage_order 1: the first spatial axis fastest */
-            int d = col_major ? j : sp - 1 - j;
-            flat += pos[d] * stride;
-            stride *= in[d];
-          }
-          v[b * total_out + e] = b * total_in + flat;
-        }
-      code = clg_onnx_const(c, t, &cand);
-      clg_tensor_free(t);
+      code = pool_offset_indices(c, &g, o, odims, &cand);
+      if (code != CLG_OK)
+        return code;
     }
     if (code == CLG_OK && !acc.node) {
       acc = sl;
@@ -785,41 +870,13 @@ clg_code clg_onnx_pool_slices(clg_onnx *c, const clg_imp_node *n, bool is_max)
     } else if (code == CLG_OK)
       code = binop(c, "Add", acc, sl, &acc);
     for (int d = sp - 1; d >= 0; d--) { /* the next offset, row-major */
-      if (++o[d] < k[d])
+      if (++o[d] < g.k[d])
         break;
       o[d] = 0;
     }
   }
-  if (code == CLG_OK && !is_max) {
-    bool include = clg_onnx_attr_i(n, "count_include_pad", 0) != 0 || !padded;
-    int64_t cdims[CLG_MAX_RANK] = {1, 1};
-    for (int d = 0; d < sp; d++)
-      cdims[d + 2] = out[d];
-    clg_tensor *t = clg_tensor_new(CLG_FLOAT64, rank, cdims, NULL);
-    if (!t)
-      return clg_graph_record_error(c->g);
-    double *v = clg_tensor_data(t);
-    for (int64_t e = 0; e < total_out; e++) {
-      int64_t rem = e, cnt = 1;
-      for (int d = sp - 1; d >= 0; d--) {
-        int64_t start = rem % out[d] * st[d] - pb[d], inside = 0;
-        rem /= out[d];
-        for (int64_t j = 0; j < k[d]; j++) {
-          int64_t pos = start + j * dl[d];
-          inside += include || (pos >= 0 && pos < in[d]);
-        }
-        cnt *= inside;
-      }
-      v[e] = (double)cnt;
-    }
-    clg_output cm;
-    code = clg_onnx_const(c, t, &cm);
-    clg_tensor_free(t);
-    if (code == CLG_OK)
-      code = cast_to(c, cm, dt, &cm);
-    if (code == CLG_OK)
-      code = binop(c, "RealDiv", acc, cm, &acc);
-  }
+  if (code == CLG_OK && !is_max)
+    code = pool_average(c, n, &g, dt, padded, &acc);
   if (code == CLG_OK)
     code = clg_onnx_out(c, n, 0, acc);
   if (code == CLG_OK && want_idx)
