@@ -726,6 +726,91 @@ static clg_code ein_matmul(clg_onnx *c, const clg_output *xs, const ein_term *t,
   return CLG_OK;
 }
 
+/* Einsum's output term: the explicit one after the arrow (the ellipsis spans the widest
+ * operand's), or the implicit one. */
+static clg_code ein_out_term(clg_onnx *c, const clg_imp_node *n, const char *eq, const char *arrow,
+                             int width, const int *uses, ein_term *out_term)
+{
+  ein_term out;
+  if (arrow) { /* explicit: the ellipsis spans the widest operand's */
+    out.n = 0;
+    for (const char *p = arrow + 2; *p; p++) {
+      if (*p == ' ')
+        continue;
+      if (strncmp(p, "...", 3) == 0 && out.n + width <= CLG_MAX_RANK) {
+        for (int e = 0; e < width; e++)
+          out.labels[out.n++] = EIN_ELLIPSIS + e;
+        p += 2;
+      } else if (ein_label(*p) >= 0 && out.n < CLG_MAX_RANK)
+        out.labels[out.n++] = ein_label(*p);
+      else
+        return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "the output of equation '%s'", eq);
+    }
+  } else { /* implicit: the ellipsis, then the labels used once, in alphabetical order */
+    out.n = 0;
+    for (int e = 0; e < width; e++)
+      out.labels[out.n++] = EIN_ELLIPSIS + e;
+    for (int l = 0; l < EIN_ELLIPSIS; l++)
+      if (uses[l] == 1 && out.n < CLG_MAX_RANK)
+        out.labels[out.n++] = l;
+  }
+  *out_term = out;
+  return CLG_OK;
+}
+
+/* Einsum's operands, each with the diagonal of its repeated labels taken (t[i] shifts). */
+static clg_code ein_operands(clg_onnx *c, const clg_imp_node *n, int k, ein_term *t, clg_output *xs)
+{
+  for (int i = 0; i < k; i++) {
+    clg_output x;
+    TRY(clg_onnx_in(c, n, i, &x));
+    for (int p = 0; p < t[i].n; p++)
+      for (int q = p + 1; q < t[i].n; q++)
+        if (t[i].labels[p] == t[i].labels[q]) {
+          if (clg_onnx_dim(x, p) != clg_onnx_dim(x, q))
+            return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT,
+                                 "a repeated label of operand %d spans dims of %lld and %lld", i,
+                                 (long long)clg_onnx_dim(x, p), (long long)clg_onnx_dim(x, q));
+          TRY(ein_diagonal(c, &x, &t[i], p, q));
+          q = p; /* the term shifted: look again from p + 1 */
+        }
+    xs[i] = x;
+  }
+  return CLG_OK;
+}
+
+/* The product of Einsum's operands, each transposed into the labels' order and reshaped with
+ * 1s for the labels it lacks, so that Mul broadcasts them. */
+static clg_code ein_product(clg_onnx *c, int k, const clg_output *xs, const ein_term *t,
+                            const int *order, int g, clg_output *prod_out)
+{
+  clg_output prod = {0};
+  for (int i = 0; i < k; i++) {
+    clg_output x = xs[i];
+    int64_t perm[CLG_MAX_RANK], dims[CLG_MAX_RANK];
+    int m = 0;
+    for (int j = 0; j < g; j++)
+      for (int d = 0; d < t[i].n; d++)
+        if (t[i].labels[d] == order[j])
+          perm[m++] = d;
+    TRY(clg_onnx_transpose(c, x, m, perm, &x));
+    /* the transposed operand's dims, in order, with 1s for the labels it lacks */
+    for (int j = 0, d = 0; j < g; j++) {
+      bool has = false;
+      for (int e = 0; e < t[i].n; e++)
+        has = has || t[i].labels[e] == order[j];
+      dims[j] = has ? clg_onnx_dim(x, d++) : 1;
+    }
+    TRY(clg_onnx_reshape(c, x, g, dims, &x));
+    if (i == 0)
+      prod = x;
+    else
+      TRY(op2(c, "Mul", prod, x, &prod));
+  }
+  *prod_out = prod;
+  return CLG_OK;
+}
+
 /* Einsum: two operands of a matmul form as one BatchMatMulV2 (ein_matmul); otherwise by
  * broadcasting: each operand's axes transposed into one order of every label (the output's
  * first), with 1s for the labels it lacks; their product summed over the labels the output
@@ -738,7 +823,7 @@ static clg_code einsum(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   if (!eq || k < 1 || k > EIN_MAX)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "an equation and 1 to %d operands", EIN_MAX);
   const char *arrow = strstr(eq, "->"), *lhs_end = arrow ? arrow : eq + strlen(eq);
-  ein_term t[EIN_MAX], out;
+  ein_term t[EIN_MAX], out = {0}; /* set by ein_out_term */
   int width = 0, ell[EIN_MAX];
   const char *s = eq;
   for (int i = 0; i < k; i++) { /* first pass: each ellipsis' width */
@@ -778,28 +863,7 @@ static clg_code einsum(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
       uses[l]++;
     }
   }
-  if (arrow) { /* explicit: the ellipsis spans the widest operand's */
-    out.n = 0;
-    for (const char *p = arrow + 2; *p; p++) {
-      if (*p == ' ')
-        continue;
-      if (strncmp(p, "...", 3) == 0 && out.n + width <= CLG_MAX_RANK) {
-        for (int e = 0; e < width; e++)
-          out.labels[out.n++] = EIN_ELLIPSIS + e;
-        p += 2;
-      } else if (ein_label(*p) >= 0 && out.n < CLG_MAX_RANK)
-        out.labels[out.n++] = ein_label(*p);
-      else
-        return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "the output of equation '%s'", eq);
-    }
-  } else { /* implicit: the ellipsis, then the labels used once, in alphabetical order */
-    out.n = 0;
-    for (int e = 0; e < width; e++)
-      out.labels[out.n++] = EIN_ELLIPSIS + e;
-    for (int l = 0; l < EIN_ELLIPSIS; l++)
-      if (uses[l] == 1 && out.n < CLG_MAX_RANK)
-        out.labels[out.n++] = l;
-  }
+  TRY(ein_out_term(c, n, eq, arrow, width, uses, &out));
   /* the order of all labels: the output's, then the summed ones */
   int order[EIN_LABELS], g = 0, pos[EIN_LABELS];
   for (int l = 0; l < EIN_LABELS; l++)
@@ -821,49 +885,14 @@ static clg_code einsum(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "equation '%s' has %d labels, at most %d", eq, g,
                          CLG_MAX_RANK);
   clg_output prod = {0}, xs[EIN_MAX];
-  for (int i = 0; i < k; i++) {
-    clg_output x;
-    TRY(clg_onnx_in(c, n, i, &x));
-    for (int p = 0; p < t[i].n; p++)
-      for (int q = p + 1; q < t[i].n; q++)
-        if (t[i].labels[p] == t[i].labels[q]) {
-          if (clg_onnx_dim(x, p) != clg_onnx_dim(x, q))
-            return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT,
-                                 "a repeated label of operand %d spans dims of %lld and %lld", i,
-                                 (long long)clg_onnx_dim(x, p), (long long)clg_onnx_dim(x, q));
-          TRY(ein_diagonal(c, &x, &t[i], p, q));
-          q = p; /* the term shifted: look again from p + 1 */
-        }
-    xs[i] = x;
-  }
+  TRY(ein_operands(c, n, k, t, xs));
   if (k == 2) {
     bool done = false;
     TRY(ein_matmul(c, xs, t, &out, &done, &prod));
     if (done)
       return clg_onnx_out(c, n, 0, prod);
   }
-  for (int i = 0; i < k; i++) {
-    clg_output x = xs[i];
-    int64_t perm[CLG_MAX_RANK], dims[CLG_MAX_RANK];
-    int m = 0;
-    for (int j = 0; j < g; j++)
-      for (int d = 0; d < t[i].n; d++)
-        if (t[i].labels[d] == order[j])
-          perm[m++] = d;
-    TRY(clg_onnx_transpose(c, x, m, perm, &x));
-    /* the transposed operand's dims, in order, with 1s for the labels it lacks */
-    for (int j = 0, d = 0; j < g; j++) {
-      bool has = false;
-      for (int e = 0; e < t[i].n; e++)
-        has = has || t[i].labels[e] == order[j];
-      dims[j] = has ? clg_onnx_dim(x, d++) : 1;
-    }
-    TRY(clg_onnx_reshape(c, x, g, dims, &x));
-    if (i == 0)
-      prod = x;
-    else
-      TRY(op2(c, "Mul", prod, x, &prod));
-  }
+  TRY(ein_product(c, k, xs, t, order, g, &prod));
   if (g > out.n) {
     int64_t axes[CLG_MAX_RANK];
     for (int j = out.n; j < g; j++)
