@@ -693,6 +693,105 @@ static clg_code flipped_filter(clg_onnx *c, clg_output w, clg_output *f)
   return code == CLG_OK ? clg_onnx_transpose(c, *f, 4, perm, f) : code;
 }
 
+/* ConvTranspose's pads [begin, end] per axis of the 2-D form, from pads, auto_pad or
+ * output_shape as ONNX's spec says. */
+static clg_code ct_pads(clg_onnx *c, const clg_imp_node *n, int sp, const int64_t *in,
+                        const int64_t *k, const int64_t *st, const int64_t *dl, const int64_t *op,
+                        int64_t *pb, int64_t *pe)
+{
+  /* pads: [begin..., end...] */
+  int64_t pads[4] = {0, 0, 0, 0}, os[2];
+  const char *auto_pad = clg_onnx_attr_s(n, "auto_pad", "NOTSET");
+  int np = clg_onnx_attr_ints(n, "pads", pads, 4);
+  int no = clg_onnx_attr_ints(n, "output_shape", os, 2);
+  bool same = strncmp(auto_pad, "SAME_", 5) == 0;
+  if (np >= 0 && np != 2 * sp)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "pads has %d values, not %d", np, 2 * sp);
+  if (no >= 0 && no != sp)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "output_shape has %d values, not %d", no, sp);
+  if (no < 0 && same)
+    for (int a = 0; a < sp; a++)
+      os[a] = in[a + 2 - sp] * st[a + 2 - sp];
+  for (int a = 0; a < 2; a++) {
+    int s = a - (2 - sp); /* index into the node's per-spatial lists */
+    if (s < 0)
+      continue;
+    if (no >= 0 || same) {
+      int64_t total = st[a] * (in[a] - 1) + op[a] + (k[a] - 1) * dl[a] + 1 - os[s];
+      bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
+      int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2); /* floor, as Python's // */
+      pb[a] = upper ? half : total - half;
+      pe[a] = total - pb[a];
+    } else if (np >= 0) {
+      pb[a] = pads[s];
+      pe[a] = pads[s + sp];
+    }
+  }
+  return CLG_OK;
+}
+
+/* x [N, H, W, C] with stride - 1 zeros after each element: [N, H, 1, W, 1, C] padded to
+ * [N, H, sh, W, sw, C]. */
+static clg_code ct_zeros_between(clg_onnx *c, int64_t nb, const int64_t *in, const int64_t *st,
+                                 int64_t cin, clg_output *xp)
+{
+  clg_output x = *xp;
+  clg_code code;
+  int64_t d6[6] = {nb, in[0], 1, in[1], 1, cin}, d4[4] = {nb, in[0] * st[0], in[1] * st[1], cin};
+  int64_t p[12] = {0, 0, 0, 0, 0, st[0] - 1, 0, 0, 0, st[1] - 1, 0, 0}, pd[2] = {6, 2};
+  clg_tensor *t = clg_tensor_new(CLG_INT32, 2, pd, NULL);
+  if (!t)
+    return clg_graph_record_error(c->g);
+  for (int i = 0; i < 12; i++)
+    ((int32_t *)clg_tensor_data(t))[i] = (int32_t)p[i];
+  clg_output pc;
+  code = clg_onnx_const(c, t, &pc);
+  clg_tensor_free(t);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, x, 6, d6, &x);
+  clg_output ins[2] = {x, pc};
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Pad", 2, ins, 0, NULL, &x);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, x, 4, d4, &x);
+  *xp = x;
+  return code;
+}
+
+/* The stride-1 VALID Conv2D of x with each group's flipped kernel, concatenated over the
+ * channels. */
+static clg_code ct_groups(clg_onnx *c, clg_output x, clg_output w, int64_t group, int64_t cin,
+                          const int64_t *dl, clg_output *y)
+{
+  clg_code code = CLG_OK;
+  int64_t strides[4] = {1, 1, 1, 1}, dil[4] = {1, dl[0], dl[1], 1};
+  clg_attr at[3] = {clg_attr_int_list("strides", 4, strides), clg_attr_string("padding", "VALID"),
+                    clg_attr_int_list("dilations", 4, dil)};
+  bool dilated = dl[0] != 1 || dl[1] != 1;
+  clg_output parts[65];
+  int64_t cg = cin / group;
+  for (int64_t g = 0; g < group && code == CLG_OK; g++) {
+    clg_output xg = x, wg = w, f;
+    if (group > 1) {
+      code = slice_one(c, x, 3, g * cg, cg, &xg);
+      if (code == CLG_OK)
+        code = slice_one(c, w, 0, g * cg, cg, &wg);
+    }
+    if (code == CLG_OK)
+      code = flipped_filter(c, wg, &f);
+    clg_output ins[2] = {xg, f};
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "Conv2D", 2, ins, dilated ? 3 : 2, at, &parts[g]);
+  }
+  if (code == CLG_OK && group > 1) {
+    code = clg_onnx_const_i32(c, 1, (int64_t[]){3}, &parts[group]);
+    if (code == CLG_OK)
+      code = clg_onnx_op(c, "ConcatV2", (int)group + 1, parts, 0, NULL, &parts[0]);
+  }
+  *y = parts[0];
+  return code;
+}
+
 /* ConvTranspose (2-D, and 1-D as H = 1): the input with stride - 1 zeros between elements
  * (Reshape, Pad, Reshape), padded by k_eff - 1 less ONNX's pads (cropped where that is
  * negative) plus output_padding, then a stride-1 VALID Conv2D with the flipped kernel at the
@@ -728,34 +827,10 @@ static clg_code conv_transpose(clg_onnx *c, const clg_imp_node *n, const clg_onn
     in[a] = d < 0 ? 1 : clg_onnx_in_dim(c, n, 0, d);
     k[a] = d < 0 ? 1 : clg_onnx_in_dim(c, n, 1, d);
   }
-  /* pads: [begin..., end...] */
-  int64_t pb[2] = {0, 0}, pe[2] = {0, 0}, pads[4] = {0, 0, 0, 0}, os[2];
-  const char *auto_pad = clg_onnx_attr_s(n, "auto_pad", "NOTSET");
-  int np = clg_onnx_attr_ints(n, "pads", pads, 4);
-  int no = clg_onnx_attr_ints(n, "output_shape", os, 2);
-  bool same = strncmp(auto_pad, "SAME_", 5) == 0;
-  if (np >= 0 && np != 2 * sp)
-    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "pads has %d values, not %d", np, 2 * sp);
-  if (no >= 0 && no != sp)
-    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "output_shape has %d values, not %d", no, sp);
-  if (no < 0 && same)
-    for (int a = 0; a < sp; a++)
-      os[a] = in[a + 2 - sp] * st[a + 2 - sp];
-  for (int a = 0; a < 2; a++) {
-    int s = a - (2 - sp); /* index into the node's per-spatial lists */
-    if (s < 0)
-      continue;
-    if (no >= 0 || same) {
-      int64_t total = st[a] * (in[a] - 1) + op[a] + (k[a] - 1) * dl[a] + 1 - os[s];
-      bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
-      int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2); /* floor, as Python's // */
-      pb[a] = upper ? half : total - half;
-      pe[a] = total - pb[a];
-    } else if (np >= 0) {
-      pb[a] = pads[s];
-      pe[a] = pads[s + sp];
-    }
-  }
+  int64_t pb[2] = {0, 0}, pe[2] = {0, 0};
+  code = ct_pads(c, n, sp, in, k, st, dl, op, pb, pe);
+  if (code != CLG_OK)
+    return code;
   clg_output x, w, y;
   code = rank == 4 ? clg_onnx_in_nhwc(c, n, 0, &x) : clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
@@ -770,25 +845,8 @@ static clg_code conv_transpose(clg_onnx *c, const clg_imp_node *n, const clg_onn
       code = clg_onnx_reshape(c, w, 4, (int64_t[]){cin, mg, 1, k[1]}, &w);
   }
   /* zeros between: [N, H, 1, W, 1, C] padded to [N, H, sh, W, sw, C] */
-  if (code == CLG_OK && (st[0] > 1 || st[1] > 1)) {
-    int64_t d6[6] = {nb, in[0], 1, in[1], 1, cin}, d4[4] = {nb, in[0] * st[0], in[1] * st[1], cin};
-    int64_t p[12] = {0, 0, 0, 0, 0, st[0] - 1, 0, 0, 0, st[1] - 1, 0, 0}, pd[2] = {6, 2};
-    clg_tensor *t = clg_tensor_new(CLG_INT32, 2, pd, NULL);
-    if (!t)
-      return clg_graph_record_error(c->g);
-    for (int i = 0; i < 12; i++)
-      ((int32_t *)clg_tensor_data(t))[i] = (int32_t)p[i];
-    clg_output pc;
-    code = clg_onnx_const(c, t, &pc);
-    clg_tensor_free(t);
-    if (code == CLG_OK)
-      code = clg_onnx_reshape(c, x, 6, d6, &x);
-    clg_output ins[2] = {x, pc};
-    if (code == CLG_OK)
-      code = clg_onnx_op(c, "Pad", 2, ins, 0, NULL, &x);
-    if (code == CLG_OK)
-      code = clg_onnx_reshape(c, x, 4, d4, &x);
-  }
+  if (code == CLG_OK && (st[0] > 1 || st[1] > 1))
+    code = ct_zeros_between(c, nb, in, st, cin, &x);
   int64_t before[2], after[2];
   for (int a = 0; a < 2; a++) {
     int64_t keff = (k[a] - 1) * dl[a] + 1;
@@ -801,33 +859,9 @@ static clg_code conv_transpose(clg_onnx *c, const clg_imp_node *n, const clg_onn
     return code;
   if (clg_onnx_dim(x, 1) < (k[0] - 1) * dl[0] + 1 || clg_onnx_dim(x, 2) < (k[1] - 1) * dl[1] + 1)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "the pads leave no output");
-  int64_t strides[4] = {1, 1, 1, 1}, dil[4] = {1, dl[0], dl[1], 1};
-  clg_attr at[3] = {clg_attr_int_list("strides", 4, strides), clg_attr_string("padding", "VALID"),
-                    clg_attr_int_list("dilations", 4, dil)};
-  bool dilated = dl[0] != 1 || dl[1] != 1;
-  clg_output parts[65];
   if (group > 64)
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "%lld groups", (long long)group);
-  int64_t cg = cin / group;
-  for (int64_t g = 0; g < group && code == CLG_OK; g++) {
-    clg_output xg = x, wg = w, f;
-    if (group > 1) {
-      code = slice_one(c, x, 3, g * cg, cg, &xg);
-      if (code == CLG_OK)
-        code = slice_one(c, w, 0, g * cg, cg, &wg);
-    }
-    if (code == CLG_OK)
-      code = flipped_filter(c, wg, &f);
-    clg_output ins[2] = {xg, f};
-    if (code == CLG_OK)
-      code = clg_onnx_op(c, "Conv2D", 2, ins, dilated ? 3 : 2, at, &parts[g]);
-  }
-  if (code == CLG_OK && group > 1) {
-    code = clg_onnx_const_i32(c, 1, (int64_t[]){3}, &parts[group]);
-    if (code == CLG_OK)
-      code = clg_onnx_op(c, "ConcatV2", (int)group + 1, parts, 0, NULL, &parts[0]);
-  }
-  y = parts[0];
+  code = ct_groups(c, x, w, group, cin, dl, &y);
   if (code == CLG_OK && clg_onnx_has(n, 2)) {
     clg_output b;
     code = clg_onnx_in(c, n, 2, &b);
