@@ -52,6 +52,40 @@ static clg_code parse_term(const clg_node *n, const char *s, size_t len, int *la
   return CLG_OK;
 }
 
+/* Each input axis's label into e->in_label, and each label's size into e->size: sizes agree
+ * (ellipsis dims broadcast). */
+static clg_code label_axes(const clg_node *n, clg_einsum *e, int lab[2][CLG_MAX_RANK + 1],
+                           const int *cnt, const int *ell_dims, int ell_rank)
+{
+  const char *eq = n->attrs[A_EQUATION].s;
+  for (int i = 0; i < e->nin; i++) {
+    const clg_out_desc *x = clg_node_in(n, i);
+    int ax = 0;
+    for (int k = 0; k < cnt[i]; k++) {
+      int ids[CLG_MAX_RANK], nids = 0;
+      if (lab[i][k] == ELLIPSIS)
+        for (int j = 0; j < ell_dims[i]; j++)
+          ids[nids++] = 52 + ell_rank - ell_dims[i] + j;
+      else
+        ids[nids++] = lab[i][k];
+      for (int j = 0; j < nids; j++, ax++) {
+        int l = ids[j];
+        int64_t d = x->dims[ax];
+        e->in_label[i][ax] = l;
+        if (e->size[l] < 0 || (l >= 52 && e->size[l] == 1))
+          e->size[l] = d;
+        else if (d != e->size[l] && !(l >= 52 && d == 1))
+          return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                                "equation '%s': dimension %lld of input %d (axis %d) differs from "
+                                "%lld for the same label",
+                                eq, (long long)d, i, ax, (long long)e->size[l]);
+      }
+    }
+    e->in_rank[i] = x->rank;
+  }
+  return CLG_OK;
+}
+
 clg_code clg_einsum_spec(const clg_node *n, clg_einsum *e)
 {
   const char *eq = n->attrs[A_EQUATION].s;
@@ -93,32 +127,9 @@ clg_code clg_einsum_spec(const clg_node *n, clg_einsum *e)
   }
   for (int l = 0; l < CLG_EINSUM_LABELS; l++)
     e->size[l] = -1;
-  /* Each input axis's label; sizes agree (ellipsis dims broadcast). */
-  for (int i = 0; i < e->nin; i++) {
-    const clg_out_desc *x = clg_node_in(n, i);
-    int ax = 0;
-    for (int k = 0; k < cnt[i]; k++) {
-      int ids[CLG_MAX_RANK], nids = 0;
-      if (lab[i][k] == ELLIPSIS)
-        for (int j = 0; j < ell_dims[i]; j++)
-          ids[nids++] = 52 + ell_rank - ell_dims[i] + j;
-      else
-        ids[nids++] = lab[i][k];
-      for (int j = 0; j < nids; j++, ax++) {
-        int l = ids[j];
-        int64_t d = x->dims[ax];
-        e->in_label[i][ax] = l;
-        if (e->size[l] < 0 || (l >= 52 && e->size[l] == 1))
-          e->size[l] = d;
-        else if (d != e->size[l] && !(l >= 52 && d == 1))
-          return clg_node_error(n, CLG_INVALID_ARGUMENT,
-                                "equation '%s': dimension %lld of input %d (axis %d) differs from "
-                                "%lld for the same label",
-                                eq, (long long)d, i, ax, (long long)e->size[l]);
-      }
-    }
-    e->in_rank[i] = x->rank;
-  }
+  clg_code code = label_axes(n, e, lab, cnt, ell_dims, ell_rank);
+  if (code != CLG_OK)
+    return code;
   /* The output's labels. */
   int olab[CLG_MAX_RANK + 1], ocnt = 0;
   if (arrow) {
