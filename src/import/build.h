@@ -40,8 +40,12 @@ const char *clg_imp_map_entry_name(const void *ctx, int i);
 /* A result for model m (its format, producer and node count), and its op census. */
 clg_import_result *clg_imp_result_new(const clg_imp_model *m);
 clg_code clg_imp_census(clg_import_result *r, const clg_imp_model *m);
-/* (import.c) A named tensor appended to v; a model read in any format. */
+/* (import.c) A named tensor appended to v; a GraphDef or tfjs model built into g, as
+ * clg_graph_import does. */
 clg_code clg_imp_add_tensor(clg_import_tensor **v, int *n, const char *name, clg_output value);
+clg_code clg_imp_build_tf(clg_graph *g, clg_imp_model *m, const clg_import_options *o,
+                          clg_import_result **result);
+/* (entry.c) A model read in any format. */
 clg_code clg_imp_read_any(clg_import_format fmt, const uint8_t *bytes, size_t len, const char *file,
                           const char *base_dir, bool weights, clg_imp_model **m);
 
