@@ -46,6 +46,16 @@ struct clg_devices {
   int num_local;
 };
 
+/* The configuration's parsers and checks (device/config.c), for the registry: the types in
+ * effect (the API field, else CLGRAPH_DEVICE_TYPES); a visible_device_list over count GPUs as
+ * GPU ids (TensorFlow's rules); the virtual devices against the visible GPUs; the split that
+ * CLGRAPH_VIRTUAL_DEVICES asks for: *count parts of mib[i] MiB (0: equal parts). */
+clg_code clg_device_types_resolve(const clg_device_config *cfg, unsigned *mask);
+clg_code clg_device_visible_parse(const char *list, int count, int **order_out, int *n_out);
+clg_code clg_device_virtual_check(const clg_device_config *cfg, int visible, bool list_given);
+clg_code clg_device_split_parse(const char *text, int *count,
+                                uint64_t mib[CLG_MAX_VIRTUAL_PER_GPU]);
+
 /* --- tasks (cluster) --------------------------------------------------------------- */
 
 /* Renames the local devices to /job:worker/replica:0/task:<task>/... and records the task. */
