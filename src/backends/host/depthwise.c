@@ -10,6 +10,8 @@ typedef struct dw_job {
   clg_window g;
   int64_t m; /* channel multiplier */
   int isa;   /* 2: the CPU runs AVX-512, 1: AVX2 (within CLGRAPH_HOST_GEMM_ISA's limit), 0 */
+  size_t rows;
+  int tasks; /* the forward pass: rows cut into this many contiguous pieces */
 } dw_job;
 
 /* Output rows (b, oh) [begin, end): y[b,oh,ow,c*M+k] = sum of x[b,ih,iw,c] * f[a,e,c,k]. */
@@ -135,73 +137,73 @@ typedef struct dw_job {
     }                                                                                              \
   } while (0)
 
-/* Float, multiplier 1, on AVX-512: each output pixel's channels in blocks of up to 64 held in
- * registers over all of the window's taps (in the same tap order as FORWARD, fused
- * multiply-adds), then stored once; a block's last vector masked. */
+/* Float, multiplier 1: depthwise_tmpl.h on AVX-512 (blocks of 64 channels) and on AVX2 and
+ * FMA (blocks of 16); both contract into fused multiply-adds. */
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
-#define DW512 __attribute__((target("avx512f")))
-#define DW_UNROLL _Pragma("GCC unroll 4") /* the accumulators stay registers */
 
-static DW512 __mmask16 dw_mask(int64_t left)
+static __attribute__((target("avx512f"))) __mmask16 dw_mask512(int64_t left)
 {
   return left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
 }
 
-/* Channels [c0, c0 + 16 * NV) (the last vector to C) of output pixel (b, oh, ow). */
-#define DW_BLOCK(NV)                                                                               \
-  static DW512 void dw_block##NV(const clg_window *g, const float *x, const float *f, float *out,  \
-                                 int64_t b, int64_t oh, int64_t ow, int64_t c0)                    \
-  {                                                                                                \
-    int64_t C = g->c;                                                                              \
-    __mmask16 m[NV];                                                                               \
-    __m512 acc[NV];                                                                                \
-    DW_UNROLL for (int v = 0; v < NV; v++) m[v] = dw_mask(C - c0 - 16 * v),                        \
-                                           acc[v] = _mm512_setzero_ps();                           \
-    for (int64_t a = 0; a < g->kh; a++) {                                                          \
-      int64_t ih = oh * g->sh - g->pt + a * g->dh;                                                 \
-      if (ih < 0 || ih >= g->h)                                                                    \
-        continue;                                                                                  \
-      const float *xrow = x + ((size_t)b * (size_t)g->h + (size_t)ih) * (size_t)g->w * (size_t)C;  \
-      for (int64_t e = 0; e < g->kw; e++) {                                                        \
-        int64_t iw = ow * g->sw - g->pl + e * g->dw;                                               \
-        if (iw < 0 || iw >= g->w)                                                                  \
-          continue;                                                                                \
-        const float *xr = xrow + (size_t)iw * (size_t)C + (size_t)c0;                              \
-        const float *fr = f + ((size_t)a * (size_t)g->kw + (size_t)e) * (size_t)C + (size_t)c0;    \
-        DW_UNROLL for (int v = 0; v < NV; v++) acc[v] =                                            \
-            _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m[v], xr + 16 * v),                              \
-                            _mm512_maskz_loadu_ps(m[v], fr + 16 * v), acc[v]);                     \
-      }                                                                                            \
-    }                                                                                              \
-    DW_UNROLL for (int v = 0; v < NV; v++) _mm512_mask_storeu_ps(out + c0 + 16 * v, m[v], acc[v]); \
-  }
-DW_BLOCK(1)
-DW_BLOCK(2)
-DW_BLOCK(4)
+#define DW_SFX(name) name##_avx512
+#define DW_TGT __attribute__((target("avx512f")))
+#define DW_V __m512
+#define DW_M __mmask16
+#define DW_W 16
+#define DW_NV 4
+#define DW_ZERO _mm512_setzero_ps()
+#define DW_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define DW_MASK(left) dw_mask512(left)
+#define DW_LOAD(p, m, full) ((full) ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p))
+#define DW_STORE(p, m, full, v) ((full) ? _mm512_storeu_ps(p, v) : _mm512_mask_storeu_ps(p, m, v))
+#include "backends/host/depthwise_tmpl.h"
+#undef DW_SFX
+#undef DW_TGT
+#undef DW_V
+#undef DW_M
+#undef DW_W
+#undef DW_NV
+#undef DW_ZERO
+#undef DW_FMA
+#undef DW_MASK
+#undef DW_LOAD
+#undef DW_STORE
 
-static DW512 void forward_f32_avx512(const dw_job *j, size_t begin, size_t end)
+/* AVX2's masked moves take a vector whose lanes' sign bits select */
+static __attribute__((target("avx2"))) __m256i dw_mask256(int64_t left)
 {
-  const clg_window *g = &j->g;
-  const float *x = j->c->in[0].host, *f = j->c->in[1].host;
-  float *y = j->c->out[0].host;
-  for (size_t r = begin; r < end; r++) {
-    int64_t b = (int64_t)r / g->oh, oh = (int64_t)r % g->oh;
-    for (int64_t ow = 0; ow < g->ow; ow++) {
-      float *out = y + ((size_t)r * (size_t)g->ow + (size_t)ow) * (size_t)g->c;
-      int64_t c0 = 0;
-      for (; g->c - c0 > 32; c0 += 64)
-        dw_block4(g, x, f, out, b, oh, ow, c0);
-      if (g->c - c0 > 16)
-        dw_block2(g, x, f, out, b, oh, ow, c0);
-      else if (g->c - c0 > 0)
-        dw_block1(g, x, f, out, b, oh, ow, c0);
-    }
-  }
+  int l = left >= 8 ? 8 : left <= 0 ? 0 : (int)left;
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(l), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* Elsewhere the loops above, float also compiled for AVX2 (8 channels a vector, not SSE2's
- * 4; no contraction into FMAs, so the same sums as the baseline's). */
+#define DW_SFX(name) name##_avx2
+#define DW_TGT __attribute__((target("avx2,fma")))
+#define DW_V __m256
+#define DW_M __m256i
+#define DW_W 8
+#define DW_NV 2
+#define DW_ZERO _mm256_setzero_ps()
+#define DW_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define DW_MASK(left) dw_mask256(left)
+#define DW_LOAD(p, m, full) ((full) ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m))
+#define DW_STORE(p, m, full, v) ((full) ? _mm256_storeu_ps(p, v) : _mm256_maskstore_ps(p, m, v))
+#include "backends/host/depthwise_tmpl.h"
+#undef DW_SFX
+#undef DW_TGT
+#undef DW_V
+#undef DW_M
+#undef DW_W
+#undef DW_NV
+#undef DW_ZERO
+#undef DW_FMA
+#undef DW_MASK
+#undef DW_LOAD
+#undef DW_STORE
+
+/* A multiplier over 1: the loops above, float also compiled for AVX2 (8 channels a vector, not
+ * SSE2's 4; no contraction into FMAs, so the same sums as the baseline's). */
 __attribute__((target("avx2,fma"))) static void forward_f32_avx2(const dw_job *j, size_t begin,
                                                                  size_t end)
 {
@@ -216,10 +218,14 @@ static void forward_range(void *ctx, size_t begin, size_t end)
   const clg_window *g = &j->g;
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
   if (j->c->node->outs[0].dtype == CLG_FLOAT32 && j->isa != 0) {
-    if (j->isa == 2 && j->m == 1)
-      forward_f32_avx512(j, begin, end);
-    else
+    const float *x = j->c->in[0].host, *f = j->c->in[1].host;
+    float *y = j->c->out[0].host;
+    if (j->m != 1)
       forward_f32_avx2(j, begin, end);
+    else if (j->isa == 2)
+      forward_rows_avx512(g, x, f, y, begin, end);
+    else
+      forward_rows_avx2(g, x, f, y, begin, end);
     return;
   }
 #endif
@@ -227,6 +233,13 @@ static void forward_range(void *ctx, size_t begin, size_t end)
     FORWARD(double);
   else
     FORWARD(float);
+}
+
+static void forward_task(void *ctx, int t)
+{
+  const dw_job *j = ctx;
+  size_t T = (size_t)j->tasks;
+  forward_range(ctx, j->rows * (size_t)t / T, j->rows * (size_t)(t + 1) / T);
 }
 
 static void input_range(void *ctx, size_t begin, size_t end)
@@ -252,7 +265,7 @@ static void filter_range(void *ctx, size_t begin, size_t end)
 static clg_code dw_run(const clg_kernel_ctx *c)
 {
   const char *isa = clg_host_matmul_portable_isa();
-  dw_job j = {c, {0}, 0, strcmp(isa, "avx512") == 0 ? 2 : strcmp(isa, "avx2") == 0};
+  dw_job j = {c, {0}, 0, strcmp(isa, "avx512") == 0 ? 2 : strcmp(isa, "avx2") == 0, 0, 1};
   clg_code code = clg_depthwise_geometry(c->node, &j.g, &j.m);
   if (code != CLG_OK || clg_out_count(&c->node->outs[0]) == 0)
     return code;
@@ -261,9 +274,14 @@ static clg_code dw_run(const clg_kernel_ctx *c)
   /* Grain: rows worth about 32k multiply-adds, so small layers stay on one thread. */
   size_t per_row = (size_t)(g->ow + 1) * (size_t)(g->cout + 1) * (size_t)(g->kh * g->kw + 1);
   size_t grain = per_row >= 32768 ? 1 : 32768 / per_row;
-  if (d == &clg_op_DepthwiseConv2dNative)
-    clg_host_parallel_for((size_t)(g->n * g->oh), grain, forward_range, &j);
-  else if (d == &clg_op_DepthwiseConv2dNativeBackpropInput)
+  if (d == &clg_op_DepthwiseConv2dNative) {
+    /* Four pieces a thread, taken in turn: on a loaded machine a thread the scheduler stops
+     * leaves its pieces to the others. */
+    j.rows = (size_t)(g->n * g->oh);
+    size_t most = 4 * (size_t)clg_host_threads(), pieces = j.rows / grain;
+    j.tasks = pieces < 1 ? 1 : pieces > most ? (int)most : (int)pieces;
+    clg_host_parallel(j.tasks, forward_task, &j);
+  } else if (d == &clg_op_DepthwiseConv2dNativeBackpropInput)
     clg_host_parallel_for((size_t)(g->n * g->h), grain, input_range, &j);
   else
     clg_host_parallel_for((size_t)(g->kh * g->kw), 1, filter_range, &j);
