@@ -8,6 +8,7 @@
 // ctest: native
 // ctest: avx2 CLGRAPH_HOST_GEMM_ISA=avx2
 // ctest: base CLGRAPH_HOST_GEMM_ISA=base
+// ctest: threads3 CLGRAPH_HOST_THREADS=3
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -181,6 +182,26 @@ static void test_conv_wide(void)
   check_case(&direct);
 }
 
+/* 1x1 convolutions with few rows and over 2^21 multiply-adds (MobileNet's 14x14 and 7x7
+ * layers at batch 1, batch 2 as well): GEMMs that split across the threads by rows or by
+ * columns, their widths off the tiles' (also under 3 threads, the ctest line). */
+static void test_conv_direct_split(void)
+{
+  conv_case cases[] = {
+      {{1, 7, 7, 960}, {1, 1, 960, 160}, 1, 1, false, false},
+      {{1, 7, 7, 160}, {1, 1, 160, 960}, 1, 1, false, false},
+      {{1, 7, 7, 320}, {1, 1, 320, 1280}, 1, 1, false, false},
+      {{1, 14, 14, 96}, {1, 1, 96, 576}, 1, 1, true, false},
+      {{1, 14, 14, 576}, {1, 1, 576, 96}, 1, 1, false, false},
+      {{2, 7, 7, 200}, {1, 1, 200, 133}, 1, 1, false, false},
+      {{1, 9, 11, 700}, {1, 1, 700, 77}, 1, 1, false, false},
+      {{1, 20, 20, 300}, {1, 1, 300, 40}, 1, 1, false, false},
+      {{1, 13, 17, 999}, {1, 1, 999, 9}, 1, 1, true, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    check_case(&cases[i]);
+}
+
 int main(void)
 {
   clg_test_seed(20261201);
@@ -188,5 +209,6 @@ int main(void)
   test_depthwise();
   test_conv_thin();
   test_conv_wide();
+  test_conv_direct_split();
   return clg_test_summary("test_conv_fast");
 }
