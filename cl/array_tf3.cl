@@ -119,3 +119,64 @@ SCATTER(clg_scatter_nd_int_i32, int, int)
 SCATTER(clg_scatter_nd_int_i64, int, long)
 SCATTER(clg_scatter_nd_long_i32, long, int)
 SCATTER(clg_scatter_nd_long_i64, long, long)
+/* TopKV2, one work-item per row: the host's heap (backends/host/array_tf3.c) step for step in
+ * the row's output slots, so ties and NaN come out as on CPU:0. a is worse than b: smaller,
+ * or equal at a larger index. */
+#define TK_WORSE(va, ia, vb, ib) ((va) < (vb) || ((va) == (vb) && (ia) > (ib)))
+#define TOP_K(name, E, I)                                                         \
+static void name##_sift(__global E *v, __global I *ix, ulong size, ulong p)       \
+{                                                                                \
+  for (;;) {                                                                     \
+    ulong l = 2 * p + 1, r = l + 1, w = p;                                       \
+    if (l < size && TK_WORSE(v[l], ix[l], v[w], ix[w]))                          \
+      w = l;                                                                     \
+    if (r < size && TK_WORSE(v[r], ix[r], v[w], ix[w]))                          \
+      w = r;                                                                     \
+    if (w == p)                                                                  \
+      return;                                                                    \
+    E tv = v[p];                                                                 \
+    v[p] = v[w];                                                                 \
+    v[w] = tv;                                                                   \
+    I ti = ix[p];                                                                \
+    ix[p] = ix[w];                                                               \
+    ix[w] = ti;                                                                  \
+    p = w;                                                                       \
+  }                                                                              \
+}                                                                                \
+__kernel void name(__global const E *x, ulong xo, __global E *v, ulong vo,        \
+                   __global I *ix, ulong io, ulong len, ulong k, ulong rows)     \
+{                                                                                \
+  ulong row = get_global_id(0);                                                  \
+  if (row >= rows)                                                               \
+    return;                                                                      \
+  __global const E *xr = x + xo + row * len;                                     \
+  __global E *vr = v + vo + row * k;                                             \
+  __global I *ir = ix + io + row * k;                                            \
+  for (ulong i = 0; i < k; i++) {                                                \
+    vr[i] = xr[i];                                                               \
+    ir[i] = (I)i;                                                                \
+  }                                                                              \
+  for (ulong i = k / 2; i-- > 0;)                                                \
+    name##_sift(vr, ir, k, i);                                                   \
+  for (ulong i = k; i < len; i++)                                                \
+    if (TK_WORSE(vr[0], ir[0], xr[i], (I)i)) {                                   \
+      vr[0] = xr[i];                                                             \
+      ir[0] = (I)i;                                                              \
+      name##_sift(vr, ir, k, 0);                                                 \
+    }                                                                            \
+  for (ulong size = k; size > 1; size--) {                                       \
+    E tv = vr[0];                                                                \
+    vr[0] = vr[size - 1];                                                        \
+    vr[size - 1] = tv;                                                           \
+    I ti = ir[0];                                                                \
+    ir[0] = ir[size - 1];                                                        \
+    ir[size - 1] = ti;                                                           \
+    name##_sift(vr, ir, size - 1, 0);                                            \
+  }                                                                              \
+}
+TOP_K(clg_top_k_t_i32, T, int)
+TOP_K(clg_top_k_t_i64, T, long)
+TOP_K(clg_top_k_int_i32, int, int)
+TOP_K(clg_top_k_int_i64, int, long)
+TOP_K(clg_top_k_long_i32, long, int)
+TOP_K(clg_top_k_long_i64, long, long)

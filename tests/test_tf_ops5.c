@@ -5,8 +5,9 @@
  * broadcasting, wrapping integer arithmetic, SquaredDifference's gradient as TensorFlow's
  * _SquaredDifferenceGrad, Size folded to a Const at import, SparseToDense's 0-D/1-D/2-D indices,
  * scalar values, repeated indices without validate_indices and TensorFlow's errors for bad
- * indices and shapes, each naming the node. SparseToDense has no OpenCL kernel: a GPU one is
- * refused without soft placement and runs on CPU:0 with it. */
+ * indices and shapes, each naming the node. SparseToDense's OpenCL kernel takes Const indices
+ * (checked at build); with fed ones a GPU node is refused without soft placement (as TensorFlow
+ * 1.x's CPU-only kernel) and runs on CPU:0 with it. */
 // ctest: default CLGRAPH_LOG_LEVEL=warning
 // ctest: clblast_off CLGRAPH_LOG_LEVEL=error CLGRAPH_CLBLAST_DISABLE=single,double
 #include <math.h>
@@ -599,8 +600,8 @@ static void test_sparse_to_dense(void)
           char what[128];
           snprintf(what, sizeof what, "SparseToDense %s (%s indices%s, %s values)", k->what,
                    clg_dtype_name(idt), cst ? " Const" : "", clg_dtype_name(vdt));
-          /* No OpenCL kernel: CPU:0 only here; the GPU node below. */
-          run_case_soft(what, "SparseToDense", 4, in, 1, &va, &w, false, false);
+          /* On a GPU too with Const indices; fed ones have no OpenCL kernel (below). */
+          run_case_soft(what, "SparseToDense", 4, in, 1, &va, &w, cst, false);
           for (int i = 0; i < 4; i++)
             clg_tensor_free(in[i].t);
         }
@@ -613,11 +614,12 @@ static void test_sparse_to_dense(void)
                    {tensor(CLG_BOOL, 0, NULL, &f), false}};
     want w = {CLG_BOOL, 1, {6}, out};
     run_case_soft("SparseToDense bool", "SparseToDense", 4, in, 0, NULL, &w, false, false);
-    /* On a GPU: no OpenCL kernel, so without soft placement it is refused at placement ... */
+    /* On a GPU with fed indices: no OpenCL kernel, so without soft placement it is refused at
+     * placement ... */
     clg_graph *g = clg_graph_new();
     clg_output ins[4];
     for (int i = 0; i < 4; i++)
-      ins[i] = make_input(g, &(input){in[i].t, true});
+      ins[i] = make_input(g, &(input){in[i].t, i > 0});
     clg_graph_push_device(g, "/device:GPU:0");
     clg_node *n = clg_op(g, "SparseToDense", "on_gpu", 4, ins, 0, NULL);
     clg_graph_pop_device(g);
@@ -626,7 +628,7 @@ static void test_sparse_to_dense(void)
     if (code == CLG_OK) { /* placement may come at the first run */
       clg_output f0 = clg_out(n, 0);
       clg_tensor *o = NULL;
-      code = clg_session_run_outputs(s, 0, NULL, NULL, 1, &f0, &o, 0, NULL);
+      code = clg_session_run_outputs(s, 1, &ins[0], &in[0].t, 1, &f0, &o, 0, NULL);
       clg_tensor_free(o);
     }
     const char *e = clg_last_error();
@@ -638,6 +640,9 @@ static void test_sparse_to_dense(void)
     /* ... and with it runs on CPU:0. */
     run_case_soft("SparseToDense bool soft-placed from a GPU", "SparseToDense", 4, in, 0, NULL, &w,
                   true, true);
+    /* Const indices: the GPU's own kernel, no soft placement. */
+    in[0].is_const = true;
+    run_case_soft("SparseToDense bool on a GPU", "SparseToDense", 4, in, 0, NULL, &w, true, false);
     for (int i = 0; i < 4; i++)
       clg_tensor_free(in[i].t);
   }

@@ -4,7 +4,7 @@
  * builds a dense tensor of default_value with sparse_values written at sparse_indices; its
  * output_shape must be a Const (shapes are static). Indices that are a Const are checked at
  * build, others when the host kernel reads them. Kernels: backends/host/array_tf4.c (both),
- * backends/opencl/array_tf4.c (Size). */
+ * backends/opencl/array_tf4.c (Size, and SparseToDense with Const indices). */
 #include <stdio.h>
 #include <string.h>
 

@@ -3,8 +3,8 @@
  * over the dims it covers, aligned right), an optional "->" output (without it: the
  * ellipsis dims, then the labels that appear once, in ASCII order). A label repeated in an
  * operand takes its diagonal; labels absent from the output are summed. Letter labels must
- * have one size everywhere. Kernel: backends/host/einsum.c (a naive sum per output element,
- * in double); no OpenCL kernel, so soft placement moves a GPU one to CPU:0. */
+ * have one size everywhere. Kernels: backends/host/einsum.c (a naive sum per output element,
+ * in double) and backends/opencl/einsum.c (the same sum, one work-item per element). */
 #include <string.h>
 
 #include "graph/graph.h"

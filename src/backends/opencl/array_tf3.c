@@ -4,7 +4,8 @@
  * TensorFlow's GPU kernel. Cumsum scans each line in one work-item, in the host's order (so
  * the same sums); ScatterNd zeroes its output, then one work-item per slice element adds
  * the tuples' updates in tuple order (no atomics; a tuple out of range is skipped). TopKV2
- * has no OpenCL kernel: soft placement runs it on CPU:0. */
+ * runs the host's heap in one work-item per row (k is static: read from the output's shape),
+ * so its ties and NaN match CPU:0's. */
 #include <stdio.h>
 #include <string.h>
 
@@ -174,7 +175,28 @@ static clg_code scatter_nd_run(const clg_kernel_ctx *c)
   return clg_cl_launch(c->dev, build, &source, kernel, args, 7, (size_t)ix.slice);
 }
 
-/* Double (Cumsum's and ScatterNd's sums) needs fp64. */
+static clg_code top_k_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  const clg_out_desc *x = clg_node_in(n, 0);
+  cl_ulong k = (cl_ulong)clg_top_k_k(n), len = (cl_ulong)x->dims[x->rank - 1];
+  cl_ulong rows = len ? clg_out_count(x) / len : 0;
+  if (k == 0 || rows == 0)
+    return CLG_OK;
+  clg_dtype dt = x->dtype;
+  size_t es = clg_dtype_size(dt), is = clg_dtype_size(n->outs[1].dtype);
+  char kernel[40];
+  clg_dtype build =
+      typed_kernel(dt, "clg_top_k_", is == 8 ? "_i64" : "_i32", kernel, sizeof kernel);
+  cl_mem xm = clg_cl_mem(&c->in[0]), vm = clg_cl_mem(&c->out[0]), im = clg_cl_mem(&c->out[1]);
+  cl_ulong xo = off_of(&c->in[0], es), vo = off_of(&c->out[0], es), io = off_of(&c->out[1], is);
+  clg_cl_arg args[] = {{sizeof xm, &xm},   {sizeof xo, &xo}, {sizeof vm, &vm},
+                       {sizeof vo, &vo},   {sizeof im, &im}, {sizeof io, &io},
+                       {sizeof len, &len}, {sizeof k, &k},   {sizeof rows, &rows}};
+  return clg_cl_launch(c->dev, build, &source, kernel, args, 9, (size_t)rows);
+}
+
+/* Double (Cumsum's and ScatterNd's sums, TopKV2's values) needs fp64. */
 static bool add_supports(const clg_node *n, const clg_device *dev)
 {
   return n->outs[0].dtype != CLG_FLOAT64 || dev->info.has_fp64;
@@ -186,5 +208,6 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_ReverseV2, {CLG_KIND_OPENCL, NULL, reverse_run, NULL, NULL}},
     {&clg_op_Cumsum, {CLG_KIND_OPENCL, add_supports, cumsum_run, NULL, NULL}},
     {&clg_op_ScatterNd, {CLG_KIND_OPENCL, add_supports, scatter_nd_run, NULL, NULL}},
+    {&clg_op_TopKV2, {CLG_KIND_OPENCL, add_supports, top_k_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_opencl_kernels_array_tf3, entries);
