@@ -223,6 +223,14 @@ clg_node *clg_shape(clg_graph *g, const char *name, clg_node *x, clg_dtype out_t
 clg_node *clg_prelu(clg_graph *g, const char *name, clg_node *x, clg_node *alpha);
 /* tf.nn.depth_to_space, NHWC, TensorFlow's DCR order. Any dtype. */
 clg_node *clg_depth_to_space(clg_graph *g, const char *name, clg_node *x, int64_t block_size);
+/* tf.space_to_batch_nd: x [batch] + spatial + rest, block_shape [M] and paddings [M, 2] Consts
+ * (int32 or int64); the output is [batch * prod(block_shape)] + (padded spatial / block_shape)
+ * + rest, zeros where padded. tf.batch_to_space_nd is its inverse with crops [M, 2] for
+ * paddings. Any dtype; each is the other's gradient. */
+clg_node *clg_space_to_batch_nd(clg_graph *g, const char *name, clg_node *x, clg_node *block_shape,
+                                clg_node *paddings);
+clg_node *clg_batch_to_space_nd(clg_graph *g, const char *name, clg_node *x, clg_node *block_shape,
+                                clg_node *crops);
 /* tf.gather (GatherV2, batch_dims 0): params' slices along axis picked by indices (int32 or
  * int64); the axis becomes a Const. Any dtype of params. */
 clg_node *clg_gather(clg_graph *g, const char *name, clg_node *params, clg_node *indices,

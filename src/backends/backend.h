@@ -101,6 +101,11 @@ size_t clg_copy_map_count(const clg_copy_map *m);
 void clg_copy_map_strided_slice(const clg_node *n, clg_copy_map *m);
 void clg_copy_map_tile(const clg_node *n, clg_copy_map *m);
 void clg_copy_map_depth_to_space(const clg_node *n, clg_copy_map *m);
+/* SpaceToBatchND's copy for block offset `block` (row-major over block_shape, 0 to
+ * s->blocks - 1): the input elements that land in that block's batches; BatchToSpaceND's is
+ * its mirror (those batches' elements that survive the crops into the output). */
+void clg_copy_map_space_batch(const clg_node *n, const clg_space_batch_spec *s, int64_t block,
+                              clg_copy_map *m);
 /* A part of `whole` along axis, [at, at + len): from the dense part into the whole (into
  * true: Pack) or from the whole into the dense part (Unpack, Split). */
 void clg_copy_map_part(const clg_out_desc *whole, int axis, int64_t at, int64_t len, bool into,
