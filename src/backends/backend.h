@@ -37,6 +37,9 @@ typedef struct clg_kernel_ctx {
   void (*warn_once)(void *warn_ctx, int device, const char *reason, const char *message);
   void *warn_ctx;
   struct clg_cluster *cluster; /* the run's cluster (collective ops), or NULL: one task */
+  /* Switch and Merge only (the runner's dead tensors): bit i is input i dead (Merge reads
+   * it) or output i dead (Switch sets it). */
+  unsigned *dead;
 } clg_kernel_ctx;
 
 typedef struct clg_kernel_def {

@@ -281,4 +281,7 @@ typedef struct clg_space_batch_spec {
 } clg_space_batch_spec;
 clg_code clg_space_batch_spec_of(const clg_node *n, clg_space_batch_spec *s);
 
+/* Merge (control.c): its inputs' deadness travels as bits of an unsigned. */
+enum { CLG_MERGE_MAX_INPUTS = 32 };
+
 #endif
