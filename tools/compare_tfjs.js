@@ -674,7 +674,9 @@ function writeFixture(o, g, rec, ref, rtol, atol) {
   for (const i of g.inputs) {
     const f = `input_${safeName(i.name)}.npy`;
     fs.writeFileSync(path.join(dir, f), npyBytes(i.dtype, i.shape, i.values));
-    man.inputs.push({ name: i.name, dtype: i.dtype, shape: i.shape, file: f });
+    // bind: a setting, which clgraph run gets with --bind (see clgraphRun)
+    man.inputs.push({ name: i.name, dtype: i.dtype, shape: i.shape, file: f,
+      ...(i.setting ? { bind: true } : {}) });
   }
   for (const r of ref) {
     const f = `output_${safeName(r.name)}.npy`;
