@@ -99,7 +99,8 @@ static clg_code fold_merge(imp *c, int idx, bool *done)
 clg_code clg_imp_cond_try(imp *c, int idx, bool *done)
 {
   const clg_imp_node *n = &c->m->nodes[idx];
-  bool merge = strcmp(n->op, "Merge") == 0, dead = false;
+  const clg_op_def *def = clg_op_find(n->op);
+  bool merge = def == &clg_op_Merge, dead = false;
   *done = false;
   for (int i = 0; i < n->num_inputs && !dead; i++)
     dead = (!merge || n->inputs[i][0] == '^') && reads_dead(c, n->inputs[i]);
@@ -109,7 +110,7 @@ clg_code clg_imp_cond_try(imp *c, int idx, bool *done)
   }
   if (merge)
     return fold_merge(c, idx, done);
-  if (strcmp(n->op, "Switch") == 0)
+  if (def == &clg_op_Switch)
     return fold_switch(c, idx, done);
   return CLG_OK;
 }
