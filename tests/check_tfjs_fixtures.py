@@ -164,6 +164,8 @@ def main():
             cmd = [args.clgraph, "run", model, "--json", "--out-dir", out]
             for i in man["inputs"]:
                 cmd += ["--input", "%s=%s" % (i["name"], os.path.join(DATA, name, i["file"]))]
+                if i.get("bind"):  # a setting (rvm's downsample_ratio): a Const at import
+                    cmd += ["--bind", i["name"]]
             for o in man["outputs"]:
                 cmd += ["--output", o["name"]]
             if args.device:

@@ -20,7 +20,7 @@ enum { RUN_MAX_NAMED = 64, RUN_MAX_DEVICES = 64 };
 static void run_usage(FILE *f)
 {
   fprintf(f,
-          "usage: clgraph run MODEL [--input NAME=FILE.npy]... [--seed N]\n"
+          "usage: clgraph run MODEL [--input NAME=FILE.npy]... [--bind NAME]... [--seed N]\n"
           "                         [--shape NAME=D,D,...]... [--output NAME]... [--out-dir DIR]\n"
           "                         [--device DEV] [--no-soft-placement] [--log-device-placement]\n"
           "                         [--repeats N] [--trace FILE] [--json] [--allow-growth]\n"
@@ -32,6 +32,9 @@ static void run_usage(FILE *f)
           "  --input NAME=FILE.npy  feed input NAME from numpy's .npy file (repeatable); inputs\n"
           "                         not given get random values: floats uniform in [0, 1),\n"
           "                         integers in 0..9, bools 0 or 1, from --seed (default 0)\n"
+          "  --bind NAME            import input NAME as a Const of its --input file's value\n"
+          "                         (tf.import_graph_def's input_map), so that shapes and\n"
+          "                         tf.cond predicates computed from it fold (repeatable)\n"
           "  --shape NAME=D,D,...   the shape of input NAME where the model leaves dimensions\n"
           "                         unknown (repeatable; otherwise an unknown dimension is 1)\n"
           "  --output NAME          what to fetch (repeatable; default: the model's outputs)\n"
@@ -300,6 +303,8 @@ static void sanitize(const char *name, char *out, size_t size)
 typedef struct run_state {
   const char *input_args[RUN_MAX_NAMED], *shape_args[RUN_MAX_NAMED], *output_args[RUN_MAX_NAMED];
   int num_input_args, num_shape_args, num_output_args;
+  const char *bind_args[RUN_MAX_NAMED]; /* --bind: inputs imported as Consts of their files */
+  int num_bind_args;
   char *input_names[RUN_MAX_NAMED], *shape_names[RUN_MAX_NAMED];
   const char *input_files[RUN_MAX_NAMED];
   clg_tensor *input_values[RUN_MAX_NAMED]; /* loaded from input_files */
@@ -507,6 +512,42 @@ static int parse_named(run_state *st)
   return 0;
 }
 
+/* --bind: each named input's --input value as a Const that import maps the input to, and
+ * the shapes import binds less those inputs (not placeholders any more). 0, or the exit
+ * status after a message. */
+static int bind_values(run_job *j, run_state *st, clg_import_map *map, clg_import_options *o)
+{
+  o->input_map = map;
+  o->num_input_map = st->num_bind_args;
+  for (int b = 0; b < st->num_bind_args; b++) {
+    int k = 0;
+    while (k < st->num_input_args && !same_name(st->input_names[k], st->bind_args[b]))
+      k++;
+    if (k == st->num_input_args) {
+      fprintf(stderr, "clgraph run: --bind %s: give its value with --input %s=FILE.npy\n",
+              st->bind_args[b], st->bind_args[b]);
+      return 2;
+    }
+    clg_node *c = clg_const(j->g, NULL, st->input_values[k]);
+    if (!c) {
+      fprintf(stderr, "clgraph run: --bind %s: %s\n", st->bind_args[b], clg_graph_error(j->g));
+      return 1;
+    }
+    map[b] = (clg_import_map){st->bind_args[b], clg_out(c, 0)};
+  }
+  int n = 0;
+  for (int i = 0; i < j->num_bind; i++) {
+    bool bound = false;
+    for (int b = 0; b < st->num_bind_args; b++)
+      bound = bound || same_name(st->bind[i].name, st->bind_args[b]);
+    if (!bound)
+      st->bind[n++] = st->bind[i];
+  }
+  o->input_shapes = st->bind;
+  o->num_input_shapes = n;
+  return 0;
+}
+
 /* The import, inside the --device scope. 0, or the exit status after a message. */
 static int import_model(run_job *j, run_state *st)
 {
@@ -520,8 +561,10 @@ static int import_model(run_job *j, run_state *st)
   }
   clg_import_options o;
   clg_import_options_init(&o);
-  o.input_shapes = st->bind;
-  o.num_input_shapes = j->num_bind;
+  clg_import_map map[RUN_MAX_NAMED];
+  int rc = bind_values(j, st, map, &o);
+  if (rc)
+    return rc;
   uint64_t t_import = clg_now_ns();
   if (clg_graph_import(j->g, j->model, &o, &j->r) != CLG_OK) {
     fprintf(stderr, "clgraph run: %s\n",
@@ -808,6 +851,8 @@ int clg_tool_run(int argc, char **argv)
   clg_tool_opt opts[] = {
       {"--input", CLG_TOOL_REPEAT, .meta = "NAME=FILE.npy", .max_items = RUN_MAX_NAMED,
        .texts = st.input_args, .count = &st.num_input_args},
+      {"--bind", CLG_TOOL_REPEAT, .meta = "NAME", .max_items = RUN_MAX_NAMED, .texts = st.bind_args,
+       .count = &st.num_bind_args},
       {"--seed", CLG_TOOL_INT, .min = 0, .max = 2147483647, .integer = &j.seed},
       {"--shape", CLG_TOOL_REPEAT, .meta = "NAME=D,D,...", .max_items = RUN_MAX_NAMED,
        .texts = st.shape_args, .count = &st.num_shape_args},

@@ -311,7 +311,7 @@ function loadGraph(file, o) {
     else throw new Error(`placeholder ${n.name} has unknown rank: give --shape ${n.name}=...`);
     const unknown = !declared || declared.some((d) => d < 0);
     const fixed = (DEFAULT_VALUES[name] || {})[n.name];
-    inputs.push({ name: n.name, dtype, shape, unknown,
+    inputs.push({ name: n.name, dtype, shape, unknown, setting: fixed !== undefined,
       values: makeInput(n.name, dtype, shape, o.seed, fixed) });
   }
   // Outputs: the signature's tensors, else the nodes nothing consumes (as clgraph run does).
@@ -459,6 +459,9 @@ function clgraphRun(o, g, outDir, repeats) {
   const args = ["run", g.model, "--json", "--repeats", String(repeats)];
   // Each input's file gives its shape (clgraph run takes --shape only for inputs not given).
   for (const i of g.inputs) args.push("--input", `${i.name}=${i.file}`);
+  // Settings are bound at import: rvm's downsample_ratio decides a tf.cond and the shapes
+  // after it, which clgraph's static shapes need as constants.
+  for (const i of g.inputs) if (i.setting) args.push("--bind", i.name);
   for (const n of g.outputs) args.push("--output", n);
   if (outDir) args.push("--out-dir", outDir);
   if (o.device) args.push("--device", o.device);
@@ -671,7 +674,9 @@ function writeFixture(o, g, rec, ref, rtol, atol) {
   for (const i of g.inputs) {
     const f = `input_${safeName(i.name)}.npy`;
     fs.writeFileSync(path.join(dir, f), npyBytes(i.dtype, i.shape, i.values));
-    man.inputs.push({ name: i.name, dtype: i.dtype, shape: i.shape, file: f });
+    // bind: a setting, which clgraph run gets with --bind (see clgraphRun)
+    man.inputs.push({ name: i.name, dtype: i.dtype, shape: i.shape, file: f,
+      ...(i.setting ? { bind: true } : {}) });
   }
   for (const r of ref) {
     const f = `output_${safeName(r.name)}.npy`;

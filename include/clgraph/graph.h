@@ -223,6 +223,21 @@ clg_node *clg_shape(clg_graph *g, const char *name, clg_node *x, clg_dtype out_t
 clg_node *clg_prelu(clg_graph *g, const char *name, clg_node *x, clg_node *alpha);
 /* tf.nn.depth_to_space, NHWC, TensorFlow's DCR order. Any dtype. */
 clg_node *clg_depth_to_space(clg_graph *g, const char *name, clg_node *x, int64_t block_size);
+/* tf.space_to_batch_nd: x [batch] + spatial + rest, block_shape [M] and paddings [M, 2] Consts
+ * (int32 or int64); the output is [batch * prod(block_shape)] + (padded spatial / block_shape)
+ * + rest, zeros where padded. tf.batch_to_space_nd is its inverse with crops [M, 2] for
+ * paddings. Any dtype; each is the other's gradient. */
+clg_node *clg_space_to_batch_nd(clg_graph *g, const char *name, clg_node *x, clg_node *block_shape,
+                                clg_node *paddings);
+clg_node *clg_batch_to_space_nd(clg_graph *g, const char *name, clg_node *x, clg_node *block_shape,
+                                clg_node *crops);
+/* tf.cond's parts (TensorFlow's dead tensors): Switch forwards data to output 1 if the bool
+ * scalar pred is true, else to output 0; the other output is dead, and so is every node that
+ * reads a dead tensor, except Merge, which forwards its first live input (output 0, inputs of
+ * one dtype and shape, at most 32) and its index (output 1, int32). Fetching a dead tensor is
+ * INVALID_ARGUMENT naming it. */
+clg_node *clg_switch(clg_graph *g, const char *name, clg_node *data, clg_node *pred);
+clg_node *clg_merge(clg_graph *g, const char *name, int n, const clg_output *inputs);
 /* tf.gather (GatherV2, batch_dims 0): params' slices along axis picked by indices (int32 or
  * int64); the axis becomes a Const. Any dtype of params. */
 clg_node *clg_gather(clg_graph *g, const char *name, clg_node *params, clg_node *indices,

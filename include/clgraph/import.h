@@ -102,7 +102,8 @@ const clg_import_tensor *clg_import_input(const clg_import_result *r, int i);
 int clg_import_num_outputs(const clg_import_result *r);
 const clg_import_tensor *clg_import_output(const clg_import_result *r, int i);
 /* The graph tensor a model's tensor name ("node", "node:1") became, after the prefix and
- * any folding; NOT_FOUND naming it otherwise. */
+ * any folding; NOT_FOUND naming it otherwise, INVALID_ARGUMENT for a dead tensor (on the
+ * branch of a tf.cond whose predicate folded at import and does not take it). */
 clg_code clg_import_find(const clg_import_result *r, const char *model_name, clg_output *out);
 /* How many NodeDefs (or ONNX nodes) the file held. */
 int clg_import_num_model_nodes(const clg_import_result *r);

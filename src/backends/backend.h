@@ -37,6 +37,9 @@ typedef struct clg_kernel_ctx {
   void (*warn_once)(void *warn_ctx, int device, const char *reason, const char *message);
   void *warn_ctx;
   struct clg_cluster *cluster; /* the run's cluster (collective ops), or NULL: one task */
+  /* Switch and Merge only (the runner's dead tensors): bit i is input i dead (Merge reads
+   * it) or output i dead (Switch sets it). */
+  unsigned *dead;
 } clg_kernel_ctx;
 
 typedef struct clg_kernel_def {
@@ -101,6 +104,11 @@ size_t clg_copy_map_count(const clg_copy_map *m);
 void clg_copy_map_strided_slice(const clg_node *n, clg_copy_map *m);
 void clg_copy_map_tile(const clg_node *n, clg_copy_map *m);
 void clg_copy_map_depth_to_space(const clg_node *n, clg_copy_map *m);
+/* SpaceToBatchND's copy for block offset `block` (row-major over block_shape, 0 to
+ * s->blocks - 1): the input elements that land in that block's batches; BatchToSpaceND's is
+ * its mirror (those batches' elements that survive the crops into the output). */
+void clg_copy_map_space_batch(const clg_node *n, const clg_space_batch_spec *s, int64_t block,
+                              clg_copy_map *m);
 /* A part of `whole` along axis, [at, at + len): from the dense part into the whole (into
  * true: Pack) or from the whole into the dense part (Unpack, Split). */
 void clg_copy_map_part(const clg_out_desc *whole, int axis, int64_t at, int64_t len, bool into,

@@ -149,3 +149,50 @@ void clg_copy_map_part(const clg_out_desc *whole, int axis, int64_t at, int64_t 
     m->src0 = at * ws[axis];
   clg_copy_map_merge(m);
 }
+
+/* The space side is [batch, spatial..., rest] (SpaceToBatchND's input, BatchToSpaceND's
+ * output), the batch side [batch * blocks, spatial / block..., rest]. Batch-side position o
+ * of block offset f along dim k is space position o * block + f - before; the map covers the
+ * o that land inside the space side, so padding (and crops) are never read or written. */
+void clg_copy_map_space_batch(const clg_node *n, const clg_space_batch_spec *s, int64_t block,
+                              clg_copy_map *m)
+{
+  bool s2b = n->def == &clg_op_SpaceToBatchND;
+  const clg_out_desc *space = s2b ? clg_node_in(n, 0) : clg_node_out(n, 0);
+  const clg_out_desc *batch = s2b ? clg_node_out(n, 0) : clg_node_in(n, 0);
+  int64_t ss[CLG_MAX_RANK], bs[CLG_MAX_RANK], off[CLG_MAX_RANK];
+  dense_strides(space->rank, space->dims, ss);
+  dense_strides(batch->rank, batch->dims, bs);
+  for (int64_t k = s->m - 1, rest = block; k >= 0; k--) {
+    off[k] = rest % s->block[k];
+    rest /= s->block[k];
+  }
+  int64_t depth = 1;
+  for (int k = s->m + 1; k < space->rank; k++)
+    depth *= space->dims[k];
+  memset(m, 0, sizeof *m);
+  int64_t *so = s2b ? &m->src0 : &m->dst0, *bo = s2b ? &m->dst0 : &m->src0;
+  int64_t *sst = s2b ? m->ss : m->ds, *bst = s2b ? m->ds : m->ss;
+  m->rank = s->m + 2;
+  m->dims[0] = space->dims[0];
+  sst[0] = ss[0];
+  bst[0] = bs[0];
+  /* This block offset's batches follow those of the offsets before it. */
+  *bo = block * space->dims[0] * bs[0];
+  for (int k = 0; k < s->m; k++) {
+    int64_t b = s->block[k], f = off[k], lo_num = s->before[k] - f;
+    int64_t lo = lo_num > 0 ? (lo_num + b - 1) / b : 0;
+    int64_t last = space->dims[k + 1] - 1 + s->before[k] - f; /* o * b <= last */
+    int64_t hi = last < 0 ? 0 : last / b + 1;
+    if (hi > batch->dims[k + 1])
+      hi = batch->dims[k + 1];
+    m->dims[k + 1] = hi > lo ? hi - lo : 0;
+    sst[k + 1] = b * ss[k + 1];
+    bst[k + 1] = bs[k + 1];
+    *so += (lo * b + f - s->before[k]) * ss[k + 1];
+    *bo += lo * bs[k + 1];
+  }
+  m->dims[s->m + 1] = depth;
+  sst[s->m + 1] = bst[s->m + 1] = 1;
+  clg_copy_map_merge(m);
+}

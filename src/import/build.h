@@ -105,4 +105,14 @@ clg_code clg_imp_fold_try(imp *c, int idx, const clg_op_def *def, int nin, const
 clg_code clg_imp_fold_flush(imp *c);
 void clg_imp_fold_reset(imp *c);
 
+/* (import.c) For cond.c: the input_map entry of a tensor (or -1), a model input string as a
+ * graph tensor, and the fold wave computed first when node n reads it. */
+int clg_imp_mapped(imp *c, const char *tensor);
+clg_code clg_imp_resolve(imp *c, const clg_imp_node *n, const char *in, clg_output *out);
+clg_code clg_imp_flush_for(imp *c, const clg_imp_node *n);
+/* tf.cond at import (cond.c): *done when model node idx was resolved there (dead, or a
+ * Switch with a folded predicate, or a Merge with one live input); whether a node is dead. */
+clg_code clg_imp_cond_try(imp *c, int idx, bool *done);
+bool clg_imp_is_dead(const imp *c, int idx);
+
 #endif

@@ -419,9 +419,22 @@ static clg_code build_static_shape(imp *c, const clg_imp_node *n, const clg_imp_
   return *built ? CLG_OK : clg_graph_status(c->g);
 }
 
+int clg_imp_mapped(imp *c, const char *tensor) { return mapped(c, tensor); }
+
+clg_code clg_imp_resolve(imp *c, const clg_imp_node *n, const char *in, clg_output *out)
+{
+  return resolve_input(c, n, in, out);
+}
+
+clg_code clg_imp_flush_for(imp *c, const clg_imp_node *n) { return flush_if_reads_wave(c, n); }
+
 static clg_code build_node(imp *c, int idx)
 {
   clg_imp_node *n = &c->m->nodes[idx];
+  bool cond_done;
+  clg_code cond = clg_imp_cond_try(c, idx, &cond_done);
+  if (cond != CLG_OK || cond_done)
+    return cond;
   const clg_imp_rule *rule = clg_imp_rule_find(n->op);
   const clg_op_def *def = NULL;
   if (!rule || rule->kind == CLG_IMP_RULE_NOFOLD || rule->kind == CLG_IMP_RULE_ALIAS)
@@ -660,7 +673,10 @@ static clg_code fill_io(imp *c)
   if (m->num_sig_outputs) {
     for (int i = 0; i < m->num_sig_outputs && code == CLG_OK; i++) {
       clg_output v;
-      if (clg_import_find(r, m->sig_outputs[i].name, &v) != CLG_OK)
+      clg_code found = clg_import_find(r, m->sig_outputs[i].name, &v);
+      if (found == CLG_INVALID_ARGUMENT) /* dead (cond.c) */
+        return clg_error_prefix("%s: signature output: ", file_of(c));
+      if (found != CLG_OK)
         return clg_error(CLG_INVALID_ARGUMENT, "%s: signature output '%s' names no tensor",
                          file_of(c), m->sig_outputs[i].name);
       code = clg_imp_add_tensor(&r->outputs, &r->num_outputs, m->sig_outputs[i].name, v);
@@ -672,6 +688,8 @@ static clg_code fill_io(imp *c)
       const name_map_entry *e = &r->map[i];
       for (int j = 0; j < e->num_outs && code == CLG_OK; j++) {
         char name[1100];
+        if (!e->outs[j].node) /* a folded Switch's dead output */
+          continue;
         if (j == 0)
           snprintf(name, sizeof name, "%s", m->nodes[i].name);
         else

@@ -157,6 +157,11 @@ clg_code clg_import_find(const clg_import_result *r, const char *model_name, clg
   if (index >= r->map[k].num_outs)
     return clg_error(CLG_NOT_FOUND, "the imported model's node '%.*s' has %d outputs, not %d",
                      (int)len, model_name, r->map[k].num_outs, index + 1);
+  if (!r->map[k].outs[index].node) /* TensorFlow's "Retval does not have value" */
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "the imported model's tensor '%s' is dead: it lies on a branch of a tf.cond "
+                     "that the predicate (a constant at import) does not take",
+                     model_name);
   *out = r->map[k].outs[index];
   return CLG_OK;
 }

@@ -157,3 +157,7 @@ CLG_OP(Einsum) /* einsum.c */
 CLG_OP(SquaredDifference) /* binary_tf.c */
 CLG_OP(Size)              /* array_tf4.c */
 CLG_OP(SparseToDense)
+CLG_OP(SpaceToBatchND) /* space_batch.c */
+CLG_OP(BatchToSpaceND)
+CLG_OP(Switch) /* control.c */
+CLG_OP(Merge)

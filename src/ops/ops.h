@@ -271,4 +271,17 @@ int64_t clg_resize_nearest_source(const clg_resize *r, int64_t i, float scale, i
 void clg_sparse_to_dense_dims(const clg_node *n, size_t *num_elems, int *num_dims);
 clg_code clg_sparse_to_dense_offsets(const clg_node *n, const void *indices, size_t *offsets);
 
+/* SpaceToBatchND and BatchToSpaceND (space_batch.c): the m block dims, block_shape, the
+ * paddings (crops) before and after each and the product of block_shape, from their Const
+ * inputs, checked with TensorFlow's errors naming the node. */
+typedef struct clg_space_batch_spec {
+  int m;
+  int64_t block[CLG_MAX_RANK], before[CLG_MAX_RANK], after[CLG_MAX_RANK];
+  int64_t blocks;
+} clg_space_batch_spec;
+clg_code clg_space_batch_spec_of(const clg_node *n, clg_space_batch_spec *s);
+
+/* Merge (control.c): its inputs' deadness travels as bits of an unsigned. */
+enum { CLG_MERGE_MAX_INPUTS = 32 };
+
 #endif

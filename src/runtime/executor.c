@@ -94,6 +94,7 @@ void clg_executor_free(clg_executor *x)
   free(x->blk);
   free(x->ready);
   free(x->copied);
+  free(x->dead);
   free(x->outs);
   free(x);
 }

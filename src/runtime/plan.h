@@ -67,6 +67,7 @@ typedef struct plan {
   int *upload;   /* pvals of device feeds, uploaded at the start */
   int nupload;
   size_t *arena; /* per device */
+  bool control;  /* a step is a Switch: the run keeps dead tensors (x->dead) */
   clg_plan_stats stats;
   struct plan *next;
 } plan;
@@ -97,6 +98,7 @@ struct clg_executor {
   clg_event **ready;  /* per pval: a marker after it was produced (for peer copies) */
   clg_event **copied; /* per pval: a copy's event */
   clg_tensor **outs;  /* per pval: a fetched host result, computed in place */
+  bool *dead;         /* per pval, plans with a Switch only: dead this run (ops/control.c) */
   trace *traces;      /* per node; NULL unless tracing */
   uint64_t h2d, d2h;  /* bytes moved between host and devices in the last run */
   /* Tracing, per run (see "traces of runs" below): copies per pval, the allocator's bytes

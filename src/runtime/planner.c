@@ -509,6 +509,7 @@ static clg_code plan_step(builder *b, int k, int i)
   int s = k + 1;
   st->node = i;
   st->dev = x->dev_of[i];
+  b->p->control = b->p->control || n->def == &clg_op_Switch;
   st->kernel = clg_backend_find_kernel(n, clg_exec_device(x, st->dev));
   st->in = malloc(sizeof(int) * (size_t)(n->num_inputs ? n->num_inputs : 1));
   st->out = malloc(sizeof(int) * (size_t)n->num_outputs);

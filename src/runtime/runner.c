@@ -83,12 +83,16 @@ clg_code clg_runner_activate(clg_executor *x, plan *p)
   free(x->ready);
   free(x->copied);
   free(x->outs);
+  free(x->dead);
+  x->dead = NULL;
   size_t n1 = (size_t)(p->npv ? p->npv : 1);
   x->blk = calloc(n1, sizeof *x->blk);
   x->ready = calloc(n1, sizeof *x->ready);
   x->copied = calloc(n1, sizeof *x->copied);
   x->outs = calloc(n1, sizeof *x->outs);
-  if (!x->blk || !x->ready || !x->copied || !x->outs) {
+  if (p->control)
+    x->dead = calloc(n1, sizeof *x->dead);
+  if (!x->blk || !x->ready || !x->copied || !x->outs || (p->control && !x->dead)) {
     clg_runner_release(x);
     return clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory for a run");
   }
@@ -267,7 +271,7 @@ static clg_code bind_outputs(clg_executor *x, const plan *p, const step *st, con
 /* Runs st's kernel on in and out (timed when tracing), then sends its outputs to the tasks
  * that read them. */
 static clg_code launch(clg_executor *x, const plan *p, const step *st, const clg_node *n,
-                       clg_block *in, clg_block *out)
+                       clg_block *in, clg_block *out, unsigned *dead)
 {
   clg_code code = CLG_OK;
   if (x->traces)
@@ -281,7 +285,8 @@ static clg_code launch(clg_executor *x, const plan *p, const step *st, const clg
                         st->scratch >= 0 ? &x->blk[st->scratch] : NULL,
                         warn_once,
                         x->proc,
-                        x->cluster};
+                        x->cluster,
+                        dead};
   if (code == CLG_OK)
     code = st->kernel->run(&ctx);
   if (code == CLG_OK && (n->def->flags & CLG_OP_ASSIGNS))
@@ -296,16 +301,39 @@ static clg_code launch(clg_executor *x, const plan *p, const step *st, const clg
   return code;
 }
 
+/* tf.cond (plans with a Switch): whether step st is dead, its outputs then marked dead; else
+ * *dead gets its dead inputs (a Merge runs with one live input). */
+static bool step_dead(clg_executor *x, const step *st, const clg_node *n, unsigned *dead)
+{
+  for (int j = 0; j < n->num_inputs; j++)
+    if (x->dead[st->in[j]])
+      *dead |= 1u << (j < 32 ? j : 31);
+  bool merge = n->def == &clg_op_Merge;
+  if (!*dead || (merge && *dead != (n->num_inputs == 32 ? ~0u : (1u << n->num_inputs) - 1)))
+    return false;
+  for (int o = 0; o < n->num_outputs; o++)
+    x->dead[st->out[o]] = true;
+  return true;
+}
+
 static clg_code run_step(clg_executor *x, const plan *p, const step *st)
 {
   const clg_node *n = clg_exec_node(x, st->node);
   if (st->remote) /* --- cluster hook */
     return clg_cluster_hook_step(x, p, st, false);
   clg_code code = check_variables(x, p, st, n);
-  for (int c = 0; c < st->ncopies && code == CLG_OK; c++)
+  for (int c = 0; c < st->ncopies && code == CLG_OK; c++) {
+    if (p->control && x->dead[p->pv[st->copies[c]].src]) { /* a dead value's copy is dead */
+      x->dead[st->copies[c]] = true;
+      continue;
+    }
     code = make_copy(x, p, st->copies[c]);
+  }
   if (code != CLG_OK)
     return code;
+  unsigned dead = 0;
+  if (p->control && step_dead(x, st, n, &dead))
+    return CLG_OK;
   clg_block in_stack[16], out_stack[4];
   clg_block *in = n->num_inputs <= 16 ? in_stack : malloc(sizeof *in * (size_t)n->num_inputs);
   clg_block *out = n->num_outputs <= 4 ? out_stack : malloc(sizeof *out * (size_t)n->num_outputs);
@@ -316,7 +344,10 @@ static clg_code run_step(clg_executor *x, const plan *p, const step *st)
   if (code == CLG_OK)
     code = bind_outputs(x, p, st, n, out);
   if (code == CLG_OK)
-    code = launch(x, p, st, n, in, out);
+    code = launch(x, p, st, n, in, out, &dead);
+  if (code == CLG_OK && n->def == &clg_op_Switch) /* the output not taken is dead */
+    for (int o = 0; o < 2; o++)
+      x->dead[st->out[o]] = dead >> o & 1u;
   if (in != in_stack)
     free(in);
   if (out != out_stack)
@@ -329,6 +360,11 @@ static clg_code fetch_one(clg_executor *x, const plan *p, int i, clg_tensor *con
 {
   int v = p->fetch_pv[i];
   const pval *pv = &p->pv[v];
+  if (p->control && x->dead[v]) /* TensorFlow's "Retval does not have value" */
+    return clg_error(CLG_INVALID_ARGUMENT,
+                     "fetching '%s:%d': the tensor is dead this run (Retval does not have value): "
+                     "it lies on a branch of a tf.cond (Switch) not taken",
+                     clg_exec_node(x, pv->node)->name, pv->out);
   const clg_out_desc *d = &clg_exec_node(x, pv->node)->outs[pv->out];
   const clg_node *var = variable_of(x, p, v);
   if (var && !clg_var_store_initialized(x->vars, var))
@@ -422,6 +458,8 @@ clg_code clg_runner_run(clg_executor *x, const plan *p, clg_tensor *const *feeds
                         clg_tensor **outputs)
 {
   x->h2d = x->d2h = 0;
+  if (p->control)
+    memset(x->dead, 0, sizeof *x->dead * (size_t)(p->npv ? p->npv : 1));
   clg_code code = bind_values(x, p, feeds);
   if (code == CLG_OK)
     code = upload_feeds(x, p, feeds);

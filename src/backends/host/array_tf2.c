@@ -1,6 +1,6 @@
 /* The host kernels of issue 23's array ops (ops/strided_slice.c, ops/array_tf2.c): strided
  * copies for the data movement (StridedSlice and its gradient, Pack, Unpack, Split, SplitV,
- * Tile, DepthToSpace), index gathers
+ * Tile, DepthToSpace, SpaceToBatchND, BatchToSpaceND), index gathers
  * (GatherV2), generated values (Range, Shape). */
 #include <string.h>
 
@@ -126,6 +126,26 @@ static clg_code d2s_run(const clg_kernel_ctx *c)
   clg_copy_map m;
   clg_copy_map_depth_to_space(c->node, &m);
   host_copy(elem_size(c), c->in[0].host, c->out[0].host, &m);
+  return CLG_OK;
+}
+
+/* SpaceToBatchND (zeros where padded) and BatchToSpaceND: one strided copy per block
+ * offset. */
+static clg_code space_batch_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  clg_space_batch_spec s;
+  clg_code code = clg_space_batch_spec_of(n, &s); /* checked at build: cannot fail here */
+  if (code != CLG_OK)
+    return code;
+  size_t bytes = clg_node_out_bytes(n, 0);
+  if (n->def == &clg_op_SpaceToBatchND && bytes)
+    memset(c->out[0].host, 0, bytes);
+  for (int64_t b = 0; b < s.blocks; b++) {
+    clg_copy_map m;
+    clg_copy_map_space_batch(n, &s, b, &m);
+    host_copy(elem_size(c), c->in[0].host, c->out[0].host, &m);
+  }
   return CLG_OK;
 }
 
@@ -265,5 +285,7 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_Unpack, {CLG_KIND_HOST, NULL, split_run, NULL, NULL}},
     {&clg_op_Split, {CLG_KIND_HOST, NULL, split_run, NULL, NULL}},
     {&clg_op_SplitV, {CLG_KIND_HOST, NULL, split_run, NULL, NULL}},
+    {&clg_op_SpaceToBatchND, {CLG_KIND_HOST, NULL, space_batch_run, NULL, NULL}},
+    {&clg_op_BatchToSpaceND, {CLG_KIND_HOST, NULL, space_batch_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_host_kernels_array_tf2, entries);

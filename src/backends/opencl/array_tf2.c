@@ -1,5 +1,6 @@
 /* The OpenCL kernels of issue 23's array ops (ops/strided_slice.c, ops/array_tf2.c): one
- * strided copy kernel per element size serves StridedSlice, Pack, Tile and DepthToSpace;
+ * strided copy kernel per element size serves StridedSlice, Pack, Tile, DepthToSpace,
+ * SpaceToBatchND and BatchToSpaceND;
  * GatherV2, Range and Shape have their own. */
 #include <stdio.h>
 #include <string.h>
@@ -159,6 +160,24 @@ static clg_code d2s_run(const clg_kernel_ctx *c)
   return cl_copy(c->dev, elem_size(c), &c->in[0], &c->out[0], &m);
 }
 
+/* As the host's: zeros (SpaceToBatchND with padding), then one copy per block offset. */
+static clg_code space_batch_run(const clg_kernel_ctx *c)
+{
+  const clg_node *n = c->node;
+  clg_space_batch_spec s;
+  clg_code code = clg_space_batch_spec_of(n, &s); /* checked at build: cannot fail here */
+  size_t es = elem_size(c);
+  uint64_t zero = 0;
+  if (code == CLG_OK && n->def == &clg_op_SpaceToBatchND)
+    code = clg_cl_fill(c->dev, &c->out[0], &zero, es, clg_node_out_bytes(n, 0));
+  for (int64_t b = 0; code == CLG_OK && b < s.blocks; b++) {
+    clg_copy_map m;
+    clg_copy_map_space_batch(n, &s, b, &m);
+    code = cl_copy(c->dev, es, &c->in[0], &c->out[0], &m);
+  }
+  return code;
+}
+
 static clg_code pack_run(const clg_kernel_ctx *c)
 {
   int64_t axis = clg_node_attr(c->node, 2)->i;
@@ -273,5 +292,7 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_Unpack, {CLG_KIND_OPENCL, NULL, split_run, NULL, NULL}},
     {&clg_op_Split, {CLG_KIND_OPENCL, NULL, split_run, NULL, NULL}},
     {&clg_op_SplitV, {CLG_KIND_OPENCL, NULL, split_run, NULL, NULL}},
+    {&clg_op_SpaceToBatchND, {CLG_KIND_OPENCL, NULL, space_batch_run, NULL, NULL}},
+    {&clg_op_BatchToSpaceND, {CLG_KIND_OPENCL, NULL, space_batch_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_opencl_kernels_array_tf2, entries);
