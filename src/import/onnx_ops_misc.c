@@ -297,6 +297,48 @@ static clg_code times(clg_onnx *c, clg_output x, const double *m, int64_t k, int
   return code == CLG_OK ? clg_onnx_reshape(c, *y, rank, dims, y) : code;
 }
 
+/* The transform of part[0] (real) and, when parts is 2, part[1] (imaginary), each [.., used],
+ * over a period of len into cols frequencies, by the constant matrices C = cos(2 pi j k / len)
+ * and S = sin(2 pi j k / len) (j k reduced mod len, in double): re = xr C + xi S,
+ * im = xi C - xr S. The inverse negates S and scales both by 1 / len. */
+static clg_code dft_product(clg_onnx *c, const clg_output *part, int64_t parts, int64_t used,
+                            int64_t len, int64_t cols, bool inverse, clg_output *re, clg_output *im)
+{
+  double *cm = malloc((size_t)(used * cols) * sizeof *cm),
+         *sm = malloc((size_t)(used * cols) * sizeof *sm);
+  if (!cm || !sm) {
+    free(cm);
+    free(sm);
+    return clg_graph_record_error(c->g);
+  }
+  double scale = inverse ? 1.0 / (double)len : 1.0, sgn = inverse ? -1 : 1;
+  for (int64_t j = 0; j < used; j++)
+    for (int64_t k = 0; k < cols; k++) {
+      double a = 2 * CLG_PI * (double)((j * k) % len) / (double)len;
+      cm[j * cols + k] = cos(a) * scale;
+      sm[j * cols + k] = sgn * sin(a) * scale;
+    }
+  clg_output rc, rs, ic, is;
+  clg_code code = times(c, part[0], cm, used, cols, &rc);
+  if (code == CLG_OK)
+    code = times(c, part[0], sm, used, cols, &rs);
+  if (code == CLG_OK && parts == 2)
+    code = times(c, part[1], cm, used, cols, &ic);
+  if (code == CLG_OK && parts == 2)
+    code = times(c, part[1], sm, used, cols, &is);
+  free(cm);
+  free(sm);
+  if (code == CLG_OK && parts == 2) {
+    code = clg_onnx_binop(c, "Add", rc, is, re);
+    if (code == CLG_OK)
+      code = clg_onnx_binop(c, "Sub", ic, rs, im);
+  } else if (code == CLG_OK) {
+    *re = rc;
+    code = clg_onnx_op(c, "Neg", 1, &rs, 0, NULL, im);
+  }
+  return code;
+}
+
 /* DFT (opset 17): along `axis` of a real [..., 1] or complex [..., 2] signal, by two constant
  * matrices cos(2 pi j k / n) and sin(2 pi j k / n) (j k reduced mod n, in double): for the
  * forward transform re = xr C + xi S, im = xi C - xr S; the inverse takes the other sign and
@@ -368,39 +410,8 @@ static clg_code dft(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   }
   if (code != CLG_OK)
     return code;
-  double *cm = malloc((size_t)(used * cols) * sizeof *cm),
-         *sm = malloc((size_t)(used * cols) * sizeof *sm);
-  if (!cm || !sm) {
-    free(cm);
-    free(sm);
-    return clg_graph_record_error(c->g);
-  }
-  double scale = inverse ? 1.0 / (double)len : 1.0, sgn = inverse ? -1 : 1;
-  for (int64_t j = 0; j < used; j++)
-    for (int64_t k = 0; k < cols; k++) {
-      double a = 2 * CLG_PI * (double)((j * k) % len) / (double)len;
-      cm[j * cols + k] = cos(a) * scale;
-      sm[j * cols + k] = sgn * sin(a) * scale;
-    }
-  /* re = xr C + xi S, im = xi C - xr S (S carries the inverse's sign) */
-  clg_output rc, rs, ic, is, re, im;
-  code = times(c, part[0], cm, used, cols, &rc);
-  if (code == CLG_OK)
-    code = times(c, part[0], sm, used, cols, &rs);
-  if (code == CLG_OK && parts == 2)
-    code = times(c, part[1], cm, used, cols, &ic);
-  if (code == CLG_OK && parts == 2)
-    code = times(c, part[1], sm, used, cols, &is);
-  free(cm);
-  free(sm);
-  if (code == CLG_OK && parts == 2) {
-    code = clg_onnx_binop(c, "Add", rc, is, &re);
-    if (code == CLG_OK)
-      code = clg_onnx_binop(c, "Sub", ic, rs, &im);
-  } else if (code == CLG_OK) {
-    re = rc;
-    code = clg_onnx_op(c, "Neg", 1, &rs, 0, NULL, &im);
-  }
+  clg_output re, im;
+  code = dft_product(c, part, parts, used, len, cols, inverse, &re, &im);
   int64_t od[CLG_MAX_RANK];
   for (int d = 0; d < sr; d++)
     od[d] = d == axis ? cols : clg_onnx_in_dim(c, n, 0, d);
@@ -495,37 +506,8 @@ static clg_code stft(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   }
   if (code != CLG_OK)
     return code;
-  double *cm = malloc((size_t)(flen * cols) * sizeof *cm),
-         *sm = malloc((size_t)(flen * cols) * sizeof *sm);
-  if (!cm || !sm) {
-    free(cm);
-    free(sm);
-    return clg_graph_record_error(c->g);
-  }
-  for (int64_t j = 0; j < flen; j++)
-    for (int64_t q = 0; q < cols; q++) {
-      double a = 2 * CLG_PI * (double)((j * q) % flen) / (double)flen;
-      cm[j * cols + q] = cos(a);
-      sm[j * cols + q] = sin(a);
-    }
-  clg_output rc, rs, ic, is, re, im;
-  code = times(c, part[0], cm, flen, cols, &rc);
-  if (code == CLG_OK)
-    code = times(c, part[0], sm, flen, cols, &rs);
-  if (code == CLG_OK && parts == 2)
-    code = times(c, part[1], cm, flen, cols, &ic);
-  if (code == CLG_OK && parts == 2)
-    code = times(c, part[1], sm, flen, cols, &is);
-  free(cm);
-  free(sm);
-  if (code == CLG_OK && parts == 2) {
-    code = clg_onnx_binop(c, "Add", rc, is, &re);
-    if (code == CLG_OK)
-      code = clg_onnx_binop(c, "Sub", ic, rs, &im);
-  } else if (code == CLG_OK) {
-    re = rc;
-    code = clg_onnx_op(c, "Neg", 1, &rs, 0, NULL, &im);
-  }
+  clg_output re, im;
+  code = dft_product(c, part, parts, flen, flen, cols, false, &re, &im);
   int64_t od[4] = {batch, frames, cols, 1};
   clg_output both[3];
   if (code == CLG_OK)
