@@ -14,9 +14,10 @@ static T clg_floormod(T x, T y)
   return r != (T)0 && ((y < (T)0) != (r < (T)0)) ? r + y : r;
 }
 
-#define CLG_BCAST(name, TO, EXPR)                                                                \
-  __kernel void name(__global const T *a, ulong ao, __global const T *b, ulong bo,              \
-                     __global TO *out, ulong oo, ulong n, clg_map m)                            \
+/* out[i] = EXPR of x = a and y = b (of type TI) at output element i's broadcast positions. */
+#define CLG_BCAST_IO(name, TI, TO, EXPR)                                                         \
+  __kernel void name(__global const TI *a, ulong ao, __global const TI *b, ulong bo,             \
+                     __global TO *out, ulong oo, ulong n, clg_map m)                             \
   {                                                                                              \
     ulong i = get_global_id(0);                                                                  \
     if (i >= n)                                                                                  \
@@ -28,9 +29,11 @@ static T clg_floormod(T x, T y)
       ia += d * m.sa[k];                                                                         \
       ib += d * m.sb[k];                                                                         \
     }                                                                                            \
-    T x = a[ao + ia], y = b[bo + ib];                                                            \
+    TI x = a[ao + ia], y = b[bo + ib];                                                           \
     out[oo + i] = EXPR;                                                                          \
   }
+/* The float ops, on the program's T. */
+#define CLG_BCAST(name, TO, EXPR) CLG_BCAST_IO(name, T, TO, EXPR)
 
 CLG_BCAST(clg_bc_add, T, x + y)
 CLG_BCAST(clg_bc_sub, T, x - y)
@@ -56,22 +59,7 @@ CLG_BCAST(clg_bc_sqdiff, T, (x - y) * (x - y))
 
 /* The comparisons on integers, Equal, NotEqual, LogicalAnd and LogicalOr on bool (the
  * program's T is then unused). */
-#define CLG_BCAST_CMP(name, TI, OP)                                                              \
-  __kernel void name(__global const TI *a, ulong ao, __global const TI *b, ulong bo,            \
-                     __global uchar *out, ulong oo, ulong n, clg_map m)                         \
-  {                                                                                              \
-    ulong i = get_global_id(0);                                                                  \
-    if (i >= n)                                                                                  \
-      return;                                                                                    \
-    ulong ia = 0, ib = 0, r = i;                                                                 \
-    for (int k = (int)m.rank - 1; k >= 0; k--) {                                                 \
-      ulong d = r % m.dims[k];                                                                   \
-      r /= m.dims[k];                                                                            \
-      ia += d * m.sa[k];                                                                         \
-      ib += d * m.sb[k];                                                                         \
-    }                                                                                            \
-    out[oo + i] = a[ao + ia] OP b[bo + ib] ? 1 : 0;                                              \
-  }
+#define CLG_BCAST_CMP(name, TI, OP) CLG_BCAST_IO(name, TI, uchar, x OP y ? 1 : 0)
 CLG_BCAST_CMP(clg_bc_equal_i32, int, ==)
 CLG_BCAST_CMP(clg_bc_equal_i64, long, ==)
 CLG_BCAST_CMP(clg_bc_ge_i32, int, >=)
@@ -91,22 +79,7 @@ CLG_BCAST_CMP(clg_bc_or, uchar, ||)
 
 /* SquaredDifference on integers, wrapping as TensorFlow's (unsigned: no signed overflow). */
 #define CLG_BCAST_SQDIFF_INT(name, TI, TU)                                                       \
-  __kernel void name(__global const TI *a, ulong ao, __global const TI *b, ulong bo,            \
-                     __global TI *out, ulong oo, ulong n, clg_map m)                            \
-  {                                                                                              \
-    ulong i = get_global_id(0);                                                                  \
-    if (i >= n)                                                                                  \
-      return;                                                                                    \
-    ulong ia = 0, ib = 0, r = i;                                                                 \
-    for (int k = (int)m.rank - 1; k >= 0; k--) {                                                 \
-      ulong d = r % m.dims[k];                                                                   \
-      r /= m.dims[k];                                                                            \
-      ia += d * m.sa[k];                                                                         \
-      ib += d * m.sb[k];                                                                         \
-    }                                                                                            \
-    TU d = (TU)a[ao + ia] - (TU)b[bo + ib];                                                      \
-    out[oo + i] = (TI)(d * d);                                                                   \
-  }
+  CLG_BCAST_IO(name, TI, TI, (TI)(((TU)x - (TU)y) * ((TU)x - (TU)y)))
 CLG_BCAST_SQDIFF_INT(clg_bc_sqdiff_i32, int, uint)
 CLG_BCAST_SQDIFF_INT(clg_bc_sqdiff_i64, long, ulong)
 

@@ -12,9 +12,6 @@
 
 #include "testutil.h"
 
-/* Each case runs on CPU:0 and on one stand-in GPU, taken in turn. */
-static int gpu_turn;
-
 /* Sessions grow their device memory (the default reserves all of it per device) and a
  * session kept open for the whole test keeps the process-wide device state alive between
  * cases. */
@@ -73,55 +70,14 @@ static bool close_to(const clg_tensor *t, const double *ref, size_t n, double to
 
 /* --- running one op on both device kinds ------------------------------------------------- */
 
-typedef clg_node *(*build_fn)(clg_graph *g, clg_node *const *in, void *ctx);
-
-/* Builds fn's node on CPU:0 and on a stand-in GPU, from placeholders fed `inputs`, runs
- * both in one session and fetches output `index` of each into out[0] (CPU) and out[1]. On
- * a build or run error returns its code (outputs NULL) and leaves the message in err. */
-static clg_code run_both(int nin, clg_tensor *const *inputs, build_fn fn, void *ctx, int index,
-                         clg_tensor **out, char *err, size_t err_size)
-{
-  const char *gpus[4] = {"/device:GPU:0", "/device:GPU:1", "/device:GPU:2", "/device:GPU:3"};
-  out[0] = out[1] = NULL;
-  clg_graph *g = clg_graph_new();
-  clg_node *ph[8];
-  for (int i = 0; i < nin; i++) {
-    int64_t dims[CLG_MAX_RANK];
-    for (int k = 0; k < clg_tensor_rank(inputs[i]); k++)
-      dims[k] = clg_tensor_dim(inputs[i], k);
-    ph[i] = clg_placeholder(g, NULL, clg_tensor_dtype(inputs[i]), clg_tensor_rank(inputs[i]), dims);
-  }
-  clg_node *node[2];
-  clg_graph_push_device(g, "/cpu:0");
-  node[0] = fn(g, ph, ctx);
-  clg_graph_pop_device(g);
-  clg_graph_push_device(g, gpus[gpu_turn++ % 4]);
-  node[1] = fn(g, ph, ctx);
-  clg_graph_pop_device(g);
-  clg_code code = clg_graph_status(g);
-  clg_session *s = NULL;
-  if (code == CLG_OK)
-    code = clg_session_new(g, &session_opt, &s);
-  if (code == CLG_OK) {
-    clg_output feeds[8], fetch[2] = {{node[0], index}, {node[1], index}};
-    for (int i = 0; i < nin; i++)
-      feeds[i] = clg_out(ph[i], 0);
-    code = clg_session_run_outputs(s, nin, feeds, inputs, 2, fetch, out, 0, NULL);
-  }
-  if (err)
-    snprintf(err, err_size, "%s", code == CLG_OK ? "" : clg_last_error());
-  clg_session_free(s);
-  clg_graph_free(g);
-  return code;
-}
-
 /* Runs and checks both devices against ref; frees the outputs. */
-static void run_check(const char *what, int nin, clg_tensor *const *inputs, build_fn fn, void *ctx,
-                      int index, const double *ref, size_t n, double tol)
+static void run_check(const char *what, int nin, clg_tensor *const *inputs, clg_test_build_fn fn,
+                      const void *ctx, int index, const double *ref, size_t n, double tol)
 {
   clg_tensor *out[2];
   char err[1024];
-  clg_code code = run_both(nin, inputs, fn, ctx, index, out, err, sizeof err);
+  clg_code code =
+      clg_test_run_both(&session_opt, nin, inputs, fn, ctx, index, out, err, sizeof err);
   CHECK_MSG(code == CLG_OK, "%s: %s", what, err);
   if (code == CLG_OK) {
     close_to(out[0], ref, n, tol, what, "CPU:0");
@@ -139,16 +95,8 @@ static void run_check(const char *what, int nin, clg_tensor *const *inputs, buil
   clg_tensor_free(out[1]);
 }
 
-/* A build error: the graph's status and text (which names the node). */
-static void expect_build_error(clg_graph *g, const char *text, int line)
-{
-  CHECK_MSG(clg_graph_status(g) == CLG_INVALID_ARGUMENT, "line %d: status %s (%s)", line,
-            clg_code_name(clg_graph_status(g)), clg_graph_error(g));
-  CHECK_MSG(strstr(clg_graph_error(g), text) != NULL, "line %d: error \"%s\" lacks \"%s\"", line,
-            clg_graph_error(g), text);
-  clg_graph_free(g);
-}
-#define EXPECT_BUILD_ERROR(g, text) expect_build_error(g, text, __LINE__)
+/* A build error: the graph's status and text (which names the node itself). */
+#define EXPECT_BUILD_ERROR(g, text) clg_test_expect_error(g, "", text, __LINE__)
 
 static clg_node *ph(clg_graph *g, clg_dtype dt, int rank, const int64_t *dims)
 {
@@ -177,7 +125,7 @@ static clg_node *const_ints(clg_graph *g, int n, const int64_t *v)
   return c;
 }
 
-static clg_node *build_op(clg_graph *g, clg_node *const *in, void *ctx)
+static clg_node *build_op(clg_graph *g, clg_node *const *in, const void *ctx)
 {
   const opcase *c = ctx;
   clg_output io[8];
@@ -197,7 +145,7 @@ typedef struct binary_case {
   const char *op;
 } binary_case;
 
-static clg_node *build_binary(clg_graph *g, clg_node *const *in, void *ctx)
+static clg_node *build_binary(clg_graph *g, clg_node *const *in, const void *ctx)
 {
   const binary_case *c = ctx;
   clg_output io[2] = {clg_out(in[0], 0), clg_out(in[1], 0)};
@@ -309,7 +257,7 @@ static void test_binary(void)
 
 /* Select (tf.where): the chosen element's exact value (infinities and NaN included) for each
  * condition form (t's shape, a scalar, a vector choosing rows) and dtype; bad input named. */
-static clg_node *build_select(clg_graph *g, clg_node *const *in, void *ctx)
+static clg_node *build_select(clg_graph *g, clg_node *const *in, const void *ctx)
 {
   (void)ctx;
   return clg_select(g, NULL, in[0], in[1], in[2]);
@@ -684,8 +632,8 @@ static void test_softmax(void)
 }
 
 /* Runs fn's node on one device and expects a run-time error containing text. */
-static void expect_run_error(const char *dev, int nin, clg_tensor *const *inputs, build_fn fn,
-                             void *ctx, const char *text)
+static void expect_run_error(const char *dev, int nin, clg_tensor *const *inputs,
+                             clg_test_build_fn fn, const void *ctx, const char *text)
 {
   clg_graph *g = clg_graph_new();
   clg_node *p[8];
@@ -768,7 +716,7 @@ static void test_xent(void)
   EXPECT_BUILD_ERROR(g, "xent': logits must be 2-D, but got shape [2,3,1]");
 }
 
-static clg_node *build_in_top_k(clg_graph *g, clg_node *const *in, void *ctx)
+static clg_node *build_in_top_k(clg_graph *g, clg_node *const *in, const void *ctx)
 {
   return clg_in_top_k(g, NULL, in[0], in[1], *(const int64_t *)ctx);
 }
@@ -1273,7 +1221,7 @@ static const int64_t cifar_shapes[10][4] = {{5, 5, 3, 64}, {64},  {5, 5, 64, 64}
                                             {192, 10},     {10}};
 static const int cifar_ranks[10] = {4, 1, 4, 1, 2, 1, 2, 1, 2, 1};
 
-static clg_node *build_cifar(clg_graph *g, clg_node *const *in, void *ctx)
+static clg_node *build_cifar(clg_graph *g, clg_node *const *in, const void *ctx)
 {
   const cifar *m = ctx;
   clg_node *w[10];
@@ -1520,7 +1468,7 @@ typedef struct conv_case {
   const char *padding;
 } conv_case;
 
-static clg_node *build_conv(clg_graph *g, clg_node *const *in, void *ctx)
+static clg_node *build_conv(clg_graph *g, clg_node *const *in, const void *ctx)
 {
   const conv_case *c = ctx;
   return clg_conv2d(g, NULL, in[0], in[1], (int64_t[]){1, c->sh, c->sw, 1}, c->padding,
@@ -1529,7 +1477,7 @@ static clg_node *build_conv(clg_graph *g, clg_node *const *in, void *ctx)
 
 /* The gradient of sum(Conv2D) with respect to the filter: Conv2DBackpropFilter over the same
  * geometry. */
-static clg_node *build_conv_filter_grad(clg_graph *g, clg_node *const *in, void *ctx)
+static clg_node *build_conv_filter_grad(clg_graph *g, clg_node *const *in, const void *ctx)
 {
   clg_node *y = build_conv(g, in, ctx);
   clg_node *s = clg_sum(g, NULL, y, 4, (int64_t[]){0, 1, 2, 3}, false);
@@ -1539,7 +1487,7 @@ static clg_node *build_conv_filter_grad(clg_graph *g, clg_node *const *in, void 
   return grad[0].node;
 }
 
-static clg_node *build_max_pool_big_stride(clg_graph *g, clg_node *const *in, void *ctx)
+static clg_node *build_max_pool_big_stride(clg_graph *g, clg_node *const *in, const void *ctx)
 {
   return clg_max_pool(g, NULL, in[0], (int64_t[]){1, 2, 2, 1},
                       (int64_t[]){1, INT64_MAX, INT64_MAX, 1}, (const char *)ctx);
@@ -1547,7 +1495,7 @@ static clg_node *build_max_pool_big_stride(clg_graph *g, clg_node *const *in, vo
 
 /* The gradient of sum(y) with respect to input 0 for y built by build_conv or
  * build_max_pool_big_stride (ctx then the padding). */
-static clg_node *build_input_grad(clg_graph *g, clg_node *const *in, void *ctx, bool pool)
+static clg_node *build_input_grad(clg_graph *g, clg_node *const *in, const void *ctx, bool pool)
 {
   clg_node *y = pool ? build_max_pool_big_stride(g, in, ctx) : build_conv(g, in, ctx);
   clg_node *s = clg_sum(g, NULL, y, 4, (int64_t[]){0, 1, 2, 3}, false);
@@ -1557,12 +1505,12 @@ static clg_node *build_input_grad(clg_graph *g, clg_node *const *in, void *ctx, 
   return grad[0].node;
 }
 
-static clg_node *build_conv_input_grad(clg_graph *g, clg_node *const *in, void *ctx)
+static clg_node *build_conv_input_grad(clg_graph *g, clg_node *const *in, const void *ctx)
 {
   return build_input_grad(g, in, ctx, false);
 }
 
-static clg_node *build_max_pool_grad(clg_graph *g, clg_node *const *in, void *ctx)
+static clg_node *build_max_pool_grad(clg_graph *g, clg_node *const *in, const void *ctx)
 {
   return build_input_grad(g, in, ctx, true);
 }

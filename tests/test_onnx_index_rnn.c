@@ -14,251 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "testutil.h"
+#include "onnx_testutil.h"
 #include <clgraph/import.h>
 
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node/"
-
-static const char *device(void)
-{
-  const char *d = getenv("CLG_ONNX_DEVICE");
-  return d && d[0] ? d : "/device:CPU:0";
-}
-
-/* --- a protobuf writer for ModelProtos ------------------------------------------------------- */
-
-typedef struct pb {
-  uint8_t *p;
-  size_t n, cap;
-} pb;
-
-static void pb_raw(pb *b, const void *d, size_t n)
-{
-  if (b->n + n > b->cap) {
-    b->cap = (b->n + n) * 2 + 64;
-    b->p = realloc(b->p, b->cap);
-    if (!b->p)
-      abort();
-  }
-  if (n)
-    memcpy(b->p + b->n, d, n);
-  b->n += n;
-}
-
-static void pb_varint(pb *b, uint64_t v)
-{
-  uint8_t t[10];
-  int k = 0;
-  do {
-    t[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-    v >>= 7;
-  } while (v);
-  pb_raw(b, t, (size_t)k);
-}
-
-static void pb_tag(pb *b, int field, int wire)
-{
-  pb_varint(b, (uint64_t)field << 3 | (uint64_t)wire);
-}
-static void pb_int(pb *b, int field, int64_t v)
-{
-  pb_tag(b, field, 0);
-  pb_varint(b, (uint64_t)v);
-}
-static void pb_bytes(pb *b, int field, const void *d, size_t n)
-{
-  pb_tag(b, field, 2);
-  pb_varint(b, n);
-  pb_raw(b, d, n);
-}
-static void pb_str(pb *b, int field, const char *s) { pb_bytes(b, field, s, strlen(s)); }
-static void pb_msg(pb *b, int field, pb *sub)
-{
-  pb_bytes(b, field, sub->p, sub->n);
-  free(sub->p);
-  *sub = (pb){0};
-}
-
-enum { F32 = 1, I32 = 6, I64 = 7, F64 = 11 };
-
-/* A graph input (field 11) or output (12): name, ONNX elem type and shape. */
-static void value_info(pb *g, int field, const char *name, int elem, int rank, const int64_t *dims)
-{
-  pb shape = {0}, tt = {0}, type = {0}, vi = {0};
-  for (int i = 0; i < rank; i++) {
-    pb dim = {0};
-    pb_int(&dim, 1, dims[i]);
-    pb_msg(&shape, 1, &dim);
-  }
-  pb_int(&tt, 1, elem);
-  pb_msg(&tt, 2, &shape);
-  pb_msg(&type, 1, &tt);
-  pb_str(&vi, 1, name);
-  pb_msg(&vi, 2, &type);
-  pb_msg(g, field, &vi);
-}
-
-/* An initializer with raw_data of n elements of elem type (floats given as double). */
-static void init(pb *g, const char *name, int elem, int rank, const int64_t *dims, int n,
-                 const double *v)
-{
-  pb t = {0};
-  for (int i = 0; i < rank; i++)
-    pb_int(&t, 1, dims[i]);
-  pb_int(&t, 2, elem);
-  pb_str(&t, 8, name);
-  uint8_t *raw = malloc((size_t)n * 8 + 1);
-  size_t es = elem == F32 || elem == I32 ? 4 : 8;
-  for (int i = 0; i < n; i++) {
-    float f = (float)v[i];
-    int32_t i32 = (int32_t)v[i];
-    int64_t i64 = (int64_t)v[i];
-    memcpy(raw + i * es, elem == F32 ? (void *)&f : elem == I32 ? (void *)&i32 : (void *)&i64, es);
-  }
-  pb_bytes(&t, 9, raw, (size_t)n * es);
-  free(raw);
-  pb_msg(g, 5, &t);
-}
-
-static void attr_i(pb *node, const char *name, int64_t v)
-{
-  pb a = {0};
-  pb_str(&a, 1, name);
-  pb_int(&a, 3, v);
-  pb_int(&a, 20, 2);
-  pb_msg(node, 5, &a);
-}
-
-static void attr_f(pb *node, const char *name, float v)
-{
-  pb a = {0};
-  pb_str(&a, 1, name);
-  pb_tag(&a, 2, 5);
-  pb_raw(&a, &v, 4);
-  pb_int(&a, 20, 1);
-  pb_msg(node, 5, &a);
-}
-
-static void attr_s(pb *node, const char *name, const char *s)
-{
-  pb a = {0};
-  pb_str(&a, 1, name);
-  pb_str(&a, 4, s);
-  pb_int(&a, 20, 3);
-  pb_msg(node, 5, &a);
-}
-
-static void attr_strs(pb *node, const char *name, int n, const char *const *s)
-{
-  pb a = {0};
-  pb_str(&a, 1, name);
-  for (int i = 0; i < n; i++)
-    pb_str(&a, 9, s[i]);
-  pb_int(&a, 20, 8);
-  pb_msg(node, 5, &a);
-}
-
-/* A node: inputs and outputs separated by a NULL ("" for an absent optional input). */
-static pb node_begin(const char *op, const char *const *io)
-{
-  pb nd = {0};
-  int i = 0;
-  for (; io[i]; i++)
-    pb_str(&nd, 1, io[i]);
-  for (i++; io[i]; i++)
-    pb_str(&nd, 2, io[i]);
-  pb_str(&nd, 4, op);
-  return nd;
-}
-
-static pb model_of(pb *graph)
-{
-  pb m = {0}, op = {0};
-  pb_int(&m, 1, 8);
-  pb_str(&op, 1, "");
-  pb_int(&op, 2, 17);
-  pb_msg(&m, 8, &op);
-  pb_str(graph, 2, "g");
-  pb_msg(&m, 7, graph);
-  return m;
-}
-
-/* --- running --------------------------------------------------------------------------------- */
-
-static clg_session_options opts(void)
-{
-  clg_session_options o;
-  clg_session_options_init(&o);
-  o.allow_soft_placement = 1;
-  o.gpu_options.allow_growth = 1;
-  return o;
-}
-
-/* Imports model under the test's device, feeds the inputs in order, fetches every output. */
-static clg_code run_model(const pb *m, int nin, clg_tensor **in, int nout, clg_tensor **out)
-{
-  clg_graph *g = clg_graph_new();
-  clg_import_result *r = NULL;
-  clg_session *s = NULL;
-  CHECK_OK(clg_graph_push_device(g, device()));
-  clg_code code = clg_graph_import_memory(g, CLG_IMPORT_ONNX, m->p, m->n, NULL, &r);
-  if (code == CLG_OK) {
-    CHECK(clg_import_num_inputs(r) == nin && clg_import_num_outputs(r) == nout);
-    clg_output at[8], fe[8];
-    for (int i = 0; i < nin; i++)
-      at[i] = clg_import_input(r, i)->value;
-    for (int i = 0; i < nout; i++)
-      fe[i] = clg_import_output(r, i)->value;
-    clg_session_options o = opts();
-    CHECK_OK(clg_session_new(g, &o, &s));
-    code = clg_session_run_outputs(s, nin, at, in, nout, fe, out, 0, NULL);
-  }
-  clg_session_free(s);
-  clg_import_result_free(r);
-  clg_graph_free(g);
-  return code;
-}
-
-/* got against want (double), shape rank/dims and dtype exactly, values within ONNX's tolerance. */
-static void check_close(const char *what, const clg_tensor *got, clg_dtype dt, int rank,
-                        const int64_t *dims, const double *want)
-{
-  CHECK_MSG(got != NULL, "%s: no output", what);
-  if (!got)
-    return;
-  CHECK_MSG(clg_tensor_dtype(got) == dt && clg_tensor_rank(got) == rank, "%s: %s rank %d", what,
-            clg_dtype_name(clg_tensor_dtype(got)), clg_tensor_rank(got));
-  if (clg_tensor_dtype(got) != dt || clg_tensor_rank(got) != rank)
-    return;
-  for (int d = 0; d < rank; d++)
-    CHECK_MSG(clg_tensor_dim(got, d) == dims[d], "%s: dim %d is %lld, want %lld", what, d,
-              (long long)clg_tensor_dim(got, d), (long long)dims[d]);
-  size_t n = clg_tensor_count(got);
-  for (size_t i = 0; i < n; i++) {
-    double x = clg_test_elem(got, i), y = want[i];
-    if (!(fabs(x - y) <= 1e-7 + 1e-3 * fabs(y))) {
-      CHECK_MSG(0, "%s [%zu]: %.9g, want %.9g", what, i, x, y);
-      return;
-    }
-  }
-}
-
-static clg_tensor *tensor_of(clg_dtype dt, int rank, const int64_t *dims, const double *v)
-{
-  clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
-  void *d = clg_tensor_data(t);
-  for (size_t i = 0; i < clg_tensor_count(t); i++) {
-    if (dt == CLG_FLOAT32)
-      ((float *)d)[i] = (float)v[i];
-    else if (dt == CLG_FLOAT64)
-      ((double *)d)[i] = v[i];
-    else if (dt == CLG_INT32)
-      ((int32_t *)d)[i] = (int32_t)v[i];
-    else
-      ((int64_t *)d)[i] = (int64_t)v[i];
-  }
-  return t;
-}
 
 /* --- ONNX's node tests ----------------------------------------------------------------------- */
 
@@ -291,7 +50,7 @@ static void node_test(const char *name)
   clg_import_result *r = NULL;
   clg_session *s = NULL;
   clg_tensor *in[8] = {0}, *out[8] = {0}, *want[8] = {0};
-  CHECK_OK(clg_graph_push_device(g, device()));
+  CHECK_OK(clg_graph_push_device(g, clg_test_onnx_device()));
   clg_code code = clg_graph_import(g, p, NULL, &r);
   CHECK_MSG(code == CLG_OK, "%s: import: %s (install libonnx-testdata)", name, clg_last_error());
   int ni = r ? clg_import_num_inputs(r) : 0, no = r ? clg_import_num_outputs(r) : 0;
@@ -307,7 +66,7 @@ static void node_test(const char *name)
     CHECK_OK(code = clg_import_load_tensor(p, &want[i]));
     fe[i] = clg_import_output(r, i)->value;
   }
-  clg_session_options o = opts();
+  clg_session_options o = clg_test_onnx_opts();
   if (code == CLG_OK)
     CHECK_OK(code = clg_session_new(g, &o, &s));
   if (code == CLG_OK) {
@@ -323,7 +82,8 @@ static void node_test(const char *name)
     for (size_t k = 0; k < n; k++)
       v[k] = clg_test_elem(want[i], k);
     snprintf(p, sizeof p, "%s output %d", name, i);
-    check_close(p, out[i], clg_tensor_dtype(want[i]), clg_tensor_rank(want[i]), dims, v);
+    clg_test_onnx_check_close(p, out[i], clg_tensor_dtype(want[i]), clg_tensor_rank(want[i]), dims,
+                              v);
     free(v);
   }
   for (int i = 0; i < 8; i++) {
@@ -406,29 +166,29 @@ static void test_lstm_bidirectional(void)
       for (int j = 0; j < HD; j++)
         yh[(d * BT + q) * HD + j] = h[q][j], yc[(d * BT + q) * HD + j] = c[q][j];
   }
-  pb g = {0};
+  clg_test_pb g = {0};
   static const char *const io[] = {"X", "W",  "R", "B",  "",   "h0", "c0",
                                    "P", NULL, "Y", "Yh", "Yc", NULL};
-  pb nd = node_begin("LSTM", io);
-  attr_s(&nd, "direction", "bidirectional");
-  attr_i(&nd, "hidden_size", HD);
-  pb_msg(&g, 1, &nd);
-  init(&g, "W", F32, 3, (int64_t[]){2, 4 * HD, IN}, 2 * 4 * HD * IN, w);
-  init(&g, "R", F32, 3, (int64_t[]){2, 4 * HD, HD}, 2 * 4 * HD * HD, r);
-  init(&g, "B", F32, 2, (int64_t[]){2, 8 * HD}, 2 * 8 * HD, b);
-  init(&g, "P", F32, 2, (int64_t[]){2, 3 * HD}, 2 * 3 * HD, p);
-  init(&g, "h0", F32, 3, (int64_t[]){2, BT, HD}, 2 * BT * HD, h0);
-  init(&g, "c0", F32, 3, (int64_t[]){2, BT, HD}, 2 * BT * HD, c0);
-  value_info(&g, 11, "X", F32, 3, (int64_t[]){S, BT, IN});
-  value_info(&g, 12, "Y", F32, 4, (int64_t[]){S, 2, BT, HD});
-  value_info(&g, 12, "Yh", F32, 3, (int64_t[]){2, BT, HD});
-  value_info(&g, 12, "Yc", F32, 3, (int64_t[]){2, BT, HD});
-  pb m = model_of(&g);
-  clg_tensor *in = tensor_of(CLG_FLOAT32, 3, (int64_t[]){S, BT, IN}, x), *out[3] = {0};
-  CHECK_OK(run_model(&m, 1, &in, 3, out));
-  check_close("LSTM Y", out[0], CLG_FLOAT32, 4, (int64_t[]){S, 2, BT, HD}, y);
-  check_close("LSTM Y_h", out[1], CLG_FLOAT32, 3, (int64_t[]){2, BT, HD}, yh);
-  check_close("LSTM Y_c", out[2], CLG_FLOAT32, 3, (int64_t[]){2, BT, HD}, yc);
+  clg_test_pb nd = clg_test_onnx_node("LSTM", io);
+  clg_test_onnx_attr_s(&nd, "direction", "bidirectional");
+  clg_test_onnx_attr_i(&nd, "hidden_size", HD);
+  clg_test_pb_msg(&g, 1, &nd);
+  clg_test_onnx_init(&g, "W", F32, 3, (int64_t[]){2, 4 * HD, IN}, 2 * 4 * HD * IN, w);
+  clg_test_onnx_init(&g, "R", F32, 3, (int64_t[]){2, 4 * HD, HD}, 2 * 4 * HD * HD, r);
+  clg_test_onnx_init(&g, "B", F32, 2, (int64_t[]){2, 8 * HD}, 2 * 8 * HD, b);
+  clg_test_onnx_init(&g, "P", F32, 2, (int64_t[]){2, 3 * HD}, 2 * 3 * HD, p);
+  clg_test_onnx_init(&g, "h0", F32, 3, (int64_t[]){2, BT, HD}, 2 * BT * HD, h0);
+  clg_test_onnx_init(&g, "c0", F32, 3, (int64_t[]){2, BT, HD}, 2 * BT * HD, c0);
+  clg_test_onnx_value_info(&g, 11, "X", F32, 3, (int64_t[]){S, BT, IN});
+  clg_test_onnx_value_info(&g, 12, "Y", F32, 4, (int64_t[]){S, 2, BT, HD});
+  clg_test_onnx_value_info(&g, 12, "Yh", F32, 3, (int64_t[]){2, BT, HD});
+  clg_test_onnx_value_info(&g, 12, "Yc", F32, 3, (int64_t[]){2, BT, HD});
+  clg_test_pb m = clg_test_onnx_model(&g);
+  clg_tensor *in = clg_test_onnx_tensor(CLG_FLOAT32, 3, (int64_t[]){S, BT, IN}, x), *out[3] = {0};
+  CHECK_OK(clg_test_onnx_run(&m, 1, &in, 3, out));
+  clg_test_onnx_check_close("LSTM Y", out[0], CLG_FLOAT32, 4, (int64_t[]){S, 2, BT, HD}, y);
+  clg_test_onnx_check_close("LSTM Y_h", out[1], CLG_FLOAT32, 3, (int64_t[]){2, BT, HD}, yh);
+  clg_test_onnx_check_close("LSTM Y_c", out[2], CLG_FLOAT32, 3, (int64_t[]){2, BT, HD}, yc);
   for (int i = 0; i < 3; i++)
     clg_tensor_free(out[i]);
   clg_tensor_free(in);
@@ -470,25 +230,25 @@ static void test_gru_sequence_lens(void)
     for (int j = 0; j < HD; j++)
       yh[q * HD + j] = h[j];
   }
-  pb g = {0};
+  clg_test_pb g = {0};
   static const char *const io[] = {"X", "W", "R", "B", "L", NULL, "Y", "Yh", NULL};
-  pb nd = node_begin("GRU", io);
-  attr_i(&nd, "linear_before_reset", 1);
-  pb_msg(&g, 1, &nd);
-  init(&g, "W", F32, 3, (int64_t[]){1, 3 * HD, IN}, 3 * HD * IN, w);
-  init(&g, "R", F32, 3, (int64_t[]){1, 3 * HD, HD}, 3 * HD * HD, r);
-  init(&g, "B", F32, 2, (int64_t[]){1, 6 * HD}, 6 * HD, b);
-  value_info(&g, 11, "X", F32, 3, (int64_t[]){S, BT, IN});
-  value_info(&g, 11, "L", I32, 1, (int64_t[]){BT});
-  value_info(&g, 12, "Y", F32, 4, (int64_t[]){S, 1, BT, HD});
-  value_info(&g, 12, "Yh", F32, 3, (int64_t[]){1, BT, HD});
-  pb m = model_of(&g);
-  clg_tensor *in[2] = {tensor_of(CLG_FLOAT32, 3, (int64_t[]){S, BT, IN}, x),
-                       tensor_of(CLG_INT32, 1, (int64_t[]){BT}, lens)},
+  clg_test_pb nd = clg_test_onnx_node("GRU", io);
+  clg_test_onnx_attr_i(&nd, "linear_before_reset", 1);
+  clg_test_pb_msg(&g, 1, &nd);
+  clg_test_onnx_init(&g, "W", F32, 3, (int64_t[]){1, 3 * HD, IN}, 3 * HD * IN, w);
+  clg_test_onnx_init(&g, "R", F32, 3, (int64_t[]){1, 3 * HD, HD}, 3 * HD * HD, r);
+  clg_test_onnx_init(&g, "B", F32, 2, (int64_t[]){1, 6 * HD}, 6 * HD, b);
+  clg_test_onnx_value_info(&g, 11, "X", F32, 3, (int64_t[]){S, BT, IN});
+  clg_test_onnx_value_info(&g, 11, "L", I32, 1, (int64_t[]){BT});
+  clg_test_onnx_value_info(&g, 12, "Y", F32, 4, (int64_t[]){S, 1, BT, HD});
+  clg_test_onnx_value_info(&g, 12, "Yh", F32, 3, (int64_t[]){1, BT, HD});
+  clg_test_pb m = clg_test_onnx_model(&g);
+  clg_tensor *in[2] = {clg_test_onnx_tensor(CLG_FLOAT32, 3, (int64_t[]){S, BT, IN}, x),
+                       clg_test_onnx_tensor(CLG_INT32, 1, (int64_t[]){BT}, lens)},
              *out[2] = {0};
-  CHECK_OK(run_model(&m, 2, in, 2, out));
-  check_close("GRU Y", out[0], CLG_FLOAT32, 4, (int64_t[]){S, 1, BT, HD}, y);
-  check_close("GRU Y_h", out[1], CLG_FLOAT32, 3, (int64_t[]){1, BT, HD}, yh);
+  CHECK_OK(clg_test_onnx_run(&m, 2, in, 2, out));
+  clg_test_onnx_check_close("GRU Y", out[0], CLG_FLOAT32, 4, (int64_t[]){S, 1, BT, HD}, y);
+  clg_test_onnx_check_close("GRU Y_h", out[1], CLG_FLOAT32, 3, (int64_t[]){1, BT, HD}, yh);
   for (int i = 0; i < 2; i++) {
     clg_tensor_free(out[i]);
     clg_tensor_free(in[i]);
@@ -523,25 +283,25 @@ static void test_rnn_reverse_clip(void)
     for (int j = 0; j < HD; j++)
       yh[q * HD + j] = h[j];
   }
-  pb g = {0};
+  clg_test_pb g = {0};
   static const char *const io[] = {"X", "W", "R", NULL, "Y", "Yh", NULL};
   static const char *const acts[] = {"Relu"};
-  pb nd = node_begin("RNN", io);
-  attr_s(&nd, "direction", "reverse");
-  attr_i(&nd, "layout", 1);
-  attr_f(&nd, "clip", 0.3f);
-  attr_strs(&nd, "activations", 1, acts);
-  pb_msg(&g, 1, &nd);
-  init(&g, "W", F32, 3, (int64_t[]){1, HD, IN}, HD * IN, w);
-  init(&g, "R", F32, 3, (int64_t[]){1, HD, HD}, HD * HD, r);
-  value_info(&g, 11, "X", F32, 3, (int64_t[]){BT, S, IN});
-  value_info(&g, 12, "Y", F32, 4, (int64_t[]){BT, S, 1, HD});
-  value_info(&g, 12, "Yh", F32, 3, (int64_t[]){BT, 1, HD});
-  pb m = model_of(&g);
-  clg_tensor *in = tensor_of(CLG_FLOAT32, 3, (int64_t[]){BT, S, IN}, x), *out[2] = {0};
-  CHECK_OK(run_model(&m, 1, &in, 2, out));
-  check_close("RNN Y", out[0], CLG_FLOAT32, 4, (int64_t[]){BT, S, 1, HD}, y);
-  check_close("RNN Y_h", out[1], CLG_FLOAT32, 3, (int64_t[]){BT, 1, HD}, yh);
+  clg_test_pb nd = clg_test_onnx_node("RNN", io);
+  clg_test_onnx_attr_s(&nd, "direction", "reverse");
+  clg_test_onnx_attr_i(&nd, "layout", 1);
+  clg_test_onnx_attr_f(&nd, "clip", 0.3f);
+  clg_test_onnx_attr_strs(&nd, "activations", 1, acts);
+  clg_test_pb_msg(&g, 1, &nd);
+  clg_test_onnx_init(&g, "W", F32, 3, (int64_t[]){1, HD, IN}, HD * IN, w);
+  clg_test_onnx_init(&g, "R", F32, 3, (int64_t[]){1, HD, HD}, HD * HD, r);
+  clg_test_onnx_value_info(&g, 11, "X", F32, 3, (int64_t[]){BT, S, IN});
+  clg_test_onnx_value_info(&g, 12, "Y", F32, 4, (int64_t[]){BT, S, 1, HD});
+  clg_test_onnx_value_info(&g, 12, "Yh", F32, 3, (int64_t[]){BT, 1, HD});
+  clg_test_pb m = clg_test_onnx_model(&g);
+  clg_tensor *in = clg_test_onnx_tensor(CLG_FLOAT32, 3, (int64_t[]){BT, S, IN}, x), *out[2] = {0};
+  CHECK_OK(clg_test_onnx_run(&m, 1, &in, 2, out));
+  clg_test_onnx_check_close("RNN Y", out[0], CLG_FLOAT32, 4, (int64_t[]){BT, S, 1, HD}, y);
+  clg_test_onnx_check_close("RNN Y_h", out[1], CLG_FLOAT32, 3, (int64_t[]){BT, 1, HD}, yh);
   for (int i = 0; i < 2; i++)
     clg_tensor_free(out[i]);
   clg_tensor_free(in);
@@ -563,20 +323,20 @@ static void test_gather_elements_int32(void)
         v = v < 0 ? v + 3 : v;
         want[(a * 2 + j) * 2 + k] = (float)data[(a * 3 + v) * 2 + k];
       }
-  pb g = {0};
+  clg_test_pb g = {0};
   static const char *const io[] = {"D", "I", NULL, "Y", NULL};
-  pb nd = node_begin("GatherElements", io);
-  attr_i(&nd, "axis", 1);
-  pb_msg(&g, 1, &nd);
-  value_info(&g, 11, "D", F32, 3, (int64_t[]){2, 3, 2});
-  value_info(&g, 11, "I", I32, 3, (int64_t[]){2, 2, 2});
-  value_info(&g, 12, "Y", F32, 3, (int64_t[]){2, 2, 2});
-  pb m = model_of(&g);
-  clg_tensor *in[2] = {tensor_of(CLG_FLOAT32, 3, (int64_t[]){2, 3, 2}, data),
-                       tensor_of(CLG_INT32, 3, (int64_t[]){2, 2, 2}, idx)},
+  clg_test_pb nd = clg_test_onnx_node("GatherElements", io);
+  clg_test_onnx_attr_i(&nd, "axis", 1);
+  clg_test_pb_msg(&g, 1, &nd);
+  clg_test_onnx_value_info(&g, 11, "D", F32, 3, (int64_t[]){2, 3, 2});
+  clg_test_onnx_value_info(&g, 11, "I", I32, 3, (int64_t[]){2, 2, 2});
+  clg_test_onnx_value_info(&g, 12, "Y", F32, 3, (int64_t[]){2, 2, 2});
+  clg_test_pb m = clg_test_onnx_model(&g);
+  clg_tensor *in[2] = {clg_test_onnx_tensor(CLG_FLOAT32, 3, (int64_t[]){2, 3, 2}, data),
+                       clg_test_onnx_tensor(CLG_INT32, 3, (int64_t[]){2, 2, 2}, idx)},
              *out = NULL;
-  CHECK_OK(run_model(&m, 2, in, 1, &out));
-  check_close("GatherElements", out, CLG_FLOAT32, 3, (int64_t[]){2, 2, 2}, want);
+  CHECK_OK(clg_test_onnx_run(&m, 2, in, 1, &out));
+  clg_test_onnx_check_close("GatherElements", out, CLG_FLOAT32, 3, (int64_t[]){2, 2, 2}, want);
   clg_tensor_free(out);
   clg_tensor_free(in[0]);
   clg_tensor_free(in[1]);
@@ -598,23 +358,24 @@ static void test_scatternd_const(void)
         double *w = &want[((int)idx[u * 2] * 2 + (int)idx[u * 2 + 1]) * 2 + e];
         *w = mul ? *w * upd[u * 2 + e] : *w + upd[u * 2 + e];
       }
-    pb g = {0};
+    clg_test_pb g = {0};
     static const char *const io[] = {"D", "I", "U", NULL, "Y", NULL};
-    pb nd = node_begin("ScatterND", io);
-    attr_s(&nd, "reduction", mul ? "mul" : "add");
-    pb_msg(&g, 1, &nd);
-    init(&g, "I", I64, 2, (int64_t[]){3, 2}, 6, idx);
+    clg_test_pb nd = clg_test_onnx_node("ScatterND", io);
+    clg_test_onnx_attr_s(&nd, "reduction", mul ? "mul" : "add");
+    clg_test_pb_msg(&g, 1, &nd);
+    clg_test_onnx_init(&g, "I", I64, 2, (int64_t[]){3, 2}, 6, idx);
     int et = mul ? F32 : I64;
     clg_dtype dt = mul ? CLG_FLOAT32 : CLG_INT64;
-    value_info(&g, 11, "D", et, 3, (int64_t[]){3, 2, 2});
-    value_info(&g, 11, "U", et, 2, (int64_t[]){3, 2});
-    value_info(&g, 12, "Y", et, 3, (int64_t[]){3, 2, 2});
-    pb m = model_of(&g);
-    clg_tensor *in[2] = {tensor_of(dt, 3, (int64_t[]){3, 2, 2}, data),
-                         tensor_of(dt, 2, (int64_t[]){3, 2}, upd)},
+    clg_test_onnx_value_info(&g, 11, "D", et, 3, (int64_t[]){3, 2, 2});
+    clg_test_onnx_value_info(&g, 11, "U", et, 2, (int64_t[]){3, 2});
+    clg_test_onnx_value_info(&g, 12, "Y", et, 3, (int64_t[]){3, 2, 2});
+    clg_test_pb m = clg_test_onnx_model(&g);
+    clg_tensor *in[2] = {clg_test_onnx_tensor(dt, 3, (int64_t[]){3, 2, 2}, data),
+                         clg_test_onnx_tensor(dt, 2, (int64_t[]){3, 2}, upd)},
                *out = NULL;
-    CHECK_OK(run_model(&m, 2, in, 1, &out));
-    check_close(mul ? "ScatterND mul" : "ScatterND add", out, dt, 3, (int64_t[]){3, 2, 2}, want);
+    CHECK_OK(clg_test_onnx_run(&m, 2, in, 1, &out));
+    clg_test_onnx_check_close(mul ? "ScatterND mul" : "ScatterND add", out, dt, 3,
+                              (int64_t[]){3, 2, 2}, want);
     clg_tensor_free(out);
     clg_tensor_free(in[0]);
     clg_tensor_free(in[1]);
@@ -656,22 +417,22 @@ static void test_einsum_forms(void)
             want[(q * 3 + i) * 5 + k] = s;
           }
     }
-    pb g = {0};
+    clg_test_pb g = {0};
     static const char *const io2[] = {"A", "B", NULL, "Y", NULL}, *const io1[] = {"A", NULL, "Y",
                                                                                   NULL};
-    pb nd = node_begin("Einsum", rb ? io2 : io1);
-    attr_s(&nd, "equation", eqs[f]);
-    pb_msg(&g, 1, &nd);
-    value_info(&g, 11, "A", F32, ra, da);
+    clg_test_pb nd = clg_test_onnx_node("Einsum", rb ? io2 : io1);
+    clg_test_onnx_attr_s(&nd, "equation", eqs[f]);
+    clg_test_pb_msg(&g, 1, &nd);
+    clg_test_onnx_value_info(&g, 11, "A", F32, ra, da);
     if (rb)
-      value_info(&g, 11, "B", F32, rb, db);
-    value_info(&g, 12, "Y", F32, ry, dy);
-    pb m = model_of(&g);
-    clg_tensor *in[2] = {tensor_of(CLG_FLOAT32, ra, da, a),
-                         rb ? tensor_of(CLG_FLOAT32, rb, db, b) : NULL},
+      clg_test_onnx_value_info(&g, 11, "B", F32, rb, db);
+    clg_test_onnx_value_info(&g, 12, "Y", F32, ry, dy);
+    clg_test_pb m = clg_test_onnx_model(&g);
+    clg_tensor *in[2] = {clg_test_onnx_tensor(CLG_FLOAT32, ra, da, a),
+                         rb ? clg_test_onnx_tensor(CLG_FLOAT32, rb, db, b) : NULL},
                *out = NULL;
-    CHECK_OK(run_model(&m, rb ? 2 : 1, in, 1, &out));
-    check_close(eqs[f], out, CLG_FLOAT32, ry, dy, want);
+    CHECK_OK(clg_test_onnx_run(&m, rb ? 2 : 1, in, 1, &out));
+    clg_test_onnx_check_close(eqs[f], out, CLG_FLOAT32, ry, dy, want);
     clg_tensor_free(out);
     clg_tensor_free(in[0]);
     clg_tensor_free(in[1]);
@@ -691,19 +452,19 @@ static void test_cumsum_onehot(void)
         s += x[q * 4 + k];
       want[q * 4 + j] = s;
     }
-  pb g = {0};
+  clg_test_pb g = {0};
   static const char *const io[] = {"X", "A", NULL, "Y", NULL};
-  pb nd = node_begin("CumSum", io);
-  attr_i(&nd, "exclusive", 1);
-  attr_i(&nd, "reverse", 1);
-  pb_msg(&g, 1, &nd);
-  init(&g, "A", I64, 0, NULL, 1, (double[]){-1});
-  value_info(&g, 11, "X", I32, 2, (int64_t[]){2, 4});
-  value_info(&g, 12, "Y", I32, 2, (int64_t[]){2, 4});
-  pb m = model_of(&g);
-  clg_tensor *in = tensor_of(CLG_INT32, 2, (int64_t[]){2, 4}, x), *out = NULL;
-  CHECK_OK(run_model(&m, 1, &in, 1, &out));
-  check_close("CumSum", out, CLG_INT32, 2, (int64_t[]){2, 4}, want);
+  clg_test_pb nd = clg_test_onnx_node("CumSum", io);
+  clg_test_onnx_attr_i(&nd, "exclusive", 1);
+  clg_test_onnx_attr_i(&nd, "reverse", 1);
+  clg_test_pb_msg(&g, 1, &nd);
+  clg_test_onnx_init(&g, "A", I64, 0, NULL, 1, (double[]){-1});
+  clg_test_onnx_value_info(&g, 11, "X", I32, 2, (int64_t[]){2, 4});
+  clg_test_onnx_value_info(&g, 12, "Y", I32, 2, (int64_t[]){2, 4});
+  clg_test_pb m = clg_test_onnx_model(&g);
+  clg_tensor *in = clg_test_onnx_tensor(CLG_INT32, 2, (int64_t[]){2, 4}, x), *out = NULL;
+  CHECK_OK(clg_test_onnx_run(&m, 1, &in, 1, &out));
+  clg_test_onnx_check_close("CumSum", out, CLG_INT32, 2, (int64_t[]){2, 4}, want);
   clg_tensor_free(out);
   clg_tensor_free(in);
   free(m.p);
@@ -715,18 +476,18 @@ static void test_cumsum_onehot(void)
       v = v < 0 ? v + 3 : v;
       oh[i * 3 + k] = v == k ? 5 : -2;
     }
-  g = (pb){0};
+  g = (clg_test_pb){0};
   static const char *const io2[] = {"I", "D", "V", NULL, "Y", NULL};
-  nd = node_begin("OneHot", io2);
-  pb_msg(&g, 1, &nd);
-  init(&g, "D", F32, 0, NULL, 1, (double[]){3});
-  init(&g, "V", F32, 1, (int64_t[]){2}, 2, (double[]){-2, 5});
-  value_info(&g, 11, "I", I64, 1, (int64_t[]){4});
-  value_info(&g, 12, "Y", F32, 2, (int64_t[]){4, 3});
-  m = model_of(&g);
-  in = tensor_of(CLG_INT64, 1, (int64_t[]){4}, idx);
-  CHECK_OK(run_model(&m, 1, &in, 1, &out));
-  check_close("OneHot", out, CLG_FLOAT32, 2, (int64_t[]){4, 3}, oh);
+  nd = clg_test_onnx_node("OneHot", io2);
+  clg_test_pb_msg(&g, 1, &nd);
+  clg_test_onnx_init(&g, "D", F32, 0, NULL, 1, (double[]){3});
+  clg_test_onnx_init(&g, "V", F32, 1, (int64_t[]){2}, 2, (double[]){-2, 5});
+  clg_test_onnx_value_info(&g, 11, "I", I64, 1, (int64_t[]){4});
+  clg_test_onnx_value_info(&g, 12, "Y", F32, 2, (int64_t[]){4, 3});
+  m = clg_test_onnx_model(&g);
+  in = clg_test_onnx_tensor(CLG_INT64, 1, (int64_t[]){4}, idx);
+  CHECK_OK(clg_test_onnx_run(&m, 1, &in, 1, &out));
+  clg_test_onnx_check_close("OneHot", out, CLG_FLOAT32, 2, (int64_t[]){4, 3}, oh);
   clg_tensor_free(out);
   clg_tensor_free(in);
   free(m.p);
@@ -736,31 +497,33 @@ static void test_cumsum_onehot(void)
 static void test_constant_only(void)
 {
   double x[6] = {1, 2, 3, 4, 5, 6};
-  pb g = {0};
+  clg_test_pb g = {0};
   static const char *const io[] = {"X", "C", NULL, "Y", NULL};
-  pb nd = node_begin("Compress", io);
-  attr_i(&nd, "axis", 0);
-  pb_msg(&g, 1, &nd);
-  init(&g, "C", I64, 1, (int64_t[]){2}, 2, (double[]){0, 1}); /* shorter than the dim */
-  value_info(&g, 11, "X", F32, 2, (int64_t[]){3, 2});
-  value_info(&g, 12, "Y", F32, 2, (int64_t[]){1, 2});
-  pb m = model_of(&g);
-  clg_tensor *in = tensor_of(CLG_FLOAT32, 2, (int64_t[]){3, 2}, x), *out = NULL;
-  CHECK_OK(run_model(&m, 1, &in, 1, &out));
-  check_close("Compress", out, CLG_FLOAT32, 2, (int64_t[]){1, 2}, (double[]){3, 4});
+  clg_test_pb nd = clg_test_onnx_node("Compress", io);
+  clg_test_onnx_attr_i(&nd, "axis", 0);
+  clg_test_pb_msg(&g, 1, &nd);
+  clg_test_onnx_init(&g, "C", I64, 1, (int64_t[]){2}, 2,
+                     (double[]){0, 1}); /* shorter than the dim */
+  clg_test_onnx_value_info(&g, 11, "X", F32, 2, (int64_t[]){3, 2});
+  clg_test_onnx_value_info(&g, 12, "Y", F32, 2, (int64_t[]){1, 2});
+  clg_test_pb m = clg_test_onnx_model(&g);
+  clg_tensor *in = clg_test_onnx_tensor(CLG_FLOAT32, 2, (int64_t[]){3, 2}, x), *out = NULL;
+  CHECK_OK(clg_test_onnx_run(&m, 1, &in, 1, &out));
+  clg_test_onnx_check_close("Compress", out, CLG_FLOAT32, 2, (int64_t[]){1, 2}, (double[]){3, 4});
   clg_tensor_free(out);
   clg_tensor_free(in);
   free(m.p);
 
-  g = (pb){0};
+  g = (clg_test_pb){0};
   static const char *const io2[] = {"K", NULL, "Y", NULL};
-  nd = node_begin("NonZero", io2);
-  pb_msg(&g, 1, &nd);
-  init(&g, "K", F32, 2, (int64_t[]){2, 3}, 6, (double[]){0, 1, 0, 2, 0, 3});
-  value_info(&g, 12, "Y", I64, 2, (int64_t[]){2, 3});
-  m = model_of(&g);
-  CHECK_OK(run_model(&m, 0, NULL, 1, &out));
-  check_close("NonZero", out, CLG_INT64, 2, (int64_t[]){2, 3}, (double[]){0, 1, 1, 1, 0, 2});
+  nd = clg_test_onnx_node("NonZero", io2);
+  clg_test_pb_msg(&g, 1, &nd);
+  clg_test_onnx_init(&g, "K", F32, 2, (int64_t[]){2, 3}, 6, (double[]){0, 1, 0, 2, 0, 3});
+  clg_test_onnx_value_info(&g, 12, "Y", I64, 2, (int64_t[]){2, 3});
+  m = clg_test_onnx_model(&g);
+  CHECK_OK(clg_test_onnx_run(&m, 0, NULL, 1, &out));
+  clg_test_onnx_check_close("NonZero", out, CLG_INT64, 2, (int64_t[]){2, 3},
+                            (double[]){0, 1, 1, 1, 0, 2});
   clg_tensor_free(out);
   free(m.p);
 }
@@ -771,15 +534,16 @@ static void test_constant_only(void)
 static void expect_error(const char *op, const char *const *io, const char *akey, const char *aval,
                          int nin, const int64_t (*dims)[5], clg_code want, const char *text)
 {
-  pb g = {0};
-  pb nd = node_begin(op, io);
+  clg_test_pb g = {0};
+  clg_test_pb nd = clg_test_onnx_node(op, io);
   if (akey)
-    attr_s(&nd, akey, aval);
-  pb_msg(&g, 1, &nd);
+    clg_test_onnx_attr_s(&nd, akey, aval);
+  clg_test_pb_msg(&g, 1, &nd);
   for (int i = 0; i < nin; i++)
     if (io[i][0])
-      value_info(&g, 11, io[i], strcmp(io[i], "L") == 0 ? I32 : F32, (int)dims[i][0], dims[i] + 1);
-  pb m = model_of(&g);
+      clg_test_onnx_value_info(&g, 11, io[i], strcmp(io[i], "L") == 0 ? I32 : F32, (int)dims[i][0],
+                               dims[i] + 1);
+  clg_test_pb m = clg_test_onnx_model(&g);
   clg_graph *gr = clg_graph_new();
   CHECK_CODE(clg_graph_import_memory(gr, CLG_IMPORT_ONNX, m.p, m.n, NULL, NULL), want);
   CHECK_CONTAINS(clg_last_error(), text);

@@ -15,242 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "testutil.h"
+#include "onnx_testutil.h"
 #include <clgraph/import.h>
-
-static const char *device(void)
-{
-  const char *d = getenv("CLG_ONNX_DEVICE");
-  return d && d[0] ? d : "/device:CPU:0";
-}
-
-/* --- a protobuf writer for ModelProtos ------------------------------------------------------- */
-
-typedef struct pb {
-  uint8_t *p;
-  size_t n, cap;
-} pb;
-
-static void pb_raw(pb *b, const void *d, size_t n)
-{
-  if (b->n + n > b->cap) {
-    b->cap = (b->n + n) * 2 + 64;
-    b->p = realloc(b->p, b->cap);
-    if (!b->p)
-      abort();
-  }
-  if (n)
-    memcpy(b->p + b->n, d, n);
-  b->n += n;
-}
-
-static void pb_varint(pb *b, uint64_t v)
-{
-  uint8_t t[10];
-  int k = 0;
-  do {
-    t[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-    v >>= 7;
-  } while (v);
-  pb_raw(b, t, (size_t)k);
-}
-
-static void pb_tag(pb *b, int field, int wire)
-{
-  pb_varint(b, (uint64_t)field << 3 | (uint64_t)wire);
-}
-static void pb_int(pb *b, int field, int64_t v)
-{
-  pb_tag(b, field, 0);
-  pb_varint(b, (uint64_t)v);
-}
-static void pb_bytes(pb *b, int field, const void *d, size_t n)
-{
-  pb_tag(b, field, 2);
-  pb_varint(b, n);
-  pb_raw(b, d, n);
-}
-static void pb_str(pb *b, int field, const char *s) { pb_bytes(b, field, s, strlen(s)); }
-static void pb_msg(pb *b, int field, pb *sub)
-{
-  pb_bytes(b, field, sub->p, sub->n);
-  free(sub->p);
-  *sub = (pb){0};
-}
-
-enum { F32 = 1, I32 = 6, I64 = 7, F64 = 11 };
-
-/* A graph input (field 11) or output (12): name, ONNX elem type and shape. */
-static void value_info(pb *g, int field, const char *name, int elem, int rank, const int64_t *dims)
-{
-  pb shape = {0}, tt = {0}, type = {0}, vi = {0};
-  for (int i = 0; i < rank; i++) {
-    pb dim = {0};
-    pb_int(&dim, 1, dims[i]);
-    pb_msg(&shape, 1, &dim);
-  }
-  pb_int(&tt, 1, elem);
-  pb_msg(&tt, 2, &shape);
-  pb_msg(&type, 1, &tt);
-  pb_str(&vi, 1, name);
-  pb_msg(&vi, 2, &type);
-  pb_msg(g, field, &vi);
-}
-
-/* An initializer with raw_data of n elements of elem type (floats given as double). */
-
-/* An initializer with raw_data of n elements of elem type (floats given as double). */
-static void init(pb *g, const char *name, int elem, int rank, const int64_t *dims, int n,
-                 const double *v)
-{
-  pb t = {0};
-  for (int i = 0; i < rank; i++)
-    pb_int(&t, 1, dims[i]);
-  pb_int(&t, 2, elem);
-  pb_str(&t, 8, name);
-  uint8_t *raw = malloc((size_t)n * 8 + 1);
-  size_t es = elem == F32 || elem == I32 ? 4 : 8;
-  for (int i = 0; i < n; i++) {
-    float f = (float)v[i];
-    int32_t i32 = (int32_t)v[i];
-    int64_t i64 = (int64_t)v[i];
-    memcpy(raw + i * es, elem == F32 ? (void *)&f : elem == I32 ? (void *)&i32 : (void *)&i64, es);
-  }
-  pb_bytes(&t, 9, raw, (size_t)n * es);
-  free(raw);
-  pb_msg(g, 5, &t);
-}
-
-static void attr_i(pb *node, const char *name, int64_t v)
-{
-  pb a = {0};
-  pb_str(&a, 1, name);
-  pb_int(&a, 3, v);
-  pb_int(&a, 20, 2);
-  pb_msg(node, 5, &a);
-}
-
-static void attr_f(pb *node, const char *name, float v)
-{
-  pb a = {0};
-  pb_str(&a, 1, name);
-  pb_tag(&a, 2, 5);
-  pb_raw(&a, &v, 4);
-  pb_int(&a, 20, 1);
-  pb_msg(node, 5, &a);
-}
-
-/* A node: inputs and outputs separated by a NULL ("" for an absent optional input). */
-static pb node_begin(const char *op, const char *const *io)
-{
-  pb nd = {0};
-  int i = 0;
-  for (; io[i]; i++)
-    pb_str(&nd, 1, io[i]);
-  for (i++; io[i]; i++)
-    pb_str(&nd, 2, io[i]);
-  pb_str(&nd, 4, op);
-  return nd;
-}
-
-static pb model_of(pb *graph)
-{
-  pb m = {0}, op = {0};
-  pb_int(&m, 1, 8);
-  pb_str(&op, 1, "");
-  pb_int(&op, 2, 17);
-  pb_msg(&m, 8, &op);
-  pb_str(graph, 2, "g");
-  pb_msg(&m, 7, graph);
-  return m;
-}
-
-/* --- running --------------------------------------------------------------------------------- */
-
-static clg_session_options opts(void)
-{
-  clg_session_options o;
-  clg_session_options_init(&o);
-  o.allow_soft_placement = 1;
-  o.gpu_options.allow_growth = 1;
-  return o;
-}
-
-/* Imports model under the test's device, feeds the inputs in order, fetches every output. */
-static clg_code run_model(const pb *m, int nin, clg_tensor **in, int nout, clg_tensor **out)
-{
-  clg_graph *g = clg_graph_new();
-  clg_import_result *r = NULL;
-  clg_session *s = NULL;
-  CHECK_OK(clg_graph_push_device(g, device()));
-  clg_code code = clg_graph_import_memory(g, CLG_IMPORT_ONNX, m->p, m->n, NULL, &r);
-  if (code == CLG_OK) {
-    CHECK(clg_import_num_inputs(r) == nin && clg_import_num_outputs(r) == nout);
-    clg_output at[8], fe[8];
-    for (int i = 0; i < nin; i++)
-      at[i] = clg_import_input(r, i)->value;
-    for (int i = 0; i < nout; i++)
-      fe[i] = clg_import_output(r, i)->value;
-    clg_session_options o = opts();
-    CHECK_OK(clg_session_new(g, &o, &s));
-    code = clg_session_run_outputs(s, nin, at, in, nout, fe, out, 0, NULL);
-  }
-  clg_session_free(s);
-  clg_import_result_free(r);
-  clg_graph_free(g);
-  return code;
-}
-
-/* got against want (double), shape rank/dims and dtype exactly, values within ONNX's tolerance. */
-static void check_close(const char *what, const clg_tensor *got, clg_dtype dt, int rank,
-                        const int64_t *dims, const double *want)
-{
-  CHECK_MSG(got != NULL, "%s: no output", what);
-  if (!got)
-    return;
-  CHECK_MSG(clg_tensor_dtype(got) == dt && clg_tensor_rank(got) == rank, "%s: %s rank %d", what,
-            clg_dtype_name(clg_tensor_dtype(got)), clg_tensor_rank(got));
-  if (clg_tensor_dtype(got) != dt || clg_tensor_rank(got) != rank)
-    return;
-  for (int d = 0; d < rank; d++)
-    CHECK_MSG(clg_tensor_dim(got, d) == dims[d], "%s: dim %d is %lld, want %lld", what, d,
-              (long long)clg_tensor_dim(got, d), (long long)dims[d]);
-  size_t n = clg_tensor_count(got);
-  for (size_t i = 0; i < n; i++) {
-    double x = clg_test_elem(got, i), y = want[i];
-    if (!(fabs(x - y) <= 1e-7 + 1e-3 * fabs(y))) {
-      CHECK_MSG(0, "%s [%zu]: %.9g, want %.9g", what, i, x, y);
-      return;
-    }
-  }
-}
-
-static clg_tensor *tensor_of(clg_dtype dt, int rank, const int64_t *dims, const double *v)
-{
-  clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
-  void *d = clg_tensor_data(t);
-  for (size_t i = 0; i < clg_tensor_count(t); i++) {
-    if (dt == CLG_FLOAT32)
-      ((float *)d)[i] = (float)v[i];
-    else if (dt == CLG_FLOAT64)
-      ((double *)d)[i] = v[i];
-    else if (dt == CLG_INT32)
-      ((int32_t *)d)[i] = (int32_t)v[i];
-    else
-      ((int64_t *)d)[i] = (int64_t)v[i];
-  }
-  return t;
-}
-
-static void attr_ints(pb *node, const char *name, int n, const int64_t *v)
-{
-  pb a = {0};
-  pb_str(&a, 1, name);
-  for (int i = 0; i < n; i++)
-    pb_int(&a, 8, v[i]);
-  pb_int(&a, 20, 7);
-  pb_msg(node, 5, &a);
-}
 
 static double urand(unsigned *s)
 {
@@ -265,19 +31,19 @@ typedef struct io {
   int64_t dims[6];
 } io;
 
-static pb one_node(pb *nd, int nin, const io *in, const io *out)
+static clg_test_pb one_node(clg_test_pb *nd, int nin, const io *in, const io *out)
 {
-  pb g = {0};
-  pb_msg(&g, 1, nd);
+  clg_test_pb g = {0};
+  clg_test_pb_msg(&g, 1, nd);
   for (int i = 0; i < nin; i++)
-    value_info(&g, 11, in[i].name, in[i].elem, in[i].rank, in[i].dims);
-  value_info(&g, 12, out->name, out->elem, out->rank, out->dims);
+    clg_test_onnx_value_info(&g, 11, in[i].name, in[i].elem, in[i].rank, in[i].dims);
+  clg_test_onnx_value_info(&g, 12, out->name, out->elem, out->rank, out->dims);
   return g;
 }
 
 /* The error of importing m, NULL when it imports. */
 static char err_buf[1024];
-static const char *import_error(const pb *m)
+static const char *import_error(const clg_test_pb *m)
 {
   clg_graph *g = clg_graph_new();
   clg_import_result *r = NULL;
@@ -324,27 +90,27 @@ static void test_det(void)
 {
   for (int m = 1; m <= 3; m++) {
     io in = {"x", F32, 3, {4, m, m}}, out = {"y", F32, 1, {4}};
-    pb nd = node_begin("Det", (const char *const[]){"x", NULL, "y", NULL});
-    pb g = one_node(&nd, 1, &in, &out), mo = model_of(&g);
+    clg_test_pb nd = clg_test_onnx_node("Det", (const char *const[]){"x", NULL, "y", NULL});
+    clg_test_pb g = one_node(&nd, 1, &in, &out), mo = clg_test_onnx_model(&g);
     double v[36], want[4];
     unsigned seed = 7u + (unsigned)m;
     for (int i = 0; i < 4 * m * m; i++)
       v[i] = urand(&seed) * 2;
     for (int b = 0; b < 4; b++)
       want[b] = det_ref(v + b * m * m, m);
-    clg_tensor *x = tensor_of(CLG_FLOAT32, 3, in.dims, v), *y = NULL;
-    CHECK_OK(run_model(&mo, 1, &x, 1, &y));
-    check_close(m == 1   ? "Det 1x1"
-                : m == 2 ? "Det 2x2"
-                         : "Det 3x3",
-                y, CLG_FLOAT32, 1, out.dims, want);
+    clg_tensor *x = clg_test_onnx_tensor(CLG_FLOAT32, 3, in.dims, v), *y = NULL;
+    CHECK_OK(clg_test_onnx_run(&mo, 1, &x, 1, &y));
+    clg_test_onnx_check_close(m == 1   ? "Det 1x1"
+                              : m == 2 ? "Det 2x2"
+                                       : "Det 3x3",
+                              y, CLG_FLOAT32, 1, out.dims, want);
     clg_tensor_free(x);
     clg_tensor_free(y);
     free(mo.p);
   }
   io in = {"x", F32, 2, {4, 4}}, out = {"y", F32, 0, {0}};
-  pb nd = node_begin("Det", (const char *const[]){"x", NULL, "y", NULL});
-  pb g = one_node(&nd, 1, &in, &out), mo = model_of(&g);
+  clg_test_pb nd = clg_test_onnx_node("Det", (const char *const[]){"x", NULL, "y", NULL});
+  clg_test_pb g = one_node(&nd, 1, &in, &out), mo = clg_test_onnx_model(&g);
   const char *e = import_error(&mo);
   CHECK(e != NULL);
   if (e)
@@ -360,12 +126,12 @@ static void test_dft(void)
   for (int t = 0; t < 2; t++) {
     int64_t len = t ? 4 : 8, cols = len / 2 + 1;
     io in = {"x", F32, 4, {2, 6, 3, 1}}, out = {"y", F32, 4, {2, cols, 3, 2}};
-    pb nd = node_begin("DFT", (const char *const[]){"x", "len", NULL, "y", NULL});
-    attr_i(&nd, "onesided", 1);
-    pb g = one_node(&nd, 1, &in, &out);
+    clg_test_pb nd = clg_test_onnx_node("DFT", (const char *const[]){"x", "len", NULL, "y", NULL});
+    clg_test_onnx_attr_i(&nd, "onesided", 1);
+    clg_test_pb g = one_node(&nd, 1, &in, &out);
     double lv = (double)len;
-    init(&g, "len", I64, 0, NULL, 1, &lv);
-    pb mo = model_of(&g);
+    clg_test_onnx_init(&g, "len", I64, 0, NULL, 1, &lv);
+    clg_test_pb mo = clg_test_onnx_model(&g);
     double v[36], want[2 * 5 * 3 * 2];
     unsigned seed = 11u + (unsigned)t;
     for (int i = 0; i < 36; i++)
@@ -382,9 +148,10 @@ static void test_dft(void)
           want[((b * cols + k) * 3 + w) * 2] = re;
           want[((b * cols + k) * 3 + w) * 2 + 1] = im;
         }
-    clg_tensor *x = tensor_of(CLG_FLOAT32, 4, in.dims, v), *y = NULL;
-    CHECK_OK(run_model(&mo, 1, &x, 1, &y));
-    check_close(t ? "DFT truncated" : "DFT zero-padded", y, CLG_FLOAT32, 4, out.dims, want);
+    clg_tensor *x = clg_test_onnx_tensor(CLG_FLOAT32, 4, in.dims, v), *y = NULL;
+    CHECK_OK(clg_test_onnx_run(&mo, 1, &x, 1, &y));
+    clg_test_onnx_check_close(t ? "DFT truncated" : "DFT zero-padded", y, CLG_FLOAT32, 4, out.dims,
+                              want);
     clg_tensor_free(x);
     clg_tensor_free(y);
     free(mo.p);
@@ -396,14 +163,15 @@ static void test_dft(void)
 static void test_topk_smallest_int(void)
 {
   io in = {"x", I32, 2, {2, 6}}, out = {"v", I32, 2, {2, 3}};
-  pb nd = node_begin("TopK", (const char *const[]){"x", "k", NULL, "v", "i", NULL});
-  attr_i(&nd, "largest", 0);
-  pb g = one_node(&nd, 1, &in, &out);
+  clg_test_pb nd =
+      clg_test_onnx_node("TopK", (const char *const[]){"x", "k", NULL, "v", "i", NULL});
+  clg_test_onnx_attr_i(&nd, "largest", 0);
+  clg_test_pb g = one_node(&nd, 1, &in, &out);
   io oi = {"i", I64, 2, {2, 3}};
-  value_info(&g, 12, oi.name, oi.elem, oi.rank, oi.dims);
+  clg_test_onnx_value_info(&g, 12, oi.name, oi.elem, oi.rank, oi.dims);
   double k = 3;
-  init(&g, "k", I64, 1, (const int64_t[]){1}, 1, &k);
-  pb mo = model_of(&g);
+  clg_test_onnx_init(&g, "k", I64, 1, (const int64_t[]){1}, 1, &k);
+  clg_test_pb mo = clg_test_onnx_model(&g);
   const double v[12] = {5, -2147483648.0, 7, 2147483647.0, -2147483648.0, 0, 3, 3, 1, 3, -1, 1};
   /* the smallest three of each row, ties by the lower index */
   double wv[6], wi[6];
@@ -419,10 +187,10 @@ static void test_topk_smallest_int(void)
       wi[r * 3 + q] = best;
     }
   }
-  clg_tensor *x = tensor_of(CLG_INT32, 2, in.dims, v), *y[2] = {NULL, NULL};
-  CHECK_OK(run_model(&mo, 1, &x, 2, y));
-  check_close("TopK smallest values", y[0], CLG_INT32, 2, out.dims, wv);
-  check_close("TopK smallest indices", y[1], CLG_INT64, 2, oi.dims, wi);
+  clg_tensor *x = clg_test_onnx_tensor(CLG_INT32, 2, in.dims, v), *y[2] = {NULL, NULL};
+  CHECK_OK(clg_test_onnx_run(&mo, 1, &x, 2, y));
+  clg_test_onnx_check_close("TopK smallest values", y[0], CLG_INT32, 2, out.dims, wv);
+  clg_test_onnx_check_close("TopK smallest indices", y[1], CLG_INT64, 2, oi.dims, wi);
   clg_tensor_free(x);
   clg_tensor_free(y[0]);
   clg_tensor_free(y[1]);
@@ -433,19 +201,19 @@ static void test_int_pow_neg_abs(void)
 {
   /* z = Pow(x, e) (int64 ^ int32), n = Neg(a), m = Abs(a) (int32) */
   io in[3] = {{"x", I64, 1, {5}}, {"e", I32, 1, {5}}, {"a", I32, 1, {4}}};
-  pb g = {0};
-  pb nd = node_begin("Pow", (const char *const[]){"x", "e", NULL, "z", NULL});
-  pb_msg(&g, 1, &nd);
-  nd = node_begin("Neg", (const char *const[]){"a", NULL, "n", NULL});
-  pb_msg(&g, 1, &nd);
-  nd = node_begin("Abs", (const char *const[]){"a", NULL, "m", NULL});
-  pb_msg(&g, 1, &nd);
+  clg_test_pb g = {0};
+  clg_test_pb nd = clg_test_onnx_node("Pow", (const char *const[]){"x", "e", NULL, "z", NULL});
+  clg_test_pb_msg(&g, 1, &nd);
+  nd = clg_test_onnx_node("Neg", (const char *const[]){"a", NULL, "n", NULL});
+  clg_test_pb_msg(&g, 1, &nd);
+  nd = clg_test_onnx_node("Abs", (const char *const[]){"a", NULL, "m", NULL});
+  clg_test_pb_msg(&g, 1, &nd);
   for (int i = 0; i < 3; i++)
-    value_info(&g, 11, in[i].name, in[i].elem, in[i].rank, in[i].dims);
-  value_info(&g, 12, "z", I64, 1, (const int64_t[]){5});
-  value_info(&g, 12, "n", I32, 1, (const int64_t[]){4});
-  value_info(&g, 12, "m", I32, 1, (const int64_t[]){4});
-  pb mo = model_of(&g);
+    clg_test_onnx_value_info(&g, 11, in[i].name, in[i].elem, in[i].rank, in[i].dims);
+  clg_test_onnx_value_info(&g, 12, "z", I64, 1, (const int64_t[]){5});
+  clg_test_onnx_value_info(&g, 12, "n", I32, 1, (const int64_t[]){4});
+  clg_test_onnx_value_info(&g, 12, "m", I32, 1, (const int64_t[]){4});
+  clg_test_pb mo = clg_test_onnx_model(&g);
   const double xv[5] = {3, -7, 2, 0, 12345}, ev[5] = {13, 5, 52, 0, 3}, av[4] = {5, -9, 0, 0};
   double zw[5], nw[4], mw[4];
   for (int i = 0; i < 5; i++) {
@@ -454,9 +222,9 @@ static void test_int_pow_neg_abs(void)
       p *= (int64_t)xv[i];
     zw[i] = (double)p;
   }
-  clg_tensor *t[3] = {tensor_of(CLG_INT64, 1, in[0].dims, xv),
-                      tensor_of(CLG_INT32, 1, in[1].dims, ev),
-                      tensor_of(CLG_INT32, 1, in[2].dims, av)};
+  clg_tensor *t[3] = {clg_test_onnx_tensor(CLG_INT64, 1, in[0].dims, xv),
+                      clg_test_onnx_tensor(CLG_INT32, 1, in[1].dims, ev),
+                      clg_test_onnx_tensor(CLG_INT32, 1, in[2].dims, av)};
   ((int32_t *)clg_tensor_data(t[2]))[3] = INT32_MIN;
   for (int i = 0; i < 4; i++) {
     int32_t a = ((int32_t *)clg_tensor_data(t[2]))[i];
@@ -465,11 +233,11 @@ static void test_int_pow_neg_abs(void)
     mw[i] = a == INT32_MIN ? (double)INT32_MIN : fabs((double)a);
   }
   clg_tensor *y[3] = {NULL, NULL, NULL};
-  CHECK_OK(run_model(&mo, 3, t, 3, y));
+  CHECK_OK(clg_test_onnx_run(&mo, 3, t, 3, y));
   int64_t d5 = 5, d4 = 4;
-  check_close("Pow int64 ^ int32", y[0], CLG_INT64, 1, &d5, zw);
-  check_close("Neg int32", y[1], CLG_INT32, 1, &d4, nw);
-  check_close("Abs int32", y[2], CLG_INT32, 1, &d4, mw);
+  clg_test_onnx_check_close("Pow int64 ^ int32", y[0], CLG_INT64, 1, &d5, zw);
+  clg_test_onnx_check_close("Neg int32", y[1], CLG_INT32, 1, &d4, nw);
+  clg_test_onnx_check_close("Abs int32", y[2], CLG_INT32, 1, &d4, mw);
   for (int i = 0; i < 3; i++) {
     clg_tensor_free(t[i]);
     clg_tensor_free(y[i]);
@@ -482,16 +250,16 @@ static void test_int_pow_neg_abs(void)
 static void test_pad_edge(void)
 {
   io in = {"x", F32, 3, {2, 3, 4}}, out = {"y", F32, 3, {2, 6, 5}};
-  pb nd = node_begin("Pad", (const char *const[]){"x", "p", NULL, "y", NULL});
-  pb a = {0};
-  pb_str(&a, 1, "mode");
-  pb_str(&a, 4, "edge");
-  pb_int(&a, 20, 3);
-  pb_msg(&nd, 5, &a);
-  pb g = one_node(&nd, 1, &in, &out);
+  clg_test_pb nd = clg_test_onnx_node("Pad", (const char *const[]){"x", "p", NULL, "y", NULL});
+  clg_test_pb a = {0};
+  clg_test_pb_str(&a, 1, "mode");
+  clg_test_pb_str(&a, 4, "edge");
+  clg_test_pb_int(&a, 20, 3);
+  clg_test_pb_msg(&nd, 5, &a);
+  clg_test_pb g = one_node(&nd, 1, &in, &out);
   const double pads[6] = {0, 2, 0, 0, 1, 1}; /* axis 1: 2 before, 1 after; axis 2: 1 after */
-  init(&g, "p", I64, 1, (const int64_t[]){6}, 6, pads);
-  pb mo = model_of(&g);
+  clg_test_onnx_init(&g, "p", I64, 1, (const int64_t[]){6}, 6, pads);
+  clg_test_pb mo = clg_test_onnx_model(&g);
   double v[24], want[60];
   unsigned seed = 3;
   for (int i = 0; i < 24; i++)
@@ -502,9 +270,9 @@ static void test_pad_edge(void)
         int si = i - 2 < 0 ? 0 : i - 2 > 2 ? 2 : i - 2, sj = j > 3 ? 3 : j;
         want[(b * 6 + i) * 5 + j] = v[(b * 3 + si) * 4 + sj];
       }
-  clg_tensor *x = tensor_of(CLG_FLOAT32, 3, in.dims, v), *y = NULL;
-  CHECK_OK(run_model(&mo, 1, &x, 1, &y));
-  check_close("Pad edge", y, CLG_FLOAT32, 3, out.dims, want);
+  clg_tensor *x = clg_test_onnx_tensor(CLG_FLOAT32, 3, in.dims, v), *y = NULL;
+  CHECK_OK(clg_test_onnx_run(&mo, 1, &x, 1, &y));
+  clg_test_onnx_check_close("Pad edge", y, CLG_FLOAT32, 3, out.dims, want);
   clg_tensor_free(x);
   clg_tensor_free(y);
   free(mo.p);
@@ -515,21 +283,22 @@ static void test_max_unpool(void)
   /* X [1, 2, 2, 2] unpooled with kernel 3, stride 2, pads 1/0: (2 - 1) * 2 + 3 - 1 = 4 */
   io in[2] = {{"x", F32, 4, {1, 2, 2, 2}}, {"i", I64, 4, {1, 2, 2, 2}}},
      out = {"y", F32, 4, {1, 2, 4, 4}};
-  pb nd = node_begin("MaxUnpool", (const char *const[]){"x", "i", NULL, "y", NULL});
-  attr_ints(&nd, "kernel_shape", 2, (const int64_t[]){3, 3});
-  attr_ints(&nd, "strides", 2, (const int64_t[]){2, 2});
-  attr_ints(&nd, "pads", 4, (const int64_t[]){1, 1, 0, 0});
-  pb g = one_node(&nd, 2, in, &out), mo = model_of(&g);
+  clg_test_pb nd =
+      clg_test_onnx_node("MaxUnpool", (const char *const[]){"x", "i", NULL, "y", NULL});
+  clg_test_onnx_attr_ints(&nd, "kernel_shape", 2, (const int64_t[]){3, 3});
+  clg_test_onnx_attr_ints(&nd, "strides", 2, (const int64_t[]){2, 2});
+  clg_test_onnx_attr_ints(&nd, "pads", 4, (const int64_t[]){1, 1, 0, 0});
+  clg_test_pb g = one_node(&nd, 2, in, &out), mo = clg_test_onnx_model(&g);
   const double xv[8] = {1.5, -2, 3, 4, 5, 6.25, -7, 8};
   const double iv[8] = {0, 3, 9, 15, 17, 18, 24, 31}; /* flat over [1, 2, 4, 4] */
   double want[32] = {0};
   for (int k = 0; k < 8; k++)
     want[(int)iv[k]] = xv[k];
-  clg_tensor *t[2] = {tensor_of(CLG_FLOAT32, 4, in[0].dims, xv),
-                      tensor_of(CLG_INT64, 4, in[1].dims, iv)},
+  clg_tensor *t[2] = {clg_test_onnx_tensor(CLG_FLOAT32, 4, in[0].dims, xv),
+                      clg_test_onnx_tensor(CLG_INT64, 4, in[1].dims, iv)},
              *y = NULL;
-  CHECK_OK(run_model(&mo, 2, t, 1, &y));
-  check_close("MaxUnpool", y, CLG_FLOAT32, 4, out.dims, want);
+  CHECK_OK(clg_test_onnx_run(&mo, 2, t, 1, &y));
+  clg_test_onnx_check_close("MaxUnpool", y, CLG_FLOAT32, 4, out.dims, want);
   clg_tensor_free(t[0]);
   clg_tensor_free(t[1]);
   clg_tensor_free(y);
@@ -540,20 +309,21 @@ static void test_batchnorm_training(void)
 {
   /* x [3, 2, 5]: statistics over axes 0 and 2 per channel */
   io in = {"x", F32, 3, {3, 2, 5}}, out = {"y", F32, 3, {3, 2, 5}};
-  pb nd = node_begin("BatchNormalization",
-                     (const char *const[]){"x", "s", "b", "m", "v", NULL, "y", "rm", "rv", NULL});
-  attr_i(&nd, "training_mode", 1);
-  attr_f(&nd, "momentum", 0.75f);
-  attr_f(&nd, "epsilon", 0.01f);
-  pb g = one_node(&nd, 1, &in, &out);
-  value_info(&g, 12, "rm", F32, 1, (const int64_t[]){2});
-  value_info(&g, 12, "rv", F32, 1, (const int64_t[]){2});
+  clg_test_pb nd =
+      clg_test_onnx_node("BatchNormalization", (const char *const[]){"x", "s", "b", "m", "v", NULL,
+                                                                     "y", "rm", "rv", NULL});
+  clg_test_onnx_attr_i(&nd, "training_mode", 1);
+  clg_test_onnx_attr_f(&nd, "momentum", 0.75f);
+  clg_test_onnx_attr_f(&nd, "epsilon", 0.01f);
+  clg_test_pb g = one_node(&nd, 1, &in, &out);
+  clg_test_onnx_value_info(&g, 12, "rm", F32, 1, (const int64_t[]){2});
+  clg_test_onnx_value_info(&g, 12, "rv", F32, 1, (const int64_t[]){2});
   const double sv[2] = {1.5, -0.5}, bv[2] = {0.25, 2}, mv[2] = {0.1, -0.3}, vv[2] = {1, 2};
-  init(&g, "s", F32, 1, (const int64_t[]){2}, 2, sv);
-  init(&g, "b", F32, 1, (const int64_t[]){2}, 2, bv);
-  init(&g, "m", F32, 1, (const int64_t[]){2}, 2, mv);
-  init(&g, "v", F32, 1, (const int64_t[]){2}, 2, vv);
-  pb mo = model_of(&g);
+  clg_test_onnx_init(&g, "s", F32, 1, (const int64_t[]){2}, 2, sv);
+  clg_test_onnx_init(&g, "b", F32, 1, (const int64_t[]){2}, 2, bv);
+  clg_test_onnx_init(&g, "m", F32, 1, (const int64_t[]){2}, 2, mv);
+  clg_test_onnx_init(&g, "v", F32, 1, (const int64_t[]){2}, 2, vv);
+  clg_test_pb mo = clg_test_onnx_model(&g);
   double x[30], want[30], rm[2], rv[2];
   unsigned seed = 5;
   for (int i = 0; i < 30; i++)
@@ -576,12 +346,12 @@ static void test_batchnorm_training(void)
     rm[ch] = mv[ch] * 0.75 + mean * 0.25;
     rv[ch] = vv[ch] * 0.75 + var * 0.25;
   }
-  clg_tensor *t = tensor_of(CLG_FLOAT32, 3, in.dims, x), *y[3] = {NULL, NULL, NULL};
-  CHECK_OK(run_model(&mo, 1, &t, 3, y));
+  clg_tensor *t = clg_test_onnx_tensor(CLG_FLOAT32, 3, in.dims, x), *y[3] = {NULL, NULL, NULL};
+  CHECK_OK(clg_test_onnx_run(&mo, 1, &t, 3, y));
   int64_t two = 2;
-  check_close("BatchNormalization training y", y[0], CLG_FLOAT32, 3, out.dims, want);
-  check_close("BatchNormalization running mean", y[1], CLG_FLOAT32, 1, &two, rm);
-  check_close("BatchNormalization running var", y[2], CLG_FLOAT32, 1, &two, rv);
+  clg_test_onnx_check_close("BatchNormalization training y", y[0], CLG_FLOAT32, 3, out.dims, want);
+  clg_test_onnx_check_close("BatchNormalization running mean", y[1], CLG_FLOAT32, 1, &two, rm);
+  clg_test_onnx_check_close("BatchNormalization running var", y[2], CLG_FLOAT32, 1, &two, rv);
   clg_tensor_free(t);
   for (int i = 0; i < 3; i++)
     clg_tensor_free(y[i]);
@@ -596,13 +366,14 @@ static void test_pool_slices(void)
    * out H 5 + 3 - 5 + 1 = 4, W 6 + 1 - 5 + 1 = 3 */
   {
     io in = {"x", F32, 4, {1, 2, 5, 6}}, out = {"y", F32, 4, {1, 2, 4, 3}};
-    pb nd = node_begin("MaxPool", (const char *const[]){"x", NULL, "y", "i", NULL});
-    attr_ints(&nd, "kernel_shape", 2, (const int64_t[]){3, 3});
-    attr_ints(&nd, "dilations", 2, (const int64_t[]){2, 2});
-    attr_ints(&nd, "pads", 4, (const int64_t[]){2, 1, 1, 0});
-    pb g = one_node(&nd, 1, &in, &out);
-    value_info(&g, 12, "i", I64, 4, out.dims);
-    pb mo = model_of(&g);
+    clg_test_pb nd =
+        clg_test_onnx_node("MaxPool", (const char *const[]){"x", NULL, "y", "i", NULL});
+    clg_test_onnx_attr_ints(&nd, "kernel_shape", 2, (const int64_t[]){3, 3});
+    clg_test_onnx_attr_ints(&nd, "dilations", 2, (const int64_t[]){2, 2});
+    clg_test_onnx_attr_ints(&nd, "pads", 4, (const int64_t[]){2, 1, 1, 0});
+    clg_test_pb g = one_node(&nd, 1, &in, &out);
+    clg_test_onnx_value_info(&g, 12, "i", I64, 4, out.dims);
+    clg_test_pb mo = clg_test_onnx_model(&g);
     double v[60], want[24], wi[24];
     unsigned seed = 9;
     for (int i = 0; i < 60; i++)
@@ -626,10 +397,10 @@ static void test_pool_slices(void)
           want[(ch * 4 + a) * 3 + b] = best;
           wi[(ch * 4 + a) * 3 + b] = bi;
         }
-    clg_tensor *x = tensor_of(CLG_FLOAT32, 4, in.dims, v), *y[2] = {NULL, NULL};
-    CHECK_OK(run_model(&mo, 1, &x, 2, y));
-    check_close("MaxPool dilated", y[0], CLG_FLOAT32, 4, out.dims, want);
-    check_close("MaxPool dilated indices", y[1], CLG_INT64, 4, out.dims, wi);
+    clg_tensor *x = clg_test_onnx_tensor(CLG_FLOAT32, 4, in.dims, v), *y[2] = {NULL, NULL};
+    CHECK_OK(clg_test_onnx_run(&mo, 1, &x, 2, y));
+    clg_test_onnx_check_close("MaxPool dilated", y[0], CLG_FLOAT32, 4, out.dims, want);
+    clg_test_onnx_check_close("MaxPool dilated indices", y[1], CLG_INT64, 4, out.dims, wi);
     clg_tensor_free(x);
     clg_tensor_free(y[0]);
     clg_tensor_free(y[1]);
@@ -638,11 +409,11 @@ static void test_pool_slices(void)
   /* AveragePool 3-D, kernel 2, stride 2, pads 1 each side, count_include_pad 0, [1, 1, 3, 3, 4] */
   {
     io in = {"x", F32, 5, {1, 1, 3, 3, 4}}, out = {"y", F32, 5, {1, 1, 2, 2, 3}};
-    pb nd = node_begin("AveragePool", (const char *const[]){"x", NULL, "y", NULL});
-    attr_ints(&nd, "kernel_shape", 3, (const int64_t[]){2, 2, 2});
-    attr_ints(&nd, "strides", 3, (const int64_t[]){2, 2, 2});
-    attr_ints(&nd, "pads", 6, (const int64_t[]){1, 1, 1, 0, 0, 1});
-    pb g = one_node(&nd, 1, &in, &out), mo = model_of(&g);
+    clg_test_pb nd = clg_test_onnx_node("AveragePool", (const char *const[]){"x", NULL, "y", NULL});
+    clg_test_onnx_attr_ints(&nd, "kernel_shape", 3, (const int64_t[]){2, 2, 2});
+    clg_test_onnx_attr_ints(&nd, "strides", 3, (const int64_t[]){2, 2, 2});
+    clg_test_onnx_attr_ints(&nd, "pads", 6, (const int64_t[]){1, 1, 1, 0, 0, 1});
+    clg_test_pb g = one_node(&nd, 1, &in, &out), mo = clg_test_onnx_model(&g);
     double v[36], want[12];
     unsigned seed = 13;
     for (int i = 0; i < 36; i++)
@@ -664,9 +435,9 @@ static void test_pool_slices(void)
               }
           want[(a * 2 + b) * 3 + e] = sum / cnt;
         }
-    clg_tensor *x = tensor_of(CLG_FLOAT32, 5, in.dims, v), *y = NULL;
-    CHECK_OK(run_model(&mo, 1, &x, 1, &y));
-    check_close("AveragePool 3-D", y, CLG_FLOAT32, 5, out.dims, want);
+    clg_tensor *x = clg_test_onnx_tensor(CLG_FLOAT32, 5, in.dims, v), *y = NULL;
+    CHECK_OK(clg_test_onnx_run(&mo, 1, &x, 1, &y));
+    clg_test_onnx_check_close("AveragePool 3-D", y, CLG_FLOAT32, 5, out.dims, want);
     clg_tensor_free(x);
     clg_tensor_free(y);
     free(mo.p);

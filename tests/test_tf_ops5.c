@@ -26,29 +26,8 @@ static int gpu_turn;
 static clg_tensor *tensor(clg_dtype dt, int rank, const int64_t *dims, const double *v)
 {
   clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
-  void *p = clg_tensor_data(t);
-  for (size_t i = 0; i < clg_tensor_count(t); i++) {
-    double x = v ? v[i] : (double)i;
-    switch (dt) {
-    case CLG_FLOAT32:
-      ((float *)p)[i] = (float)x;
-      break;
-    case CLG_FLOAT64:
-      ((double *)p)[i] = x;
-      break;
-    case CLG_INT32:
-      ((int32_t *)p)[i] = (int32_t)x;
-      break;
-    case CLG_INT64:
-      ((int64_t *)p)[i] = (int64_t)x;
-      break;
-    case CLG_BOOL:
-      ((uint8_t *)p)[i] = x != 0;
-      break;
-    default:
-      break;
-    }
-  }
+  for (size_t i = 0; i < clg_tensor_count(t); i++)
+    clg_test_set_elem(t, i, v ? v[i] : (double)i);
   return t;
 }
 
@@ -61,14 +40,6 @@ static double *random_values(clg_dtype dt, size_t count)
     v[i] = dt == CLG_FLOAT32 || dt == CLG_FLOAT64 ? floor(clg_test_uniform(-4, 4) * 8) / 8
                                                   : floor(clg_test_uniform(-1000, 1001));
   return v;
-}
-
-static size_t count_of(int rank, const int64_t *dims)
-{
-  size_t c = 1;
-  for (int k = 0; k < rank; k++)
-    c *= (size_t)dims[k];
-  return c;
 }
 
 typedef struct input {
@@ -86,27 +57,7 @@ typedef struct want {
 /* Exact comparison: every reference here is exact in the output's dtype. */
 static void check_out(const clg_tensor *t, const want *w, const char *what, const char *dev)
 {
-  if (!t) {
-    CHECK_MSG(false, "%s on %s: no output", what, dev);
-    return;
-  }
-  bool shape = clg_tensor_dtype(t) == w->dtype && clg_tensor_rank(t) == w->rank;
-  for (int k = 0; shape && k < w->rank; k++)
-    shape = clg_tensor_dim(t, k) == w->dims[k];
-  char s[128];
-  CHECK_MSG(shape, "%s on %s: %s %s, want %s of rank %d", what, dev,
-            clg_dtype_name(clg_tensor_dtype(t)), clg_tensor_shape_string(t, s, sizeof s),
-            clg_dtype_name(w->dtype), w->rank);
-  if (!shape)
-    return;
-  for (size_t i = 0; i < clg_tensor_count(t); i++) {
-    double v = clg_test_elem(t, i);
-    if (v != w->v[i]) {
-      CHECK_MSG(false, "%s on %s: element %zu is %.17g, want %.17g", what, dev, i, v, w->v[i]);
-      return;
-    }
-  }
-  clg_test_passed++;
+  clg_test_check_values(t, w->dtype, w->rank, w->dims, w->v, 0, 0, false, what, dev);
 }
 
 static clg_output make_input(clg_graph *g, const input *in)
@@ -308,7 +259,8 @@ static void test_squared_difference(void)
         int64_t x = ka >= 0 ? da[ka] : 1, y = kb >= 0 ? db[kb] : 1;
         dout[k] = x == 1 ? y : x;
       }
-      size_t na = count_of(ra, da), nb = count_of(rb, db), no = count_of(ro, dout);
+      size_t na = clg_test_count(ra, da), nb = clg_test_count(rb, db),
+             no = clg_test_count(ro, dout);
       double *av = random_values(dt, na), *bv = random_values(dt, nb);
       double *ref = malloc(sizeof(double) * (no ? no : 1));
       for (size_t i = 0; i < no; i++) {
@@ -440,7 +392,7 @@ static void test_size(void)
     for (int o = 0; o < 3; o++) { /* out_type unset (int32), int32, int64 */
       clg_tensor *x = tensor(cases[c].dt, cases[c].rank, cases[c].dims, NULL);
       input in = {x, false};
-      double n = (double)count_of(cases[c].rank, cases[c].dims);
+      double n = (double)clg_test_count(cases[c].rank, cases[c].dims);
       clg_attr ot = clg_attr_dtype("out_type", o == 2 ? CLG_INT64 : CLG_INT32);
       want w = {o == 2 ? CLG_INT64 : CLG_INT32, 0, {0}, &n};
       char what[64];
@@ -509,7 +461,7 @@ static void sparse_ref(int ix_rank, int64_t num_elems, int num_dims, const int64
                        const int64_t *shape, bool scalar, const double *values, double def,
                        double *out)
 {
-  size_t count = count_of(rank, shape);
+  size_t count = clg_test_count(rank, shape);
   for (size_t i = 0; i < count; i++)
     out[i] = def;
   (void)ix_rank;
@@ -593,7 +545,7 @@ static void test_sparse_to_dense(void)
           clg_attr va = clg_attr_bool("validate_indices", k->validate);
           /* Integer values of the float cases: 0.5 becomes 0. */
           if (vdt == CLG_INT32 || vdt == CLG_INT64) {
-            size_t n = count_of(k->rank, k->shape);
+            size_t n = clg_test_count(k->rank, k->shape);
             for (size_t i = 0; i < n; i++)
               out[i] = trunc(out[i]);
           }

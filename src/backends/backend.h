@@ -234,6 +234,12 @@ size_t clg_strided_count(const clg_strided *m);
 
 /* The unop of a node of Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg or an op of ops/math_tf.c. */
 clg_unop clg_unop_of(const clg_node *n);
+/* The ops clg_unop_of maps, X(Name) each, comma-separated: both kinds' math kernels
+ * register this one list. */
+#define CLG_UNOP_OPS(X)                                                                            \
+  X(Exp), X(Log), X(Sqrt), X(Rsqrt), X(Square), X(Floor), X(Neg), X(Erf), X(Ceil), X(Round),       \
+      X(Reciprocal), X(Sin), X(Cos), X(Tan), X(Asin), X(Acos), X(Atan), X(Sinh), X(Cosh),          \
+      X(Asinh), X(Acosh), X(Atanh), X(Softplus), X(Softsign), X(Elu), X(Selu)
 
 /* The binop of a node of Add, Sub, Mul, RealDiv, Maximum, Equal, GreaterEqual, Less, Greater,
  * LessEqual, NotEqual, Pow, Atan2, LogicalAnd or LogicalOr. */

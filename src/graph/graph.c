@@ -440,8 +440,9 @@ clg_code clg_graph_pop_name_scope(clg_graph *g)
   return CLG_OK;
 }
 
-/* Copies a caller's attribute value into a node's slot. */
-static clg_code attr_set(clg_node *n, clg_attr_value *slot, const clg_attr *a)
+/* Copies a caller's attribute value into a node's slot; a tensor that is *moved passes to the
+ * slot instead (*moved then NULL). */
+static clg_code attr_set(clg_node *n, clg_attr_value *slot, const clg_attr *a, clg_tensor **moved)
 {
   attr_clear(slot);
   slot->set = true;
@@ -482,6 +483,11 @@ static clg_code attr_set(clg_node *n, clg_attr_value *slot, const clg_attr *a)
     const clg_tensor *t = a->v.tensor;
     if (!t)
       return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute '%s' is a NULL tensor", a->name);
+    if (moved && *moved == t) {
+      slot->tensor = *moved;
+      *moved = NULL;
+      break;
+    }
     int64_t dims[CLG_MAX_RANK];
     for (int i = 0; i < clg_tensor_rank(t); i++)
       dims[i] = clg_tensor_dim(t, i);
@@ -507,7 +513,8 @@ static const char *attr_type_name(clg_attr_type t)
 
 /* Defaults, then the caller's attributes (given[i]: the index in attrs of attribute i's
  * value, or -1). */
-static clg_code attrs_fill(clg_node *n, int num_attrs, const clg_attr *attrs, int *given)
+static clg_code attrs_fill(clg_node *n, int num_attrs, const clg_attr *attrs, int *given,
+                           clg_tensor **moved)
 {
   const clg_op_def *def = n->def;
   for (int i = 0; i < def->num_attrs; i++) {
@@ -541,7 +548,7 @@ static clg_code attrs_fill(clg_node *n, int num_attrs, const clg_attr *attrs, in
     if (a->type != def->attrs[i].type)
       return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute '%s' must be a %s, got a %s",
                             a->name, attr_type_name(def->attrs[i].type), attr_type_name(a->type));
-    clg_code code = attr_set(n, &n->attrs[i], a);
+    clg_code code = attr_set(n, &n->attrs[i], a, moved);
     if (code != CLG_OK)
       return code;
   }
@@ -564,9 +571,9 @@ clg_node *clg_graph_build(clg_graph *g, const clg_op_def *def, const char *name,
   return clg_graph_build_ex(g, def, name, num_inputs, inputs, num_attrs, attrs, NULL, NULL);
 }
 
-clg_node *clg_graph_build_ex(clg_graph *g, const clg_op_def *def, const char *name, int num_inputs,
-                             const clg_output *inputs, int num_attrs, const clg_attr *attrs,
-                             clg_code (*prepare)(clg_node *n, void *ctx), void *ctx)
+static clg_node *build(clg_graph *g, const clg_op_def *def, const char *name, int num_inputs,
+                       const clg_output *inputs, int num_attrs, const clg_attr *attrs,
+                       clg_code (*prepare)(clg_node *n, void *ctx), void *ctx, clg_tensor **moved)
 {
   const char *op = def ? def->name : "(op)";
   if (!g) {
@@ -652,8 +659,8 @@ clg_node *clg_graph_build_ex(clg_graph *g, const clg_op_def *def, const char *na
   if ((size_t)def->num_attrs > 64)
     return clg_graph_node_fail(n, CLG_INTERNAL, "%s has too many attributes", op);
   int given[64];
-  if (attrs_fill(n, num_attrs, attrs, given) != CLG_OK || (prepare && prepare(n, ctx) != CLG_OK) ||
-      attrs_check_required(n) != CLG_OK)
+  if (attrs_fill(n, num_attrs, attrs, given, moved) != CLG_OK ||
+      (prepare && prepare(n, ctx) != CLG_OK) || attrs_check_required(n) != CLG_OK)
     return clg_graph_node_abandon(n);
   const device_scope *top = g->num_scopes > 0 ? &g->scopes[g->num_scopes - 1] : NULL;
   static char empty[] = "";
@@ -669,6 +676,20 @@ clg_node *clg_graph_build_ex(clg_graph *g, const clg_op_def *def, const char *na
         clg_node_attr_agrees(n, i, &attrs[given[i]]) != CLG_OK)
       return clg_graph_node_abandon(n);
   return clg_graph_node_add(n);
+}
+
+clg_node *clg_graph_build_ex(clg_graph *g, const clg_op_def *def, const char *name, int num_inputs,
+                             const clg_output *inputs, int num_attrs, const clg_attr *attrs,
+                             clg_code (*prepare)(clg_node *n, void *ctx), void *ctx)
+{
+  return build(g, def, name, num_inputs, inputs, num_attrs, attrs, prepare, ctx, NULL);
+}
+
+clg_node *clg_graph_build_move(clg_graph *g, const clg_op_def *def, const char *name,
+                               int num_inputs, const clg_output *inputs, int num_attrs,
+                               const clg_attr *attrs, clg_tensor **moved)
+{
+  return build(g, def, name, num_inputs, inputs, num_attrs, attrs, NULL, NULL, moved);
 }
 
 clg_node *clg_graph_node_add(clg_node *n)

@@ -87,6 +87,13 @@ clg_node *clg_graph_build(clg_graph *g, const clg_op_def *def, const char *name,
 clg_node *clg_graph_build_ex(clg_graph *g, const clg_op_def *def, const char *name, int num_inputs,
                              const clg_output *inputs, int num_attrs, const clg_attr *attrs,
                              clg_code (*prepare)(clg_node *n, void *ctx), void *ctx);
+/* As clg_graph_build, but the tensor attribute that points to *moved takes it instead of a
+ * copy (an importer's weights, whose model is freed after the build: one copy, not two).
+ * *moved is NULL once taken (the node owns it, or freed it with itself when the build failed
+ * after), unchanged when the build failed before. */
+clg_node *clg_graph_build_move(clg_graph *g, const clg_op_def *def, const char *name,
+                               int num_inputs, const clg_output *inputs, int num_attrs,
+                               const clg_attr *attrs, clg_tensor **moved);
 /* Builds outside the open name scopes until resumed with the returned value (tf.get_variable
  * names its variables by variable scope only). Scopes opened meanwhile must be closed. */
 char *clg_graph_name_scope_suspend(clg_graph *g);

@@ -428,6 +428,16 @@ clg_code clg_imp_resolve(imp *c, const clg_imp_node *n, const char *in, clg_outp
 
 clg_code clg_imp_flush_for(imp *c, const clg_imp_node *n) { return flush_if_reads_wave(c, n); }
 
+/* A Const's value in the model, which the node takes rather than copies (the model is freed
+ * after the build): one copy of the weights in memory, not two. NULL for other ops. */
+static clg_tensor **const_value(clg_imp_node *n, const clg_op_def *def)
+{
+  for (int i = 0; def->flags & CLG_OP_CONST && i < n->num_attrs; i++)
+    if (n->attrs[i].kind == CLG_IMP_TENSOR && n->attrs[i].tensor.value)
+      return &n->attrs[i].tensor.value;
+  return NULL;
+}
+
 static clg_code build_node(imp *c, int idx)
 {
   clg_imp_node *n = &c->m->nodes[idx];
@@ -486,7 +496,9 @@ static clg_code build_node(imp *c, int idx)
     if (code == CLG_OK && !(rule && rule->kind == CLG_IMP_RULE_NOFOLD))
       code = clg_imp_fold_try(c, idx, def, nin, ins, na, attrs, &deferred);
     if (code == CLG_OK && !deferred) {
-      built = clg_op(c->g, def->name, n->name, nin, ins, na, attrs);
+      clg_tensor **value = const_value(n, def);
+      built = value ? clg_graph_build_move(c->g, def, n->name, nin, ins, na, attrs, value)
+                    : clg_op(c->g, def->name, n->name, nin, ins, na, attrs);
       if (!built)
         code = clg_graph_status(c->g);
     }

@@ -115,6 +115,19 @@ clg_code clg_onnx_const_i32(clg_onnx *c, int n, const int64_t *v, clg_output *ou
 clg_code clg_onnx_const_scalar(clg_onnx *c, clg_dtype dt, double v, clg_output *out);
 /* y = op(x, v) for a constant scalar v of x's dtype. */
 clg_code clg_onnx_scalar_op(clg_onnx *c, const char *op, clg_output x, double v, clg_output *y);
+/* y = op(a, b) for a two-input op without attributes (Add, Mul, Less, ...). */
+clg_code clg_onnx_binop(clg_onnx *c, const char *op, clg_output a, clg_output b, clg_output *y);
+/* A Const of dtype dt (float32 or float64) of rank dims from the doubles v. */
+clg_code clg_onnx_const_f(clg_onnx *c, clg_dtype dt, int rank, const int64_t *dims, const double *v,
+                          clg_output *out);
+/* The dtypes clg_onnx_const_f writes. */
+static inline bool clg_onnx_is_float(clg_dtype dt)
+{
+  return dt == CLG_FLOAT32 || dt == CLG_FLOAT64;
+}
+/* Input 0 and whether it is worked on in NHWC (rank 4, held so); output 0 in that same form. */
+clg_code clg_onnx_in_either(clg_onnx *c, const clg_imp_node *n, clg_output *x, bool *nhwc);
+clg_code clg_onnx_out_either(clg_onnx *c, const clg_imp_node *n, bool nhwc, clg_output y);
 /* Transpose x by perm; Reshape x to dims. */
 clg_code clg_onnx_transpose(clg_onnx *c, clg_output x, int rank, const int64_t *perm,
                             clg_output *out);

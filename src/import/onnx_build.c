@@ -503,6 +503,41 @@ clg_code clg_onnx_scalar_op(clg_onnx *c, const char *op, clg_output x, double v,
   return code == CLG_OK ? clg_onnx_op(c, op, 2, ins, 0, NULL, y) : code;
 }
 
+clg_code clg_onnx_binop(clg_onnx *c, const char *op, clg_output a, clg_output b, clg_output *y)
+{
+  clg_output ins[2] = {a, b};
+  return clg_onnx_op(c, op, 2, ins, 0, NULL, y);
+}
+
+clg_code clg_onnx_const_f(clg_onnx *c, clg_dtype dt, int rank, const int64_t *dims, const double *v,
+                          clg_output *out)
+{
+  clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
+  if (!t)
+    return clg_graph_record_error(c->g);
+  size_t cnt = clg_tensor_count(t);
+  for (size_t i = 0; i < cnt; i++) {
+    if (dt == CLG_FLOAT32)
+      ((float *)clg_tensor_data(t))[i] = (float)v[i];
+    else
+      ((double *)clg_tensor_data(t))[i] = v[i];
+  }
+  clg_code code = clg_onnx_const(c, t, out);
+  clg_tensor_free(t);
+  return code;
+}
+
+clg_code clg_onnx_in_either(clg_onnx *c, const clg_imp_node *n, clg_output *x, bool *nhwc)
+{
+  *nhwc = clg_onnx_in_rank(c, n, 0) == 4 && clg_onnx_in_is_nhwc(c, n, 0);
+  return *nhwc ? clg_onnx_in_nhwc(c, n, 0, x) : clg_onnx_in(c, n, 0, x);
+}
+
+clg_code clg_onnx_out_either(clg_onnx *c, const clg_imp_node *n, bool nhwc, clg_output y)
+{
+  return nhwc ? clg_onnx_out_nhwc(c, n, 0, y) : clg_onnx_out(c, n, 0, y);
+}
+
 /* A Const's permutation computed here (weights change layout once, at import). */
 static clg_tensor *permute_host(const clg_tensor *t, int rank, const int64_t *perm)
 {

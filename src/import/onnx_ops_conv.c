@@ -9,45 +9,6 @@
 #include "import/onnx.h"
 #include "ops/ops.h"
 
-/* A Const of dtype dt (float32 or float64) of rank dims from the doubles v. */
-static clg_code const_f(clg_onnx *c, clg_dtype dt, int rank, const int64_t *dims, const double *v,
-                        clg_output *out)
-{
-  clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
-  if (!t)
-    return clg_graph_record_error(c->g);
-  size_t cnt = clg_tensor_count(t);
-  for (size_t i = 0; i < cnt; i++) {
-    if (dt == CLG_FLOAT32)
-      ((float *)clg_tensor_data(t))[i] = (float)v[i];
-    else
-      ((double *)clg_tensor_data(t))[i] = v[i];
-  }
-  clg_code code = clg_onnx_const(c, t, out);
-  clg_tensor_free(t);
-  return code;
-}
-
-static clg_code binop(clg_onnx *c, const char *op, clg_output a, clg_output b, clg_output *y)
-{
-  clg_output ins[2] = {a, b};
-  return clg_onnx_op(c, op, 2, ins, 0, NULL, y);
-}
-
-static bool is_float(clg_dtype dt) { return dt == CLG_FLOAT32 || dt == CLG_FLOAT64; }
-
-/* Input 0 and whether it is worked on in NHWC (rank 4, held so): the value and its axis map. */
-static clg_code in_either(clg_onnx *c, const clg_imp_node *n, clg_output *x, bool *nhwc)
-{
-  *nhwc = clg_onnx_in_rank(c, n, 0) == 4 && clg_onnx_in_is_nhwc(c, n, 0);
-  return *nhwc ? clg_onnx_in_nhwc(c, n, 0, x) : clg_onnx_in(c, n, 0, x);
-}
-
-static clg_code out_either(clg_onnx *c, const clg_imp_node *n, bool nhwc, clg_output y)
-{
-  return nhwc ? clg_onnx_out_nhwc(c, n, 0, y) : clg_onnx_out(c, n, 0, y);
-}
-
 /* --- ConvTranspose -------------------------------------------------------------------------- */
 
 /* List attribute name of a node with sp (1, 2) spatial axes as v[2] (H, W; a 1-D node has
@@ -443,8 +404,9 @@ static int dims_of(clg_output x, int64_t *d)
 static clg_code const_any(clg_onnx *c, clg_dtype dt, int rank, const int64_t *dims, const double *v,
                           clg_output *out)
 {
-  clg_code code = const_f(c, dt == CLG_FLOAT32 ? CLG_FLOAT32 : CLG_FLOAT64, rank, dims, v, out);
-  if (code != CLG_OK || is_float(dt))
+  clg_code code =
+      clg_onnx_const_f(c, dt == CLG_FLOAT32 ? CLG_FLOAT32 : CLG_FLOAT64, rank, dims, v, out);
+  if (code != CLG_OK || clg_onnx_is_float(dt))
     return code;
   clg_attr a = clg_attr_dtype("DstT", dt);
   return clg_onnx_op(c, "Cast", 1, out, 1, &a, out);
@@ -641,7 +603,7 @@ static clg_code ge_scalar(clg_onnx *c, clg_output x, double v, bool flip, clg_ou
 {
   clg_output k;
   clg_code code = clg_onnx_const_scalar(c, clg_onnx_dtype(x), v, &k);
-  return code == CLG_OK ? binop(c, "GreaterEqual", flip ? k : x, flip ? x : k, y) : code;
+  return code == CLG_OK ? clg_onnx_binop(c, "GreaterEqual", flip ? k : x, flip ? x : k, y) : code;
 }
 
 /* ThresholdedRelu: x where x > alpha, else 0 (alpha >= x picks the 0). */
@@ -650,14 +612,14 @@ static clg_code thresholded_relu(clg_onnx *c, const clg_imp_node *n, const clg_o
   (void)r;
   clg_output x, cond, z, y;
   bool nhwc;
-  clg_code code = in_either(c, n, &x, &nhwc);
+  clg_code code = clg_onnx_in_either(c, n, &x, &nhwc);
   if (code == CLG_OK)
     code = ge_scalar(c, x, clg_onnx_attr_f(n, "alpha", 1.0), true, &cond);
   if (code == CLG_OK)
     code = clg_onnx_op(c, "ZerosLike", 1, &x, 0, NULL, &z);
   if (code == CLG_OK)
     code = select3(c, cond, z, x, &y);
-  return code == CLG_OK ? out_either(c, n, nhwc, y) : code;
+  return code == CLG_OK ? clg_onnx_out_either(c, n, nhwc, y) : code;
 }
 
 /* Shrink: x + bias below -lambd, x - bias above lambd, else 0. */
@@ -667,7 +629,7 @@ static clg_code shrink(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   double l = clg_onnx_attr_f(n, "lambd", 0.5), bias = clg_onnx_attr_f(n, "bias", 0);
   clg_output x, lo, hi, z, xa, xs, y;
   bool nhwc;
-  clg_code code = in_either(c, n, &x, &nhwc);
+  clg_code code = clg_onnx_in_either(c, n, &x, &nhwc);
   if (code == CLG_OK)
     code = ge_scalar(c, x, -l, false, &lo); /* not below -lambd */
   if (code == CLG_OK)
@@ -682,7 +644,7 @@ static clg_code shrink(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
     code = select3(c, hi, z, xs, &y);
   if (code == CLG_OK)
     code = select3(c, lo, y, xa, &y);
-  return code == CLG_OK ? out_either(c, n, nhwc, y) : code;
+  return code == CLG_OK ? clg_onnx_out_either(c, n, nhwc, y) : code;
 }
 
 /* IsInf: x == +inf (detect_positive), x == -inf (detect_negative), |x| == inf for both. */
@@ -693,8 +655,8 @@ static clg_code is_inf(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   bool neg = clg_onnx_attr_i(n, "detect_negative", 1) != 0;
   clg_output x, k, y;
   bool nhwc;
-  clg_code code = in_either(c, n, &x, &nhwc);
-  if (code == CLG_OK && !is_float(clg_onnx_dtype(x)))
+  clg_code code = clg_onnx_in_either(c, n, &x, &nhwc);
+  if (code == CLG_OK && !clg_onnx_is_float(clg_onnx_dtype(x)))
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input of type %s, not float",
                          clg_dtype_name(clg_onnx_dtype(x)));
   if (code == CLG_OK && pos && neg)
@@ -704,8 +666,8 @@ static clg_code is_inf(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   if (code == CLG_OK)
     code = clg_onnx_const_scalar(c, clg_onnx_dtype(x), v, &k);
   if (code == CLG_OK)
-    code = binop(c, "Equal", x, k, &y);
-  return code == CLG_OK ? out_either(c, n, nhwc, y) : code;
+    code = clg_onnx_binop(c, "Equal", x, k, &y);
+  return code == CLG_OK ? clg_onnx_out_either(c, n, nhwc, y) : code;
 }
 
 /* CastLike: Cast to input 1's dtype. */
@@ -715,14 +677,14 @@ static clg_code cast_like(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rul
   clg_dtype dt = clg_onnx_in_dtype(c, n, 1);
   clg_output x, y;
   bool nhwc;
-  clg_code code = in_either(c, n, &x, &nhwc);
+  clg_code code = clg_onnx_in_either(c, n, &x, &nhwc);
   if (code != CLG_OK)
     return code;
   if (clg_onnx_dtype(x) == dt)
     return clg_onnx_out_alias(c, n, 0, 0);
   clg_attr a = clg_attr_dtype("DstT", dt);
   code = clg_onnx_op(c, "Cast", 1, &x, 1, &a, &y);
-  return code == CLG_OK ? out_either(c, n, nhwc, y) : code;
+  return code == CLG_OK ? clg_onnx_out_either(c, n, nhwc, y) : code;
 }
 
 /* EyeLike: a Const of the input's 2-D shape with ones on diagonal k, of dtype (else the

@@ -20,12 +20,6 @@
       return try_code_;                                                                            \
   } while (0)
 
-static clg_code op2(clg_onnx *c, const char *op, clg_output a, clg_output b, clg_output *y)
-{
-  clg_output ins[2] = {a, b};
-  return clg_onnx_op(c, op, 2, ins, 0, NULL, y);
-}
-
 static clg_code cast_to(clg_onnx *c, clg_output x, clg_dtype dt, clg_output *y)
 {
   if (clg_onnx_dtype(x) == dt) {
@@ -103,7 +97,7 @@ static clg_code index_in(clg_onnx *c, const clg_imp_node *n, int i, int64_t dim,
   TRY(clg_onnx_in(c, n, i, &x));
   TRY(cast_to(c, x, CLG_INT64, &x));
   TRY(clg_onnx_const_scalar(c, CLG_INT64, 0, &zero));
-  TRY(op2(c, "GreaterEqual", x, zero, &nonneg));
+  TRY(clg_onnx_binop(c, "GreaterEqual", x, zero, &nonneg));
   TRY(clg_onnx_scalar_op(c, "Add", x, (double)dim, &wrapped));
   ins[0] = nonneg, ins[1] = x, ins[2] = wrapped;
   return clg_onnx_op(c, "Select", 3, ins, 0, NULL, y);
@@ -159,16 +153,16 @@ static clg_code scatter_rows(clg_onnx *c, const clg_imp_node *n, clg_output data
   free(pos);
   TRY(code);
   TRY(clg_onnx_reshape(c, lin, 2, (int64_t[]){k, 1}, &col));
-  TRY(op2(c, "Equal", col, rng, &eq)); /* [K, P]: update k lands on position p */
+  TRY(clg_onnx_binop(c, "Equal", col, rng, &eq)); /* [K, P]: update k lands on position p */
   clg_dtype dt = clg_onnx_dtype(data);
   if (strcmp(reduction, "none") == 0) {
     clg_output which, hit, one, hitb, picked, dim0;
     TRY(cast_to(c, eq, CLG_FLOAT32, &eqf));
     TRY(clg_onnx_const_scalar(c, CLG_INT32, 0, &dim0));
-    TRY(op2(c, "ArgMax", eqf, dim0, &which));
+    TRY(clg_onnx_binop(c, "ArgMax", eqf, dim0, &which));
     TRY(reduce(c, "Max", eqf, 1, (int64_t[]){0}, &hit));
     TRY(clg_onnx_const_scalar(c, CLG_FLOAT32, 1, &one));
-    TRY(op2(c, "GreaterEqual", hit, one, &hitb));
+    TRY(clg_onnx_binop(c, "GreaterEqual", hit, one, &hitb));
     ins[0] = upd, ins[1] = which, ins[2] = dim0;
     TRY(clg_onnx_op(c, "GatherV2", 3, ins, 0, NULL, &picked));
     ins[0] = hitb, ins[1] = picked, ins[2] = data;
@@ -187,12 +181,12 @@ static clg_code scatter_rows(clg_onnx *c, const clg_imp_node *n, clg_output data
     TRY(cast_to(c, upd, ft, &updf));
     TRY(clg_onnx_reshape(c, updf, 3, (int64_t[]){k, 1, s}, &u3));
     TRY(clg_onnx_const_scalar(c, ft, 1, &one));
-    TRY(op2(c, "Sub", one, m3, &inv));
-    TRY(op2(c, "Mul", m3, u3, &f));
-    TRY(op2(c, "Add", f, inv, &f)); /* [K, P, S] */
+    TRY(clg_onnx_binop(c, "Sub", one, m3, &inv));
+    TRY(clg_onnx_binop(c, "Mul", m3, u3, &f));
+    TRY(clg_onnx_binop(c, "Add", f, inv, &f)); /* [K, P, S] */
     TRY(reduce(c, "Prod", f, 1, (int64_t[]){0}, &f));
     TRY(cast_to(c, f, dt, &f));
-    return op2(c, "Mul", data, f, y);
+    return clg_onnx_binop(c, "Mul", data, f, y);
   }
   /* The sum of the updates per position as a GEMM of the mask; integers in float64, exact to
    * 2^53. */
@@ -202,7 +196,7 @@ static clg_code scatter_rows(clg_onnx *c, const clg_imp_node *n, clg_output data
   ins[0] = eqf, ins[1] = updf;
   TRY(clg_onnx_op(c, "MatMul", 2, ins, 1, &ta, &sum));
   TRY(cast_to(c, sum, dt, &sum));
-  return op2(c, "Add", data, sum, y);
+  return clg_onnx_binop(c, "Add", data, sum, y);
 }
 
 /* GatherElements, ScatterElements and Scatter (opset < 11's name of ScatterElements). */
@@ -233,7 +227,7 @@ static clg_code elements(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
   TRY(index_in(c, n, 1, dims[axis], &idx));
   TRY(base_index(c, rank, idims, stride, (int)axis, &base));
   TRY(clg_onnx_scalar_op(c, "Mul", idx, (double)stride[axis], &lin));
-  TRY(op2(c, "Add", base, lin, &lin));
+  TRY(clg_onnx_binop(c, "Add", base, lin, &lin));
   int64_t total = count_of(rank, dims), k = count_of(rank, idims);
   if (!scatter) {
     TRY(clg_onnx_reshape(c, x, 1, &total, &flat));
@@ -274,12 +268,12 @@ static clg_code linear_nd(clg_onnx *c, clg_output idx, int k, const int64_t *dim
     TRY(clg_onnx_op(c, "Slice", 3, ins, 0, NULL, &col));
     TRY(clg_onnx_reshape(c, col, q - 1, out, &col));
     TRY(clg_onnx_const_scalar(c, CLG_INT64, 0, &zero));
-    TRY(op2(c, "GreaterEqual", col, zero, &nonneg));
+    TRY(clg_onnx_binop(c, "GreaterEqual", col, zero, &nonneg));
     TRY(clg_onnx_scalar_op(c, "Add", col, (double)dims[j], &wrapped));
     ins[0] = nonneg, ins[1] = col, ins[2] = wrapped;
     TRY(clg_onnx_op(c, "Select", 3, ins, 0, NULL, &col));
     TRY(clg_onnx_scalar_op(c, "Mul", col, (double)st[j], &col));
-    TRY(op2(c, "Add", acc, col, &acc));
+    TRY(clg_onnx_binop(c, "Add", acc, col, &acc));
   }
   *y = acc;
   return CLG_OK;
@@ -415,12 +409,12 @@ static clg_code one_hot(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
   TRY(clg_onnx_in(c, n, 0, &x));
   TRY(cast_to(c, x, CLG_INT64, &x)); /* ONNX casts non-integer indices */
   TRY(clg_onnx_const_scalar(c, CLG_INT64, 0, &zero));
-  TRY(op2(c, "GreaterEqual", x, zero, &nonneg));
+  TRY(clg_onnx_binop(c, "GreaterEqual", x, zero, &nonneg));
   TRY(clg_onnx_scalar_op(c, "Add", x, (double)depth, &wrapped));
   ins[0] = nonneg, ins[1] = x, ins[2] = wrapped;
   TRY(clg_onnx_op(c, "Select", 3, ins, 0, NULL, &x));
   TRY(clg_onnx_reshape(c, x, rank + 1, idims, &x));
-  TRY(op2(c, "Equal", x, rng, &eq));
+  TRY(clg_onnx_binop(c, "Equal", x, rng, &eq));
   TRY(clg_onnx_in(c, n, 2, &vals));
   clg_dtype dt = clg_onnx_dtype(vals);
   for (int i = 0; i < 2; i++) {
@@ -434,10 +428,10 @@ static clg_code one_hot(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
   clg_output inv, a, b, one;
   TRY(cast_to(c, eq, dt, &mask));
   TRY(clg_onnx_const_scalar(c, dt, 1, &one));
-  TRY(op2(c, "Sub", one, mask, &inv));
-  TRY(op2(c, "Mul", mask, on, &a));
-  TRY(op2(c, "Mul", inv, off, &b));
-  TRY(op2(c, "Add", a, b, &y));
+  TRY(clg_onnx_binop(c, "Sub", one, mask, &inv));
+  TRY(clg_onnx_binop(c, "Mul", mask, on, &a));
+  TRY(clg_onnx_binop(c, "Mul", inv, off, &b));
+  TRY(clg_onnx_binop(c, "Add", a, b, &y));
   return clg_onnx_out(c, n, 0, y);
 }
 
@@ -528,9 +522,9 @@ static clg_code reverse_sequence(clg_onnx *c, const clg_imp_node *n, const clg_o
   TRY(clg_onnx_in(c, n, 1, &lens));
   TRY(cast_to(c, lens, CLG_INT64, &lens));
   TRY(clg_onnx_reshape(c, lens, 2, (int64_t[]){bl, 1}, &lens));
-  TRY(op2(c, "GreaterEqual", tt, lens, &late));
+  TRY(clg_onnx_binop(c, "GreaterEqual", tt, lens, &late));
   TRY(clg_onnx_scalar_op(c, "Sub", lens, 1, &back));
-  TRY(op2(c, "Sub", back, tt, &back));
+  TRY(clg_onnx_binop(c, "Sub", back, tt, &back));
   ins[0] = late, ins[1] = tt, ins[2] = back;
   TRY(clg_onnx_op(c, "Select", 3, ins, 0, NULL, &src)); /* [B, T] source times */
   int64_t strides[2] = {dims[1], 1}, bdims[2] = {dims[0], dims[1]};
@@ -538,7 +532,7 @@ static clg_code reverse_sequence(clg_onnx *c, const clg_imp_node *n, const clg_o
     TRY(clg_onnx_transpose(c, src, 2, (int64_t[]){1, 0}, &src));
   TRY(clg_onnx_scalar_op(c, "Mul", src, (double)strides[ta], &src));
   TRY(base_index(c, 2, bdims, strides, (int)ta, &ofs));
-  TRY(op2(c, "Add", src, ofs, &src));
+  TRY(clg_onnx_binop(c, "Add", src, ofs, &src));
   TRY(clg_onnx_in(c, n, 0, &x));
   TRY(clg_onnx_reshape(c, x, 2, (int64_t[]){dims[0] * dims[1], rest}, &x));
   ins[0] = x, ins[1] = src;
@@ -622,7 +616,7 @@ static clg_code ein_diagonal(clg_onnx *c, clg_output *x, ein_term *t, int p, int
   clg_code code = const_of(c, clg_onnx_dtype(*x), rank, dims, eye, &m);
   free(eye);
   TRY(code);
-  TRY(op2(c, "Mul", *x, m, x));
+  TRY(clg_onnx_binop(c, "Mul", *x, m, x));
   TRY(reduce(c, "Sum", *x, 1, (int64_t[]){q}, x));
   for (int d = q; d + 1 < rank; d++)
     t->labels[d] = t->labels[d + 1];
@@ -714,7 +708,7 @@ static clg_code ein_matmul(clg_onnx *c, const clg_output *xs, const ein_term *t,
     TRY(clg_onnx_reshape(c, m[i], 3, d3, &m[i]));
   }
   clg_output prod;
-  TRY(op2(c, "BatchMatMulV2", m[0], m[1], &prod));
+  TRY(clg_onnx_binop(c, "BatchMatMulV2", m[0], m[1], &prod));
   TRY(clg_onnx_reshape(c, prod, nc, cdims, &prod));
   int64_t perm[CLG_MAX_RANK];
   for (int d = 0; d < out->n; d++)
@@ -805,7 +799,7 @@ static clg_code ein_product(clg_onnx *c, int k, const clg_output *xs, const ein_
     if (i == 0)
       prod = x;
     else
-      TRY(op2(c, "Mul", prod, x, &prod));
+      TRY(clg_onnx_binop(c, "Mul", prod, x, &prod));
   }
   *prod_out = prod;
   return CLG_OK;
@@ -906,7 +900,7 @@ static clg_code einsum(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   if (clg_onnx_count(prod) != count_of(out.n, odims)) {
     clg_output zeros;
     TRY(const_of(c, clg_onnx_dtype(prod), out.n, odims, NULL, &zeros));
-    TRY(op2(c, "Add", prod, zeros, &prod));
+    TRY(clg_onnx_binop(c, "Add", prod, zeros, &prod));
   }
   return clg_onnx_out(c, n, 0, prod);
 }

@@ -6,12 +6,6 @@
 
 #include "import/onnx.h"
 
-static clg_code binop(clg_onnx *c, const char *op, clg_output a, clg_output b, clg_output *y)
-{
-  clg_output ins[2] = {a, b};
-  return clg_onnx_op(c, op, 2, ins, 0, NULL, y);
-}
-
 static clg_code sum_axes(clg_onnx *c, clg_output x, int k, const int64_t *axes, bool keep,
                          clg_output *y)
 {
@@ -43,14 +37,14 @@ static clg_code log_softmax_1(clg_onnx *c, clg_output x, clg_output *y)
   if (code == CLG_OK)
     code = clg_onnx_op(c, "Max", 2, ins, 1, &kd, &m);
   if (code == CLG_OK)
-    code = binop(c, "Sub", x, m, &m);
+    code = clg_onnx_binop(c, "Sub", x, m, &m);
   if (code == CLG_OK)
     code = clg_onnx_op(c, "Exp", 1, &m, 0, NULL, &e);
   if (code == CLG_OK)
     code = sum_axes(c, e, 1, one, true, &e);
   if (code == CLG_OK)
     code = clg_onnx_op(c, "Log", 1, &e, 0, NULL, &e);
-  return code == CLG_OK ? binop(c, "Sub", m, e, y) : code;
+  return code == CLG_OK ? clg_onnx_binop(c, "Sub", m, e, y) : code;
 }
 
 /* The loss of log-probabilities lp [N, C, d...] against the labels of input `li` ([N, d...])
@@ -105,7 +99,7 @@ static clg_code nll(clg_onnx *c, const clg_imp_node *n, clg_output lp, int li, c
     clg_tensor_free(k);
   }
   if (code == CLG_OK)
-    code = binop(c, "Equal", t1, classes, &mask);
+    code = clg_onnx_binop(c, "Equal", t1, classes, &mask);
   if (code == CLG_OK)
     code = cast_to(c, mask, dt, &mask);
   const clg_imp_attr *ii = clg_onnx_attr(n, "ignore_index");
@@ -113,7 +107,7 @@ static clg_code nll(clg_onnx *c, const clg_imp_node *n, clg_output lp, int li, c
     clg_output e;
     code = clg_onnx_const_scalar(c, dt, (double)ii->i, &e);
     if (code == CLG_OK)
-      code = binop(c, "Equal", t, e, &e);
+      code = clg_onnx_binop(c, "Equal", t, e, &e);
     if (code == CLG_OK)
       code = cast_to(c, e, dt, &e);
     if (code == CLG_OK)
@@ -124,7 +118,7 @@ static clg_code nll(clg_onnx *c, const clg_imp_node *n, clg_output lp, int li, c
   static const int64_t one[1] = {1};
   clg_output pm;
   if (code == CLG_OK)
-    code = binop(c, "Mul", lp, mask, &pm);
+    code = clg_onnx_binop(c, "Mul", lp, mask, &pm);
   if (code == CLG_OK)
     code = sum_axes(c, pm, 1, one, false, &picked);
   /* w: each position's weight (its class's, or 1), 0 where ignored */
@@ -137,11 +131,11 @@ static clg_code nll(clg_onnx *c, const clg_imp_node *n, clg_output lp, int li, c
     if (code == CLG_OK)
       code = clg_onnx_reshape(c, wc, rank, cd, &wc);
     if (code == CLG_OK)
-      code = binop(c, "Mul", mask, wc, &wc);
+      code = clg_onnx_binop(c, "Mul", mask, wc, &wc);
     if (code == CLG_OK)
       code = sum_axes(c, wc, 1, one, false, &w);
     if (code == CLG_OK && valid.node)
-      code = binop(c, "Mul", w, valid, &w);
+      code = clg_onnx_binop(c, "Mul", w, valid, &w);
   } else if (code == CLG_OK) {
     if (valid.node)
       w = valid;
@@ -150,7 +144,7 @@ static clg_code nll(clg_onnx *c, const clg_imp_node *n, clg_output lp, int li, c
   }
   clg_output loss;
   if (code == CLG_OK)
-    code = binop(c, "Mul", picked, w, &loss);
+    code = clg_onnx_binop(c, "Mul", picked, w, &loss);
   if (code == CLG_OK)
     code = clg_onnx_op(c, "Neg", 1, &loss, 0, NULL, &loss);
   if (code != CLG_OK || strcmp(red, "none") == 0) {
@@ -165,7 +159,7 @@ static clg_code nll(clg_onnx *c, const clg_imp_node *n, clg_output lp, int li, c
     clg_output ws;
     code = sum_axes(c, w, rank - 1, all, false, &ws);
     if (code == CLG_OK)
-      code = binop(c, "RealDiv", loss, ws, &loss);
+      code = clg_onnx_binop(c, "RealDiv", loss, ws, &loss);
   }
   *out = loss;
   return code;

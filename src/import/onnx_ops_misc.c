@@ -16,12 +16,6 @@ static bool is_float(clg_dtype t)
 
 static bool is_int(clg_dtype t) { return t == CLG_INT32 || t == CLG_INT64; }
 
-static clg_code binop(clg_onnx *c, const char *op, clg_output a, clg_output b, clg_output *y)
-{
-  clg_output ins[2] = {a, b};
-  return clg_onnx_op(c, op, 2, ins, 0, NULL, y);
-}
-
 static clg_code cast_to(clg_onnx *c, clg_output x, clg_dtype dt, clg_output *y)
 {
   if (clg_onnx_dtype(x) == dt) {
@@ -57,7 +51,7 @@ static clg_code pow_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
     if (code == CLG_OK)
       code = clg_onnx_in(c, n, 1, &e);
     if (code == CLG_OK)
-      code = binop(c, "Pow", x, e, &y);
+      code = clg_onnx_binop(c, "Pow", x, e, &y);
     if (code != CLG_OK)
       return code;
     return nhwc ? clg_onnx_out_nhwc(c, n, 0, y) : clg_onnx_out(c, n, 0, y);
@@ -70,7 +64,7 @@ static clg_code pow_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   if (code == CLG_OK)
     code = cast_to(c, e, CLG_FLOAT64, &e);
   if (code == CLG_OK)
-    code = binop(c, "Pow", x, e, &y);
+    code = clg_onnx_binop(c, "Pow", x, e, &y);
   if (code == CLG_OK)
     code = cast_to(c, y, xt, &y);
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
@@ -97,9 +91,9 @@ static clg_code neg_abs(clg_onnx *c, const clg_imp_node *n, bool abs)
   if (code == CLG_OK)
     code = clg_onnx_const_scalar(c, clg_onnx_dtype(x), 0, &zero);
   if (code == CLG_OK)
-    code = binop(c, "Sub", zero, x, &y);
+    code = clg_onnx_binop(c, "Sub", zero, x, &y);
   if (code == CLG_OK && abs)
-    code = binop(c, "Maximum", x, y, &y);
+    code = clg_onnx_binop(c, "Maximum", x, y, &y);
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
@@ -298,9 +292,51 @@ static clg_code times(clg_onnx *c, clg_output x, const double *m, int64_t k, int
   if (code == CLG_OK)
     code = clg_onnx_reshape(c, x, 2, flat, &x2);
   if (code == CLG_OK)
-    code = binop(c, "MatMul", x2, w, y);
+    code = clg_onnx_binop(c, "MatMul", x2, w, y);
   dims[rank - 1] = cols;
   return code == CLG_OK ? clg_onnx_reshape(c, *y, rank, dims, y) : code;
+}
+
+/* The transform of part[0] (real) and, when parts is 2, part[1] (imaginary), each [.., used],
+ * over a period of len into cols frequencies, by the constant matrices C = cos(2 pi j k / len)
+ * and S = sin(2 pi j k / len) (j k reduced mod len, in double): re = xr C + xi S,
+ * im = xi C - xr S. The inverse negates S and scales both by 1 / len. */
+static clg_code dft_product(clg_onnx *c, const clg_output *part, int64_t parts, int64_t used,
+                            int64_t len, int64_t cols, bool inverse, clg_output *re, clg_output *im)
+{
+  double *cm = malloc((size_t)(used * cols) * sizeof *cm),
+         *sm = malloc((size_t)(used * cols) * sizeof *sm);
+  if (!cm || !sm) {
+    free(cm);
+    free(sm);
+    return clg_graph_record_error(c->g);
+  }
+  double scale = inverse ? 1.0 / (double)len : 1.0, sgn = inverse ? -1 : 1;
+  for (int64_t j = 0; j < used; j++)
+    for (int64_t k = 0; k < cols; k++) {
+      double a = 2 * CLG_PI * (double)((j * k) % len) / (double)len;
+      cm[j * cols + k] = cos(a) * scale;
+      sm[j * cols + k] = sgn * sin(a) * scale;
+    }
+  clg_output rc, rs, ic, is;
+  clg_code code = times(c, part[0], cm, used, cols, &rc);
+  if (code == CLG_OK)
+    code = times(c, part[0], sm, used, cols, &rs);
+  if (code == CLG_OK && parts == 2)
+    code = times(c, part[1], cm, used, cols, &ic);
+  if (code == CLG_OK && parts == 2)
+    code = times(c, part[1], sm, used, cols, &is);
+  free(cm);
+  free(sm);
+  if (code == CLG_OK && parts == 2) {
+    code = clg_onnx_binop(c, "Add", rc, is, re);
+    if (code == CLG_OK)
+      code = clg_onnx_binop(c, "Sub", ic, rs, im);
+  } else if (code == CLG_OK) {
+    *re = rc;
+    code = clg_onnx_op(c, "Neg", 1, &rs, 0, NULL, im);
+  }
+  return code;
 }
 
 /* DFT (opset 17): along `axis` of a real [..., 1] or complex [..., 2] signal, by two constant
@@ -374,39 +410,8 @@ static clg_code dft(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   }
   if (code != CLG_OK)
     return code;
-  double *cm = malloc((size_t)(used * cols) * sizeof *cm),
-         *sm = malloc((size_t)(used * cols) * sizeof *sm);
-  if (!cm || !sm) {
-    free(cm);
-    free(sm);
-    return clg_graph_record_error(c->g);
-  }
-  double scale = inverse ? 1.0 / (double)len : 1.0, sgn = inverse ? -1 : 1;
-  for (int64_t j = 0; j < used; j++)
-    for (int64_t k = 0; k < cols; k++) {
-      double a = 2 * CLG_PI * (double)((j * k) % len) / (double)len;
-      cm[j * cols + k] = cos(a) * scale;
-      sm[j * cols + k] = sgn * sin(a) * scale;
-    }
-  /* re = xr C + xi S, im = xi C - xr S (S carries the inverse's sign) */
-  clg_output rc, rs, ic, is, re, im;
-  code = times(c, part[0], cm, used, cols, &rc);
-  if (code == CLG_OK)
-    code = times(c, part[0], sm, used, cols, &rs);
-  if (code == CLG_OK && parts == 2)
-    code = times(c, part[1], cm, used, cols, &ic);
-  if (code == CLG_OK && parts == 2)
-    code = times(c, part[1], sm, used, cols, &is);
-  free(cm);
-  free(sm);
-  if (code == CLG_OK && parts == 2) {
-    code = binop(c, "Add", rc, is, &re);
-    if (code == CLG_OK)
-      code = binop(c, "Sub", ic, rs, &im);
-  } else if (code == CLG_OK) {
-    re = rc;
-    code = clg_onnx_op(c, "Neg", 1, &rs, 0, NULL, &im);
-  }
+  clg_output re, im;
+  code = dft_product(c, part, parts, used, len, cols, inverse, &re, &im);
   int64_t od[CLG_MAX_RANK];
   for (int d = 0; d < sr; d++)
     od[d] = d == axis ? cols : clg_onnx_in_dim(c, n, 0, d);
@@ -497,41 +502,12 @@ static clg_code stft(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
     if (code == CLG_OK)
       code = clg_onnx_op(c, "GatherV2", 3, gin, 0, NULL, &part[p]);
     if (code == CLG_OK && window)
-      code = binop(c, "Mul", part[p], w, &part[p]);
+      code = clg_onnx_binop(c, "Mul", part[p], w, &part[p]);
   }
   if (code != CLG_OK)
     return code;
-  double *cm = malloc((size_t)(flen * cols) * sizeof *cm),
-         *sm = malloc((size_t)(flen * cols) * sizeof *sm);
-  if (!cm || !sm) {
-    free(cm);
-    free(sm);
-    return clg_graph_record_error(c->g);
-  }
-  for (int64_t j = 0; j < flen; j++)
-    for (int64_t q = 0; q < cols; q++) {
-      double a = 2 * CLG_PI * (double)((j * q) % flen) / (double)flen;
-      cm[j * cols + q] = cos(a);
-      sm[j * cols + q] = sin(a);
-    }
-  clg_output rc, rs, ic, is, re, im;
-  code = times(c, part[0], cm, flen, cols, &rc);
-  if (code == CLG_OK)
-    code = times(c, part[0], sm, flen, cols, &rs);
-  if (code == CLG_OK && parts == 2)
-    code = times(c, part[1], cm, flen, cols, &ic);
-  if (code == CLG_OK && parts == 2)
-    code = times(c, part[1], sm, flen, cols, &is);
-  free(cm);
-  free(sm);
-  if (code == CLG_OK && parts == 2) {
-    code = binop(c, "Add", rc, is, &re);
-    if (code == CLG_OK)
-      code = binop(c, "Sub", ic, rs, &im);
-  } else if (code == CLG_OK) {
-    re = rc;
-    code = clg_onnx_op(c, "Neg", 1, &rs, 0, NULL, &im);
-  }
+  clg_output re, im;
+  code = dft_product(c, part, parts, flen, flen, cols, false, &re, &im);
   int64_t od[4] = {batch, frames, cols, 1};
   clg_output both[3];
   if (code == CLG_OK)
@@ -563,10 +539,10 @@ static clg_code det2(clg_onnx *c, clg_output a, clg_output b, clg_output cc, clg
                      clg_output *y)
 {
   clg_output ad, bc;
-  clg_code code = binop(c, "Mul", a, d, &ad);
+  clg_code code = clg_onnx_binop(c, "Mul", a, d, &ad);
   if (code == CLG_OK)
-    code = binop(c, "Mul", b, cc, &bc);
-  return code == CLG_OK ? binop(c, "Sub", ad, bc, y) : code;
+    code = clg_onnx_binop(c, "Mul", b, cc, &bc);
+  return code == CLG_OK ? clg_onnx_binop(c, "Sub", ad, bc, y) : code;
 }
 
 /* Det of [..., M, M] for M up to 3 by the cofactor expansion along the first row (products
@@ -611,15 +587,15 @@ static clg_code det(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
     if (code == CLG_OK)
       code = det2(c, e[3], e[4], e[6], e[7], &m2);
     if (code == CLG_OK)
-      code = binop(c, "Mul", e[0], m0, &m0);
+      code = clg_onnx_binop(c, "Mul", e[0], m0, &m0);
     if (code == CLG_OK)
-      code = binop(c, "Mul", e[1], m1, &m1);
+      code = clg_onnx_binop(c, "Mul", e[1], m1, &m1);
     if (code == CLG_OK)
-      code = binop(c, "Mul", e[2], m2, &m2);
+      code = clg_onnx_binop(c, "Mul", e[2], m2, &m2);
     if (code == CLG_OK)
-      code = binop(c, "Sub", m0, m1, &y);
+      code = clg_onnx_binop(c, "Sub", m0, m1, &y);
     if (code == CLG_OK)
-      code = binop(c, "Add", y, m2, &y);
+      code = clg_onnx_binop(c, "Add", y, m2, &y);
   }
   if (code == CLG_OK)
     code = clg_onnx_reshape(c, y, rank - 2, bd, &y);
@@ -815,7 +791,7 @@ static clg_code pool_average(clg_onnx *c, const clg_imp_node *n, const pool_geom
   if (code == CLG_OK)
     code = cast_to(c, cm, dt, &cm);
   if (code == CLG_OK)
-    code = binop(c, "RealDiv", *acc, cm, acc);
+    code = clg_onnx_binop(c, "RealDiv", *acc, cm, acc);
   return code;
 }
 
@@ -861,14 +837,14 @@ clg_code clg_onnx_pool_slices(clg_onnx *c, const clg_imp_node *n, bool is_max)
     } else if (code == CLG_OK && is_max) {
       clg_output gt;
       if (want_idx)
-        code = binop(c, "Greater", sl, acc, &gt);
+        code = clg_onnx_binop(c, "Greater", sl, acc, &gt);
       clg_output sel[3] = {gt, cand, idx};
       if (code == CLG_OK && want_idx)
         code = clg_onnx_op(c, "SelectV2", 3, sel, 0, NULL, &idx);
       if (code == CLG_OK)
-        code = binop(c, "Maximum", acc, sl, &acc);
+        code = clg_onnx_binop(c, "Maximum", acc, sl, &acc);
     } else if (code == CLG_OK)
-      code = binop(c, "Add", acc, sl, &acc);
+      code = clg_onnx_binop(c, "Add", acc, sl, &acc);
     for (int d = sp - 1; d >= 0; d--) { /* the next offset, row-major */
       if (++o[d] < g.k[d])
         break;

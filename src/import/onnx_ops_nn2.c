@@ -13,39 +13,6 @@
 /* NCHW axis d of a rank-4 value is NHWC axis to_nhwc[d]. */
 static const int to_nhwc[4] = {0, 3, 1, 2};
 
-/* A Const of dtype dt (float32 or float64) of rank dims from the doubles v. */
-static clg_code const_f(clg_onnx *c, clg_dtype dt, int rank, const int64_t *dims, const double *v,
-                        clg_output *out)
-{
-  clg_tensor *t = clg_tensor_new(dt, rank, dims, NULL);
-  if (!t)
-    return clg_graph_record_error(c->g);
-  size_t cnt = clg_tensor_count(t);
-  for (size_t i = 0; i < cnt; i++) {
-    if (dt == CLG_FLOAT32)
-      ((float *)clg_tensor_data(t))[i] = (float)v[i];
-    else
-      ((double *)clg_tensor_data(t))[i] = v[i];
-  }
-  clg_code code = clg_onnx_const(c, t, out);
-  clg_tensor_free(t);
-  return code;
-}
-
-static bool is_float(clg_dtype dt) { return dt == CLG_FLOAT32 || dt == CLG_FLOAT64; }
-
-/* Input 0 and whether it is worked on in NHWC (rank 4, held so): the value and its axis map. */
-static clg_code in_either(clg_onnx *c, const clg_imp_node *n, clg_output *x, bool *nhwc)
-{
-  *nhwc = clg_onnx_in_rank(c, n, 0) == 4 && clg_onnx_in_is_nhwc(c, n, 0);
-  return *nhwc ? clg_onnx_in_nhwc(c, n, 0, x) : clg_onnx_in(c, n, 0, x);
-}
-
-static clg_code out_either(clg_onnx *c, const clg_imp_node *n, bool nhwc, clg_output y)
-{
-  return nhwc ? clg_onnx_out_nhwc(c, n, 0, y) : clg_onnx_out(c, n, 0, y);
-}
-
 /* --- Resize, Upsample ------------------------------------------------------------------------ */
 
 enum { CT_HALF, CT_PYTORCH, CT_ALIGN, CT_ASYM, CT_TF_NN, CT_CROP };
@@ -176,7 +143,7 @@ static clg_code resize_axis_build(clg_onnx *c, const clg_imp_node *nd, const res
     identity = identity && single && one[i] == (int64_t)i;
   }
   clg_dtype dt = clg_onnx_dtype(x);
-  if (!single && !is_float(dt)) {
+  if (!single && !clg_onnx_is_float(dt)) {
     code = clg_onnx_fail(c, nd, CLG_UNIMPLEMENTED, "%s of %s: only float tensors interpolate",
                          nd->op, clg_dtype_name(dt));
     goto done;
@@ -202,7 +169,7 @@ static clg_code resize_axis_build(clg_onnx *c, const clg_imp_node *nd, const res
     if (code == CLG_OK)
       code = clg_onnx_op(c, "GatherV2", 3, ins, 0, NULL, &g);
     if (code == CLG_OK && !single) {
-      code = const_f(c, dt, rank, wd, w + (size_t)k * out, &wk);
+      code = clg_onnx_const_f(c, dt, rank, wd, w + (size_t)k * out, &wk);
       clg_output m[2] = {g, wk};
       if (code == CLG_OK)
         code = clg_onnx_op(c, "Mul", 2, m, 0, NULL, &g);
@@ -215,9 +182,9 @@ static clg_code resize_axis_build(clg_onnx *c, const clg_imp_node *nd, const res
     clg_output mo, eo, m[2];
     for (size_t i = 0; i < out; i++)
       w[i] = (1 - mask[i]) * extrapolation;
-    code = const_f(c, dt, rank, wd, mask, &mo);
+    code = clg_onnx_const_f(c, dt, rank, wd, mask, &mo);
     if (code == CLG_OK)
-      code = const_f(c, dt, rank, wd, w, &eo);
+      code = clg_onnx_const_f(c, dt, rank, wd, w, &eo);
     m[0] = acc;
     m[1] = mo;
     if (code == CLG_OK)
@@ -249,7 +216,7 @@ static clg_code in_floats(clg_onnx *c, const clg_imp_node *n, int i, double *v, 
                          n->inputs[i]);
   size_t cnt = clg_tensor_count(t);
   clg_dtype dt = clg_tensor_dtype(t);
-  if (!is_float(dt))
+  if (!clg_onnx_is_float(dt))
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input %d ('%s') is %s, not float", i,
                          n->inputs[i], clg_dtype_name(dt));
   if (cnt > (size_t)max)
@@ -357,7 +324,7 @@ static clg_code resize(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   double extrapolation = clg_onnx_attr_f(n, "extrapolation_value", 0);
   clg_output x;
   bool nhwc;
-  if ((code = in_either(c, n, &x, &nhwc)) != CLG_OK)
+  if ((code = clg_onnx_in_either(c, n, &x, &nhwc)) != CLG_OK)
     return code;
   for (int d = 0; d < rank && code == CLG_OK; d++) {
     resize_axis ax = {.in = clg_onnx_in_dim(c, n, 0, d)};
@@ -378,7 +345,7 @@ static clg_code resize(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
     }
     code = resize_axis_build(c, n, &f, &ax, extrapolation, x, nhwc ? to_nhwc[d] : d, &x);
   }
-  return code == CLG_OK ? out_either(c, n, nhwc, x) : code;
+  return code == CLG_OK ? clg_onnx_out_either(c, n, nhwc, x) : code;
 }
 
 /* --- normalisations ------------------------------------------------------------------------ */
@@ -394,12 +361,6 @@ static clg_code reduce_keep(clg_onnx *c, const char *op, clg_output x, int k, co
   return code == CLG_OK ? clg_onnx_op(c, op, 2, ins, 1, &kd, y) : code;
 }
 
-static clg_code binop(clg_onnx *c, const char *op, clg_output a, clg_output b, clg_output *y)
-{
-  clg_output ins[2] = {a, b};
-  return clg_onnx_op(c, op, 2, ins, 0, NULL, y);
-}
-
 /* x - mean and 1 / sqrt(var + eps) over axes (mean and var kept dims); mean when wanted. */
 static clg_code standardise(clg_onnx *c, clg_output x, int k, const int64_t *axes, double eps,
                             clg_output *centred, clg_output *inv, clg_output *mean)
@@ -407,7 +368,7 @@ static clg_code standardise(clg_onnx *c, clg_output x, int k, const int64_t *axe
   clg_output m, v;
   clg_code code = reduce_keep(c, "Mean", x, k, axes, &m);
   if (code == CLG_OK)
-    code = binop(c, "Sub", x, m, centred);
+    code = clg_onnx_binop(c, "Sub", x, m, centred);
   if (code == CLG_OK)
     code = clg_onnx_op(c, "Square", 1, centred, 0, NULL, &v);
   if (code == CLG_OK)
@@ -433,7 +394,7 @@ static clg_code layer_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
   if (axis < 0 || axis >= rank)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis %lld for rank %d",
                          (long long)clg_onnx_attr_i(n, "axis", -1), rank);
-  if (!is_float(clg_onnx_in_dtype(c, n, 0)))
+  if (!clg_onnx_is_float(clg_onnx_in_dtype(c, n, 0)))
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "%s input: only float32 and float64",
                          clg_dtype_name(clg_onnx_in_dtype(c, n, 0)));
   int64_t axes[CLG_MAX_RANK];
@@ -447,14 +408,14 @@ static clg_code layer_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
   if (code == CLG_OK)
     code = standardise(c, x, k, axes, clg_onnx_attr_f(n, "epsilon", 1e-5), &y, &inv, &mean);
   if (code == CLG_OK)
-    code = binop(c, "Mul", y, inv, &y);
+    code = clg_onnx_binop(c, "Mul", y, inv, &y);
   if (code == CLG_OK)
-    code = binop(c, "Mul", y, sc, &y);
+    code = clg_onnx_binop(c, "Mul", y, sc, &y);
   if (code == CLG_OK && clg_onnx_has(n, 2)) {
     clg_output b;
     code = clg_onnx_in(c, n, 2, &b);
     if (code == CLG_OK)
-      code = binop(c, "Add", y, b, &y);
+      code = clg_onnx_binop(c, "Add", y, b, &y);
   }
   if (code == CLG_OK)
     code = clg_onnx_out(c, n, 0, y);
@@ -487,12 +448,12 @@ static clg_code instance_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx
   if (rank < 3)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input of rank %d: [N, C, D1, ...] needed",
                          rank);
-  if (!is_float(clg_onnx_in_dtype(c, n, 0)))
+  if (!clg_onnx_is_float(clg_onnx_in_dtype(c, n, 0)))
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "%s input: only float32 and float64",
                          clg_dtype_name(clg_onnx_in_dtype(c, n, 0)));
   clg_output x, s, b, y, inv;
   bool nhwc;
-  clg_code code = in_either(c, n, &x, &nhwc);
+  clg_code code = clg_onnx_in_either(c, n, &x, &nhwc);
   int64_t axes[CLG_MAX_RANK];
   for (int d = 2; d < rank; d++)
     axes[d - 2] = nhwc ? to_nhwc[d] : d;
@@ -512,12 +473,12 @@ static clg_code instance_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx
   if (code == CLG_OK)
     code = standardise(c, x, rank - 2, axes, clg_onnx_attr_f(n, "epsilon", 1e-5), &y, &inv, NULL);
   if (code == CLG_OK)
-    code = binop(c, "Mul", inv, s, &inv); /* the small tensor scaled, then one Mul */
+    code = clg_onnx_binop(c, "Mul", inv, s, &inv); /* the small tensor scaled, then one Mul */
   if (code == CLG_OK)
-    code = binop(c, "Mul", y, inv, &y);
+    code = clg_onnx_binop(c, "Mul", y, inv, &y);
   if (code == CLG_OK)
-    code = binop(c, "Add", y, b, &y);
-  return code == CLG_OK ? out_either(c, n, nhwc, y) : code;
+    code = clg_onnx_binop(c, "Add", y, b, &y);
+  return code == CLG_OK ? clg_onnx_out_either(c, n, nhwc, y) : code;
 }
 
 /* MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over axes (default 0, 2, 3), as
@@ -532,7 +493,7 @@ static clg_code mvn(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
     k = 3;
   clg_output x, y, m, v;
   bool nhwc;
-  clg_code code = in_either(c, n, &x, &nhwc);
+  clg_code code = clg_onnx_in_either(c, n, &x, &nhwc);
   for (int i = 0; i < k && code == CLG_OK; i++) {
     if (axes[i] < 0)
       axes[i] += rank;
@@ -544,7 +505,7 @@ static clg_code mvn(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   if (code == CLG_OK)
     code = reduce_keep(c, "Mean", x, k, axes, &m);
   if (code == CLG_OK)
-    code = binop(c, "Sub", x, m, &y);
+    code = clg_onnx_binop(c, "Sub", x, m, &y);
   if (code == CLG_OK)
     code = clg_onnx_op(c, "Square", 1, &y, 0, NULL, &v);
   if (code == CLG_OK)
@@ -554,8 +515,8 @@ static clg_code mvn(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   if (code == CLG_OK)
     code = clg_onnx_scalar_op(c, "Add", v, 1e-9, &v);
   if (code == CLG_OK)
-    code = binop(c, "RealDiv", y, v, &y);
-  return code == CLG_OK ? out_either(c, n, nhwc, y) : code;
+    code = clg_onnx_binop(c, "RealDiv", y, v, &y);
+  return code == CLG_OK ? clg_onnx_out_either(c, n, nhwc, y) : code;
 }
 
 /* LpNormalization: x / ||x||_p along axis, p 1 or 2. */
@@ -579,7 +540,7 @@ static clg_code lp_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
   if (code == CLG_OK && p == 2)
     code = clg_onnx_op(c, "Sqrt", 1, &a, 0, NULL, &a);
   if (code == CLG_OK)
-    code = binop(c, "RealDiv", x, a, &y);
+    code = clg_onnx_binop(c, "RealDiv", x, a, &y);
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 

@@ -56,12 +56,6 @@ typedef struct rnn_ctx {
   bool lbr;    /* GRU's linear_before_reset */
 } rnn_ctx;
 
-static clg_code op2(clg_onnx *c, const char *op, clg_output a, clg_output b, clg_output *y)
-{
-  clg_output ins[2] = {a, b};
-  return clg_onnx_op(c, op, 2, ins, 0, NULL, y);
-}
-
 static clg_code op1(clg_onnx *c, const char *op, clg_output x, clg_output *y)
 {
   return clg_onnx_op(c, op, 1, &x, 0, NULL, y);
@@ -184,7 +178,7 @@ static clg_code activate(clg_onnx *c, const rnn_act *a, clg_output x, clg_output
   case ACT_SOFTSIGN:
     TRY(op1(c, "Abs", x, &t));
     TRY(clg_onnx_scalar_op(c, "Add", t, 1, &t));
-    return op2(c, "RealDiv", x, t, y);
+    return clg_onnx_binop(c, "RealDiv", x, t, y);
   case ACT_SOFTPLUS: /* max(x, 0) + log(1 + exp(-|x|)): no overflow */
     TRY(op1(c, "Abs", x, &t));
     TRY(op1(c, "Neg", t, &t));
@@ -192,7 +186,7 @@ static clg_code activate(clg_onnx *c, const rnn_act *a, clg_output x, clg_output
     TRY(clg_onnx_scalar_op(c, "Add", t, 1, &t));
     TRY(op1(c, "Log", t, &t));
     TRY(op1(c, "Relu", x, &u));
-    return op2(c, "Add", u, t, y);
+    return clg_onnx_binop(c, "Add", u, t, y);
   }
   return CLG_INTERNAL;
 }
@@ -282,9 +276,9 @@ static clg_code prepare(rnn_ctx *x, clg_output x2d, int d, rnn_dir *rd)
       TRY(slice(c, rb, (int64_t[]){2 * x->h}, (int64_t[]){x->h}, &rd->rbh));
     }
   } else if (rb.node)
-    TRY(op2(c, "Add", bias, rb, &bias));
+    TRY(clg_onnx_binop(c, "Add", bias, rb, &bias));
   if (bias.node)
-    TRY(op2(c, "Add", rd->xw, bias, &rd->xw));
+    TRY(clg_onnx_binop(c, "Add", rd->xw, bias, &rd->xw));
   for (int k = 0; k < 3; k++)
     rd->p[k] = (clg_output){0};
   if (x->kind == LSTM && clg_onnx_has(x->n, 7)) {
@@ -310,9 +304,9 @@ static clg_code step(rnn_ctx *x, const rnn_dir *rd, int64_t t, clg_output h, clg
   TRY(slice(c, rd->xw, (int64_t[]){t * x->b, 0}, (int64_t[]){x->b, -1}, &xt));
   TRY(matmul_t(c, h, rd->r, &hr));
   if (rd->rb.node)
-    TRY(op2(c, "Add", hr, rd->rb, &hr));
+    TRY(clg_onnx_binop(c, "Add", hr, rd->rb, &hr));
   if (x->kind == RNN) {
-    TRY(op2(c, "Add", xt, hr, &pre));
+    TRY(clg_onnx_binop(c, "Add", xt, hr, &pre));
     return gate(x, &rd->act[0], pre, h_out);
   }
   if (x->kind == GRU) { /* z, r, h; f = act[0], g = act[1] */
@@ -321,52 +315,52 @@ static clg_code step(rnn_ctx *x, const rnn_dir *rd, int64_t t, clg_output h, clg
     TRY(cols(c, xt, 1, 1, x->h, &xr));
     TRY(cols(c, xt, 2, 1, x->h, &xh));
     TRY(cols(c, hr, 0, 1, x->h, &u));
-    TRY(op2(c, "Add", xz, u, &pre));
+    TRY(clg_onnx_binop(c, "Add", xz, u, &pre));
     TRY(gate(x, &rd->act[0], pre, &z));
     TRY(cols(c, hr, 1, 1, x->h, &u));
-    TRY(op2(c, "Add", xr, u, &pre));
+    TRY(clg_onnx_binop(c, "Add", xr, u, &pre));
     TRY(gate(x, &rd->act[0], pre, &r));
     if (x->lbr) { /* r * (H R_h^T + Rb_h), Rb_h already in hr */
       TRY(cols(c, hr, 2, 1, x->h, &u));
-      TRY(op2(c, "Mul", r, u, &u));
+      TRY(clg_onnx_binop(c, "Mul", r, u, &u));
     } else { /* (r * H) R_h^T + Rb_h */
-      TRY(op2(c, "Mul", r, h, &u));
+      TRY(clg_onnx_binop(c, "Mul", r, h, &u));
       TRY(matmul_t(c, u, rd->rh, &u));
       if (rd->rbh.node)
-        TRY(op2(c, "Add", u, rd->rbh, &u));
+        TRY(clg_onnx_binop(c, "Add", u, rd->rbh, &u));
     }
-    TRY(op2(c, "Add", xh, u, &pre));
+    TRY(clg_onnx_binop(c, "Add", xh, u, &pre));
     TRY(gate(x, &rd->act[1], pre, &hh));
     /* H = (1 - z) * hh + z * H = hh + z * (H - hh) */
-    TRY(op2(c, "Sub", h, hh, &u));
-    TRY(op2(c, "Mul", z, u, &u));
-    return op2(c, "Add", hh, u, h_out);
+    TRY(clg_onnx_binop(c, "Sub", h, hh, &u));
+    TRY(clg_onnx_binop(c, "Mul", z, u, &u));
+    return clg_onnx_binop(c, "Add", hh, u, h_out);
   }
   /* LSTM: i, o, f, c; f = act[0], g = act[1], h = act[2] */
-  TRY(op2(c, "Add", xt, hr, &pre));
+  TRY(clg_onnx_binop(c, "Add", xt, hr, &pre));
   for (int k = 0; k < 4; k++)
     TRY(cols(c, pre, k, 1, x->h, &g[k]));
   clg_output i, o, f, cc, cn;
   if (rd->p[0].node) {
-    TRY(op2(c, "Mul", rd->p[0], cst, &u));
-    TRY(op2(c, "Add", g[0], u, &g[0]));
-    TRY(op2(c, "Mul", rd->p[2], cst, &u));
-    TRY(op2(c, "Add", g[2], u, &g[2]));
+    TRY(clg_onnx_binop(c, "Mul", rd->p[0], cst, &u));
+    TRY(clg_onnx_binop(c, "Add", g[0], u, &g[0]));
+    TRY(clg_onnx_binop(c, "Mul", rd->p[2], cst, &u));
+    TRY(clg_onnx_binop(c, "Add", g[2], u, &g[2]));
   }
   TRY(gate(x, &rd->act[0], g[0], &i));
   TRY(gate(x, &rd->act[0], g[2], &f));
   TRY(gate(x, &rd->act[1], g[3], &cc));
-  TRY(op2(c, "Mul", f, cst, &u));
-  TRY(op2(c, "Mul", i, cc, &v));
-  TRY(op2(c, "Add", u, v, &cn));
+  TRY(clg_onnx_binop(c, "Mul", f, cst, &u));
+  TRY(clg_onnx_binop(c, "Mul", i, cc, &v));
+  TRY(clg_onnx_binop(c, "Add", u, v, &cn));
   if (rd->p[1].node) {
-    TRY(op2(c, "Mul", rd->p[1], cn, &u));
-    TRY(op2(c, "Add", g[1], u, &g[1]));
+    TRY(clg_onnx_binop(c, "Mul", rd->p[1], cn, &u));
+    TRY(clg_onnx_binop(c, "Add", g[1], u, &g[1]));
   }
   TRY(gate(x, &rd->act[0], g[1], &o));
   TRY(activate(c, &rd->act[2], cn, &u));
   *c_out = cn;
-  return op2(c, "Mul", o, u, h_out);
+  return clg_onnx_binop(c, "Mul", o, u, h_out);
 }
 
 /* sequence_lens: absent or constant and full (true: no masking), else the forward direction's
@@ -425,7 +419,7 @@ static clg_code run_dir(rnn_ctx *x, const rnn_dir *rd, bool reverse, bool masked
     if (masked) { /* past a length: the state stays, Y is zero */
       clg_output live, ins[3];
       TRY(clg_onnx_const_scalar(c, CLG_INT64, (double)(t + 1), &live));
-      TRY(op2(c, "GreaterEqual", lens, live, &live));
+      TRY(clg_onnx_binop(c, "GreaterEqual", lens, live, &live));
       ins[0] = live, ins[1] = hn, ins[2] = zeros;
       TRY(clg_onnx_op(c, "Select", 3, ins, 0, NULL, &ys[t]));
       ins[2] = h;

@@ -134,36 +134,9 @@ static clg_code math_run(const clg_kernel_ctx *c)
   return CLG_OK;
 }
 
-static const clg_kernel_entry entries[] = {
-    {&clg_op_Exp, {CLG_KIND_HOST, clg_kernel_float_or_double, math_run, NULL, NULL}},
-    {&clg_op_Log, {CLG_KIND_HOST, clg_kernel_float_or_double, math_run, NULL, NULL}},
-    {&clg_op_Sqrt, {CLG_KIND_HOST, clg_kernel_float_or_double, math_run, NULL, NULL}},
-    {&clg_op_Rsqrt, {CLG_KIND_HOST, clg_kernel_float_or_double, math_run, NULL, NULL}},
-    {&clg_op_Square, {CLG_KIND_HOST, clg_kernel_float_or_double, math_run, NULL, NULL}},
-    {&clg_op_Floor, {CLG_KIND_HOST, clg_kernel_float_or_double, math_run, NULL, NULL}},
-    {&clg_op_Neg, {CLG_KIND_HOST, clg_kernel_float_or_double, math_run, NULL, NULL}},
-#define ENTRY_TF(OP)                                                                               \
+#define ENTRY(OP)                                                                                  \
   {                                                                                                \
     &clg_op_##OP, { CLG_KIND_HOST, clg_kernel_float_or_double, math_run, NULL, NULL }              \
   }
-    ENTRY_TF(Erf),
-    ENTRY_TF(Ceil),
-    ENTRY_TF(Round),
-    ENTRY_TF(Reciprocal),
-    ENTRY_TF(Sin),
-    ENTRY_TF(Cos),
-    ENTRY_TF(Tan),
-    ENTRY_TF(Asin),
-    ENTRY_TF(Acos),
-    ENTRY_TF(Atan),
-    ENTRY_TF(Sinh),
-    ENTRY_TF(Cosh),
-    ENTRY_TF(Asinh),
-    ENTRY_TF(Acosh),
-    ENTRY_TF(Atanh),
-    ENTRY_TF(Softplus),
-    ENTRY_TF(Softsign),
-    ENTRY_TF(Elu),
-    ENTRY_TF(Selu),
-};
+static const clg_kernel_entry entries[] = {CLG_UNOP_OPS(ENTRY)};
 CLG_KERNEL_SET(clg_host_kernels_math, entries);
