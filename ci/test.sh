@@ -48,7 +48,7 @@ configure_and_build_for() { # dir, test regex, extra targets, cmake options...
   local dir=$1 regex=$2 extra=$3
   shift 3
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLGRAPH_WERROR=ON "$@" >/dev/null
-  # shellcheck disable=SC2046 # a list of target names
+  # shellcheck disable=SC2046,SC2086 # lists of target names, split on purpose
   cmake --build "$dir" -j "$jobs" --target clgraph $extra $(test_targets "$dir" "$regex") >/dev/null
 }
 
