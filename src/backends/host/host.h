@@ -106,6 +106,10 @@ size_t clg_host_sgemm256_work(void);
  * convolution's GEMMs run on clg_host_sgemm256 in the host team rather than on CBLAS. */
 bool clg_host_sgemm256_usable(void);
 
+/* c[n] = a[k] x op(b) in float (b is k x n, or n x k with tb), across the host team: a
+ * product of one row (clg_host_matmul sends m = 1 here). */
+void clg_host_gemv(bool tb, size_t n, size_t k, const float *a, const float *b, float *c);
+
 /* Runs fn(ctx, t) for every t < ntasks on up to clg_host_threads() threads (the caller is
  * one of them) and returns when all are done. Tasks must write disjoint outputs; which thread
  * runs a task is unspecified, so results must depend on t only. A call from inside a task
