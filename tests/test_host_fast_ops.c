@@ -2,7 +2,8 @@
  * one-row product of clg_host_matmul (gemv.c: a fully connected layer at batch 1), both
  * layouts of B, sizes around its split across the team; Pad and PadV2 on CPU:0 with padded
  * and unpadded dimensions in every position (rows merged over unpadded trailing dims, split
- * across the team when large), exact. */
+ * across the team when large), exact; ConcatV2 along every axis, rows split across the team
+ * when large, exact. */
 // ctest: default
 // ctest: one_thread CLGRAPH_HOST_THREADS=1
 #include <math.h>
@@ -131,10 +132,83 @@ static void test_pad(void)
   check_pad(1, (int64_t[]){5}, (int64_t[]){2}, (int64_t[]){3}, NULL);
 }
 
+/* ConcatV2 of `values` random inputs of `rank` dims, equal but along axis (whose sizes are
+ * sizes[i]), on CPU:0, against the output element by element. */
+static void check_concat(int rank, const int64_t *dims, int axis, int values, const int64_t *sizes)
+{
+  int64_t od[8], id[8][8];
+  for (int k = 0; k < rank; k++)
+    od[k] = dims[k];
+  od[axis] = 0;
+  for (int i = 0; i < values; i++) {
+    for (int k = 0; k < rank; k++)
+      id[i][k] = k == axis ? sizes[i] : dims[k];
+    od[axis] += sizes[i];
+  }
+  size_t no = clg_test_count(rank, od);
+  double *want = malloc((no ? no : 1) * sizeof *want), *xv[8] = {0};
+  clg_graph *g = clg_graph_new();
+  CHECK_OK(clg_graph_push_device(g, "/device:CPU:0"));
+  clg_node *in[8];
+  for (int i = 0; i < values; i++) {
+    size_t nx = clg_test_count(rank, id[i]);
+    xv[i] = malloc((nx ? nx : 1) * sizeof *xv[i]);
+    for (size_t q = 0; xv[i] && q < nx; q++)
+      xv[i][q] = (double)(float)clg_test_uniform(-1, 1);
+    clg_tensor *t = clg_test_tensor(CLG_FLOAT32, rank, id[i], xv[i]);
+    in[i] = clg_const(g, NULL, t);
+    clg_tensor_free(t);
+  }
+  for (size_t q = 0; want && q < no; q++) {
+    int64_t idx[8];
+    size_t rem = q;
+    for (int k = rank - 1; k >= 0; k--) {
+      idx[k] = (int64_t)(rem % (size_t)od[k]);
+      rem /= (size_t)od[k];
+    }
+    int i = 0;
+    while (idx[axis] >= id[i][axis])
+      idx[axis] -= id[i++][axis];
+    size_t src = 0;
+    for (int k = 0; k < rank; k++)
+      src = src * (size_t)id[i][k] + (size_t)idx[k];
+    want[q] = xv[i][src];
+  }
+  clg_node *y = clg_concat(g, "concat", values, in, axis);
+  clg_session *s = NULL;
+  clg_tensor *out = NULL;
+  CHECK_OK(clg_graph_status(g));
+  if (clg_graph_status(g) == CLG_OK) {
+    CHECK_OK(clg_session_new(g, NULL, &s));
+    if (s)
+      CHECK_OK(clg_session_run(s, 0, NULL, NULL, 1, &y, &out));
+  }
+  if (out && want)
+    clg_test_check_values(out, CLG_FLOAT32, rank, od, want, 0, 0, true, "ConcatV2",
+                          "/device:CPU:0");
+  clg_tensor_free(out);
+  clg_session_free(s);
+  clg_graph_free(g);
+  for (int i = 0; i < values; i++)
+    free(xv[i]);
+  free(want);
+}
+
+static void test_concat(void)
+{
+  /* squeezenet's fire modules: two expand branches joined along channels (NHWC) */
+  check_concat(4, (int64_t[]){1, 55, 55, 0}, 3, 2, (int64_t[]){64, 64});
+  check_concat(4, (int64_t[]){2, 13, 13, 0}, 3, 3, (int64_t[]){256, 1, 255});
+  check_concat(3, (int64_t[]){40, 0, 30}, 1, 2, (int64_t[]){7, 20});
+  check_concat(2, (int64_t[]){0, 600}, 0, 3, (int64_t[]){100, 0, 50});
+  check_concat(2, (int64_t[]){3, 0}, 1, 2, (int64_t[]){0, 4}); /* an empty input */
+}
+
 int main(void)
 {
   clg_test_seed(20261202);
   test_gemv();
   test_pad();
+  test_concat();
   return clg_test_summary("test_host_fast_ops");
 }

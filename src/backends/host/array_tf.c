@@ -129,28 +129,45 @@ static clg_code pad_run(const clg_kernel_ctx *c)
   return CLG_OK;
 }
 
+/* ConcatV2's outer rows [q0, q1): each row of the output is the inputs' rows side by side
+ * (squeezenet's fire modules join channels: rows of one pixel). */
+typedef struct concat_job {
+  const clg_kernel_ctx *c;
+  int axis, values;
+  size_t inner, out_row;
+} concat_job;
+
+static void concat_rows(void *ctx, size_t q0, size_t q1)
+{
+  const concat_job *j = ctx;
+  const clg_node *n = j->c->node;
+  size_t col = 0;
+  for (int i = 0; i < j->values; i++) {
+    size_t in_row = (size_t)clg_node_in(n, i)->dims[j->axis] * j->inner;
+    const char *src = j->c->in[i].host;
+    char *dst = (char *)j->c->out[0].host + col;
+    for (size_t q = q0; in_row && q < q1; q++)
+      memcpy(dst + q * j->out_row, src + q * in_row, in_row);
+    col += in_row;
+  }
+}
+
 static clg_code concat_run(const clg_kernel_ctx *c)
 {
   const clg_node *n = c->node;
   const clg_out_desc *o = &n->outs[0];
-  int axis = 0, values = n->num_inputs - 1;
-  clg_code code = clg_concat_axis(n, &axis);
+  concat_job j = {c, 0, n->num_inputs - 1, clg_dtype_size(o->dtype), 0};
+  clg_code code = clg_concat_axis(n, &j.axis);
   if (code != CLG_OK || clg_out_count(o) == 0)
     return code;
-  size_t es = clg_dtype_size(o->dtype), outer = 1, inner = 1;
-  for (int k = 0; k < axis; k++)
+  size_t outer = 1;
+  for (int k = 0; k < j.axis; k++)
     outer *= (size_t)o->dims[k];
-  for (int k = axis + 1; k < o->rank; k++)
-    inner *= (size_t)o->dims[k];
-  size_t out_row = (size_t)o->dims[axis] * inner * es, col = 0;
-  for (int i = 0; i < values; i++) {
-    size_t in_row = (size_t)clg_node_in(n, i)->dims[axis] * inner * es;
-    const char *src = c->in[i].host;
-    char *dst = (char *)c->out[0].host + col;
-    for (size_t q = 0; in_row && q < outer; q++)
-      memcpy(dst + q * out_row, src + q * in_row, in_row);
-    col += in_row;
-  }
+  for (int k = j.axis + 1; k < o->rank; k++)
+    j.inner *= (size_t)o->dims[k]; /* in bytes */
+  j.out_row = (size_t)o->dims[j.axis] * j.inner;
+  /* Rows of at least 64 KiB of output a range. */
+  clg_host_parallel_for(outer, ((size_t)1 << 16) / j.out_row + 1, concat_rows, &j);
   return CLG_OK;
 }
 

@@ -124,8 +124,8 @@ int clg_host_parallel_member(void);
 /* Threads a parallel call uses: the cores online (CLGRAPH_HOST_THREADS=N lowers it, 1..). */
 int clg_host_threads(void);
 
-/* fn over [0, count) cut into contiguous ranges, one per thread, each of at least grain
- * items (fewer threads, or one call in the caller, when count is small). */
+/* fn over [0, count) cut into contiguous ranges, up to four per thread, each of at least grain
+ * items (fewer, or one call in the caller, when count is small). */
 void clg_host_parallel_for(size_t count, size_t grain,
                            void (*fn)(void *ctx, size_t begin, size_t end), void *ctx);
 

@@ -380,7 +380,10 @@ static void range_task(void *arg, int t)
 void clg_host_parallel_for(size_t count, size_t grain,
                            void (*fn)(void *ctx, size_t begin, size_t end), void *ctx)
 {
-  int parts = clg_host_threads();
+  /* Four ranges a thread where the grain allows, taken in turn: a thread that the scheduler
+   * holds back on a loaded machine leaves its later ranges to the others instead of keeping
+   * the whole call waiting for its one share. */
+  int threads = clg_host_threads(), parts = threads > 1 ? 4 * threads : 1;
   if (grain < 1)
     grain = 1;
   if ((size_t)parts > count / grain)
