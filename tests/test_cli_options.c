@@ -614,8 +614,8 @@ int main(void)
                 "usage: clgraph bench <benchmark>");
   check_refused("bench nosuch", "clgraph bench: unknown benchmark 'nosuch'",
                 "usage: clgraph bench <benchmark>");
-  const char *benches[] = {"matmul", "alloc", "overhead", "variables"};
-  for (int i = 0; i < 4; i++) {
+  const char *benches[] = {"matmul", "alloc", "overhead", "variables", "parallel"};
+  for (int i = 0; i < 5; i++) {
     char args[256], reason[256], usage[256];
     snprintf(usage, sizeof usage, "usage: clgraph bench %s", benches[i]);
     snprintf(args, sizeof args, "bench %s --no-such-option", benches[i]);

@@ -20,6 +20,7 @@ static const struct {
     {"towers", clg_bench_towers, "N towers of batch B/N vs one tower of batch B: step time"},
     {"allreduce", clg_bench_allreduce,
      "AllReduce GB/s vs plain MPI_Allreduce, 1-256 MiB (under mpirun -np P)"},
+    {"parallel", clg_bench_parallel, "us per host parallel region above the ideal; idle CPU"},
 };
 #define NUM_BENCHES (sizeof benches / sizeof benches[0])
 
@@ -31,8 +32,9 @@ static void usage(FILE *f)
     fprintf(f, "  %-9s %s\n", benches[i].name, benches[i].summary);
   fprintf(f,
           "\n'clgraph bench <benchmark> --help' explains a benchmark.\n"
-          "--trace FILE (every benchmark but alloc, which runs no graph) writes a Chrome trace\n"
-          "of the last 5 runs of the benchmark's last session; 'clgraph trace-html' shows it.\n");
+          "--trace FILE (every benchmark but alloc and parallel, which run no graph) writes a\n"
+          "Chrome trace of the last 5 runs of the benchmark's last session; 'clgraph trace-html'\n"
+          "shows it.\n");
 }
 
 int clg_tool_bench(int argc, char **argv)

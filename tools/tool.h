@@ -26,6 +26,7 @@ int clg_bench_conv(int argc, char **argv);
 int clg_bench_train_step(int argc, char **argv);
 int clg_bench_towers(int argc, char **argv);
 int clg_bench_allreduce(int argc, char **argv);
+int clg_bench_parallel(int argc, char **argv);
 
 /* --- options: one parser for every command ---------------------------------------------
  *

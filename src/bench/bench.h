@@ -56,6 +56,9 @@ void clg_host_matmul_portable(clg_dtype dtype, bool ta, bool tb, size_t m, size_
                               const void *a, const void *b, void *c);
 const char *clg_host_matmul_portable_isa(void);
 const char *clg_host_matmul_backend(void);
+/* The host thread team: fn(ctx, t) for t < ntasks on up to clg_host_threads() threads. */
+void clg_host_parallel(int ntasks, void (*fn)(void *ctx, int task), void *ctx);
+int clg_host_threads(void);
 
 /* A convolution's geometry (as the library's Conv2D computes it): input n,h,w,c, output
  * oh,ow, filter kh,kw, strides, dilations, padding before, output channels, taps kh*kw*c. */

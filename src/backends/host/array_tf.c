@@ -50,6 +50,55 @@ static void fill(char *p, const char *v, size_t es, size_t count)
     memcpy(p + i * es, v, es);
 }
 
+/* Pad's rows: the output over dims [s, r), where the dims after s are not padded, so that a
+ * row is padding, or padding + one contiguous run of the input + padding (NHWC padded in H and
+ * W: rows of (W + pads) * C elements, not of C). */
+typedef struct pad_job {
+  const clg_out_desc *x, *o;
+  const int64_t *before, *after;
+  int s;
+  size_t es, inner, row;
+  const char *v, *in;
+  char *out;
+} pad_job;
+
+static void pad_rows(void *ctx, size_t q0, size_t q1)
+{
+  const pad_job *j = ctx;
+  int s = j->s;
+  size_t es = j->es, ist[CLG_MAX_RANK];
+  strides_of(s + 1, j->x->dims, ist); /* in units of inner */
+  int64_t idx[CLG_MAX_RANK] = {0};    /* output row q0's index over dims [0, s) */
+  for (size_t q = q0, k = (size_t)s; k-- > 0;) {
+    idx[k] = (int64_t)(q % (size_t)j->o->dims[k]);
+    q /= (size_t)j->o->dims[k];
+  }
+  size_t b = (size_t)j->before[s] * j->inner, w = (size_t)j->x->dims[s] * j->inner,
+         a = (size_t)j->after[s] * j->inner;
+  for (size_t q = q0; q < q1; q++) {
+    char *dst = j->out + q * j->row * es;
+    bool inside = w > 0;
+    size_t src = 0;
+    for (int k = 0; k < s && inside; k++) {
+      int64_t i = idx[k] - j->before[k];
+      inside = i >= 0 && i < j->x->dims[k];
+      src += (size_t)i * ist[k];
+    }
+    if (!inside) {
+      fill(dst, j->v, es, j->row);
+    } else {
+      fill(dst, j->v, es, b);
+      memcpy(dst + b * es, j->in + src * j->inner * es, w * es);
+      fill(dst + (b + w) * es, j->v, es, a);
+    }
+    for (int k = s - 1; k >= 0; k--) {
+      if (++idx[k] < j->o->dims[k])
+        break;
+      idx[k] = 0;
+    }
+  }
+}
+
 static clg_code pad_run(const clg_kernel_ctx *c)
 {
   const clg_node *n = c->node;
@@ -67,60 +116,58 @@ static clg_code pad_run(const clg_kernel_ctx *c)
     memcpy(out, in, es);
     return CLG_OK;
   }
-  /* Rows along the last dim: each is either all padding, or before + input row + after. */
-  int r = x->rank;
-  size_t row = (size_t)o->dims[r - 1], rows = count / row, ist[CLG_MAX_RANK];
-  strides_of(r, x->dims, ist);
-  int64_t idx[CLG_MAX_RANK] = {0}; /* the output row's index over dims [0, r - 1) */
-  for (size_t q = 0; q < rows; q++) {
-    char *dst = out + q * row * es;
-    bool inside = x->dims[r - 1] > 0;
-    size_t src = 0;
-    for (int k = 0; k < r - 1 && inside; k++) {
-      int64_t i = idx[k] - before[k];
-      inside = i >= 0 && i < x->dims[k];
-      src += (size_t)i * ist[k];
-    }
-    if (!inside) {
-      fill(dst, v, es, row);
-    } else {
-      size_t b = (size_t)before[r - 1], w = (size_t)x->dims[r - 1];
-      fill(dst, v, es, b);
-      memcpy(dst + b * es, in + src * es, w * es);
-      fill(dst + (b + w) * es, v, es, (size_t)after[r - 1]);
-    }
-    for (int k = r - 2; k >= 0; k--) {
-      if (++idx[k] < o->dims[k])
-        break;
-      idx[k] = 0;
-    }
-  }
+  int r = x->rank, s = r - 1;
+  while (s > 0 && before[s] == 0 && after[s] == 0)
+    s--;
+  pad_job j = {x, o, before, after, s, es, 1, 0, v, in, out};
+  for (int k = s + 1; k < r; k++)
+    j.inner *= (size_t)x->dims[k];
+  j.row = (size_t)o->dims[s] * j.inner;
+  /* Rows of at least 64 KiB a thread. */
+  size_t grain = ((size_t)1 << 16) / (j.row * es) + 1;
+  clg_host_parallel_for(count / j.row, grain, pad_rows, &j);
   return CLG_OK;
 }
 
-/* ConcatV2: each value's rows (outer of them) copied into place in the output's rows. */
+/* ConcatV2's outer rows [q0, q1): each row of the output is the inputs' rows side by side
+ * (squeezenet's fire modules join channels: rows of one pixel). */
+typedef struct concat_job {
+  const clg_kernel_ctx *c;
+  int axis, values;
+  size_t inner, out_row;
+} concat_job;
+
+static void concat_rows(void *ctx, size_t q0, size_t q1)
+{
+  const concat_job *j = ctx;
+  const clg_node *n = j->c->node;
+  size_t col = 0;
+  for (int i = 0; i < j->values; i++) {
+    size_t in_row = (size_t)clg_node_in(n, i)->dims[j->axis] * j->inner;
+    const char *src = j->c->in[i].host;
+    char *dst = (char *)j->c->out[0].host + col;
+    for (size_t q = q0; in_row && q < q1; q++)
+      memcpy(dst + q * j->out_row, src + q * in_row, in_row);
+    col += in_row;
+  }
+}
+
 static clg_code concat_run(const clg_kernel_ctx *c)
 {
   const clg_node *n = c->node;
   const clg_out_desc *o = &n->outs[0];
-  int axis = 0, values = n->num_inputs - 1;
-  clg_code code = clg_concat_axis(n, &axis);
+  concat_job j = {c, 0, n->num_inputs - 1, clg_dtype_size(o->dtype), 0};
+  clg_code code = clg_concat_axis(n, &j.axis);
   if (code != CLG_OK || clg_out_count(o) == 0)
     return code;
-  size_t es = clg_dtype_size(o->dtype), outer = 1, inner = 1;
-  for (int k = 0; k < axis; k++)
+  size_t outer = 1;
+  for (int k = 0; k < j.axis; k++)
     outer *= (size_t)o->dims[k];
-  for (int k = axis + 1; k < o->rank; k++)
-    inner *= (size_t)o->dims[k];
-  size_t out_row = (size_t)o->dims[axis] * inner * es, col = 0;
-  for (int i = 0; i < values; i++) {
-    size_t in_row = (size_t)clg_node_in(n, i)->dims[axis] * inner * es;
-    const char *src = c->in[i].host;
-    char *dst = (char *)c->out[0].host + col;
-    for (size_t q = 0; in_row && q < outer; q++)
-      memcpy(dst + q * out_row, src + q * in_row, in_row);
-    col += in_row;
-  }
+  for (int k = j.axis + 1; k < o->rank; k++)
+    j.inner *= (size_t)o->dims[k]; /* in bytes */
+  j.out_row = (size_t)o->dims[j.axis] * j.inner;
+  /* Rows of at least 64 KiB of output a range. */
+  clg_host_parallel_for(outer, ((size_t)1 << 16) / j.out_row + 1, concat_rows, &j);
   return CLG_OK;
 }
 

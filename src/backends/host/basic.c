@@ -165,7 +165,11 @@ void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size
    * and avoids OpenBLAS's threads spinning beside the host kernels' teams; on larger squares
    * OpenBLAS's blocking wins (bench matmul: 224-239 against 193-215 GFLOP/s from n = 1024), so
    * it keeps them. Tasks that fail to allocate their packs leave the product to the paths
-   * below. */
+   * below. One row reads op(B) once, in order, without packing it (gemv.c). */
+  if (dtype == CLG_FLOAT32 && m == 1 && n > 0) {
+    clg_host_gemv(tb, n, k, a, b, c);
+    return;
+  }
   if (dtype == CLG_FLOAT32 && m > 0 && n > 0 && k > 0 && clg_host_sgemm512_thin(m, n, k) &&
       matmul_split512(ta, tb, m, n, k, a, b, c))
     return;

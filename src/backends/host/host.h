@@ -106,6 +106,10 @@ size_t clg_host_sgemm256_work(void);
  * convolution's GEMMs run on clg_host_sgemm256 in the host team rather than on CBLAS. */
 bool clg_host_sgemm256_usable(void);
 
+/* c[n] = a[k] x op(b) in float (b is k x n, or n x k with tb), across the host team: a
+ * product of one row (clg_host_matmul sends m = 1 here). */
+void clg_host_gemv(bool tb, size_t n, size_t k, const float *a, const float *b, float *c);
+
 /* Runs fn(ctx, t) for every t < ntasks on up to clg_host_threads() threads (the caller is
  * one of them) and returns when all are done. Tasks must write disjoint outputs; which thread
  * runs a task is unspecified, so results must depend on t only. A call from inside a task
@@ -120,8 +124,8 @@ int clg_host_parallel_member(void);
 /* Threads a parallel call uses: the cores online (CLGRAPH_HOST_THREADS=N lowers it, 1..). */
 int clg_host_threads(void);
 
-/* fn over [0, count) cut into contiguous ranges, one per thread, each of at least grain
- * items (fewer threads, or one call in the caller, when count is small). */
+/* fn over [0, count) cut into contiguous ranges, up to four per thread, each of at least grain
+ * items (fewer, or one call in the caller, when count is small). */
 void clg_host_parallel_for(size_t count, size_t grain,
                            void (*fn)(void *ctx, size_t begin, size_t end), void *ctx);
 
