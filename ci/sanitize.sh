@@ -160,10 +160,10 @@ if has_step tsan; then
     mpi_target=mpi_cluster
   fi
   cmake --build "$root/tsan" -j "$jobs" --target test_concurrency test_allocator test_matmul_race \
-    test_input test_events $mpi_target >/dev/null
+    test_input test_events test_host_team $mpi_target >/dev/null
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
     ctest --test-dir "$root/tsan" --output-on-failure \
-    -R '^test_(concurrency|allocator|matmul_race|input|events)$'
+    -R '^test_(concurrency|allocator|matmul_race|input|events|host_team.*)$'
   echo "== sanitize: TSan on the clusters (mpi_* tests) ($(elapsed))"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan-mpi.supp" \
     mpi_sanitized "$root/tsan" "$MPI_TSAN"
