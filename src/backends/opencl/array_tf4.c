@@ -58,12 +58,13 @@ static clg_code sparse_to_dense_run(const clg_kernel_ctx *c)
   return clg_cl_launch(c->dev, CLG_FLOAT32, &source, kernel, args, 10, num_elems);
 }
 
-/* Const indices only: they were checked at build. */
+/* Const indices only: they were checked at build. (clg_backend_supported asks with a
+ * stand-in producer that has no op.) */
 static bool const_indices(const clg_node *n, const clg_device *dev)
 {
   (void)dev;
   const clg_node *src = n->inputs[0].node;
-  return src && (src->def->flags & CLG_OP_CONST);
+  return src && src->def && (src->def->flags & CLG_OP_CONST);
 }
 
 static const clg_kernel_entry entries[] = {
