@@ -229,6 +229,15 @@ static void forward_range(void *ctx, size_t begin, size_t end)
     FORWARD(float);
 }
 
+/* The forward rows, then the fused ops on them while they are in cache (float32 only). */
+static void forward_epi_range(void *ctx, size_t begin, size_t end)
+{
+  const dw_job *j = ctx;
+  forward_range(ctx, begin, end);
+  size_t ow = (size_t)j->g.ow;
+  clg_host_epilogue_rows(j->c->epilogue, j->c->out[0].host, begin * ow, (end - begin) * ow);
+}
+
 static void input_range(void *ctx, size_t begin, size_t end)
 {
   const dw_job *j = ctx;
@@ -262,7 +271,10 @@ static clg_code dw_run(const clg_kernel_ctx *c)
   size_t per_row = (size_t)(g->ow + 1) * (size_t)(g->cout + 1) * (size_t)(g->kh * g->kw + 1);
   size_t grain = per_row >= 32768 ? 1 : 32768 / per_row;
   if (d == &clg_op_DepthwiseConv2dNative)
-    clg_host_parallel_for((size_t)(g->n * g->oh), grain, forward_range, &j);
+    clg_host_parallel_for((size_t)(g->n * g->oh), grain,
+                          c->epilogue && c->node->outs[0].dtype == CLG_FLOAT32 ? forward_epi_range
+                                                                               : forward_range,
+                          &j);
   else if (d == &clg_op_DepthwiseConv2dNativeBackpropInput)
     clg_host_parallel_for((size_t)(g->n * g->h), grain, input_range, &j);
   else
