@@ -103,3 +103,11 @@ bool clg_backend_supported(const char *name, clg_dtype dtype, const clg_device *
   free(attrs);
   return found;
 }
+
+bool clg_backend_takes_epilogue(const clg_kernel_def *k, const clg_node *n)
+{
+  /* The host kernels of these ops apply it (backends/host/epilogue.c); no other does. */
+  const clg_op_def *d = n->def;
+  return k && k->kind == CLG_KIND_HOST &&
+         (d == &clg_op_Conv2D || d == &clg_op_MatMul || d == &clg_op_DepthwiseConv2dNative);
+}

@@ -40,6 +40,9 @@ typedef struct clg_kernel_ctx {
   /* Switch and Merge only (the runner's dead tensors): bit i is input i dead (Merge reads
    * it) or output i dead (Switch sets it). */
   unsigned *dead;
+  /* The element-wise ops the planner fused into this step (runtime/fuse.c), applied to the
+   * output as it is stored, or NULL: only where the kernel def's .epilogue is set. */
+  const struct clg_epilogue *epilogue;
 } clg_kernel_ctx;
 
 typedef struct clg_kernel_def {
@@ -55,6 +58,35 @@ typedef struct clg_kernel_def {
   /* Optional: compiles what the first run would (a session's warm option). */
   clg_code (*warm)(const clg_node *n, clg_device *dev);
 } clg_kernel_def;
+
+/* --- fused epilogues ------------------------------------------------------------------ */
+
+/* An op of an epilogue on output element (r, c) of a [rows, cols] float32 output y, in the
+ * arithmetic of the unfused kernel (so the fused result is bit-identical). */
+typedef enum clg_epi_op {
+  CLG_EPI_BIAS,   /* BiasAdd, or Add of a [cols] vector: y += arg[c] */
+  CLG_EPI_ADD,    /* Add of a same-shaped value (a residual): y += arg[r * cols + c] */
+  CLG_EPI_SCALAR, /* Add of one element: y += arg[0] */
+  CLG_EPI_RELU,   /* Relu: !(y <= 0) ? y : 0 (NaN kept) */
+  CLG_EPI_RELU6,  /* Relu6: y < 0 ? 0 : y > 6 ? 6 : y */
+  CLG_EPI_MAX,    /* Maximum with one element: y < arg[0] ? arg[0] : y */
+  CLG_EPI_MIN     /* Minimum with one element: arg[0] < y ? arg[0] : y */
+} clg_epi_op;
+
+enum { CLG_EPI_MAX_OPS = 6 };
+
+/* The ops in order, each with its operand's host data (NULL for Relu, Relu6). */
+typedef struct clg_epilogue {
+  int nops;
+  size_t cols;
+  clg_epi_op op[CLG_EPI_MAX_OPS];
+  const float *arg[CLG_EPI_MAX_OPS];
+} clg_epilogue;
+
+/* Whether kernel k applies ctx->epilogue when it runs n (float32 output rows of its last
+ * dim's columns), so that the planner may fuse the element-wise ops after n into it: the
+ * host's Conv2D, MatMul and DepthwiseConv2dNative. */
+bool clg_backend_takes_epilogue(const clg_kernel_def *k, const clg_node *n);
 
 /* --- kernel registration ------------------------------------------------------------- */
 

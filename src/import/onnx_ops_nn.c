@@ -174,8 +174,10 @@ static clg_code fold_bn(clg_onnx *c, const clg_imp_node *b, const clg_tensor *w,
 
 /* One convolution of x (NHWC, padded) by ONNX weights w ([M, Cg, kh, kw]): Conv2D for one
  * group, DepthwiseConv2dNative for one input channel per group. */
+/* ep: Conv2D's explicit_paddings under padding EXPLICIT (not for depthwise), else NULL. */
 static clg_code conv_group(clg_onnx *c, clg_output x, clg_output w, bool depthwise,
-                           const int64_t *st, const int64_t *dl, const char *padding, clg_output *y)
+                           const int64_t *st, const int64_t *dl, const char *padding,
+                           const int64_t *ep, clg_output *y)
 {
   clg_output f;
   clg_code code;
@@ -193,12 +195,16 @@ static clg_code conv_group(clg_onnx *c, clg_output x, clg_output w, bool depthwi
   if (code != CLG_OK)
     return code;
   int64_t strides[4] = {1, st[0], st[1], 1}, dil[4] = {1, dl[0], dl[1], 1};
-  clg_attr at[3] = {clg_attr_int_list("strides", 4, strides), clg_attr_string("padding", padding),
-                    clg_attr_int_list("dilations", 4, dil)};
+  clg_attr at[4] = {clg_attr_int_list("strides", 4, strides), clg_attr_string("padding", padding),
+                    clg_attr_int_list("dilations", 4, dil),
+                    clg_attr_int_list("explicit_paddings", 8, ep)};
   bool dilated = dl[0] != 1 || dl[1] != 1;
   clg_output ins[2] = {x, f};
-  return clg_onnx_op(c, depthwise ? "DepthwiseConv2dNative" : "Conv2D", 2, ins, dilated ? 3 : 2, at,
-                     y);
+  return clg_onnx_op(c, depthwise ? "DepthwiseConv2dNative" : "Conv2D", 2, ins,
+                     ep        ? 4
+                     : dilated ? 3
+                               : 2,
+                     at, y);
 }
 
 /* The slice [lo, hi) of x along axis (a StridedSlice-free Slice with static bounds). */
@@ -252,9 +258,13 @@ static clg_code conv(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   clg_output x, w, y;
   if ((code = clg_onnx_in_nhwc(c, n, 0, &x)) != CLG_OK || (code = clg_onnx_in(c, n, 1, &w)))
     return code;
-  if (mode == PAD_EXPLICIT && (code = pad_nhwc(c, x, ax, (int64_t[]){0, 0}, 0, &x)) != CLG_OK)
+  /* Conv2D pads explicitly itself (no Pad pass over the input); DepthwiseConv2dNative cannot */
+  bool explicit = mode == PAD_EXPLICIT && !(group == cin && cg == 1 && group > 1);
+  int64_t ep[8] = {0, 0, ax[0].before, ax[0].after, ax[1].before, ax[1].after, 0, 0};
+  if (mode == PAD_EXPLICIT && !explicit &&
+      (code = pad_nhwc(c, x, ax, (int64_t[]){0, 0}, 0, &x)) != CLG_OK)
     return code;
-  const char *padding = mode == PAD_SAME ? "SAME" : "VALID";
+  const char *padding = explicit ? "EXPLICIT" : mode == PAD_SAME ? "SAME" : "VALID";
   /* BatchNormalization right after: into the weights and bias */
   const clg_tensor *wk = clg_onnx_in_const(c, n, 1);
   const clg_tensor *bk = clg_onnx_has(n, 2) ? clg_onnx_in_const(c, n, 2) : NULL;
@@ -276,7 +286,7 @@ static clg_code conv(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
     return code;
   bool depthwise = group == cin && cg == 1 && group > 1;
   if (group == 1 || depthwise)
-    code = conv_group(c, x, w, depthwise, st, dl, padding, &y);
+    code = conv_group(c, x, w, depthwise, st, dl, padding, explicit ? ep : NULL, &y);
   else {
     clg_output parts[256];
     if (group > 256)
@@ -288,7 +298,7 @@ static clg_code conv(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
       if (code == CLG_OK)
         code = slice_axis(c, w, 0, g * mg, (g + 1) * mg, &wg);
       if (code == CLG_OK)
-        code = conv_group(c, xg, wg, false, st, dl, padding, &parts[g]);
+        code = conv_group(c, xg, wg, false, st, dl, padding, explicit ? ep : NULL, &parts[g]);
     }
     clg_output axis;
     if (code == CLG_OK)

@@ -1,41 +1,79 @@
 /* Conv2D (tf.nn.conv2d, NHWC): input [N,H,W,Cin], filter [KH,KW,Cin,Cout], strides and
  * dilations [1,s,s,1], padding SAME or VALID with TensorFlow's arithmetic (SAME: out =
  * ceil(in / s), the odd padding element at the bottom/right; VALID: a window larger than the
- * input is an error, as in TF 1.x). Cross-correlation. Kernels: im2col + GEMM on both device
- * kinds (backends/host/conv2d.c, backends/opencl/conv2d.c); an OpenCL device CLBlast cannot
- * serve (no fp64, a compiler error) runs the host path on its data. */
+ * input is an error, as in TF 1.x), or EXPLICIT with explicit_paddings [0,0,t,b,l,r,0,0]
+ * (TF 2's; zeros around the input, so that an importer needs no Pad). Cross-correlation. Kernels:
+ * im2col + GEMM on both device kinds (backends/host/conv2d.c, backends/opencl/conv2d.c); an OpenCL
+ * device CLBlast cannot serve (no fp64, a compiler error) runs the host path on its data. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
 #include "ops/ops.h"
 
-enum { A_T, A_DATA_FORMAT, A_DILATIONS, A_PADDING, A_STRIDES, A_USE_CUDNN };
+enum { A_T, A_DATA_FORMAT, A_DILATIONS, A_EXPLICIT, A_PADDING, A_STRIDES, A_USE_CUDNN };
 
 static const clg_attr_def attrs[] = {
     {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
     {.name = "data_format", .type = CLG_ATTR_STRING, .has_default = true, .def_s = "NHWC"},
-    {.name = "dilations", .type = CLG_ATTR_INT_LIST, .inferred = true}, /* [1,1,1,1] */
+    {.name = "dilations", .type = CLG_ATTR_INT_LIST, .inferred = true},         /* [1,1,1,1] */
+    {.name = "explicit_paddings", .type = CLG_ATTR_INT_LIST, .inferred = true}, /* [] */
     {.name = "padding", .type = CLG_ATTR_STRING},
     {.name = "strides", .type = CLG_ATTR_INT_LIST},
     {.name = "use_cudnn_on_gpu", .type = CLG_ATTR_BOOL, .has_default = true, .def_i = 1},
 };
 
+/* EXPLICIT's pads (t, b, l, r into p) from explicit_paddings: 8 values, none negative or
+ * over 2^31, zero in the batch and depth dims; with SAME or VALID the list must be empty. */
+static clg_code explicit_pads(const clg_node *n, bool *explicit, int64_t *p)
+{
+  const clg_attr_value *e = &n->attrs[A_EXPLICIT];
+  const char *pad = n->attrs[A_PADDING].s;
+  *explicit = pad && strcmp(pad, "EXPLICIT") == 0;
+  int count = e->set && e->v ? e->n : 0;
+  if (!*explicit) {
+    if (count != 0)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "explicit_paddings must be empty under padding SAME or VALID");
+    return CLG_OK;
+  }
+  if (count != 8)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "explicit_paddings must have 8 values under padding EXPLICIT, not %d",
+                          count);
+  for (int i = 0; i < 8; i++)
+    if (e->v[i] < 0 || e->v[i] > INT32_MAX || ((i < 2 || i > 5) && e->v[i] != 0))
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "explicit_paddings[%d] is %lld: pads must be in [0, 2^31) and 0 in "
+                            "the batch and depth dimensions",
+                            i, (long long)e->v[i]);
+  for (int i = 0; i < 4; i++)
+    p[i] = e->v[2 + i];
+  return CLG_OK;
+}
+
 clg_code clg_conv2d_geometry(const clg_node *n, clg_window *g)
 {
   const clg_out_desc *x = clg_node_in(n, 0), *f = clg_node_in(n, 1);
-  bool same = false;
+  bool same = false, explicit = false;
+  int64_t p[4] = {0, 0, 0, 0};
   clg_code code;
   memset(g, 0, sizeof *g);
-  if ((code = clg_padding_attr(n, &n->attrs[A_PADDING], &same)) != CLG_OK ||
+  if ((code = explicit_pads(n, &explicit, p)) != CLG_OK ||
+      (!explicit && (code = clg_padding_attr(n, &n->attrs[A_PADDING], &same)) != CLG_OK) ||
       (code = clg_window_attrs(n, &n->attrs[A_STRIDES], "strides", &g->sh, &g->sw)) != CLG_OK ||
       (code = clg_window_attrs(n, &n->attrs[A_DILATIONS], "dilations", &g->dh, &g->dw)) != CLG_OK)
     return code;
-  g->n = x->dims[0], g->h = x->dims[1], g->w = x->dims[2], g->c = x->dims[3];
+  /* EXPLICIT: VALID over the padded input, whose first p[0] rows and p[2] columns are zeros */
+  g->n = x->dims[0], g->h = x->dims[1] + p[0] + p[1], g->w = x->dims[2] + p[2] + p[3];
+  g->c = x->dims[3];
   g->kh = f->dims[0], g->kw = f->dims[1], g->cout = f->dims[3];
-  if ((code = clg_window_taps(n, g)) != CLG_OK)
+  if ((code = clg_window_taps(n, g)) != CLG_OK || (code = clg_window_geometry(n, same, g)))
     return code;
-  return clg_window_geometry(n, same, g);
+  g->h = x->dims[1], g->w = x->dims[2];
+  if (explicit)
+    g->pt = p[0], g->pl = p[2];
+  return CLG_OK;
 }
 
 static clg_code infer(clg_node *n)
@@ -68,6 +106,14 @@ static clg_code infer(clg_node *n)
     d->set = true;
     d->type = CLG_ATTR_INT_LIST;
   }
+  clg_attr_value *e = &n->attrs[A_EXPLICIT];
+  if (!e->set) { /* TensorFlow's default, [] */
+    if (!(e->v = malloc(sizeof *e->v)))
+      return clg_node_error(n, CLG_RESOURCE_EXHAUSTED, "out of host memory");
+    e->n = 0;
+    e->set = true;
+    e->type = CLG_ATTR_INT_LIST;
+  }
   clg_code code = clg_nhwc_attr(n, &n->attrs[A_DATA_FORMAT]);
   clg_window g;
   if (code == CLG_OK)
@@ -84,7 +130,7 @@ const clg_op_def clg_op_Conv2D = {
     .name = "Conv2D",
     .num_inputs = 2,
     .num_outputs = 1,
-    .num_attrs = 6,
+    .num_attrs = 7,
     .attrs = attrs,
     .infer = infer,
     .inplace = -1,

@@ -131,12 +131,18 @@ static clg_code infer(clg_node *n)
 GRAD_DEF(Conv2DBackpropInput)
 GRAD_DEF(Conv2DBackpropFilter)
 
+/* Conv2D's attributes dilations, padding and strides (ops/conv2d.c's order) */
+enum { F_DILATIONS = 2, F_PADDING = 4, F_STRIDES = 5 };
+
 /* TensorFlow's _Conv2DGrad: both gradients with the forward node's strides, padding and
- * dilations (attributes 2..4 of Conv2D, in the same order as here). */
+ * dilations; not under padding EXPLICIT, which the gradient ops do not take. */
 clg_code clg_grad_conv2d(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
 {
-  const clg_attr_value *dil = clg_node_attr(n, A_DILATIONS), *pad = clg_node_attr(n, A_PADDING),
-                       *str = clg_node_attr(n, A_STRIDES);
+  const clg_attr_value *dil = clg_node_attr(n, F_DILATIONS), *pad = clg_node_attr(n, F_PADDING),
+                       *str = clg_node_attr(n, F_STRIDES);
+  if (pad->s && strcmp(pad->s, "EXPLICIT") == 0)
+    return clg_node_error(n, CLG_UNIMPLEMENTED,
+                          "the gradient of Conv2D with padding EXPLICIT is not implemented");
   clg_attr at[3] = {clg_attr_int_list("strides", str->n, str->v),
                     clg_attr_string("padding", pad->s),
                     clg_attr_int_list("dilations", dil->n, dil->v)};

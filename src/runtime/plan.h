@@ -52,6 +52,13 @@ typedef struct step {
   bool remote, recv;
   int nsend;
   int *send_to;
+  /* Fusion (fuse.c): 1 + the step whose kernel applies this step's op as an epilogue (this
+   * one launches nothing), else 0; on that step, its fused ops in order and their operands'
+   * pvals (-1: none). */
+  int fused_by;
+  int nepi;
+  clg_epi_op epi_op[CLG_EPI_MAX_OPS];
+  int epi_pv[CLG_EPI_MAX_OPS];
 } step;
 
 typedef struct plan {
@@ -144,6 +151,14 @@ static inline size_t clg_plan_arena_bytes(const clg_executor *x, const pval *v)
 clg_code clg_plan_build(clg_executor *x, plan *p);
 /* Frees p and what it owns; p may be partly built. */
 void clg_plan_free(plan *p);
+
+/* --- fuse.c -------------------------------------------------------------------------------- */
+
+/* After in place: fuses each chain Conv2D | MatMul | DepthwiseConv2dNative -> element-wise
+ * ops (BiasAdd, Relu, Relu6, Add, Maximum/Minimum with one element) computed in place on one
+ * device into the first step's kernel, where that kernel takes epilogues (the host's). Off
+ * with CLGRAPH_FUSE=0. RESOURCE_EXHAUSTED when its counts cannot be allocated. */
+clg_code clg_plan_fuse(clg_executor *x, plan *p);
 
 /* --- plan_cache.c -------------------------------------------------------------------------- */
 

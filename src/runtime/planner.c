@@ -646,6 +646,8 @@ clg_code clg_plan_build(clg_executor *x, plan *p)
     plan_inplace(x, p);
     if (x->cluster) /* --- cluster hook */
       code = clg_cluster_hook_sends(x, p, b.step_of);
+    else
+      code = clg_plan_fuse(x, p);
   }
   if (code == CLG_OK)
     code = plan_uploads(p);

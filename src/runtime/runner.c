@@ -286,7 +286,18 @@ static clg_code launch(clg_executor *x, const plan *p, const step *st, const clg
                         warn_once,
                         x->proc,
                         x->cluster,
-                        dead};
+                        dead,
+                        NULL};
+  clg_epilogue epi = {0};
+  if (st->nepi) { /* fuse.c's ops, on their operands' blocks (heads have rank >= 1) */
+    epi.nops = st->nepi;
+    epi.cols = (size_t)n->outs[0].dims[n->outs[0].rank - 1];
+    for (int k = 0; k < st->nepi; k++) {
+      epi.op[k] = st->epi_op[k];
+      epi.arg[k] = st->epi_pv[k] >= 0 ? x->blk[st->epi_pv[k]].host : NULL;
+    }
+    ctx.epilogue = &epi;
+  }
   if (code == CLG_OK)
     code = st->kernel->run(&ctx);
   if (code == CLG_OK && (n->def->flags & CLG_OP_ASSIGNS))
@@ -343,7 +354,8 @@ static clg_code run_step(clg_executor *x, const plan *p, const step *st)
     in[j] = x->blk[st->in[j]];
   if (code == CLG_OK)
     code = bind_outputs(x, p, st, n, out);
-  if (code == CLG_OK)
+  /* a fused step's op ran in its head's kernel (fuse.c) */
+  if (code == CLG_OK && !st->fused_by)
     code = launch(x, p, st, n, in, out, &dead);
   if (code == CLG_OK && n->def == &clg_op_Switch) /* the output not taken is dead */
     for (int o = 0; o < 2; o++)

@@ -145,6 +145,7 @@ typedef struct clg_plan_stats {
                                without in-place reuse (the order before plans) */
   int num_values;           /* values the plan places, copies included */
   int num_inplace;          /* outputs that reuse an input's buffer */
+  int num_fused;            /* steps run as another step's epilogue (fuse.c) */
   int num_plans;            /* signatures planned so far */
   /* Bytes the last run moved between host memory and devices that are not host memory:
    * feeds uploaded, fetches downloaded, copies staged through the host. */

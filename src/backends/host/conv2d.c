@@ -6,8 +6,8 @@ static clg_code host_run(const clg_kernel_ctx *c)
 {
   clg_window g;
   clg_conv2d_geometry(c->node, &g);
-  return clg_host_conv2d(c->alloc, c->scratch, c->node->outs[0].dtype, c->in[0].host, c->in[1].host,
-                         c->out[0].host, &g);
+  return clg_host_conv2d_epi(c->alloc, c->scratch, c->node->outs[0].dtype, c->in[0].host,
+                             c->in[1].host, c->out[0].host, &g, c->epilogue);
 }
 
 /* The plan holds the im2col chunk for the node's step, so a steady-state run makes no

@@ -189,8 +189,9 @@ typedef struct fast_job {
   fast_layout l;
   char *base; /* aligned scratch */
   const float *x, *f, *dy;
-  float *y;  /* forward: y; input gradient: dx; filter gradient: df */
-  float *ft; /* input gradient: f transposed, [cout][kdim] */
+  float *y;              /* forward: y; input gradient: dx; filter gradient: df */
+  float *ft;             /* input gradient: f transposed, [cout][kdim] */
+  const clg_epilogue *e; /* forward: applied to each chunk's rows (NULL: none) */
 } fast_job;
 
 /* Task t's rows [r0, r1): a fair share of rows, or of whole images (by_image). */
@@ -224,6 +225,7 @@ static void fast_forward_task(void *ctx, int t)
     else
       clg_host_sgemm512(false, false, nr, cout, k, a, k, j->f, cout, j->y + r * cout, cout, false,
                         w);
+    clg_host_epilogue_rows(j->e, j->y, r, nr); /* while the chunk's rows are in cache */
   }
 }
 
@@ -320,6 +322,7 @@ typedef struct piece_job {
   size_t piece, part; /* rows per GEMM; scratch bytes per task */
   int tasks;
   bool direct;
+  const clg_epilogue *e; /* float32: applied to each piece's rows (NULL: none) */
 } piece_job;
 
 static size_t piece_rows(clg_dtype dtype, const clg_window *g)
@@ -368,6 +371,7 @@ static void piece_task(void *ctx, int t)
       a = p;
     }
     clg_host_matmul(j->dtype, false, false, nr, cout, k, a, j->f, (char *)j->y + r * cout * es);
+    clg_host_epilogue_rows(j->e, j->y, r, nr);
   }
 }
 
@@ -380,7 +384,8 @@ static size_t pieces_scratch(clg_dtype dtype, const clg_window *g)
 }
 
 static clg_code pieces_run(clg_allocator *alloc, const clg_block *scratch, clg_dtype dtype,
-                           const void *x, const void *f, void *y, const clg_window *g)
+                           const void *x, const void *f, void *y, const clg_window *g,
+                           const clg_epilogue *e)
 {
   piece_job j = {dtype,
                  x,
@@ -391,7 +396,8 @@ static clg_code pieces_run(clg_allocator *alloc, const clg_block *scratch, clg_d
                  piece_rows(dtype, g),
                  0,
                  piece_tasks(dtype, g),
-                 clg_conv_is_direct(g)};
+                 clg_conv_is_direct(g),
+                 e};
   j.part = j.direct ? 0 : j.piece * (size_t)g->kdim * clg_dtype_size(dtype);
   host_scratch s;
   clg_code code = scratch_get(alloc, scratch, pieces_scratch(dtype, g), &s, "Conv2D");
@@ -418,18 +424,28 @@ size_t clg_host_conv2d_scratch(clg_dtype dtype, const clg_window *g)
 clg_code clg_host_conv2d(clg_allocator *alloc, const clg_block *scratch, clg_dtype dtype,
                          const void *x, const void *f, void *y, const clg_window *g)
 {
+  return clg_host_conv2d_epi(alloc, scratch, dtype, x, f, y, g, NULL);
+}
+
+clg_code clg_host_conv2d_epi(clg_allocator *alloc, const clg_block *scratch, clg_dtype dtype,
+                             const void *x, const void *f, void *y, const clg_window *g,
+                             const clg_epilogue *e)
+{
+  if (dtype != CLG_FLOAT32) /* the planner fuses float32 only */
+    e = NULL;
   size_t rows = (size_t)(g->n * g->oh * g->ow), k = (size_t)g->kdim, cout = (size_t)g->cout;
   size_t es = clg_dtype_size(dtype);
   if (rows == 0 || cout == 0)
     return CLG_OK;
   if (conv_pieces(dtype, g))
-    return pieces_run(alloc, scratch, dtype, x, f, y, g);
+    return pieces_run(alloc, scratch, dtype, x, f, y, g, e);
   if (conv_fast(dtype, g, true)) {
-    fast_job j = {.g = g, .x = x, .f = f, .y = y};
+    fast_job j = {.g = g, .x = x, .f = f, .y = y, .e = e};
     return fast_run(alloc, scratch, &j, false, fast_forward_task, "Conv2D");
   }
   if (clg_conv_is_direct(g) || k == 0) {
     clg_host_matmul(dtype, false, false, rows, cout, k, x, f, y);
+    clg_host_epilogue(e, y, 0, rows); /* after the team's GEMM: one pass, in parallel */
     return CLG_OK;
   }
   size_t chunk = clg_conv_chunk_rows(false, k, es, rows);
@@ -451,6 +467,7 @@ clg_code clg_host_conv2d(clg_allocator *alloc, const clg_block *scratch, clg_dty
     size_t nr = rows - r0 < chunk ? rows - r0 : chunk;
     clg_host_im2col(dtype, x, p, r0, nr, g);
     clg_host_matmul(dtype, false, false, nr, cout, k, p, f, (char *)y + r0 * cout * es);
+    clg_host_epilogue(e, y, r0, nr);
   }
   if (planned)
     return CLG_OK;

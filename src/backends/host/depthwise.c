@@ -235,11 +235,23 @@ static void forward_range(void *ctx, size_t begin, size_t end)
     FORWARD(float);
 }
 
+/* The forward rows, then the fused ops on them while they are in cache (float32 only). */
+static void forward_epi_range(void *ctx, size_t begin, size_t end)
+{
+  const dw_job *j = ctx;
+  forward_range(ctx, begin, end);
+  size_t ow = (size_t)j->g.ow;
+  clg_host_epilogue_rows(j->c->epilogue, j->c->out[0].host, begin * ow, (end - begin) * ow);
+}
+
 static void forward_task(void *ctx, int t)
 {
   const dw_job *j = ctx;
-  size_t T = (size_t)j->tasks;
-  forward_range(ctx, j->rows * (size_t)t / T, j->rows * (size_t)(t + 1) / T);
+  size_t T = (size_t)j->tasks, begin = j->rows * (size_t)t / T, end = j->rows * (size_t)(t + 1) / T;
+  if (j->c->epilogue && j->c->node->outs[0].dtype == CLG_FLOAT32)
+    forward_epi_range(ctx, begin, end);
+  else
+    forward_range(ctx, begin, end);
 }
 
 static void input_range(void *ctx, size_t begin, size_t end)

@@ -110,6 +110,13 @@ bool clg_host_sgemm256_usable(void);
  * product of one row (clg_host_matmul sends m = 1 here). */
 void clg_host_gemv(bool tb, size_t n, size_t k, const float *a, const float *b, float *c);
 
+/* Epilogue e (backend.h) on rows [row0, row0 + rows) of y, a [.., e->cols] float32 output
+ * (epilogue.c): row by row, each row's ops while it is in cache. */
+void clg_host_epilogue_rows(const clg_epilogue *e, float *y, size_t row0, size_t rows);
+
+/* The same with the rows spread over the host team; nothing when e is NULL. */
+void clg_host_epilogue(const clg_epilogue *e, float *y, size_t row0, size_t rows);
+
 /* Runs fn(ctx, t) for every t < ntasks on up to clg_host_threads() threads (the caller is
  * one of them) and returns when all are done. Tasks must write disjoint outputs; which thread
  * runs a task is unspecified, so results must depend on t only. A call from inside a task
@@ -163,6 +170,12 @@ void clg_host_lrn(clg_dtype dtype, const void *x, void *y, size_t count, int64_t
  * could serve). */
 clg_code clg_host_conv2d(clg_allocator *alloc, const clg_block *scratch, clg_dtype dtype,
                          const void *x, const void *f, void *y, const clg_window *g);
+
+/* The same with an epilogue applied to each chunk of output rows as its GEMM finishes it
+ * (float32; e may be NULL: none). */
+clg_code clg_host_conv2d_epi(clg_allocator *alloc, const clg_block *scratch, clg_dtype dtype,
+                             const void *x, const void *f, void *y, const clg_window *g,
+                             const clg_epilogue *e);
 
 /* The scratch those want for g, for the run's plan (the patches of one chunk; on OpenCL also
  * CLBlast's GEMM scratch for it). */

@@ -40,7 +40,11 @@ clg_code clg_host_matmul_node(const clg_node *n, const void *a, const void *b, v
 
 static clg_code host_run(const clg_kernel_ctx *c)
 {
-  return clg_host_matmul_node(c->node, c->in[0].host, c->in[1].host, c->out[0].host);
+  clg_code code = clg_host_matmul_node(c->node, c->in[0].host, c->in[1].host, c->out[0].host);
+  /* fused ops (float32 only, as the planner fuses): one parallel pass over the product */
+  if (code == CLG_OK && c->epilogue && c->node->outs[0].dtype == CLG_FLOAT32)
+    clg_host_epilogue(c->epilogue, c->out[0].host, 0, (size_t)c->node->outs[0].dims[0]);
+  return code;
 }
 
 static bool host_supports(const clg_node *n, const clg_device *dev)
