@@ -98,15 +98,8 @@ static void check_case(const conv_case *c)
            (long long)c->x[1], (long long)c->x[2], (long long)c->x[3], (long long)c->f[0],
            (long long)c->f[1], (long long)c->f[2], (long long)c->f[3], (long long)c->s,
            (long long)c->d, pad);
-  clg_session *s = NULL;
   clg_tensor *out = NULL;
-  clg_code code = clg_graph_status(g);
-  if (code == CLG_OK)
-    code = clg_session_new(g, &opt, &s);
-  if (code == CLG_OK) {
-    clg_output fetch = {node, 0};
-    code = clg_session_run_outputs(s, 0, NULL, NULL, 1, &fetch, &out, 0, NULL);
-  }
+  clg_code code = clg_test_run_one(g, &opt, node, &out);
   CHECK_MSG(code == CLG_OK, "%s: %s", what, code == CLG_OK ? "" : clg_last_error());
   bool shape_ok = out && clg_tensor_rank(out) == 4;
   for (int k = 0; shape_ok && k < 4; k++)
@@ -122,7 +115,6 @@ static void check_case(const conv_case *c)
               bad < ny ? clg_test_elem(out, bad) : 0.0, bad < ny ? ref[bad] : 0.0);
   }
   clg_tensor_free(out);
-  clg_session_free(s);
   clg_graph_free(g);
   free(x), free(f), free(ref), free(mag);
 }

@@ -103,15 +103,8 @@ static void check(const dw_case *k)
   int64_t st[4] = {1, k->s, k->s, 1}, dl[4] = {1, k->d, k->d, 1};
   clg_node *node = clg_depthwise_conv2d(g, "dw", xn, fn, st, k->same ? "SAME" : "VALID", dl);
   clg_graph_pop_device(g);
-  clg_session *s = NULL;
   clg_tensor *out = NULL;
-  clg_code code = clg_graph_status(g);
-  if (code == CLG_OK)
-    code = clg_session_new(g, &opt, &s);
-  if (code == CLG_OK) {
-    clg_output fetch = {node, 0};
-    code = clg_session_run_outputs(s, 0, NULL, NULL, 1, &fetch, &out, 0, NULL);
-  }
+  clg_code code = clg_test_run_one(g, &opt, node, &out);
   CHECK_MSG(code == CLG_OK, "%s: %s", what, code == CLG_OK ? "" : clg_last_error());
   bool shape_ok = out && clg_tensor_rank(out) == 4;
   for (int i = 0; shape_ok && i < 4; i++)
@@ -131,7 +124,6 @@ static void check(const dw_case *k)
               bad < ny ? clg_test_elem(out, bad) : 0.0, bad < ny ? ref[bad] : 0.0);
   }
   clg_tensor_free(out);
-  clg_session_free(s);
   clg_graph_free(g);
   free(x), free(f), free(ref), free(mag);
 }

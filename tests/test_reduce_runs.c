@@ -56,15 +56,8 @@ static void check_reduce(red_op op, const int64_t *d, const bool *red, bool spec
                 : op == R_MEAN ? clg_mean(g, "r", xn, naxes, axes, false)
                                : clg_max(g, "r", xn, naxes, axes, false);
   clg_graph_pop_device(g);
-  clg_session *s = NULL;
   clg_tensor *out = NULL;
-  clg_code code = clg_graph_status(g);
-  if (code == CLG_OK)
-    code = clg_session_new(g, &opt, &s);
-  if (code == CLG_OK) {
-    clg_output fetch = {r, 0};
-    code = clg_session_run_outputs(s, 0, NULL, NULL, 1, &fetch, &out, 0, NULL);
-  }
+  clg_code code = clg_test_run_one(g, &opt, r, &out);
   const char *names[] = {"Sum", "Mean", "Max"};
   CHECK_MSG(code == CLG_OK, "%s [%lld,%lld,%lld,%lld]: %s", names[op], (long long)d[0],
             (long long)d[1], (long long)d[2], (long long)d[3],
@@ -82,7 +75,6 @@ static void check_reduce(red_op op, const int64_t *d, const bool *red, bool spec
               bad < nout ? clg_test_elem(out, bad) : 0.0, bad < nout ? ref[bad] : 0.0);
   }
   clg_tensor_free(out);
-  clg_session_free(s);
   clg_graph_free(g);
   free(x);
   free(ref);

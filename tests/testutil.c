@@ -291,3 +291,19 @@ void clg_test_expect_error(clg_graph *g, const char *node, const char *text, int
             "line %d: error \"%s\" lacks \"%s\" or \"%s\"", line, e, node, text);
   clg_graph_free(g);
 }
+
+clg_code clg_test_run_one(clg_graph *g, const clg_session_options *opt, clg_node *node,
+                          clg_tensor **out)
+{
+  clg_session *s = NULL;
+  *out = NULL;
+  clg_code code = clg_graph_status(g);
+  if (code == CLG_OK)
+    code = clg_session_new(g, opt, &s);
+  if (code == CLG_OK) {
+    clg_output fetch = {node, 0};
+    code = clg_session_run_outputs(s, 0, NULL, NULL, 1, &fetch, out, 0, NULL);
+  }
+  clg_session_free(s);
+  return code;
+}

@@ -113,6 +113,12 @@ void clg_test_check_values(const clg_tensor *t, clg_dtype dtype, int rank, const
                            const double *want, double abs, double rel, bool signed_zero,
                            const char *what, const char *dev);
 
+/* Runs output 0 of node, built in g, once in a new session of opt and frees the session: *out
+ * is the caller's. The first failure's code (g's status included); the message is
+ * clg_last_error()'s. */
+clg_code clg_test_run_one(clg_graph *g, const clg_session_options *opt, clg_node *node,
+                          clg_tensor **out);
+
 typedef clg_node *(*clg_test_build_fn)(clg_graph *g, clg_node *const *in, const void *ctx);
 /* Builds fn's node on CPU:0 and on a stand-in GPU (GPU:0 to GPU:3 in turn) from placeholders
  * fed `in` (at most 8), runs both in one session of opt and fetches output `index` of each into

@@ -11,18 +11,6 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 
-/* A dtype attribute inferred from an input (a given one must agree). */
-static clg_code set_dtype(clg_node *n, int at, clg_dtype dtype)
-{
-  clg_attr_value *t = &n->attrs[at];
-  if (t->set && t->dtype != dtype)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute %s is %s but the input is %s",
-                          n->def->attrs[at].name, clg_dtype_name(t->dtype), clg_dtype_name(dtype));
-  t->set = true;
-  t->dtype = dtype;
-  return CLG_OK;
-}
-
 /* --- Size -------------------------------------------------------------------------------- */
 
 static const clg_attr_def size_attrs[] = {
@@ -34,7 +22,7 @@ static const clg_attr_def size_attrs[] = {
 static clg_code size_infer(clg_node *n)
 {
   const clg_out_desc *x = clg_node_in(n, 0);
-  clg_code code = set_dtype(n, 0, x->dtype);
+  clg_code code = clg_infer_dtype_attr(n, 0, x->dtype, false);
   if (code != CLG_OK)
     return code;
   clg_attr_value *o = &n->attrs[1];
@@ -197,8 +185,8 @@ static clg_code sparse_to_dense_infer(clg_node *n)
   if (es != 1 && es != 2 && es != 4 && es != 8)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "sparse_values of dtype %s are not supported",
                           clg_dtype_name(vals->dtype));
-  if ((code = set_dtype(n, SD_T, vals->dtype)) != CLG_OK ||
-      (code = set_dtype(n, SD_TINDICES, ix->dtype)) != CLG_OK ||
+  if ((code = clg_infer_dtype_attr(n, SD_T, vals->dtype, false)) != CLG_OK ||
+      (code = clg_infer_dtype_attr(n, SD_TINDICES, ix->dtype, false)) != CLG_OK ||
       (code = clg_node_set_output(n, 0, vals->dtype, rank, shape)) != CLG_OK)
     return code;
   /* Const indices: TensorFlow's run-time checks, here at build. */

@@ -73,6 +73,10 @@ typedef struct clg_window {
  * `what` otherwise (shapes are static here, so these inputs must be constants). */
 clg_code clg_node_const_ints(const clg_node *n, int i, const char *what, int max, int64_t *vals,
                              int *count);
+/* Input i's tensor when its producer is a Const of int32 or int64 (any shape), with the same
+ * errors otherwise. */
+clg_code clg_node_const_int_tensor(const clg_node *n, int i, const char *what,
+                                   const clg_tensor **out);
 /* Window ops (Conv2D, pooling, their gradients): the one checked path for their geometry.
  * From g's input (h, w), window (kh, kw), strides and dilations (all checked: dims >= 0,
  * strides and dilations >= 1), sets the output size (oh, ow) and padding before (pt, pl)

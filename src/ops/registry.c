@@ -112,8 +112,8 @@ bool clg_kernel_float_or_double(const clg_node *n, const clg_device *dev)
           (kind_of(dev) == CLG_KIND_HOST || dev->info.has_fp64));
 }
 
-clg_code clg_node_const_ints(const clg_node *n, int i, const char *what, int max, int64_t *vals,
-                             int *count)
+clg_code clg_node_const_int_tensor(const clg_node *n, int i, const char *what,
+                                   const clg_tensor **out)
 {
   const clg_node *p = n->inputs[i].node;
   const clg_tensor *t = clg_node_value(p);
@@ -125,6 +125,18 @@ clg_code clg_node_const_ints(const clg_node *n, int i, const char *what, int max
   if (dt != CLG_INT32 && dt != CLG_INT64)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s (input %d) must be int32 or int64, not %s",
                           what, i, clg_dtype_name(dt));
+  *out = t;
+  return CLG_OK;
+}
+
+clg_code clg_node_const_ints(const clg_node *n, int i, const char *what, int max, int64_t *vals,
+                             int *count)
+{
+  const clg_tensor *t = NULL;
+  clg_code code = clg_node_const_int_tensor(n, i, what, &t);
+  if (code != CLG_OK)
+    return code;
+  clg_dtype dt = clg_tensor_dtype(t);
   char s[192];
   if (clg_tensor_rank(t) > 1)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s (input %d) must be a vector, not shape %s",

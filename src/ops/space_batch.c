@@ -22,35 +22,6 @@ static const clg_attr_def b2s_attrs[] = {
     {.name = "Tcrops", .type = CLG_ATTR_DTYPE, .inferred = true},
 };
 
-/* A dtype attribute inferred from an input (a given one must agree). */
-static clg_code set_dtype(clg_node *n, int at, clg_dtype dtype)
-{
-  clg_attr_value *t = &n->attrs[at];
-  if (t->set && t->dtype != dtype)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "attribute %s is %s but the input is %s",
-                          n->def->attrs[at].name, clg_dtype_name(t->dtype), clg_dtype_name(dtype));
-  t->set = true;
-  t->dtype = dtype;
-  return CLG_OK;
-}
-
-/* Input i as a Const of int32 or int64, else the error of a non-constant one. */
-static clg_code const_input(const clg_node *n, int i, const char *what, const clg_tensor **out)
-{
-  const clg_node *p = n->inputs[i].node;
-  const clg_tensor *t = clg_node_value(p);
-  if (!(p->def->flags & CLG_OP_CONST) || !t)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT,
-                          "%s (input %d) must be a constant: shapes are static, but '%s' is a %s",
-                          what, i, p->name, p->op);
-  clg_dtype dt = clg_tensor_dtype(t);
-  if (dt != CLG_INT32 && dt != CLG_INT64)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s (input %d) must be int32 or int64, not %s",
-                          what, i, clg_dtype_name(dt));
-  *out = t;
-  return CLG_OK;
-}
-
 static int64_t int_at(const clg_tensor *t, size_t k)
 {
   const void *d = clg_tensor_const_data(t);
@@ -63,9 +34,9 @@ clg_code clg_space_batch_spec_of(const clg_node *n, clg_space_batch_spec *s)
   const char *pads = s2b ? "paddings" : "crops";
   const clg_out_desc *x = clg_node_in(n, 0);
   const clg_tensor *bt, *pt;
-  clg_code code = const_input(n, 1, "block_shape", &bt);
+  clg_code code = clg_node_const_int_tensor(n, 1, "block_shape", &bt);
   if (code == CLG_OK)
-    code = const_input(n, 2, pads, &pt);
+    code = clg_node_const_int_tensor(n, 2, pads, &pt);
   if (code != CLG_OK)
     return code;
   char sh[192];
@@ -125,9 +96,9 @@ static clg_code s2b_infer(clg_node *n)
                             (long long)padded, k, (long long)s.block[k]);
     dims[k + 1] = padded / s.block[k];
   }
-  if ((code = set_dtype(n, 0, x->dtype)) != CLG_OK ||
-      (code = set_dtype(n, 1, clg_node_in(n, 1)->dtype)) != CLG_OK ||
-      (code = set_dtype(n, 2, clg_node_in(n, 2)->dtype)) != CLG_OK)
+  if ((code = clg_infer_dtype_attr(n, 0, x->dtype, false)) != CLG_OK ||
+      (code = clg_infer_dtype_attr(n, 1, clg_node_in(n, 1)->dtype, false)) != CLG_OK ||
+      (code = clg_infer_dtype_attr(n, 2, clg_node_in(n, 2)->dtype, false)) != CLG_OK)
     return code;
   return clg_node_set_output(n, 0, x->dtype, x->rank, dims);
 }
@@ -159,9 +130,9 @@ static clg_code b2s_infer(clg_node *n)
                             k, (long long)cropped);
     dims[k + 1] = cropped;
   }
-  if ((code = set_dtype(n, 0, x->dtype)) != CLG_OK ||
-      (code = set_dtype(n, 1, clg_node_in(n, 1)->dtype)) != CLG_OK ||
-      (code = set_dtype(n, 2, clg_node_in(n, 2)->dtype)) != CLG_OK)
+  if ((code = clg_infer_dtype_attr(n, 0, x->dtype, false)) != CLG_OK ||
+      (code = clg_infer_dtype_attr(n, 1, clg_node_in(n, 1)->dtype, false)) != CLG_OK ||
+      (code = clg_infer_dtype_attr(n, 2, clg_node_in(n, 2)->dtype, false)) != CLG_OK)
     return code;
   return clg_node_set_output(n, 0, x->dtype, x->rank, dims);
 }

@@ -159,17 +159,6 @@ static __attribute__((target("avx512f"))) __mmask16 dw_mask512(int64_t left)
 #define DW_LOAD(p, m, full) ((full) ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p))
 #define DW_STORE(p, m, full, v) ((full) ? _mm512_storeu_ps(p, v) : _mm512_mask_storeu_ps(p, m, v))
 #include "backends/host/depthwise_tmpl.h"
-#undef DW_SFX
-#undef DW_TGT
-#undef DW_V
-#undef DW_M
-#undef DW_W
-#undef DW_NV
-#undef DW_ZERO
-#undef DW_FMA
-#undef DW_MASK
-#undef DW_LOAD
-#undef DW_STORE
 
 /* AVX2's masked moves take a vector whose lanes' sign bits select */
 static __attribute__((target("avx2"))) __m256i dw_mask256(int64_t left)
@@ -190,17 +179,6 @@ static __attribute__((target("avx2"))) __m256i dw_mask256(int64_t left)
 #define DW_LOAD(p, m, full) ((full) ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m))
 #define DW_STORE(p, m, full, v) ((full) ? _mm256_storeu_ps(p, v) : _mm256_maskstore_ps(p, m, v))
 #include "backends/host/depthwise_tmpl.h"
-#undef DW_SFX
-#undef DW_TGT
-#undef DW_V
-#undef DW_M
-#undef DW_W
-#undef DW_NV
-#undef DW_ZERO
-#undef DW_FMA
-#undef DW_MASK
-#undef DW_LOAD
-#undef DW_STORE
 
 /* A multiplier over 1: the loops above, float also compiled for AVX2 (8 channels a vector, not
  * SSE2's 4; no contraction into FMAs, so the same sums as the baseline's). */

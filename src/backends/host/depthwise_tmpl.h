@@ -6,6 +6,7 @@
  *   DW_NV              vectors in a full block of channels
  *   DW_ZERO, DW_FMA(a, b, c), DW_MASK(left)  (lanes below left on, at most DW_W)
  *   DW_LOAD(p, m, full), DW_STORE(p, m, full, v)  (masked unless full)
+ * (this file undefines them all at its end).
  *
  * An output row (b, oh) is cut into blocks of channels, each swept along the row in tiles of
  * DW_P pixels whose accumulators stay in registers over all of the window's taps (tap order a
@@ -114,3 +115,15 @@ static DW_TGT void DW_SFX(forward_rows)(const clg_window *g, const float *x, con
 }
 
 #undef DW_P
+/* The includer's parameters, so that the next instance defines its own. */
+#undef DW_SFX
+#undef DW_TGT
+#undef DW_V
+#undef DW_M
+#undef DW_W
+#undef DW_NV
+#undef DW_ZERO
+#undef DW_FMA
+#undef DW_MASK
+#undef DW_LOAD
+#undef DW_STORE
