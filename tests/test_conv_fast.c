@@ -31,21 +31,6 @@ static float *rand_floats(size_t n)
   return p;
 }
 
-/* TensorFlow's output size and padding before, for one spatial dim. */
-static void out_dim(int64_t in, int64_t k, int64_t d, int64_t s, bool same, int64_t *out,
-                    int64_t *pad)
-{
-  int64_t eff = (k - 1) * d + 1;
-  if (same) {
-    *out = (in + s - 1) / s;
-    int64_t total = (*out - 1) * s + eff - in;
-    *pad = total > 0 ? total / 2 : 0;
-  } else {
-    *out = in >= eff ? (in - eff) / s + 1 : 0;
-    *pad = 0;
-  }
-}
-
 typedef struct conv_case {
   int64_t x[4], f[4], s, d;
   bool same, depthwise;
@@ -58,8 +43,8 @@ static void check_case(const conv_case *c)
   size_t nf = (size_t)(c->f[0] * c->f[1] * c->f[2] * c->f[3]);
   float *x = rand_floats(nx), *f = rand_floats(nf);
   int64_t oh, ow, pt, pl;
-  out_dim(c->x[1], c->f[0], c->d, c->s, c->same, &oh, &pt);
-  out_dim(c->x[2], c->f[1], c->d, c->s, c->same, &ow, &pl);
+  clg_test_out_dim(c->x[1], c->f[0], c->d, c->s, c->same, &oh, &pt);
+  clg_test_out_dim(c->x[2], c->f[1], c->d, c->s, c->same, &ow, &pl);
   int64_t C = c->x[3], co = c->depthwise ? C * c->f[3] : c->f[3];
   int64_t y[4] = {c->x[0], oh, ow, co};
   size_t ny = (size_t)(y[0] * oh * ow * co);

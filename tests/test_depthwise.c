@@ -26,21 +26,6 @@ typedef struct dw_case {
   bool same, f64;
 } dw_case;
 
-/* TensorFlow's output size and padding before, for one spatial dim. */
-static void out_dim(int64_t in, int64_t k, int64_t d, int64_t s, bool same, int64_t *out,
-                    int64_t *pad)
-{
-  int64_t eff = (k - 1) * d + 1;
-  if (same) {
-    *out = (in + s - 1) / s;
-    int64_t total = (*out - 1) * s + eff - in;
-    *pad = total > 0 ? total / 2 : 0;
-  } else {
-    *out = in >= eff ? (in - eff) / s + 1 : 0;
-    *pad = 0;
-  }
-}
-
 static double *rand_values(size_t count)
 {
   double *p = malloc((count ? count : 1) * sizeof(double));
@@ -67,8 +52,8 @@ static clg_node *values_const(clg_graph *g, const char *name, const int64_t *dim
 static void check(const dw_case *k)
 {
   int64_t oh, ow, pt, pl, C = k->c, M = k->m, CM = k->c * k->m;
-  out_dim(k->h, k->kh, k->d, k->s, k->same, &oh, &pt);
-  out_dim(k->w, k->kw, k->d, k->s, k->same, &ow, &pl);
+  clg_test_out_dim(k->h, k->kh, k->d, k->s, k->same, &oh, &pt);
+  clg_test_out_dim(k->w, k->kw, k->d, k->s, k->same, &ow, &pl);
   int64_t xd[4] = {k->n, k->h, k->w, C}, fd[4] = {k->kh, k->kw, C, M}, yd[4] = {k->n, oh, ow, CM};
   size_t nx = (size_t)(k->n * k->h * k->w * C), nf = (size_t)(k->kh * k->kw * CM);
   size_t ny = (size_t)(k->n * oh * ow * CM);

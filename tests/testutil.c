@@ -307,3 +307,17 @@ clg_code clg_test_run_one(clg_graph *g, const clg_session_options *opt, clg_node
   clg_session_free(s);
   return code;
 }
+
+void clg_test_out_dim(int64_t in, int64_t k, int64_t d, int64_t s, bool same, int64_t *out,
+                      int64_t *pad)
+{
+  int64_t eff = (k - 1) * d + 1;
+  if (same) {
+    *out = (in + s - 1) / s;
+    int64_t total = (*out - 1) * s + eff - in;
+    *pad = total > 0 ? total / 2 : 0;
+  } else {
+    *out = in >= eff ? (in - eff) / s + 1 : 0;
+    *pad = 0;
+  }
+}

@@ -113,6 +113,11 @@ void clg_test_check_values(const clg_tensor *t, clg_dtype dtype, int rank, const
                            const double *want, double abs, double rel, bool signed_zero,
                            const char *what, const char *dev);
 
+/* TensorFlow's output size of one spatial dim of a window op (filter k, dilation d, stride s,
+ * SAME or VALID) and the padding before it. */
+void clg_test_out_dim(int64_t in, int64_t k, int64_t d, int64_t s, bool same, int64_t *out,
+                      int64_t *pad);
+
 /* Runs output 0 of node, built in g, once in a new session of opt and frees the session: *out
  * is the caller's. The first failure's code (g's status included); the message is
  * clg_last_error()'s. */
