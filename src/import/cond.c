@@ -34,7 +34,7 @@ static bool reads_dead(imp *c, const char *in)
 
 static clg_code mark_dead(imp *c, int idx)
 {
-  clg_output none[DEAD_OUTS];
+  clg_output none[DEAD_OUTS] = {0};
   memset(none, 0, sizeof none);
   return clg_imp_set_outs(c, idx, NULL, DEAD_OUTS, none);
 }
@@ -43,7 +43,7 @@ static clg_code mark_dead(imp *c, int idx)
 static clg_code fold_switch(imp *c, int idx, bool *done)
 {
   const clg_imp_node *n = &c->m->nodes[idx];
-  clg_output data, pred;
+  clg_output data = {0}, pred = {0};
   clg_code code = clg_imp_flush_for(c, n);
   if (code == CLG_OK && n->num_inputs >= 2)
     code = clg_imp_resolve(c, n, n->inputs[1], &pred);
@@ -80,7 +80,7 @@ static clg_code fold_merge(imp *c, int idx, bool *done)
   *done = true;
   if (nlive == 0)
     return mark_dead(c, idx);
-  clg_output v;
+  clg_output v = {0};
   clg_code code = clg_imp_resolve(c, n, n->inputs[live], &v);
   if (code != CLG_OK)
     return code;

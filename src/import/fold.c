@@ -40,7 +40,7 @@ void clg_imp_fold_reset(imp *c)
 /* Node p of a wave in scratch graph sg (on CPU:0): Consts of its inputs' values, then it. */
 static clg_node *scratch_node(clg_graph *sg, const pending *p)
 {
-  clg_output sins[64];
+  clg_output sins[64] = {0};
   for (int i = 0; i < p->nin; i++)
     sins[i] = clg_out(clg_const(sg, NULL, clg_node_value(p->ins[i].node)), 0);
   return clg_op(sg, p->def->name, NULL, p->nin, sins, p->na, p->attrs);
@@ -144,7 +144,7 @@ static clg_code build_folded(imp *c, const pending *p, clg_tensor **vals)
   bool pushed = n->device[0] && clg_graph_push_device(c->g, n->device) == CLG_OK;
   if (n->device[0] && !pushed)
     code = clg_graph_status(c->g);
-  clg_output outs[64];
+  clg_output outs[64] = {0};
   for (int i = 0; i < p->nout; i++) {
     char name[1024];
     if (i == 0)

@@ -467,7 +467,7 @@ static clg_code build_node(imp *c, int idx)
                              "%s: op type %s (node '%s') is not supported by clgraph", file_of(c),
                              n->op, n->name));
   int nin = 0, nctrl = 0;
-  clg_output ins[256];
+  clg_output ins[256] = {0};
   clg_node *ctrl[256];
   clg_code code = flush_if_reads_wave(c, n);
   if (code == CLG_OK)
@@ -668,7 +668,7 @@ static clg_code fill_io(imp *c)
   clg_code code = CLG_OK;
   if (m->num_sig_inputs) {
     for (int i = 0; i < m->num_sig_inputs && code == CLG_OK; i++) {
-      clg_output v;
+      clg_output v = {0};
       if (mapped(c, m->sig_inputs[i].name) >= 0)
         continue;
       if ((code = clg_import_find(r, m->sig_inputs[i].name, &v)) != CLG_OK)
@@ -684,7 +684,7 @@ static clg_code fill_io(imp *c)
   }
   if (m->num_sig_outputs) {
     for (int i = 0; i < m->num_sig_outputs && code == CLG_OK; i++) {
-      clg_output v;
+      clg_output v = {0};
       clg_code found = clg_import_find(r, m->sig_outputs[i].name, &v);
       if (found == CLG_INVALID_ARGUMENT) /* dead (cond.c) */
         return clg_error_prefix("%s: signature output: ", file_of(c));

@@ -171,7 +171,7 @@ clg_code clg_onnx_in(clg_onnx *c, const clg_imp_node *n, int i, clg_output *out)
     return missing(c, n, i);
   if (!v->canon.node) {
     static const int64_t to_nchw[4] = {0, 3, 1, 2};
-    clg_output t;
+    clg_output t = {0};
     clg_code code = clg_onnx_transpose(c, v->nhwc, 4, to_nchw, &t);
     if (code != CLG_OK)
       return code;
@@ -192,7 +192,7 @@ clg_code clg_onnx_in_nhwc(clg_onnx *c, const clg_imp_node *n, int i, clg_output 
       return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input %d has rank %d, not 4 (NCHW)", i,
                            clg_onnx_rank(v->canon));
     static const int64_t to_nhwc[4] = {0, 2, 3, 1};
-    clg_output t;
+    clg_output t = {0};
     clg_code code = clg_onnx_transpose(c, v->canon, 4, to_nhwc, &t);
     if (code != CLG_OK)
       return code;
@@ -223,7 +223,7 @@ const clg_tensor *clg_onnx_in_const(clg_onnx *c, const clg_imp_node *n, int i)
     return const_of(v->canon);
   if (!const_of(v->nhwc))
     return NULL;
-  clg_output t;
+  clg_output t = {0};
   return clg_onnx_in(c, n, i, &t) == CLG_OK ? const_of(t) : NULL;
 }
 
@@ -385,13 +385,13 @@ static bool fold(clg_onnx *c, const clg_op_def *def, int nin, const clg_output *
   bool ran = false;
   int have = 0;
   if (sg && clg_graph_push_device(sg, "/device:CPU:0") == CLG_OK) {
-    clg_output sins[64];
+    clg_output sins[64] = {0};
     for (int i = 0; i < nin; i++)
       sins[i] = clg_out(clg_const(sg, NULL, const_of(ins[i])), 0);
     clg_node *sn = clg_op(sg, def->name, NULL, nin, sins, na, attrs);
     have = sn ? clg_node_num_outputs(sn) : 0;
     if (sn && have >= nout && have <= 64 && clg_process_helper_session(sg, &s) == CLG_OK) {
-      clg_output fetch[64];
+      clg_output fetch[64] = {0};
       for (int i = 0; i < have; i++)
         fetch[i] = clg_out(sn, i);
       ran = clg_session_run_outputs(s, 0, NULL, NULL, have, fetch, vals, 0, NULL) == CLG_OK;
@@ -497,7 +497,7 @@ clg_code clg_onnx_const_scalar(clg_onnx *c, clg_dtype dt, double v, clg_output *
 
 clg_code clg_onnx_scalar_op(clg_onnx *c, const char *op, clg_output x, double v, clg_output *y)
 {
-  clg_output k;
+  clg_output k = {0};
   clg_code code = clg_onnx_const_scalar(c, clg_onnx_dtype(x), v, &k);
   clg_output ins[2] = {x, k};
   return code == CLG_OK ? clg_onnx_op(c, op, 2, ins, 0, NULL, y) : code;
@@ -591,7 +591,7 @@ clg_code clg_onnx_transpose(clg_onnx *c, clg_output x, int rank, const int64_t *
     clg_tensor_free(t);
     return code;
   }
-  clg_output p;
+  clg_output p = {0};
   clg_code code = clg_onnx_const_i32(c, rank, perm, &p);
   if (code != CLG_OK)
     return code;
@@ -623,7 +623,7 @@ clg_code clg_onnx_reshape(clg_onnx *c, clg_output x, int rank, const int64_t *di
       return code;
     }
   }
-  clg_output s;
+  clg_output s = {0};
   clg_code code = clg_onnx_const_i32(c, rank, dims, &s);
   if (code != CLG_OK)
     return code;
@@ -896,7 +896,7 @@ static clg_code fill_result(clg_onnx *c)
                        file_name(c), nm);
     clg_imp_node fake = {
         .name = (char *)nm, .op = (char *)"output", .num_inputs = 1, .inputs = (char **)&nm};
-    clg_output v;
+    clg_output v = {0};
     clg_code code = clg_onnx_in(c, &fake, 0, &v);
     if (code != CLG_OK)
       return code;

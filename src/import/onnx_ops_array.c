@@ -31,7 +31,7 @@ static clg_code identity(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
   }
   clg_code code = clg_onnx_out_alias(c, n, 0, 0);
   if (code == CLG_OK && n->num_outputs > 1 && n->outputs[1][0]) {
-    clg_output x, ones;
+    clg_output x = {0}, ones = {0};
     code = clg_onnx_in(c, n, 0, &x);
     int64_t dims[CLG_MAX_RANK];
     for (int i = 0; i < clg_onnx_rank(x); i++)
@@ -54,7 +54,7 @@ static clg_code constant(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
 {
   (void)r;
   const clg_imp_attr *a = clg_onnx_attr(n, "value");
-  clg_output y;
+  clg_output y = {0};
   clg_code code;
   if (a && a->kind == CLG_IMP_TENSOR) {
     if (!a->tensor.value)
@@ -105,7 +105,7 @@ static clg_code shape_or_size(clg_onnx *c, const clg_imp_node *n, bool is_size)
   int64_t dims[CLG_MAX_RANK], size = 1;
   for (int i = 0; i < rank; i++)
     size *= dims[i] = clg_onnx_in_dim(c, n, 0, i);
-  clg_output y;
+  clg_output y = {0};
   clg_code code;
   if (is_size)
     code = const_i64(c, 1, &size, true, &y);
@@ -137,7 +137,7 @@ static clg_code size_rule(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rul
 /* x reshaped to dims: the NHWC form reshaped directly where H = W = 1 (the same order). */
 static clg_code reshape_to(clg_onnx *c, const clg_imp_node *n, int rank, const int64_t *dims)
 {
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   clg_code code;
   if (clg_onnx_in_is_nhwc(c, n, 0) && clg_onnx_in_dim(c, n, 0, 2) == 1 &&
       clg_onnx_in_dim(c, n, 0, 3) == 1)
@@ -275,7 +275,7 @@ static clg_code transpose(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rul
       perm[i] = rank - 1 - i;
   else if (k != rank)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "perm has %d values for rank %d", k, rank);
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   clg_code code;
   static const int64_t nchw_of_nhwc[4] = {0, 3, 1, 2};
   if (rank == 4 && clg_onnx_in_is_nhwc(c, n, 0)) { /* the NHWC form permuted at once */
@@ -309,7 +309,7 @@ static clg_code concat(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   for (int i = 0; i < k; i++)
     nhwc = nhwc && clg_onnx_in_is_nhwc(c, n, i);
   static const int64_t nhwc_axis[4] = {0, 3, 1, 2};
-  clg_output ins[256], y;
+  clg_output ins[256] = {0}, y = {0};
   clg_code code = CLG_OK;
   int m = 0;
   for (int i = 0; i < k && code == CLG_OK; i++) {
@@ -363,7 +363,7 @@ static clg_code split(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r
                          "split sizes (%d, sum %lld) do not fit %d "
                          "outputs of a dim of %lld",
                          k, (long long)sum, parts, (long long)dim);
-  clg_output x;
+  clg_output x = {0};
   if ((code = clg_onnx_in(c, n, 0, &x)) != CLG_OK)
     return code;
   int64_t at = 0;
@@ -442,7 +442,7 @@ static clg_code slice(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r
     end[a] = e;
     stride[a] = s;
   }
-  clg_output x, ins[4], y;
+  clg_output x = {0}, ins[4] = {0}, y = {0};
   code = clg_onnx_in(c, n, 0, &x);
   ins[0] = x;
   if (code == CLG_OK)
@@ -466,7 +466,7 @@ static clg_code gather(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   if (!norm_axis(&axis, rank))
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis out of range");
   int64_t dim = clg_onnx_in_dim(c, n, 0, (int)axis);
-  clg_output x, idx, y, ax;
+  clg_output x = {0}, idx = {0}, y = {0}, ax = {0};
   clg_code code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
     code = clg_onnx_in(c, n, 1, &idx);
@@ -494,7 +494,7 @@ static clg_code gather(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
     code = clg_onnx_const(c, t, &idx);
     clg_tensor_free(t);
   } else { /* negative indices wrapped at run time: FloorMod(i, dim) keeps [0, dim) */
-    clg_output d;
+    clg_output d = {0};
     code = clg_onnx_const_scalar(c, clg_onnx_dtype(idx), (double)dim, &d);
     clg_output p[2] = {idx, d};
     if (code == CLG_OK)
@@ -533,7 +533,7 @@ static clg_code pad_edge(clg_onnx *c, const clg_imp_node *n, clg_output x, int r
         mult[e] = e == d ? reps : 1;
       }
       begin[d] = side ? len - 1 : 0;
-      clg_output b, s, m, sl;
+      clg_output b = {0}, s = {0}, m = {0}, sl = {0};
       code = clg_onnx_const_i32(c, rank, begin, &b);
       if (code == CLG_OK)
         code = clg_onnx_const_i32(c, rank, size, &s);
@@ -546,7 +546,7 @@ static clg_code pad_edge(clg_onnx *c, const clg_imp_node *n, clg_output x, int r
       if (code == CLG_OK)
         code = clg_onnx_op(c, "Tile", 2, ti, 0, NULL, &parts[np++]);
     }
-    clg_output ax;
+    clg_output ax = {0};
     if (code == CLG_OK)
       code = clg_onnx_const_scalar(c, CLG_INT32, d, &ax);
     parts[np] = ax;
@@ -594,7 +594,7 @@ static clg_code pad(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
     ((int32_t *)clg_tensor_data(t))[2 * d] = (int32_t)p[d];
     ((int32_t *)clg_tensor_data(t))[2 * d + 1] = (int32_t)p[d + rank];
   }
-  clg_output x, pads, y, cv;
+  clg_output x = {0}, pads = {0}, y = {0}, cv = {0};
   code = clg_onnx_const(c, t, &pads);
   clg_tensor_free(t);
   if (code == CLG_OK)
@@ -638,7 +638,7 @@ static clg_code constant_of_shape(clg_onnx *c, const clg_imp_node *n, const clg_
   for (size_t i = 0; i < clg_tensor_count(t); i++)
     if (v)
       memcpy((uint8_t *)clg_tensor_data(t) + i * es, clg_tensor_data((clg_tensor *)v), es);
-  clg_output y;
+  clg_output y = {0};
   code = clg_onnx_const(c, t, &y);
   clg_tensor_free(t);
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
@@ -662,7 +662,7 @@ static clg_code expand(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
                            (long long)a, (long long)b);
     dims[i] = a == 1 ? b : a;
   }
-  clg_output x, sh, y;
+  clg_output x = {0}, sh = {0}, y = {0};
   code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
     code = clg_onnx_const_i32(c, out, dims, &sh);
@@ -683,7 +683,7 @@ static clg_code tile(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   if (k != clg_onnx_in_rank(c, n, 0))
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%d repeats for rank %d", k,
                          clg_onnx_in_rank(c, n, 0));
-  clg_output x, mk, y;
+  clg_output x = {0}, mk = {0}, y = {0};
   code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
     code = clg_onnx_const_i32(c, k, m, &mk);
@@ -696,7 +696,7 @@ static clg_code tile(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 static clg_code range(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   (void)r;
-  clg_output ins[3], y;
+  clg_output ins[3] = {0}, y = {0};
   clg_code code = CLG_OK;
   for (int i = 0; i < 3 && code == CLG_OK; i++)
     code = clg_onnx_in(c, n, i, &ins[i]);

@@ -44,7 +44,7 @@ static clg_code pad_crop(clg_onnx *c, clg_output x, const int64_t *before, const
   clg_code code = CLG_OK;
   *y = x;
   if (pad) {
-    clg_output pc;
+    clg_output pc = {0};
     int64_t pd[2] = {4, 2};
     clg_tensor *t = clg_tensor_new(CLG_INT32, 2, pd, NULL);
     if (!t)
@@ -66,7 +66,7 @@ static clg_code pad_crop(clg_onnx *c, clg_output x, const int64_t *before, const
     b[1 + a] = cb;
     sz[1 + a] -= cb + ca;
   }
-  clg_output bo, so;
+  clg_output bo = {0}, so = {0};
   code = clg_onnx_const_i32(c, 4, b, &bo);
   if (code == CLG_OK)
     code = clg_onnx_const_i32(c, 4, sz, &so);
@@ -83,7 +83,7 @@ static clg_code slice_one(clg_onnx *c, clg_output x, int axis, int64_t lo, int64
   for (int i = 0; i < r; i++)
     s[i] = i == axis ? len : clg_onnx_dim(x, i);
   b[axis] = lo;
-  clg_output bo, so;
+  clg_output bo = {0}, so = {0};
   clg_code code = clg_onnx_const_i32(c, r, b, &bo);
   if (code == CLG_OK)
     code = clg_onnx_const_i32(c, r, s, &so);
@@ -107,7 +107,7 @@ static clg_code flipped_filter(clg_onnx *c, clg_output w, clg_output *f)
       return clg_graph_record_error(c->g);
     for (int64_t i = 0; i < k; i++)
       rev[i] = k - 1 - i;
-    clg_output io, ax;
+    clg_output io = {0}, ax = {0};
     code = clg_onnx_const_i32(c, (int)k, rev, &io);
     free(rev);
     if (code == CLG_OK)
@@ -171,7 +171,7 @@ static clg_code ct_zeros_between(clg_onnx *c, int64_t nb, const int64_t *in, con
     return clg_graph_record_error(c->g);
   for (int i = 0; i < 12; i++)
     ((int32_t *)clg_tensor_data(t))[i] = (int32_t)p[i];
-  clg_output pc;
+  clg_output pc = {0};
   code = clg_onnx_const(c, t, &pc);
   clg_tensor_free(t);
   if (code == CLG_OK)
@@ -195,7 +195,7 @@ static clg_code ct_groups(clg_onnx *c, clg_output x, clg_output w, int64_t group
   clg_attr at[3] = {clg_attr_int_list("strides", 4, strides), clg_attr_string("padding", "VALID"),
                     clg_attr_int_list("dilations", 4, dil)};
   bool dilated = dl[0] != 1 || dl[1] != 1;
-  clg_output parts[65];
+  clg_output parts[65] = {0};
   int64_t cg = cin / group;
   for (int64_t g = 0; g < group && code == CLG_OK; g++) {
     clg_output xg = x, wg = w, f;
@@ -258,7 +258,7 @@ static clg_code conv_transpose(clg_onnx *c, const clg_imp_node *n, const clg_onn
   code = ct_pads(c, n, sp, in, k, st, dl, op, pb, pe);
   if (code != CLG_OK)
     return code;
-  clg_output x, w, y;
+  clg_output x = {0}, w = {0}, y = {0};
   code = rank == 4 ? clg_onnx_in_nhwc(c, n, 0, &x) : clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
     code = clg_onnx_in(c, n, 1, &w);
@@ -290,7 +290,7 @@ static clg_code conv_transpose(clg_onnx *c, const clg_imp_node *n, const clg_onn
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "%lld groups", (long long)group);
   code = ct_groups(c, x, w, group, cin, dl, &y);
   if (code == CLG_OK && clg_onnx_has(n, 2)) {
-    clg_output b;
+    clg_output b = {0};
     code = clg_onnx_in(c, n, 2, &b);
     clg_output ins[2] = {y, b};
     if (code == CLG_OK)
@@ -325,7 +325,7 @@ static clg_code set_value(clg_onnx *c, char *name, clg_output x)
 /* Input i ([.., L]) as [.., 1, L] under name. */
 static clg_code as_4d(clg_onnx *c, const clg_imp_node *n, int i, char *name)
 {
-  clg_output x;
+  clg_output x = {0};
   clg_code code = clg_onnx_in(c, n, i, &x);
   int64_t d[4] = {clg_onnx_dim(x, 0), clg_onnx_dim(x, 1), 1, clg_onnx_dim(x, 2)};
   if (code == CLG_OK)
@@ -379,12 +379,13 @@ clg_code clg_onnx_as_2d(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
   /* [N, C, 1, L'] -> [N, C, L'] */
   char *back_in[1] = {name_y};
   clg_imp_node b = {.name = n->name, .op = n->op, .num_inputs = 1, .inputs = back_in, .domain = ""};
-  clg_output y;
+  clg_output y = {0};
   if (code == CLG_OK)
     code = clg_onnx_in(c, &b, 0, &y);
+  if (code != CLG_OK)
+    return code; /* y is unset: its dims must not be read */
   int64_t d[3] = {clg_onnx_dim(y, 0), clg_onnx_dim(y, 1), clg_onnx_dim(y, 3)};
-  if (code == CLG_OK)
-    code = clg_onnx_reshape(c, y, 3, d, &y);
+  code = clg_onnx_reshape(c, y, 3, d, &y);
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
@@ -424,7 +425,7 @@ static clg_code select_mask(clg_onnx *c, clg_output x, const bool *keep, clg_out
   size_t cnt = clg_tensor_count(t);
   for (size_t i = 0; i < cnt; i++)
     ((uint8_t *)clg_tensor_data(t))[i] = keep[i];
-  clg_output m, z;
+  clg_output m = {0}, z = {0};
   clg_code code = clg_onnx_const(c, t, &m);
   clg_tensor_free(t);
   if (code == CLG_OK)
@@ -446,7 +447,7 @@ static clg_code trilu(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r
   if (code != CLG_OK)
     return code;
   bool upper = clg_onnx_attr_i(n, "upper", 1) != 0;
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   if ((code = clg_onnx_in(c, n, 0, &x)) != CLG_OK)
     return code;
   size_t total = (size_t)clg_onnx_count(x);
@@ -475,7 +476,7 @@ static clg_code hardmax(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
     axis += rank;
   if (axis < 0 || axis >= rank)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis out of range for rank %d", rank);
-  clg_output x, am, ax, pos, y;
+  clg_output x = {0}, am = {0}, ax = {0}, pos = {0}, y = {0};
   clg_code code = clg_onnx_in(c, n, 0, &x);
   if (code != CLG_OK)
     return code;
@@ -537,7 +538,7 @@ static clg_code depth_to_space(clg_onnx *c, const clg_imp_node *n, const clg_onn
   if (b < 1 || ch % (b * b))
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "blocksize %lld does not divide %lld channels",
                          (long long)b, (long long)ch);
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   clg_code code;
   if (strcmp(mode, "DCR") == 0) {
     if (b == 1)
@@ -578,7 +579,7 @@ static clg_code space_to_depth(clg_onnx *c, const clg_imp_node *n, const clg_onn
                          (long long)b, (long long)h, (long long)w);
   int64_t d6[6] = {nb, ch, h / b, b, w / b, b}, perm[6] = {0, 3, 5, 1, 2, 4};
   int64_t d4[4] = {nb, ch * b * b, h / b, w / b};
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   clg_code code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
     code = clg_onnx_reshape(c, x, 6, d6, &y);
@@ -601,7 +602,7 @@ static clg_code select3(clg_onnx *c, clg_output cond, clg_output a, clg_output b
 /* x >= v (v a scalar of x's dtype), v >= x when flip. */
 static clg_code ge_scalar(clg_onnx *c, clg_output x, double v, bool flip, clg_output *y)
 {
-  clg_output k;
+  clg_output k = {0};
   clg_code code = clg_onnx_const_scalar(c, clg_onnx_dtype(x), v, &k);
   return code == CLG_OK ? clg_onnx_binop(c, "GreaterEqual", flip ? k : x, flip ? x : k, y) : code;
 }
@@ -610,7 +611,7 @@ static clg_code ge_scalar(clg_onnx *c, clg_output x, double v, bool flip, clg_ou
 static clg_code thresholded_relu(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   (void)r;
-  clg_output x, cond, z, y;
+  clg_output x = {0}, cond = {0}, z = {0}, y = {0};
   bool nhwc;
   clg_code code = clg_onnx_in_either(c, n, &x, &nhwc);
   if (code == CLG_OK)
@@ -627,7 +628,7 @@ static clg_code shrink(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
 {
   (void)r;
   double l = clg_onnx_attr_f(n, "lambd", 0.5), bias = clg_onnx_attr_f(n, "bias", 0);
-  clg_output x, lo, hi, z, xa, xs, y;
+  clg_output x = {0}, lo = {0}, hi = {0}, z = {0}, xa = {0}, xs = {0}, y = {0};
   bool nhwc;
   clg_code code = clg_onnx_in_either(c, n, &x, &nhwc);
   if (code == CLG_OK)
@@ -653,7 +654,7 @@ static clg_code is_inf(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   (void)r;
   bool pos = clg_onnx_attr_i(n, "detect_positive", 1) != 0;
   bool neg = clg_onnx_attr_i(n, "detect_negative", 1) != 0;
-  clg_output x, k, y;
+  clg_output x = {0}, k = {0}, y = {0};
   bool nhwc;
   clg_code code = clg_onnx_in_either(c, n, &x, &nhwc);
   if (code == CLG_OK && !clg_onnx_is_float(clg_onnx_dtype(x)))
@@ -675,7 +676,7 @@ static clg_code cast_like(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rul
 {
   (void)r;
   clg_dtype dt = clg_onnx_in_dtype(c, n, 1);
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   bool nhwc;
   clg_code code = clg_onnx_in_either(c, n, &x, &nhwc);
   if (code != CLG_OK)
@@ -709,7 +710,7 @@ static clg_code eye_like(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
   for (int64_t i = 0; i < d[0]; i++)
     if (i + k >= 0 && i + k < d[1])
       v[i * d[1] + i + k] = 1;
-  clg_output y;
+  clg_output y = {0};
   clg_code code = const_any(c, dt, 2, d, v, &y);
   free(v);
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;

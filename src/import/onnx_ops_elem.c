@@ -17,7 +17,7 @@ static clg_code in_for_nhwc(clg_onnx *c, const clg_imp_node *n, int i, clg_outpu
   int rank = clg_onnx_in_rank(c, n, i);
   if (rank == 4)
     return clg_onnx_in_nhwc(c, n, i, out);
-  clg_output x;
+  clg_output x = {0};
   clg_code code = clg_onnx_in(c, n, i, &x);
   if (code != CLG_OK || rank == 0 || clg_onnx_count(x) == 1)
     return code == CLG_OK ? (*out = x, CLG_OK) : code;
@@ -25,7 +25,7 @@ static clg_code in_for_nhwc(clg_onnx *c, const clg_imp_node *n, int i, clg_outpu
   for (int d = 0; d < rank; d++)
     dims[4 - rank + d] = clg_onnx_dim(x, d);
   static const int64_t to_nhwc[4] = {0, 2, 3, 1};
-  clg_output r;
+  clg_output r = {0};
   if ((code = clg_onnx_reshape(c, x, 4, dims, &r)) != CLG_OK)
     return code;
   return clg_onnx_transpose(c, r, 4, to_nhwc, out);
@@ -67,7 +67,7 @@ static clg_code put(clg_onnx *c, const clg_imp_node *n, bool nhwc, clg_output y)
 /* One input, one clgraph op of the same meaning. */
 static clg_code unary(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   bool nhwc;
   clg_code code = gather(c, n, 1, &x, &nhwc);
   if (code == CLG_OK)
@@ -83,7 +83,7 @@ static clg_code binary(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   if (clg_onnx_attr(n, "broadcast") || clg_onnx_attr(n, "axis"))
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED,
                          "the legacy broadcast/axis attributes (opset < 7) are not supported");
-  clg_output ins[2], y;
+  clg_output ins[2] = {0}, y = {0};
   bool nhwc;
   clg_code code = gather(c, n, 2, ins, &nhwc);
   if (code == CLG_OK)
@@ -113,7 +113,7 @@ static clg_code cast_op(clg_onnx *c, clg_output x, clg_dtype dt, clg_output *y)
  * is nonzero and its sign differs from x's. */
 static clg_code int_fmod(clg_onnx *c, const clg_output *ins, clg_output *y)
 {
-  clg_output r, zero, nz, rn, xn, fix, p[2];
+  clg_output r = {0}, zero = {0}, nz = {0}, rn = {0}, xn = {0}, fix = {0}, p[2] = {0};
   clg_code code = clg_onnx_op(c, "FloorMod", 2, ins, 0, NULL, &r);
   if (code == CLG_OK)
     code = clg_onnx_const_scalar(c, clg_onnx_dtype(r), 0, &zero);
@@ -149,7 +149,7 @@ static clg_code mod_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
 {
   if (clg_onnx_attr_i(n, "fmod", 0) == 0)
     return binary(c, n, r);
-  clg_output ins[2], ax, ay, s, y;
+  clg_output ins[2] = {0}, ax = {0}, ay = {0}, s = {0}, y = {0};
   bool nhwc;
   clg_code code = gather(c, n, 2, ins, &nhwc);
   clg_dtype dt = code == CLG_OK ? clg_onnx_dtype(ins[0]) : CLG_FLOAT32;
@@ -185,7 +185,7 @@ static clg_code variadic_of(clg_onnx *c, const clg_imp_node *n, const clg_onnx_r
   int k = n->num_inputs;
   if (k < 1 || k > 64)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%d inputs", k);
-  clg_output ins[64], acc;
+  clg_output ins[64] = {0}, acc = {0};
   bool nhwc;
   clg_code code = gather(c, n, k, ins, &nhwc);
   if (code != CLG_OK)
@@ -205,7 +205,7 @@ static clg_code variadic_of(clg_onnx *c, const clg_imp_node *n, const clg_onnx_r
     code = clg_onnx_op(c, "Identity", 1, &x, 0, NULL, &acc);
   }
   if (code == CLG_OK && mean) {
-    clg_output s, p[2];
+    clg_output s = {0}, p[2] = {0};
     code = clg_onnx_const_scalar(c, clg_onnx_dtype(acc), 1.0 / k, &s);
     p[0] = acc;
     p[1] = s;
@@ -232,7 +232,7 @@ static clg_code clip(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
     if (code == CLG_OK && clg_onnx_has(n, 2))
       code = clg_onnx_in_scalar(c, n, 2, &hi);
   }
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   bool nhwc;
   if (code == CLG_OK)
     code = gather(c, n, 1, &x, &nhwc);
@@ -257,7 +257,7 @@ static clg_code clip(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 static clg_code leaky_relu(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   (void)r;
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   bool nhwc;
   clg_code code = gather(c, n, 1, &x, &nhwc);
   clg_attr a = clg_attr_float("alpha", clg_onnx_attr_f(n, "alpha", 0.01));
@@ -271,7 +271,7 @@ static clg_code hard_sigmoid_of(clg_onnx *c, const clg_imp_node *n, bool swish)
 {
   double alpha = swish ? 1.0 / 6 : clg_onnx_attr_f(n, "alpha", 0.2);
   double beta = swish ? 0.5 : clg_onnx_attr_f(n, "beta", 0.5);
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   bool nhwc;
   clg_code code = gather(c, n, 1, &x, &nhwc);
   if (code == CLG_OK)
@@ -295,7 +295,7 @@ static clg_code exp_linear_of(clg_onnx *c, const clg_imp_node *n, bool selu, boo
 {
   double alpha = clg_onnx_attr_f(n, "alpha", selu ? 1.67326319217681884765625 : 1.0);
   double gamma = selu ? clg_onnx_attr_f(n, "gamma", 1.05070102214813232421875) : 1.0;
-  clg_output x, y, pos, neg, zero;
+  clg_output x = {0}, y = {0}, pos = {0}, neg = {0}, zero = {0};
   bool nhwc;
   clg_code code = gather(c, n, 1, &x, &nhwc);
   /* gamma * (max(0, x) + min(0, alpha * (exp(x / k) - 1))), k = alpha for Celu, else 1 */
@@ -375,7 +375,7 @@ static clg_code prelu(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r
 /* Where(cond, x, y): SelectV2 broadcasts all three. */
 static clg_code where(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
-  clg_output ins[3], y;
+  clg_output ins[3] = {0}, y = {0};
   bool nhwc;
   if (n->num_inputs != 3)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%d inputs, not 3", n->num_inputs);

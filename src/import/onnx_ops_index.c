@@ -93,7 +93,7 @@ static clg_code index_in(clg_onnx *c, const clg_imp_node *n, int i, int64_t dim,
   if (dt != CLG_INT32 && dt != CLG_INT64)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input %d ('%s') is %s, not int32 or int64", i,
                          clg_onnx_has(n, i) ? n->inputs[i] : "", clg_dtype_name(dt));
-  clg_output x, zero, nonneg, wrapped, ins[3];
+  clg_output x = {0}, zero = {0}, nonneg = {0}, wrapped = {0}, ins[3] = {0};
   TRY(clg_onnx_in(c, n, i, &x));
   TRY(cast_to(c, x, CLG_INT64, &x));
   TRY(clg_onnx_const_scalar(c, CLG_INT64, 0, &zero));
@@ -148,7 +148,7 @@ static clg_code scatter_rows(clg_onnx *c, const clg_imp_node *n, clg_output data
     return clg_graph_record_error(c->g);
   for (int64_t i = 0; i < p; i++)
     pos[i] = i;
-  clg_output rng, col, eq, eqf, ins[3];
+  clg_output rng = {0}, col = {0}, eq = {0}, eqf = {0}, ins[3] = {0};
   clg_code code = const_of(c, CLG_INT64, 2, (int64_t[]){1, p}, pos, &rng);
   free(pos);
   TRY(code);
@@ -156,7 +156,7 @@ static clg_code scatter_rows(clg_onnx *c, const clg_imp_node *n, clg_output data
   TRY(clg_onnx_binop(c, "Equal", col, rng, &eq)); /* [K, P]: update k lands on position p */
   clg_dtype dt = clg_onnx_dtype(data);
   if (strcmp(reduction, "none") == 0) {
-    clg_output which, hit, one, hitb, picked, dim0;
+    clg_output which = {0}, hit = {0}, one = {0}, hitb = {0}, picked = {0}, dim0 = {0};
     TRY(cast_to(c, eq, CLG_FLOAT32, &eqf));
     TRY(clg_onnx_const_scalar(c, CLG_INT32, 0, &dim0));
     TRY(clg_onnx_binop(c, "ArgMax", eqf, dim0, &which));
@@ -172,10 +172,10 @@ static clg_code scatter_rows(clg_onnx *c, const clg_imp_node *n, clg_output data
   if (strcmp(reduction, "add") != 0 && !mul)
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "reduction '%s' is not supported", reduction);
   clg_dtype ft = dt == CLG_FLOAT32 || dt == CLG_FLOAT64 ? dt : CLG_FLOAT64;
-  clg_output updf, sum;
+  clg_output updf = {0}, sum = {0};
   if (mul) { /* data * prod_k (mask ? upd : 1): each factor exact (0 * upd + 1 or upd + 0) */
     int64_t s = clg_onnx_dim(upd, 1);
-    clg_output m3, u3, inv, f, one;
+    clg_output m3 = {0}, u3 = {0}, inv = {0}, f = {0}, one = {0};
     TRY(cast_to(c, eq, ft, &eqf));
     TRY(clg_onnx_reshape(c, eqf, 3, (int64_t[]){k, p, 1}, &m3));
     TRY(cast_to(c, upd, ft, &updf));
@@ -222,7 +222,7 @@ static clg_code elements(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
                            (long long)idims[d], (long long)dims[d]);
   }
   strides_of(rank, dims, stride);
-  clg_output x, idx, base, lin, flat, y, ax;
+  clg_output x = {0}, idx = {0}, base = {0}, lin = {0}, flat = {0}, y = {0}, ax = {0};
   TRY(clg_onnx_in(c, n, 0, &x));
   TRY(index_in(c, n, 1, dims[axis], &idx));
   TRY(base_index(c, rank, idims, stride, (int)axis, &base));
@@ -236,7 +236,7 @@ static clg_code elements(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
     TRY(clg_onnx_op(c, "GatherV2", 3, ins, 0, NULL, &y));
     return clg_onnx_out(c, n, 0, y);
   }
-  clg_output upd;
+  clg_output upd = {0};
   TRY(clg_onnx_in(c, n, 2, &upd));
   TRY(clg_onnx_reshape(c, x, 2, (int64_t[]){total, 1}, &flat));
   TRY(clg_onnx_reshape(c, lin, 1, &k, &lin));
@@ -335,7 +335,7 @@ static clg_code nd(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   TRY(clg_onnx_reshape(c, x, 2, (int64_t[]){batch * pk, s}, &flat));
   TRY(clg_onnx_reshape(c, lin, 1, &m, &lin));
   if (!scatter) {
-    clg_output ax, ins[3];
+    clg_output ax = {0}, ins[3] = {0};
     TRY(clg_onnx_const_scalar(c, CLG_INT32, 0, &ax));
     ins[0] = flat, ins[1] = lin, ins[2] = ax;
     TRY(clg_onnx_op(c, "GatherV2", 3, ins, 0, NULL, &y));
@@ -349,7 +349,7 @@ static clg_code nd(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
     if (clg_onnx_in_dim(c, n, 2, d) != odims[d])
       return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "updates dim %d is %lld, not %lld", d,
                            (long long)clg_onnx_in_dim(c, n, 2, d), (long long)odims[d]);
-  clg_output upd;
+  clg_output upd = {0};
   TRY(clg_onnx_in(c, n, 2, &upd));
   TRY(clg_onnx_reshape(c, upd, 2, (int64_t[]){m, s}, &upd));
   TRY(scatter_rows(c, n, flat, lin, upd, clg_onnx_attr_s(n, "reduction", "none"), &y));
@@ -402,7 +402,8 @@ static clg_code one_hot(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
     return clg_graph_record_error(c->g);
   for (int64_t i = 0; i < depth; i++)
     pos[i] = i;
-  clg_output x, zero, nonneg, wrapped, ins[3], rng, eq, vals, on, off, mask, y;
+  clg_output x = {0}, zero = {0}, nonneg = {0}, wrapped = {0}, ins[3] = {0}, rng = {0}, eq = {0},
+             vals = {0}, on = {0}, off = {0}, mask = {0}, y = {0};
   clg_code code = const_of(c, CLG_INT64, rank + 1, rdims, pos, &rng);
   free(pos);
   TRY(code);
@@ -425,7 +426,7 @@ static clg_code one_hot(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
     TRY(clg_onnx_reshape(c, i ? on : off, 0, NULL, i ? &on : &off));
   }
   /* mask * on + (1 - mask) * off: exact for finite values (one term is zero) */
-  clg_output inv, a, b, one;
+  clg_output inv = {0}, a = {0}, b = {0}, one = {0};
   TRY(cast_to(c, eq, dt, &mask));
   TRY(clg_onnx_const_scalar(c, dt, 1, &one));
   TRY(clg_onnx_binop(c, "Sub", one, mask, &inv));
@@ -458,7 +459,7 @@ static clg_code cumsum(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
                          "a rank-%d input and a %s axis of rank %d: want rank >= 1 and an "
                          "integer scalar",
                          rank, clg_dtype_name(at), clg_onnx_in_rank(c, n, 1));
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   TRY(clg_onnx_in(c, n, 0, &x));
   if (clg_onnx_in_const(c, n, 1) || rank == 1) {
     int64_t a = 0;
@@ -471,13 +472,13 @@ static clg_code cumsum(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
     TRY(cumsum_along(c, x, (int)a, excl, rev, &y));
     return clg_onnx_out(c, n, 0, y);
   }
-  clg_output ax, an;
+  clg_output ax = {0}, an = {0};
   TRY(clg_onnx_in(c, n, 1, &ax));
   TRY(cast_to(c, ax, CLG_INT64, &ax));
   TRY(clg_onnx_reshape(c, ax, 0, NULL, &ax));
   TRY(clg_onnx_scalar_op(c, "FloorMod", ax, rank, &an)); /* -rank..rank-1 to 0..rank-1 */
   for (int a = 0; a < rank; a++) {
-    clg_output ya, is, ins[3];
+    clg_output ya = {0}, is = {0}, ins[3] = {0};
     TRY(cumsum_along(c, x, a, excl, rev, &ya));
     if (a == 0) {
       y = ya;
@@ -515,7 +516,8 @@ static clg_code reverse_sequence(clg_onnx *c, const clg_imp_node *n, const clg_o
   for (int64_t b = 0; b < bl; b++)
     for (int64_t t = 0; t < tl; t++)
       tv[b * tl + t] = t;
-  clg_output tt, lens, late, back, src, ins[3], x, y, ofs;
+  clg_output tt = {0}, lens = {0}, late = {0}, back = {0}, src = {0}, ins[3] = {0}, x = {0},
+             y = {0}, ofs = {0};
   clg_code code = const_of(c, CLG_INT64, 2, (int64_t[]){bl, tl}, tv, &tt);
   free(tv);
   TRY(code);
@@ -612,7 +614,7 @@ static clg_code ein_diagonal(clg_onnx *c, clg_output *x, ein_term *t, int p, int
     return clg_graph_record_error(c->g);
   for (int64_t i = 0; i < len; i++)
     eye[i * len + i] = 1;
-  clg_output m;
+  clg_output m = {0};
   clg_code code = const_of(c, clg_onnx_dtype(*x), rank, dims, eye, &m);
   free(eye);
   TRY(code);
@@ -685,7 +687,7 @@ static clg_code ein_matmul(clg_onnx *c, const clg_output *xs, const ein_term *t,
     nn *= cdims[nc] = ein_dim(xs[1], &t[1], fb[j]), cur[nc++] = fb[j];
   for (int j = 0; j < ns; j++)
     kk *= ein_dim(xs[0], &t[0], sum[j]);
-  clg_output m[2];
+  clg_output m[2] = {0};
   for (int i = 0; i < 2; i++) {
     int order[CLG_MAX_RANK], no = 0;
     for (int j = 0; j < nb; j++)
@@ -707,7 +709,7 @@ static clg_code ein_matmul(clg_onnx *c, const clg_output *xs, const ein_term *t,
     int64_t d3[3] = {bt, i ? kk : ma, i ? nn : kk};
     TRY(clg_onnx_reshape(c, m[i], 3, d3, &m[i]));
   }
-  clg_output prod;
+  clg_output prod = {0};
   TRY(clg_onnx_binop(c, "BatchMatMulV2", m[0], m[1], &prod));
   TRY(clg_onnx_reshape(c, prod, nc, cdims, &prod));
   int64_t perm[CLG_MAX_RANK];
@@ -756,7 +758,7 @@ static clg_code ein_out_term(clg_onnx *c, const clg_imp_node *n, const char *eq,
 static clg_code ein_operands(clg_onnx *c, const clg_imp_node *n, int k, ein_term *t, clg_output *xs)
 {
   for (int i = 0; i < k; i++) {
-    clg_output x;
+    clg_output x = {0};
     TRY(clg_onnx_in(c, n, i, &x));
     for (int p = 0; p < t[i].n; p++)
       for (int q = p + 1; q < t[i].n; q++)
@@ -898,7 +900,7 @@ static clg_code einsum(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   for (int d = 0; d < out.n; d++)
     odims[d] = size[out.labels[d]];
   if (clg_onnx_count(prod) != count_of(out.n, odims)) {
-    clg_output zeros;
+    clg_output zeros = {0};
     TRY(const_of(c, clg_onnx_dtype(prod), out.n, odims, NULL, &zeros));
     TRY(clg_onnx_binop(c, "Add", prod, zeros, &prod));
   }
@@ -940,7 +942,7 @@ static clg_code compress(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
   if (aa && !norm_axis(&axis, rank))
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis %lld of a rank-%d input",
                          (long long)clg_onnx_attr_i(n, "axis", 0), rank);
-  clg_output x, idx, y, ins[3];
+  clg_output x = {0}, idx = {0}, y = {0}, ins[3] = {0};
   TRY(clg_onnx_in(c, n, 0, &x));
   if (!aa) {
     int64_t total = clg_onnx_count(x);
@@ -998,7 +1000,7 @@ static clg_code non_zero(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
       v[j] = 0;
     j++;
   }
-  clg_output y;
+  clg_output y = {0};
   clg_code code = const_of(c, CLG_INT64, 2, dims, v, &y);
   free(v);
   TRY(code);

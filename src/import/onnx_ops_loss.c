@@ -9,7 +9,7 @@
 static clg_code sum_axes(clg_onnx *c, clg_output x, int k, const int64_t *axes, bool keep,
                          clg_output *y)
 {
-  clg_output ax;
+  clg_output ax = {0};
   clg_code code = clg_onnx_const_i32(c, k, axes, &ax);
   clg_attr kd = clg_attr_bool("keep_dims", keep);
   clg_output ins[2] = {x, ax};
@@ -30,7 +30,7 @@ static clg_code cast_to(clg_onnx *c, clg_output x, clg_dtype dt, clg_output *y)
 static clg_code log_softmax_1(clg_onnx *c, clg_output x, clg_output *y)
 {
   static const int64_t one[1] = {1};
-  clg_output ax, m, e;
+  clg_output ax = {0}, m = {0}, e = {0};
   clg_code code = clg_onnx_const_i32(c, 1, one, &ax);
   clg_attr kd = clg_attr_bool("keep_dims", 1);
   clg_output ins[2] = {x, ax};
@@ -104,7 +104,7 @@ static clg_code nll(clg_onnx *c, const clg_imp_node *n, clg_output lp, int li, c
     code = cast_to(c, mask, dt, &mask);
   const clg_imp_attr *ii = clg_onnx_attr(n, "ignore_index");
   if (code == CLG_OK && ii) { /* valid = 1 - (t == ignore_index) */
-    clg_output e;
+    clg_output e = {0};
     code = clg_onnx_const_scalar(c, dt, (double)ii->i, &e);
     if (code == CLG_OK)
       code = clg_onnx_binop(c, "Equal", t, e, &e);
@@ -116,14 +116,14 @@ static clg_code nll(clg_onnx *c, const clg_imp_node *n, clg_output lp, int li, c
       code = clg_onnx_scalar_op(c, "Add", e, 1, &valid);
   }
   static const int64_t one[1] = {1};
-  clg_output pm;
+  clg_output pm = {0};
   if (code == CLG_OK)
     code = clg_onnx_binop(c, "Mul", lp, mask, &pm);
   if (code == CLG_OK)
     code = sum_axes(c, pm, 1, one, false, &picked);
   /* w: each position's weight (its class's, or 1), 0 where ignored */
   if (code == CLG_OK && clg_onnx_has(n, li + 1)) {
-    clg_output wc;
+    clg_output wc = {0};
     code = clg_onnx_in(c, n, li + 1, &wc);
     if (code == CLG_OK && (clg_onnx_rank(wc) != 1 || clg_onnx_dim(wc, 0) != cls))
       return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "weights must hold %lld values",
@@ -142,7 +142,7 @@ static clg_code nll(clg_onnx *c, const clg_imp_node *n, clg_output lp, int li, c
     else
       code = clg_onnx_op(c, "OnesLike", 1, &picked, 0, NULL, &w);
   }
-  clg_output loss;
+  clg_output loss = {0};
   if (code == CLG_OK)
     code = clg_onnx_binop(c, "Mul", picked, w, &loss);
   if (code == CLG_OK)
@@ -156,7 +156,7 @@ static clg_code nll(clg_onnx *c, const clg_imp_node *n, clg_output lp, int li, c
     all[d] = d;
   code = sum_axes(c, loss, rank - 1, all, false, &loss);
   if (code == CLG_OK && strcmp(red, "mean") == 0) {
-    clg_output ws;
+    clg_output ws = {0};
     code = sum_axes(c, w, rank - 1, all, false, &ws);
     if (code == CLG_OK)
       code = clg_onnx_binop(c, "RealDiv", loss, ws, &loss);
@@ -168,7 +168,7 @@ static clg_code nll(clg_onnx *c, const clg_imp_node *n, clg_output lp, int li, c
 static clg_code nll_loss(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   (void)r;
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   clg_code code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
     code = nll(c, n, x, 1, &y);
@@ -179,7 +179,7 @@ static clg_code nll_loss(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
 static clg_code sce_loss(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   (void)r;
-  clg_output x, lp, y;
+  clg_output x = {0}, lp = {0}, y = {0};
   clg_code code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK && clg_onnx_rank(x) < 2)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "scores of rank %d: [N, C, ...] needed",

@@ -40,7 +40,7 @@ static clg_code pow_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   if (!(is_float(xt) || is_int(xt)) || !(is_float(yt) || is_int(yt)))
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "Pow of %s by %s is not supported",
                          clg_dtype_name(xt), clg_dtype_name(yt));
-  clg_output x, e, y;
+  clg_output x = {0}, e = {0}, y = {0};
   clg_code code;
   if (xt == yt && xt != CLG_FLOAT16 && is_float(xt)) {
     int64_t ecount = 1; /* a scalar exponent broadcasts the same in either layout */
@@ -75,7 +75,7 @@ static clg_code pow_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
  * value stays itself, as numpy's wrap-around gives). */
 static clg_code neg_abs(clg_onnx *c, const clg_imp_node *n, bool abs)
 {
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   clg_code code;
   if (!is_int(clg_onnx_in_dtype(c, n, 0))) {
     bool nhwc = clg_onnx_in_is_nhwc(c, n, 0);
@@ -86,7 +86,7 @@ static clg_code neg_abs(clg_onnx *c, const clg_imp_node *n, bool abs)
       return code;
     return nhwc ? clg_onnx_out_nhwc(c, n, 0, y) : clg_onnx_out(c, n, 0, y);
   }
-  clg_output zero;
+  clg_output zero = {0};
   code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
     code = clg_onnx_const_scalar(c, clg_onnx_dtype(x), 0, &zero);
@@ -150,7 +150,7 @@ static clg_code window(clg_onnx *c, const clg_imp_node *n, int kind)
     double x = 2 * CLG_PI * (double)i / len;
     v[i] = a - b * cos(x) + d * cos(2 * x);
   }
-  clg_output y;
+  clg_output y = {0};
   code = clg_onnx_const(c, t, &y);
   clg_tensor_free(t);
   if (code == CLG_OK)
@@ -234,7 +234,7 @@ static clg_code max_unpool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
       return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "the output holds over 2^31 elements");
   }
   int64_t idims[2] = {count, 1};
-  clg_output x, ix, shape, y;
+  clg_output x = {0}, ix = {0}, shape = {0}, y = {0};
   code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
     code = clg_onnx_reshape(c, x, 1, &count, &x);
@@ -258,7 +258,7 @@ static clg_code max_unpool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
       pd[2 * d] = 0;
       pd[2 * d + 1] = out[d] - inf[d];
     }
-    clg_output p;
+    clg_output p = {0};
     code = clg_onnx_const_i32(c, 2 * rank, pd, &p);
     if (code == CLG_OK)
       code = clg_onnx_reshape(c, p, 2, pdims, &p);
@@ -284,7 +284,7 @@ static clg_code times(clg_onnx *c, clg_output x, const double *m, int64_t k, int
   clg_tensor *t = clg_tensor_new(CLG_FLOAT64, 2, md, m);
   if (!t)
     return clg_graph_record_error(c->g);
-  clg_output w, x2;
+  clg_output w = {0}, x2 = {0};
   clg_code code = clg_onnx_const(c, t, &w);
   clg_tensor_free(t);
   if (code == CLG_OK)
@@ -318,7 +318,7 @@ static clg_code dft_product(clg_onnx *c, const clg_output *part, int64_t parts, 
       cm[j * cols + k] = cos(a) * scale;
       sm[j * cols + k] = sgn * sin(a) * scale;
     }
-  clg_output rc, rs, ic, is;
+  clg_output rc = {0}, rs = {0}, ic = {0}, is = {0};
   clg_code code = times(c, part[0], cm, used, cols, &rc);
   if (code == CLG_OK)
     code = times(c, part[0], sm, used, cols, &rs);
@@ -394,7 +394,7 @@ static clg_code dft(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
     for (int d = 0; d < rank; d++)
       size[d] = d == rank - 1 ? 1 : d == axis ? used : clg_onnx_in_dim(c, n, 0, d);
     begin[rank - 1] = p;
-    clg_output b, sz, sl;
+    clg_output b = {0}, sz = {0}, sl = {0};
     code = clg_onnx_const_i32(c, rank, begin, &b);
     if (code == CLG_OK)
       code = clg_onnx_const_i32(c, rank, size, &sz);
@@ -410,19 +410,19 @@ static clg_code dft(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   }
   if (code != CLG_OK)
     return code;
-  clg_output re, im;
+  clg_output re = {0}, im = {0};
   code = dft_product(c, part, parts, used, len, cols, inverse, &re, &im);
   int64_t od[CLG_MAX_RANK];
   for (int d = 0; d < sr; d++)
     od[d] = d == axis ? cols : clg_onnx_in_dim(c, n, 0, d);
   od[sr] = 1;
-  clg_output both[3];
+  clg_output both[3] = {0};
   for (int p = 0; p < 2 && code == CLG_OK; p++) {
     code = clg_onnx_transpose(c, p ? im : re, sr, perm, &both[p]);
     if (code == CLG_OK)
       code = clg_onnx_reshape(c, both[p], rank, od, &both[p]);
   }
-  clg_output y;
+  clg_output y = {0};
   if (code == CLG_OK)
     code = clg_onnx_const_scalar(c, CLG_INT32, rank - 1, &both[2]);
   if (code == CLG_OK)
@@ -489,7 +489,7 @@ static clg_code stft(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
     code = cast_to(c, w, dt, &w);
   for (int p = 0; p < parts && code == CLG_OK; p++) {
     int64_t begin[3] = {0, 0, p}, size[3] = {batch, len, 1}, flat[2] = {batch, len};
-    clg_output bc, sc, sl;
+    clg_output bc = {0}, sc = {0}, sl = {0};
     code = clg_onnx_const_i32(c, 3, begin, &bc);
     if (code == CLG_OK)
       code = clg_onnx_const_i32(c, 3, size, &sc);
@@ -506,17 +506,17 @@ static clg_code stft(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   }
   if (code != CLG_OK)
     return code;
-  clg_output re, im;
+  clg_output re = {0}, im = {0};
   code = dft_product(c, part, parts, flen, flen, cols, false, &re, &im);
   int64_t od[4] = {batch, frames, cols, 1};
-  clg_output both[3];
+  clg_output both[3] = {0};
   if (code == CLG_OK)
     code = clg_onnx_reshape(c, re, 4, od, &both[0]);
   if (code == CLG_OK)
     code = clg_onnx_reshape(c, im, 4, od, &both[1]);
   if (code == CLG_OK)
     code = clg_onnx_const_scalar(c, CLG_INT32, 3, &both[2]);
-  clg_output y;
+  clg_output y = {0};
   if (code == CLG_OK)
     code = clg_onnx_op(c, "ConcatV2", 3, both, 0, NULL, &y);
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
@@ -526,7 +526,7 @@ static clg_code stft(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 static clg_code det_elem(clg_onnx *c, clg_output x, int64_t m, int64_t i, int64_t j, clg_output *y)
 {
   int64_t begin[2] = {0, i * m + j}, size[2] = {clg_onnx_dim(x, 0), 1};
-  clg_output b, sz;
+  clg_output b = {0}, sz = {0};
   clg_code code = clg_onnx_const_i32(c, 2, begin, &b);
   if (code == CLG_OK)
     code = clg_onnx_const_i32(c, 2, size, &sz);
@@ -538,7 +538,7 @@ static clg_code det_elem(clg_onnx *c, clg_output x, int64_t m, int64_t i, int64_
 static clg_code det2(clg_onnx *c, clg_output a, clg_output b, clg_output cc, clg_output d,
                      clg_output *y)
 {
-  clg_output ad, bc;
+  clg_output ad = {0}, bc = {0};
   clg_code code = clg_onnx_binop(c, "Mul", a, d, &ad);
   if (code == CLG_OK)
     code = clg_onnx_binop(c, "Mul", b, cc, &bc);
@@ -567,7 +567,7 @@ static clg_code det(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   for (int d = 0; d < rank - 2; d++)
     batch *= bd[d] = clg_onnx_in_dim(c, n, 0, d);
   int64_t flat[2] = {batch, m * m};
-  clg_output x, e[9], y;
+  clg_output x = {0}, e[9] = {0}, y = {0};
   clg_code code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
     code = clg_onnx_reshape(c, x, 2, flat, &x);
@@ -580,7 +580,7 @@ static clg_code det(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   else if (m == 2)
     code = det2(c, e[0], e[1], e[2], e[3], &y);
   else {
-    clg_output m0, m1, m2;
+    clg_output m0 = {0}, m1 = {0}, m2 = {0};
     code = det2(c, e[4], e[5], e[7], e[8], &m0);
     if (code == CLG_OK)
       code = det2(c, e[3], e[5], e[6], e[8], &m1);
@@ -692,7 +692,7 @@ static clg_code pool_pad(clg_onnx *c, const pool_geom *g, clg_dtype dt, bool is_
     pv[2 * (d + 2)] = g->pb[d];
     pv[2 * (d + 2) + 1] = g->pe[d];
   }
-  clg_output pp, cv;
+  clg_output pp = {0}, cv = {0};
   clg_code code = clg_onnx_const_i32(c, 2 * g->rank, pv, &pp);
   if (code == CLG_OK)
     code = clg_onnx_reshape(c, pp, 2, pdims, &pp);
@@ -746,7 +746,7 @@ static clg_code pool_offset_slice(clg_onnx *c, const pool_geom *g, const int64_t
     end[d + 2] = begin[d + 2] + (g->out[d] - 1) * g->st[d] + 1;
     strd[d + 2] = g->st[d];
   }
-  clg_output bc, ec, sc;
+  clg_output bc = {0}, ec = {0}, sc = {0};
   clg_code code = clg_onnx_const_i32(c, g->rank, begin, &bc);
   if (code == CLG_OK)
     code = clg_onnx_const_i32(c, g->rank, end, &ec);
@@ -785,7 +785,7 @@ static clg_code pool_average(clg_onnx *c, const clg_imp_node *n, const pool_geom
     }
     v[e] = (double)cnt;
   }
-  clg_output cm;
+  clg_output cm = {0};
   clg_code code = clg_onnx_const(c, t, &cm);
   clg_tensor_free(t);
   if (code == CLG_OK)
@@ -812,7 +812,7 @@ clg_code clg_onnx_pool_slices(clg_onnx *c, const clg_imp_node *n, bool is_max)
   bool padded = false;
   for (int d = 0; d < sp; d++)
     padded = padded || g.pb[d] || g.pe[d];
-  clg_output x;
+  clg_output x = {0};
   code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK && padded)
     code = pool_pad(c, &g, dt, is_max, &x);
@@ -835,7 +835,7 @@ clg_code clg_onnx_pool_slices(clg_onnx *c, const clg_imp_node *n, bool is_max)
       acc = sl;
       idx = cand;
     } else if (code == CLG_OK && is_max) {
-      clg_output gt;
+      clg_output gt = {0};
       if (want_idx)
         code = clg_onnx_binop(c, "Greater", sl, acc, &gt);
       clg_output sel[3] = {gt, cand, idx};

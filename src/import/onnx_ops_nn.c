@@ -78,7 +78,7 @@ static clg_code pad_nhwc(clg_onnx *c, clg_output x, const axis_pad *ax, const in
     return clg_graph_record_error(c->g);
   for (int i = 0; i < 8; i++)
     ((int32_t *)clg_tensor_data(t))[i] = (int32_t)p[i];
-  clg_output pads, cv;
+  clg_output pads = {0}, cv = {0};
   clg_code code = clg_onnx_const(c, t, &pads);
   clg_tensor_free(t);
   if (code == CLG_OK && v == 0) {
@@ -179,7 +179,7 @@ static clg_code conv_group(clg_onnx *c, clg_output x, clg_output w, bool depthwi
                            const int64_t *st, const int64_t *dl, const char *padding,
                            const int64_t *ep, clg_output *y)
 {
-  clg_output f;
+  clg_output f = {0};
   clg_code code;
   if (depthwise) { /* [C*mult, 1, kh, kw] -> [kh, kw, C, mult] */
     int64_t cin = clg_onnx_dim(x, 3), m = clg_onnx_dim(w, 0);
@@ -216,7 +216,7 @@ static clg_code slice_axis(clg_onnx *c, clg_output x, int axis, int64_t lo, int6
   for (int i = 0; i < r; i++)
     s[i] = i == axis ? hi - lo : clg_onnx_dim(x, i);
   b[axis] = lo;
-  clg_output bo, so;
+  clg_output bo = {0}, so = {0};
   clg_code code = clg_onnx_const_i32(c, r, b, &bo);
   if (code == CLG_OK)
     code = clg_onnx_const_i32(c, r, s, &so);
@@ -255,7 +255,7 @@ static clg_code conv(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   int mode;
   if ((code = spatial_pads(c, n, ax, &mode)) != CLG_OK)
     return code;
-  clg_output x, w, y;
+  clg_output x = {0}, w = {0}, y = {0};
   if ((code = clg_onnx_in_nhwc(c, n, 0, &x)) != CLG_OK || (code = clg_onnx_in(c, n, 1, &w)))
     return code;
   /* Conv2D pads explicitly itself (no Pad pass over the input); DepthwiseConv2dNative cannot */
@@ -288,19 +288,19 @@ static clg_code conv(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   if (group == 1 || depthwise)
     code = conv_group(c, x, w, depthwise, st, dl, padding, explicit ? ep : NULL, &y);
   else {
-    clg_output parts[256];
+    clg_output parts[256] = {0};
     if (group > 256)
       return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "%lld groups", (long long)group);
     int64_t mg = m / group;
     for (int64_t g = 0; g < group && code == CLG_OK; g++) {
-      clg_output xg, wg;
+      clg_output xg = {0}, wg = {0};
       code = slice_axis(c, x, 3, g * cg, (g + 1) * cg, &xg);
       if (code == CLG_OK)
         code = slice_axis(c, w, 0, g * mg, (g + 1) * mg, &wg);
       if (code == CLG_OK)
         code = conv_group(c, xg, wg, false, st, dl, padding, explicit ? ep : NULL, &parts[g]);
     }
-    clg_output axis;
+    clg_output axis = {0};
     if (code == CLG_OK)
       code = clg_onnx_const_i32(c, 1, (int64_t[]){3}, &axis);
     parts[group] = axis;
@@ -366,7 +366,7 @@ static clg_code avg_factor(clg_onnx *c, const axis_pad *ax, bool include_pad, cl
       }
       f[i * ax[1].out + j] = (double)(ax[0].k * ax[1].k) / (double)(cnt[0] * cnt[1]);
     }
-  clg_output k;
+  clg_output k = {0};
   clg_code code = clg_onnx_const(c, t, &k);
   clg_tensor_free(t);
   if (code == CLG_OK && dt != CLG_FLOAT64) {
@@ -415,7 +415,7 @@ static clg_code pool_of(clg_onnx *c, const clg_imp_node *n, bool is_max)
     if (pool_out(&ax[i], ceil_mode, &extra[i]) < 1)
       return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "the window does not fit the input");
   bool padded = mode != PAD_VALID || extra[0] || extra[1];
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   if ((code = clg_onnx_in_nhwc(c, n, 0, &x)) != CLG_OK)
     return code;
   const char *padding = "VALID";
@@ -432,7 +432,7 @@ static clg_code pool_of(clg_onnx *c, const clg_imp_node *n, bool is_max)
   if (code == CLG_OK)
     code = clg_onnx_op(c, is_max ? "MaxPool" : "AvgPool", 1, &x, 3, at, &y);
   if (code == CLG_OK && fix) {
-    clg_output f;
+    clg_output f = {0};
     code = avg_factor(c, ax, include_pad, clg_onnx_dtype(y), &f);
     clg_output ins[2] = {y, f};
     if (code == CLG_OK)
@@ -458,7 +458,7 @@ static clg_code avg_pool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule
 /* GlobalAveragePool, GlobalMaxPool: Mean or Max over H and W, kept. */
 static clg_code global_pool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
-  clg_output x, axes, y;
+  clg_output x = {0}, axes = {0}, y = {0};
   bool four = clg_onnx_in_rank(c, n, 0) == 4;
   int rank = clg_onnx_in_rank(c, n, 0);
   int64_t ax[CLG_MAX_RANK];
@@ -495,7 +495,7 @@ static clg_code batch_norm_training(clg_onnx *c, const clg_imp_node *n)
       axes[na++] = d;
     pd[d] = d == 1 ? clg_onnx_in_dim(c, n, 0, 1) : 1;
   }
-  clg_output x, p[4], ax, m, dev, v, y, ins[2];
+  clg_output x = {0}, p[4] = {0}, ax = {0}, m = {0}, dev = {0}, v = {0}, y = {0}, ins[2] = {0};
   clg_code code = clg_onnx_in(c, n, 0, &x);
   for (int i = 0; i < 4 && code == CLG_OK; i++)
     code = clg_onnx_in(c, n, i + 1, &p[i]);
@@ -517,7 +517,7 @@ static clg_code batch_norm_training(clg_onnx *c, const clg_imp_node *n)
   if (code == CLG_OK)
     code = clg_onnx_op(c, "Mean", 2, ins, 1, &keep, &v);
   /* y = (x - mean) / sqrt(var + eps) * scale + B, scale and B as [C, 1, ...] */
-  clg_output r, sc, b;
+  clg_output r = {0}, sc = {0}, b = {0};
   if (code == CLG_OK)
     code = clg_onnx_scalar_op(c, "Add", v, eps, &r);
   if (code == CLG_OK)
@@ -545,7 +545,7 @@ static clg_code batch_norm_training(clg_onnx *c, const clg_imp_node *n)
   for (int j = 0; j < 2 && code == CLG_OK; j++) {
     if (j + 1 >= n->num_outputs || !n->outputs[j + 1][0])
       continue;
-    clg_output a, bt;
+    clg_output a = {0}, bt = {0};
     int64_t cdim = clg_onnx_in_dim(c, n, 0, 1);
     code = clg_onnx_scalar_op(c, "Mul", p[2 + j], mom, &a);
     if (code == CLG_OK)
@@ -576,7 +576,7 @@ static clg_code batch_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "input of rank %d, %d inputs", rank,
                          n->num_inputs);
   double eps = clg_onnx_attr_f(n, "epsilon", 1e-5);
-  clg_output x, p[4], s, t, y;
+  clg_output x = {0}, p[4] = {0}, s = {0}, t = {0}, y = {0};
   bool four = rank == 4;
   clg_code code = four ? clg_onnx_in_nhwc(c, n, 0, &x) : clg_onnx_in(c, n, 0, &x);
   for (int i = 0; i < 4 && code == CLG_OK; i++)
@@ -584,7 +584,7 @@ static clg_code batch_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
   if (code != CLG_OK)
     return code;
   /* s = scale / sqrt(var + eps), t = B - mean s (folded when the parameters are constants) */
-  clg_output ve, ins[2];
+  clg_output ve = {0}, ins[2] = {0};
   clg_dtype dt = clg_onnx_dtype(x);
   code = clg_onnx_scalar_op(c, "Add", p[3], eps, &ve);
   if (code == CLG_OK)
@@ -634,7 +634,7 @@ static clg_code lrn(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
                          (long long)size);
   if (clg_onnx_in_rank(c, n, 0) != 4)
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "only rank-4 inputs are supported");
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   clg_code code = clg_onnx_in_nhwc(c, n, 0, &x);
   clg_attr at[4] = {clg_attr_int("depth_radius", (size - 1) / 2),
                     clg_attr_float("bias", clg_onnx_attr_f(n, "bias", 1.0)),
@@ -654,7 +654,7 @@ static clg_code gemm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   if (clg_onnx_in_rank(c, n, 0) != 2 || clg_onnx_in_rank(c, n, 1) != 2)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "A and B must be matrices");
   double alpha = clg_onnx_attr_f(n, "alpha", 1.0), beta = clg_onnx_attr_f(n, "beta", 1.0);
-  clg_output a, b, y;
+  clg_output a = {0}, b = {0}, y = {0};
   clg_code code = clg_onnx_in(c, n, 0, &a);
   if (code == CLG_OK)
     code = clg_onnx_in(c, n, 1, &b);
@@ -666,7 +666,7 @@ static clg_code gemm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   if (code == CLG_OK && alpha != 1.0)
     code = clg_onnx_scalar_op(c, "Mul", y, alpha, &y);
   if (code == CLG_OK && clg_onnx_has(n, 2) && beta != 0.0) {
-    clg_output cc;
+    clg_output cc = {0};
     code = clg_onnx_in(c, n, 2, &cc);
     if (code == CLG_OK && beta != 1.0)
       code = clg_onnx_scalar_op(c, "Mul", cc, beta, &cc);
@@ -684,7 +684,7 @@ static clg_code matmul(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
 {
   (void)r;
   int ra = clg_onnx_in_rank(c, n, 0), rb = clg_onnx_in_rank(c, n, 1);
-  clg_output a, b, y;
+  clg_output a = {0}, b = {0}, y = {0};
   clg_code code = clg_onnx_in(c, n, 0, &a);
   if (code == CLG_OK)
     code = clg_onnx_in(c, n, 1, &b);

@@ -163,7 +163,7 @@ static clg_code resize_axis_build(clg_onnx *c, const clg_imp_node *nd, const res
       zero = zero && w[(size_t)k * out + i] == 0;
     if (zero && !single)
       continue;
-    clg_output io, g, wk;
+    clg_output io = {0}, g = {0}, wk = {0};
     code = clg_onnx_const_i32(c, (int)out, single ? one : idx + (size_t)k * out, &io);
     clg_output ins[3] = {x, io, axo};
     if (code == CLG_OK)
@@ -179,7 +179,7 @@ static clg_code resize_axis_build(clg_onnx *c, const clg_imp_node *nd, const res
       code = acc.node ? clg_onnx_op(c, "Add", 2, s, 0, NULL, &acc) : (acc = g, CLG_OK);
   }
   if (code == CLG_OK && masked) { /* acc m + e (1 - m) */
-    clg_output mo, eo, m[2];
+    clg_output mo = {0}, eo = {0}, m[2] = {0};
     for (size_t i = 0; i < out; i++)
       w[i] = (1 - mask[i]) * extrapolation;
     code = clg_onnx_const_f(c, dt, rank, wd, mask, &mo);
@@ -322,7 +322,7 @@ static clg_code resize(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT,
                          "tf_crop_and_resize needs a constant roi of %d values", 2 * rank);
   double extrapolation = clg_onnx_attr_f(n, "extrapolation_value", 0);
-  clg_output x;
+  clg_output x = {0};
   bool nhwc;
   if ((code = clg_onnx_in_either(c, n, &x, &nhwc)) != CLG_OK)
     return code;
@@ -354,7 +354,7 @@ static clg_code resize(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
 static clg_code reduce_keep(clg_onnx *c, const char *op, clg_output x, int k, const int64_t *axes,
                             clg_output *y)
 {
-  clg_output ax;
+  clg_output ax = {0};
   clg_code code = clg_onnx_const_i32(c, k, axes, &ax);
   clg_attr kd = clg_attr_bool("keep_dims", 1);
   clg_output ins[2] = {x, ax};
@@ -365,7 +365,7 @@ static clg_code reduce_keep(clg_onnx *c, const char *op, clg_output x, int k, co
 static clg_code standardise(clg_onnx *c, clg_output x, int k, const int64_t *axes, double eps,
                             clg_output *centred, clg_output *inv, clg_output *mean)
 {
-  clg_output m, v;
+  clg_output m = {0}, v = {0};
   clg_code code = reduce_keep(c, "Mean", x, k, axes, &m);
   if (code == CLG_OK)
     code = clg_onnx_binop(c, "Sub", x, m, centred);
@@ -401,7 +401,7 @@ static clg_code layer_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
   int k = 0;
   for (int64_t d = axis; d < rank; d++)
     axes[k++] = d;
-  clg_output x, sc, y, inv, mean;
+  clg_output x = {0}, sc = {0}, y = {0}, inv = {0}, mean = {0};
   clg_code code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
     code = clg_onnx_in(c, n, 1, &sc);
@@ -412,7 +412,7 @@ static clg_code layer_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
   if (code == CLG_OK)
     code = clg_onnx_binop(c, "Mul", y, sc, &y);
   if (code == CLG_OK && clg_onnx_has(n, 2)) {
-    clg_output b;
+    clg_output b = {0};
     code = clg_onnx_in(c, n, 2, &b);
     if (code == CLG_OK)
       code = clg_onnx_binop(c, "Add", y, b, &y);
@@ -451,7 +451,7 @@ static clg_code instance_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx
   if (!clg_onnx_is_float(clg_onnx_in_dtype(c, n, 0)))
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "%s input: only float32 and float64",
                          clg_dtype_name(clg_onnx_in_dtype(c, n, 0)));
-  clg_output x, s, b, y, inv;
+  clg_output x = {0}, s = {0}, b = {0}, y = {0}, inv = {0};
   bool nhwc;
   clg_code code = clg_onnx_in_either(c, n, &x, &nhwc);
   int64_t axes[CLG_MAX_RANK];
@@ -491,7 +491,7 @@ static clg_code mvn(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   int k = clg_onnx_attr_ints(n, "axes", axes, CLG_MAX_RANK);
   if (k < 0)
     k = 3;
-  clg_output x, y, m, v;
+  clg_output x = {0}, y = {0}, m = {0}, v = {0};
   bool nhwc;
   clg_code code = clg_onnx_in_either(c, n, &x, &nhwc);
   for (int i = 0; i < k && code == CLG_OK; i++) {
@@ -531,7 +531,7 @@ static clg_code lp_norm(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis out of range for rank %d", rank);
   if (p != 1 && p != 2)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "p is %lld, not 1 or 2", (long long)p);
-  clg_output x, a, y;
+  clg_output x = {0}, a = {0}, y = {0};
   clg_code code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
     code = clg_onnx_op(c, p == 1 ? "Abs" : "Square", 1, &x, 0, NULL, &a);

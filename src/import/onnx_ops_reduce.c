@@ -41,7 +41,7 @@ static clg_code reduce_with(clg_onnx *c, const char *op, clg_output x, const int
     axes = all;
     k = rank;
   }
-  clg_output ax;
+  clg_output ax = {0};
   clg_code code = clg_onnx_const_i32(c, k, axes, &ax);
   clg_attr kd = clg_attr_bool("keep_dims", keep);
   clg_output ins[2] = {x, ax};
@@ -57,7 +57,7 @@ static clg_code reduce(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   if (code != CLG_OK)
     return code;
   bool keep = clg_onnx_attr_i(n, "keepdims", 1) != 0;
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   if ((code = clg_onnx_in(c, n, 0, &x)) != CLG_OK)
     return code;
   if (k <= 0 && clg_onnx_attr_i(n, "noop_with_empty_axes", 0)) {
@@ -74,7 +74,7 @@ static clg_code reduce(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
     code = clg_onnx_op(c, "Square", 1, &x, 0, NULL, &x);
   else if (strcmp(name, "LogSumExp") == 0) {
     /* max + log(sum(exp(x - max))): no overflow for large x */
-    clg_output m, d;
+    clg_output m = {0}, d = {0};
     code = reduce_with(c, "Max", x, axes, k, true, &m);
     clg_output ins[2] = {x, m};
     if (code == CLG_OK)
@@ -113,7 +113,7 @@ static clg_code softmax(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
     axis += rank;
   if (axis < 0 || (rank > 0 && axis >= rank))
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis out of range");
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   clg_code code = clg_onnx_in(c, n, 0, &x);
   if (code != CLG_OK)
     return code;
@@ -175,7 +175,7 @@ static clg_code arg_reduce(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
     axis += rank;
   if (axis < 0 || axis >= rank)
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "axis out of range");
-  clg_output x, ax, y;
+  clg_output x = {0}, ax = {0}, y = {0};
   clg_code code = clg_onnx_in(c, n, 0, &x);
   clg_output src = x;
   if (code == CLG_OK && last)
@@ -187,7 +187,7 @@ static clg_code arg_reduce(clg_onnx *c, const clg_imp_node *n, const clg_onnx_ru
   if (code == CLG_OK)
     code = clg_onnx_op(c, r->tf, 2, ins, 1, &ot, &y);
   if (code == CLG_OK && last) { /* index in x = dim - 1 - index in the reversed x */
-    clg_output k, p[2];
+    clg_output k = {0}, p[2] = {0};
     code = clg_onnx_const_scalar(c, CLG_INT64, (double)(clg_onnx_dim(x, (int)axis) - 1), &k);
     p[0] = k;
     p[1] = y;
@@ -211,7 +211,7 @@ static clg_code cast(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   if (!clg_onnx_dtype_of(to, &dt))
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "a cast to ONNX type %lld, which clgraph lacks",
                          (long long)to);
-  clg_output x, y;
+  clg_output x = {0}, y = {0};
   clg_code code = clg_onnx_in(c, n, 0, &x);
   if (code != CLG_OK)
     return code;
@@ -229,7 +229,7 @@ static clg_code flip_order(clg_onnx *c, clg_output x, clg_output *y)
   clg_dtype dt = clg_onnx_dtype(x);
   if (dt != CLG_INT32 && dt != CLG_INT64)
     return clg_onnx_op(c, "Neg", 1, &x, 0, NULL, y);
-  clg_output m1;
+  clg_output m1 = {0};
   clg_code code = clg_onnx_const_scalar(c, dt, -1, &m1);
   clg_output ins[2] = {m1, x};
   return code == CLG_OK ? clg_onnx_op(c, "Sub", 2, ins, 0, NULL, y) : code;
@@ -262,7 +262,7 @@ static clg_code topk(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
     perm[i] = i;
   perm[axis] = rank - 1;
   perm[rank - 1] = axis;
-  clg_output x, kk, outs[2];
+  clg_output x = {0}, kk = {0}, outs[2] = {0};
   code = clg_onnx_in(c, n, 0, &x);
   if (code == CLG_OK)
     code = clg_onnx_transpose(c, x, rank, perm, &x);

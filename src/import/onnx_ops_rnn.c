@@ -151,7 +151,7 @@ static clg_code parse_acts(rnn_ctx *x, int dirs, rnn_dir *d)
 
 static clg_code activate(clg_onnx *c, const rnn_act *a, clg_output x, clg_output *y)
 {
-  clg_output t, u;
+  clg_output t = {0}, u = {0};
   switch (a->kind) {
   case ACT_RELU:
     return op1(c, "Relu", x, y);
@@ -204,7 +204,7 @@ static clg_code gate(rnn_ctx *x, const rnn_act *a, clg_output pre, clg_output *y
 /* Direction d's slice of a [D, ...] input as a value of the remaining dims. */
 static clg_code dir_slice(rnn_ctx *x, int i, int d, clg_output *y)
 {
-  clg_output v;
+  clg_output v = {0};
   TRY(clg_onnx_in(x->c, x->n, i, &v));
   int rank = clg_onnx_rank(v);
   int64_t b[CLG_MAX_RANK] = {0}, s[CLG_MAX_RANK], dims[CLG_MAX_RANK];
@@ -242,7 +242,7 @@ static clg_code initial(rnn_ctx *x, int i, int d, bool layout1, clg_output *y)
                          layout1 ? " in layout 1's order" : "");
   if (!layout1)
     return dir_slice(x, i, d, y);
-  clg_output v;
+  clg_output v = {0};
   TRY(clg_onnx_in(x->c, x->n, i, &v));
   TRY(slice(x->c, v, (int64_t[]){0, d, 0}, (int64_t[]){-1, 1, -1}, &v));
   return clg_onnx_reshape(x->c, v, 2, (int64_t[]){x->b, x->h}, y);
@@ -258,7 +258,7 @@ static clg_code prepare(rnn_ctx *x, clg_output x2d, int d, rnn_dir *rd)
   TRY(dir_slice(x, 2, d, &r));
   TRY(matmul_t(c, x2d, w, &rd->xw));
   if (clg_onnx_has(x->n, 3)) {
-    clg_output b;
+    clg_output b = {0};
     TRY(dir_slice(x, 3, d, &b));
     TRY(slice(c, b, (int64_t[]){0}, (int64_t[]){gh}, &bias));
     TRY(slice(c, b, (int64_t[]){gh}, (int64_t[]){gh}, &rb));
@@ -282,7 +282,7 @@ static clg_code prepare(rnn_ctx *x, clg_output x2d, int d, rnn_dir *rd)
   for (int k = 0; k < 3; k++)
     rd->p[k] = (clg_output){0};
   if (x->kind == LSTM && clg_onnx_has(x->n, 7)) {
-    clg_output p;
+    clg_output p = {0};
     if (clg_onnx_in_rank(c, x->n, 7) != 2 || clg_onnx_in_dim(c, x->n, 7, 1) != 3 * x->h)
       return clg_onnx_fail(c, x->n, CLG_INVALID_ARGUMENT, "P must be [directions, %lld]",
                            (long long)(3 * x->h));
@@ -300,7 +300,7 @@ static clg_code step(rnn_ctx *x, const rnn_dir *rd, int64_t t, clg_output h, clg
                      clg_output *h_out, clg_output *c_out)
 {
   clg_onnx *c = x->c;
-  clg_output xt, hr, pre, g[4], u, v;
+  clg_output xt = {0}, hr = {0}, pre = {0}, g[4] = {0}, u = {0}, v = {0};
   TRY(slice(c, rd->xw, (int64_t[]){t * x->b, 0}, (int64_t[]){x->b, -1}, &xt));
   TRY(matmul_t(c, h, rd->r, &hr));
   if (rd->rb.node)
@@ -310,7 +310,7 @@ static clg_code step(rnn_ctx *x, const rnn_dir *rd, int64_t t, clg_output h, clg
     return gate(x, &rd->act[0], pre, h_out);
   }
   if (x->kind == GRU) { /* z, r, h; f = act[0], g = act[1] */
-    clg_output xz, xr, xh, z, r, hh;
+    clg_output xz = {0}, xr = {0}, xh = {0}, z = {0}, r = {0}, hh = {0};
     TRY(cols(c, xt, 0, 1, x->h, &xz));
     TRY(cols(c, xt, 1, 1, x->h, &xr));
     TRY(cols(c, xt, 2, 1, x->h, &xh));
@@ -340,7 +340,7 @@ static clg_code step(rnn_ctx *x, const rnn_dir *rd, int64_t t, clg_output h, clg
   TRY(clg_onnx_binop(c, "Add", xt, hr, &pre));
   for (int k = 0; k < 4; k++)
     TRY(cols(c, pre, k, 1, x->h, &g[k]));
-  clg_output i, o, f, cc, cn;
+  clg_output i = {0}, o = {0}, f = {0}, cc = {0}, cn = {0};
   if (rd->p[0].node) {
     TRY(clg_onnx_binop(c, "Mul", rd->p[0], cst, &u));
     TRY(clg_onnx_binop(c, "Add", g[0], u, &g[0]));
@@ -417,7 +417,7 @@ static clg_code run_dir(rnn_ctx *x, const rnn_dir *rd, bool reverse, bool masked
     clg_output hn, cn = cst;
     TRY(step(x, rd, t, h, cst, &hn, &cn));
     if (masked) { /* past a length: the state stays, Y is zero */
-      clg_output live, ins[3];
+      clg_output live = {0}, ins[3] = {0};
       TRY(clg_onnx_const_scalar(c, CLG_INT64, (double)(t + 1), &live));
       TRY(clg_onnx_binop(c, "GreaterEqual", lens, live, &live));
       ins[0] = live, ins[1] = hn, ins[2] = zeros;
@@ -451,7 +451,7 @@ static clg_code outputs(rnn_ctx *x, int dirs, bool layout1, clg_output ys[2][102
   clg_onnx *c = x->c;
   const clg_imp_node *n = x->n;
   if (n->num_outputs > 0 && n->outputs[0][0]) {
-    clg_output per[2], y;
+    clg_output per[2] = {0}, y = {0};
     for (int d = 0; d < dirs; d++)
       TRY(pack(c, (int)x->s, ys[d], 0, &per[d])); /* [S, B, H] */
     TRY(pack(c, dirs, per, 1, &y));               /* [S, D, B, H] */
@@ -462,7 +462,7 @@ static clg_code outputs(rnn_ctx *x, int dirs, bool layout1, clg_output ys[2][102
   for (int i = 1; i < 3 && i < n->num_outputs; i++) {
     if (!n->outputs[i][0] || (i == 2 && x->kind != LSTM))
       continue;
-    clg_output y;
+    clg_output y = {0};
     TRY(pack(c, dirs, i == 1 ? hl : cl, 0, &y));
     if (layout1)
       TRY(clg_onnx_transpose(c, y, 3, (int64_t[]){1, 0, 2}, &y));
@@ -545,7 +545,8 @@ static clg_code recurrent(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rul
   if (layout1)
     TRY(clg_onnx_transpose(c, xin, 3, (int64_t[]){1, 0, 2}, &xin));
   TRY(clg_onnx_reshape(c, xin, 2, (int64_t[]){x.s * x.b, x.in}, &xin));
-  clg_output yl[2][1024], hl[2], cl[2]; /* Y per direction and time, the final states */
+  clg_output yl[2][1024] = {0}, hl[2] = {0},
+             cl[2] = {0}; /* Y per direction and time, the final states */
   for (int d = 0; d < dirs; d++) {
     clg_output h, cst = {0};
     TRY(prepare(&x, xin, d, &rd[d]));
