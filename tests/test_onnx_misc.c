@@ -5,7 +5,7 @@
  * value and ties, integer Pow, Neg and Abs (numpy's wrap-around at INT32_MIN), Pad edge over
  * two axes, MaxUnpool with strides and pads, BatchNormalization in training mode on rank 3,
  * pools by strided slices (MaxPool dilated with its Indices and a tie, AveragePool 3-D with
- * pads left out of the count).
+ * pads left out of the count), and a node with no outputs beside one that has them.
  * Bad nodes get errors naming them. The device comes from CLG_ONNX_DEVICE (the gpu variant
  * places the model on a PoCL stand-in, soft placement on, as the suite's driver does). */
 // ctest: default
@@ -444,8 +444,31 @@ static void test_pool_slices(void)
   }
 }
 
+/* --- a node whose outputs are all left out ----------------------------------------------- */
+
+/* ONNX lets a node omit outputs; one with none at all adds nothing and must not fail the import
+ * (it once did, with an empty message: fuzz_onnx). */
+static void test_outputless_node(void)
+{
+  io in = {"x", F32, 2, {2, 3}}, out = {"y", F32, 2, {2, 3}};
+  clg_test_pb quiet = clg_test_onnx_node("Identity", (const char *const[]){"x", NULL, NULL});
+  clg_test_pb nd = clg_test_onnx_node("Relu", (const char *const[]){"x", NULL, "y", NULL});
+  clg_test_pb g = one_node(&nd, 1, &in, &out);
+  clg_test_pb_msg(&g, 1, &quiet);
+  clg_test_pb mo = clg_test_onnx_model(&g);
+  double v[6] = {-2, -1, 0, 1, 2, 3}, want[6] = {0, 0, 0, 1, 2, 3};
+  clg_tensor *x = clg_test_onnx_tensor(CLG_FLOAT32, 2, in.dims, v), *y = NULL;
+  CHECK_OK(clg_test_onnx_run(&mo, 1, &x, 1, &y));
+  clg_test_onnx_check_close("Relu beside an outputless Identity", y, CLG_FLOAT32, 2, out.dims,
+                            want);
+  clg_tensor_free(x);
+  clg_tensor_free(y);
+  free(mo.p);
+}
+
 int main(void)
 {
+  test_outputless_node();
   test_det();
   test_dft();
   test_topk_smallest_int();

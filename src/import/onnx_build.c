@@ -309,29 +309,35 @@ clg_code clg_onnx_in_scalar(clg_onnx *c, const clg_imp_node *n, int i, double *v
 
 /* --- outputs --------------------------------------------------------------------------------- */
 
-static clg_onnx_value *output_value(clg_onnx *c, const clg_imp_node *n, int i)
+/* Output i's value into *v: NULL where the node omits that output (ONNX lets optional
+ * outputs be left out, trailing ones by their absence); an error only when out of memory. */
+static clg_code output_value(clg_onnx *c, const clg_imp_node *n, int i, clg_onnx_value **v)
 {
+  *v = NULL;
   if (i < 0 || i >= n->num_outputs || !n->outputs[i][0])
-    return NULL;
-  return value_get(c, n->outputs[i]);
+    return CLG_OK;
+  *v = value_get(c, n->outputs[i]);
+  return *v ? CLG_OK : clg_graph_record_error(c->g);
 }
 
 clg_code clg_onnx_out(clg_onnx *c, const clg_imp_node *n, int i, clg_output canon)
 {
-  clg_onnx_value *v = output_value(c, n, i);
+  clg_onnx_value *v;
+  clg_code code = output_value(c, n, i, &v);
   if (v)
     v->canon = canon;
-  return v || i < n->num_outputs ? CLG_OK : clg_graph_record_error(c->g);
+  return code;
 }
 
 clg_code clg_onnx_out_nhwc(clg_onnx *c, const clg_imp_node *n, int i, clg_output nhwc)
 {
-  clg_onnx_value *v = output_value(c, n, i);
+  clg_onnx_value *v;
+  clg_code code = output_value(c, n, i, &v);
   if (v) {
     v->canon = (clg_output){NULL, 0};
     v->nhwc = nhwc;
   }
-  return v || i < n->num_outputs ? CLG_OK : clg_graph_record_error(c->g);
+  return code;
 }
 
 clg_code clg_onnx_out_alias(clg_onnx *c, const clg_imp_node *n, int i, int j)
@@ -340,12 +346,13 @@ clg_code clg_onnx_out_alias(clg_onnx *c, const clg_imp_node *n, int i, int j)
   if (!in)
     return missing(c, n, j);
   clg_output canon = in->canon, nhwc = in->nhwc;
-  clg_onnx_value *v = output_value(c, n, i);
+  clg_onnx_value *v;
+  clg_code code = output_value(c, n, i, &v);
   if (v) {
     v->canon = canon;
     v->nhwc = nhwc;
   }
-  return v || i < n->num_outputs ? CLG_OK : clg_graph_record_error(c->g);
+  return code;
 }
 
 /* --- building -------------------------------------------------------------------------------- */
