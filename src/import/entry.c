@@ -71,17 +71,23 @@ static clg_code import_bytes(clg_graph *g, clg_import_format fmt, const uint8_t 
   return code;
 }
 
-static clg_code check_args(clg_graph *g, const clg_import_options *o, clg_import_result **result)
+/* Both entry points' opening: *o becomes def (the defaults) when NULL, *result NULL, and the
+ * graph and options are checked. */
+static clg_code check_args(clg_graph *g, const clg_import_options **op, clg_import_options *def,
+                           clg_import_result **result)
 {
+  clg_import_options_init(def);
+  if (!*op)
+    *op = def;
+  const clg_import_options *o = *op;
   if (result)
     *result = NULL;
   if (!g)
     return clg_error(CLG_INVALID_ARGUMENT, "clg_graph_import: the graph is NULL");
   if (clg_graph_status(g) != CLG_OK)
     return clg_graph_status(g);
-  if ((o && o->num_input_map > 0 && !o->input_map) ||
-      (o && o->num_input_shapes > 0 && !o->input_shapes) ||
-      (o && (o->num_input_map < 0 || o->num_input_shapes < 0))) {
+  if ((o->num_input_map > 0 && !o->input_map) || (o->num_input_shapes > 0 && !o->input_shapes) ||
+      o->num_input_map < 0 || o->num_input_shapes < 0) {
     clg_error(CLG_INVALID_ARGUMENT, "clg_graph_import: input_map or input_shapes and their "
                                     "counts disagree");
     return clg_graph_record_error(g);
@@ -106,10 +112,7 @@ clg_code clg_graph_import(clg_graph *g, const char *path, const clg_import_optio
                           clg_import_result **result)
 {
   clg_import_options def;
-  clg_import_options_init(&def);
-  if (!o)
-    o = &def;
-  clg_code code = check_args(g, o, result);
+  clg_code code = check_args(g, &o, &def, result);
   if (code != CLG_OK)
     return code;
   if (!path) {
@@ -132,10 +135,7 @@ clg_code clg_graph_import_memory(clg_graph *g, clg_import_format format, const v
                                  clg_import_result **result)
 {
   clg_import_options def;
-  clg_import_options_init(&def);
-  if (!o)
-    o = &def;
-  clg_code code = check_args(g, o, result);
+  clg_code code = check_args(g, &o, &def, result);
   if (code != CLG_OK)
     return code;
   if (!bytes && len) {
