@@ -117,6 +117,9 @@ clg_code clg_onnx_const_scalar(clg_onnx *c, clg_dtype dt, double v, clg_output *
 clg_code clg_onnx_scalar_op(clg_onnx *c, const char *op, clg_output x, double v, clg_output *y);
 /* y = op(a, b) for a two-input op without attributes (Add, Mul, Less, ...). */
 clg_code clg_onnx_binop(clg_onnx *c, const char *op, clg_output a, clg_output b, clg_output *y);
+/* y = x sliced to [lo, lo + len) along axis (a Slice with Const bounds). */
+clg_code clg_onnx_slice_axis(clg_onnx *c, clg_output x, int axis, int64_t lo, int64_t len,
+                             clg_output *y);
 /* A Const of dtype dt (float32 or float64) of rank dims from the doubles v. */
 clg_code clg_onnx_const_f(clg_onnx *c, clg_dtype dt, int rank, const int64_t *dims, const double *v,
                           clg_output *out);

@@ -516,6 +516,22 @@ clg_code clg_onnx_binop(clg_onnx *c, const char *op, clg_output a, clg_output b,
   return clg_onnx_op(c, op, 2, ins, 0, NULL, y);
 }
 
+clg_code clg_onnx_slice_axis(clg_onnx *c, clg_output x, int axis, int64_t lo, int64_t len,
+                             clg_output *y)
+{
+  int r = clg_onnx_rank(x);
+  int64_t b[CLG_MAX_RANK] = {0}, s[CLG_MAX_RANK];
+  for (int i = 0; i < r; i++)
+    s[i] = i == axis ? len : clg_onnx_dim(x, i);
+  b[axis] = lo;
+  clg_output bo = {0}, so = {0};
+  clg_code code = clg_onnx_const_i32(c, r, b, &bo);
+  if (code == CLG_OK)
+    code = clg_onnx_const_i32(c, r, s, &so);
+  clg_output ins[3] = {x, bo, so};
+  return code == CLG_OK ? clg_onnx_op(c, "Slice", 3, ins, 0, NULL, y) : code;
+}
+
 clg_code clg_onnx_const_f(clg_onnx *c, clg_dtype dt, int rank, const int64_t *dims, const double *v,
                           clg_output *out)
 {

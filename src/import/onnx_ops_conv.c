@@ -74,23 +74,6 @@ static clg_code pad_crop(clg_onnx *c, clg_output x, const int64_t *before, const
   return code == CLG_OK ? clg_onnx_op(c, "Slice", 3, ins, 0, NULL, y) : code;
 }
 
-/* Axis `axis` of x sliced to [lo, lo + len). */
-static clg_code slice_one(clg_onnx *c, clg_output x, int axis, int64_t lo, int64_t len,
-                          clg_output *y)
-{
-  int r = clg_onnx_rank(x);
-  int64_t b[CLG_MAX_RANK] = {0}, s[CLG_MAX_RANK];
-  for (int i = 0; i < r; i++)
-    s[i] = i == axis ? len : clg_onnx_dim(x, i);
-  b[axis] = lo;
-  clg_output bo = {0}, so = {0};
-  clg_code code = clg_onnx_const_i32(c, r, b, &bo);
-  if (code == CLG_OK)
-    code = clg_onnx_const_i32(c, r, s, &so);
-  clg_output ins[3] = {x, bo, so};
-  return code == CLG_OK ? clg_onnx_op(c, "Slice", 3, ins, 0, NULL, y) : code;
-}
-
 /* w [C, M, kh, kw] (ONNX's ConvTranspose weights) as Conv2D's filter [kh, kw, C, M] turned by
  * 180 degrees: the transposed convolution is the correlation of the stride-dilated input with
  * the flipped kernel. */
@@ -200,9 +183,9 @@ static clg_code ct_groups(clg_onnx *c, clg_output x, clg_output w, int64_t group
   for (int64_t g = 0; g < group && code == CLG_OK; g++) {
     clg_output xg = x, wg = w, f;
     if (group > 1) {
-      code = slice_one(c, x, 3, g * cg, cg, &xg);
+      code = clg_onnx_slice_axis(c, x, 3, g * cg, cg, &xg);
       if (code == CLG_OK)
-        code = slice_one(c, w, 0, g * cg, cg, &wg);
+        code = clg_onnx_slice_axis(c, w, 0, g * cg, cg, &wg);
     }
     if (code == CLG_OK)
       code = flipped_filter(c, wg, &f);
@@ -524,6 +507,22 @@ static clg_code hardmax(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule 
   return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
 }
 
+/* Output 0 = input 0 reshaped to d6, transposed by perm and reshaped to d4: how
+ * DepthToSpace's CRD mode and SpaceToDepth move blocks between channels and space. */
+static clg_code regroup(clg_onnx *c, const clg_imp_node *n, const int64_t *d6, const int64_t *perm,
+                        const int64_t *d4)
+{
+  clg_output x = {0}, y = {0};
+  clg_code code = clg_onnx_in(c, n, 0, &x);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, x, 6, d6, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_transpose(c, y, 6, perm, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_reshape(c, y, 4, d4, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
 /* DepthToSpace: DCR is TensorFlow's (NHWC), CRD regroups the channels as [C', b, b]. */
 static clg_code depth_to_space(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
@@ -538,12 +537,11 @@ static clg_code depth_to_space(clg_onnx *c, const clg_imp_node *n, const clg_onn
   if (b < 1 || ch % (b * b))
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "blocksize %lld does not divide %lld channels",
                          (long long)b, (long long)ch);
-  clg_output x = {0}, y = {0};
-  clg_code code;
   if (strcmp(mode, "DCR") == 0) {
     if (b == 1)
       return clg_onnx_out_alias(c, n, 0, 0);
-    code = clg_onnx_in_nhwc(c, n, 0, &x);
+    clg_output x = {0}, y = {0};
+    clg_code code = clg_onnx_in_nhwc(c, n, 0, &x);
     clg_attr a = clg_attr_int("block_size", b);
     if (code == CLG_OK)
       code = clg_onnx_op(c, "DepthToSpace", 1, &x, 1, &a, &y);
@@ -553,14 +551,7 @@ static clg_code depth_to_space(clg_onnx *c, const clg_imp_node *n, const clg_onn
     return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "mode '%s' is not DCR or CRD", mode);
   int64_t d6[6] = {nb, ch / (b * b), b, b, h, w}, perm[6] = {0, 1, 4, 2, 5, 3};
   int64_t d4[4] = {nb, ch / (b * b), h * b, w * b};
-  code = clg_onnx_in(c, n, 0, &x);
-  if (code == CLG_OK)
-    code = clg_onnx_reshape(c, x, 6, d6, &y);
-  if (code == CLG_OK)
-    code = clg_onnx_transpose(c, y, 6, perm, &y);
-  if (code == CLG_OK)
-    code = clg_onnx_reshape(c, y, 4, d4, &y);
-  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+  return regroup(c, n, d6, perm, d4);
 }
 
 /* SpaceToDepth: [N, C, H/b, b, W/b, b] to [N, b, b, C, H/b, W/b] (ONNX's definition). */
@@ -579,15 +570,7 @@ static clg_code space_to_depth(clg_onnx *c, const clg_imp_node *n, const clg_onn
                          (long long)b, (long long)h, (long long)w);
   int64_t d6[6] = {nb, ch, h / b, b, w / b, b}, perm[6] = {0, 3, 5, 1, 2, 4};
   int64_t d4[4] = {nb, ch * b * b, h / b, w / b};
-  clg_output x = {0}, y = {0};
-  clg_code code = clg_onnx_in(c, n, 0, &x);
-  if (code == CLG_OK)
-    code = clg_onnx_reshape(c, x, 6, d6, &y);
-  if (code == CLG_OK)
-    code = clg_onnx_transpose(c, y, 6, perm, &y);
-  if (code == CLG_OK)
-    code = clg_onnx_reshape(c, y, 4, d4, &y);
-  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+  return regroup(c, n, d6, perm, d4);
 }
 
 /* --- small elementwise ones ------------------------------------------------------------------ */

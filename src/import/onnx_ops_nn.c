@@ -207,23 +207,6 @@ static clg_code conv_group(clg_onnx *c, clg_output x, clg_output w, bool depthwi
                      at, y);
 }
 
-/* The slice [lo, hi) of x along axis (a StridedSlice-free Slice with static bounds). */
-static clg_code slice_axis(clg_onnx *c, clg_output x, int axis, int64_t lo, int64_t hi,
-                           clg_output *y)
-{
-  int r = clg_onnx_rank(x);
-  int64_t b[CLG_MAX_RANK] = {0}, s[CLG_MAX_RANK];
-  for (int i = 0; i < r; i++)
-    s[i] = i == axis ? hi - lo : clg_onnx_dim(x, i);
-  b[axis] = lo;
-  clg_output bo = {0}, so = {0};
-  clg_code code = clg_onnx_const_i32(c, r, b, &bo);
-  if (code == CLG_OK)
-    code = clg_onnx_const_i32(c, r, s, &so);
-  clg_output ins[3] = {x, bo, so};
-  return code == CLG_OK ? clg_onnx_op(c, "Slice", 3, ins, 0, NULL, y) : code;
-}
-
 static clg_code conv(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   (void)r;
@@ -294,9 +277,9 @@ static clg_code conv(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
     int64_t mg = m / group;
     for (int64_t g = 0; g < group && code == CLG_OK; g++) {
       clg_output xg = {0}, wg = {0};
-      code = slice_axis(c, x, 3, g * cg, (g + 1) * cg, &xg);
+      code = clg_onnx_slice_axis(c, x, 3, g * cg, cg, &xg);
       if (code == CLG_OK)
-        code = slice_axis(c, w, 0, g * mg, (g + 1) * mg, &wg);
+        code = clg_onnx_slice_axis(c, w, 0, g * mg, mg, &wg);
       if (code == CLG_OK)
         code = conv_group(c, xg, wg, false, st, dl, padding, explicit ? ep : NULL, &parts[g]);
     }
