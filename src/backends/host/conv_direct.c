@@ -17,8 +17,8 @@
 #define D_GC 256 /* output channels per group (their K block of the filter stays in L2) */
 #define D_ALIGN 64
 
-typedef void (*tile_fn)(const float *const *ind, size_t tn, size_t cn, const float *bp, float *y,
-                        size_t ldy, size_t mr, size_t nr, bool acc);
+typedef void (*tile_fn)(const float *const *ind, size_t tn, size_t cn, const float *bp, size_t ldb,
+                        float *y, size_t ldy, size_t mr, size_t nr, bool acc);
 
 /* Shared zeros for taps in the padding (a block reads at most D_KC channels of a tap). */
 static _Alignas(64) const float zeros[D_KC];
@@ -65,8 +65,9 @@ __attribute__((target("avx512f"))) static __mmask16 mask512(size_t nr, size_t fr
 /* y[0..mr) x [0..nr) = (or +=) the sum over tn taps x cn channels of the pixels' inputs
  * (ind[t * 6 + r]) times the packed strip bp (64 per K value). */
 __attribute__((target("avx512f"))) static void tile512(const float *const *ind, size_t tn,
-                                                       size_t cn, const float *bp, float *y,
-                                                       size_t ldy, size_t mr, size_t nr, bool acc)
+                                                       size_t cn, const float *bp, size_t ldb,
+                                                       float *y, size_t ldy, size_t mr, size_t nr,
+                                                       bool acc)
 {
   __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c03 = c00;
   __m512 c10 = c00, c11 = c00, c12 = c00, c13 = c00, c20 = c00, c21 = c00, c22 = c00, c23 = c00;
@@ -75,9 +76,9 @@ __attribute__((target("avx512f"))) static void tile512(const float *const *ind, 
   for (size_t t = 0; t < tn; t++, ind += D_MR) {
     const float *a0 = ind[0], *a1 = ind[1], *a2 = ind[2], *a3 = ind[3], *a4 = ind[4];
     const float *a5 = ind[5];
-    for (size_t c = 0; c < cn; c++, bp += 64) {
-      __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
-      __m512 b2 = _mm512_load_ps(bp + 32), b3 = _mm512_load_ps(bp + 48);
+    for (size_t c = 0; c < cn; c++, bp += ldb) {
+      __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
+      __m512 b2 = _mm512_loadu_ps(bp + 32), b3 = _mm512_loadu_ps(bp + 48);
       FMA512(0);
       FMA512(1);
       FMA512(2);
@@ -125,16 +126,17 @@ __attribute__((target("avx2,fma"))) static __m256i mask256(size_t nr, size_t fro
 }
 
 __attribute__((target("avx2,fma"))) static void tile256(const float *const *ind, size_t tn,
-                                                        size_t cn, const float *bp, float *y,
-                                                        size_t ldy, size_t mr, size_t nr, bool acc)
+                                                        size_t cn, const float *bp, size_t ldb,
+                                                        float *y, size_t ldy, size_t mr, size_t nr,
+                                                        bool acc)
 {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   for (size_t t = 0; t < tn; t++, ind += D_MR) {
     const float *a0 = ind[0], *a1 = ind[1], *a2 = ind[2], *a3 = ind[3], *a4 = ind[4];
     const float *a5 = ind[5];
-    for (size_t c = 0; c < cn; c++, bp += 16) {
-      __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+    for (size_t c = 0; c < cn; c++, bp += ldb) {
+      __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
       FMA256(0);
       FMA256(1);
       FMA256(2);
@@ -190,6 +192,7 @@ typedef struct direct_plan {
   size_t mg, ng; /* row groups, column groups */
   size_t gs;     /* strips per group */
   size_t packed; /* scratch bytes of the packed filter */
+  bool in_place; /* the filter read as it is, not packed */
   int threads;
   tile_fn tile;
 } direct_plan;
@@ -230,7 +233,10 @@ static direct_plan plan_of(const clg_window *g)
     if (best < 0 || cost < best)
       best = cost, p.mg = mg, p.ng = ng;
   }
-  p.packed = round_up(p.strips * p.nrw * (size_t)g->kdim * sizeof(float));
+  /* Whole strips: the tiles read the filter's rows where they lie (a copy would cost a pass
+   * over the filter per call, for reads the tiles make from cache anyway). */
+  p.in_place = cout % p.nrw == 0;
+  p.packed = p.in_place ? 0 : round_up(p.strips * p.nrw * (size_t)g->kdim * sizeof(float));
   return p;
 }
 
@@ -323,7 +329,8 @@ static void direct_task(void *ctx, int item)
           fill_ind(j, r0, mr, t0, tn, c0, ind);
           for (size_t s = sg; s < se; s++) {
             size_t col = s * nrw, nr = cout - col < nrw ? cout - col : nrw;
-            p->tile(ind, tn, cn, j->bp + (s * k + kb) * nrw, j->y + r0 * cout + col, cout, mr, nr,
+            const float *b = p->in_place ? j->f + kb * cout + col : j->bp + (s * k + kb) * nrw;
+            p->tile(ind, tn, cn, b, p->in_place ? cout : nrw, j->y + r0 * cout + col, cout, mr, nr,
                     acc);
           }
         }
@@ -342,7 +349,8 @@ void clg_host_conv_direct(const float *x, const float *f, float *y, const clg_wi
   direct_job j = {.g = g, .x = x, .f = f, .y = y, .e = e};
   j.p = plan_of(g);
   j.bp = (float *)(((uintptr_t)scratch + D_ALIGN - 1) & ~(uintptr_t)(D_ALIGN - 1));
-  clg_host_parallel(j.p.threads, pack_task, &j);
+  if (!j.p.in_place)
+    clg_host_parallel(j.p.threads, pack_task, &j);
   clg_host_parallel((int)(j.p.mg * j.p.ng), direct_task, &j);
   if (j.p.ng > 1) /* column groups: rows are whole only now */
     clg_host_epilogue(e, y, 0, j.p.rows);
