@@ -1,11 +1,12 @@
-/* Host NHWC float Conv2D forward as an implicit GEMM: no im2col copy. Each tile of MR output
+/* Host NHWC float Conv2D forward as an implicit GEMM: no im2col copy. Each tile of 6 output
  * pixels gets, per filter tap, a pointer to each pixel's input channels in place (or to zeros
  * where the tap falls in the padding: an indirection buffer), so strides, dilations and
- * padding cost nothing per element. The filter's columns are packed per (strip group, K block)
- * into the micro-kernel's strip layout, once per work item. Work items split the output rows,
- * or the output channels where the rows are few (a late layer at batch 1), whichever reads
- * less. Every element is summed in the same order (K blocks in order, taps then channels
- * within a block) whatever the split: the result does not depend on the thread count. */
+ * padding cost nothing per element. The tiles read the filter's rows in place where cout is a
+ * multiple of the strip width, else a copy packed into strips once per call. Work items split
+ * the output rows, or the output channels where the rows are few (a late layer at batch 1),
+ * whichever reads less. Every element is summed in the same order (K blocks in order, taps
+ * then channels within a block) whatever the split: the result does not depend on the thread
+ * count, and a fused epilogue sees the same sums as the unfused op. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,7 +245,7 @@ static direct_plan plan_of(const clg_window *g)
 size_t clg_host_conv_direct_scratch(const clg_window *g)
 {
   direct_plan p = plan_of(g);
-  return p.packed + D_ALIGN;
+  return p.in_place ? 0 : p.packed + D_ALIGN;
 }
 
 typedef struct direct_job {

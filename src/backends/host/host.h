@@ -109,7 +109,8 @@ bool clg_host_sgemm256_usable(void);
 /* Forward float Conv2D as an implicit GEMM (conv_direct.c): the input read in place through
  * per-tap pointers, no im2col, on the AVX-512 or AVX2 ISA choice. usable: this ISA and window
  * (not a 1x1 stride-1 unpadded one; CLGRAPH_CONV_DIRECT=0 turns it off). scratch: bytes of
- * the scratch clg_host_conv_direct takes (any alignment); e applied to y's rows (NULL: none). */
+ * the scratch clg_host_conv_direct takes (any alignment; 0: it may be NULL); e applied to y's
+ * rows (NULL: none). */
 bool clg_host_conv_direct_usable(const clg_window *g);
 size_t clg_host_conv_direct_scratch(const clg_window *g);
 void clg_host_conv_direct(const float *x, const float *f, float *y, const clg_window *g,
