@@ -16,6 +16,7 @@
 #define D_MR 6   /* output pixels per tile */
 #define D_KC 256 /* K values (taps x channels) per block */
 #define D_GC 256 /* output channels per group (their K block of the filter stays in L2) */
+#define D_YB ((size_t)256 << 10) /* bytes of output rows x a group's columns per row block */
 #define D_ALIGN 64
 
 typedef void (*tile_fn)(const float *const *ind, size_t tn, size_t cn, const float *bp, size_t ldb,
@@ -309,16 +310,13 @@ static void fill_ind(const direct_job *j, size_t r0, size_t mr, size_t t0, size_
   }
 }
 
-static void direct_task(void *ctx, int item)
+/* Tiles [m0, m1) x strips [s0, s1): every K block of each group of strips in turn. */
+static void direct_rows(const direct_job *j, size_t m0, size_t m1, size_t s0, size_t s1,
+                        const float **ind)
 {
-  direct_job *j = ctx;
   const direct_plan *p = &j->p;
-  size_t mi = (size_t)item / p->ng, ni = (size_t)item % p->ng;
-  size_t m0 = p->mtiles * mi / p->mg, m1 = p->mtiles * (mi + 1) / p->mg;
-  size_t s0 = p->strips * ni / p->ng, s1 = p->strips * (ni + 1) / p->ng;
   size_t c = (size_t)j->g->c, cout = (size_t)j->g->cout, nrw = p->nrw;
   size_t k = (size_t)j->g->kdim;
-  const float *ind[D_KC * D_MR];
   for (size_t sg = s0; sg < s1; sg += p->gs) {
     size_t se = s1 - sg < p->gs ? s1 : sg + p->gs;
     for (size_t t0 = 0; t0 < p->taps; t0 += p->tb) {
@@ -339,9 +337,30 @@ static void direct_task(void *ctx, int item)
       }
     }
   }
-  if (p->ng == 1 && m1 > m0) { /* whole rows: the epilogue while they are in cache */
-    size_t r0 = m0 * D_MR, r1 = m1 * D_MR < p->rows ? m1 * D_MR : p->rows;
-    clg_host_epilogue_rows(j->e, j->y, r0, r1 - r0);
+}
+
+static void direct_task(void *ctx, int item)
+{
+  direct_job *j = ctx;
+  const direct_plan *p = &j->p;
+  size_t mi = (size_t)item / p->ng, ni = (size_t)item % p->ng;
+  size_t m0 = p->mtiles * mi / p->mg, m1 = p->mtiles * (mi + 1) / p->mg;
+  size_t s0 = p->strips * ni / p->ng, s1 = p->strips * (ni + 1) / p->ng;
+  size_t cout = (size_t)j->g->cout;
+  const float *ind[D_KC * D_MR];
+  /* Row blocks whose outputs (a group's columns) stay in L2 while the K blocks add to them:
+   * an item's whole share at batch 8 would go to L3 once per K block. */
+  size_t gcols = cout < p->gs * p->nrw ? cout : p->gs * p->nrw,
+         mb = D_YB / (D_MR * gcols * sizeof(float));
+  if (mb < 1)
+    mb = 1;
+  for (size_t b0 = m0; b0 < m1; b0 += mb) {
+    size_t b1 = m1 - b0 < mb ? m1 : b0 + mb;
+    direct_rows(j, b0, b1, s0, s1, ind);
+    if (p->ng == 1) { /* whole rows: the epilogue while they are in cache */
+      size_t r0 = b0 * D_MR, r1 = b1 * D_MR < p->rows ? b1 * D_MR : p->rows;
+      clg_host_epilogue_rows(j->e, j->y, r0, r1 - r0);
+    }
   }
 }
 
