@@ -106,6 +106,16 @@ size_t clg_host_sgemm256_work(void);
  * convolution's GEMMs run on clg_host_sgemm256 in the host team rather than on CBLAS. */
 bool clg_host_sgemm256_usable(void);
 
+/* Forward float Conv2D as an implicit GEMM (conv_direct.c): the input read in place through
+ * per-tap pointers, no im2col, on the AVX-512 or AVX2 ISA choice. usable: this ISA and window
+ * (not a 1x1 stride-1 unpadded one; CLGRAPH_CONV_DIRECT=0 turns it off). scratch: bytes of
+ * the scratch clg_host_conv_direct takes (any alignment; 0: it may be NULL); e applied to y's
+ * rows (NULL: none). */
+bool clg_host_conv_direct_usable(const clg_window *g);
+size_t clg_host_conv_direct_scratch(const clg_window *g);
+void clg_host_conv_direct(const float *x, const float *f, float *y, const clg_window *g,
+                          const clg_epilogue *e, void *scratch);
+
 /* c[n] = a[k] x op(b) in float (b is k x n, or n x k with tb), across the host team: a
  * product of one row (clg_host_matmul sends m = 1 here). */
 void clg_host_gemv(bool tb, size_t n, size_t k, const float *a, const float *b, float *c);
