@@ -147,6 +147,10 @@ static clg_tensor *pattern(clg_dtype dt, int rank, const int64_t *dims, int seed
     case CLG_BOOL:
       p[i] = (uint8_t)(v & 1);
       break;
+    default: /* the small and unsigned integers: v's low bits, wrapped */
+      for (size_t b = 0; b < clg_dtype_size(dt); b++)
+        p[i * clg_dtype_size(dt) + b] = (uint8_t)((unsigned long)v >> (8 * b));
+      break;
     }
   }
   return t;

@@ -106,8 +106,11 @@ typedef struct clg_kernel_set {
 #define CLG_KERNEL_SET(name, entries)                                                              \
   const clg_kernel_set name = {(int)(sizeof(entries) / sizeof((entries)[0])), (entries)}
 
-/* The kernel that runs n on dev, or NULL when none does. */
+/* The kernel that runs n on dev, or NULL when none does (on OpenCL devices, none for a node
+ * with a host-only dtype: int8, int16, uint8..uint64). */
 const clg_kernel_def *clg_backend_find_kernel(const clg_node *n, const clg_device *dev);
+/* Whether an input or output of n has a dtype only host kernels take. */
+bool clg_node_has_host_only_dtype(const clg_node *n);
 /* Whether some kernel runs op `name` with every input and output of `dtype` on dev (its
  * attributes at their defaults), for listings and tests. */
 bool clg_backend_supported(const char *name, clg_dtype dtype, const clg_device *dev);

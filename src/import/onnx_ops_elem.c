@@ -91,13 +91,16 @@ static clg_code binary(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   return code == CLG_OK ? put(c, n, nhwc, y) : code;
 }
 
-/* Div: RealDiv on floats; integer Div truncates toward zero in ONNX, which clgraph lacks. */
+/* Div: RealDiv on floats; on unsigned integers ONNX's truncation is FloorDiv. A signed
+ * integer Div truncates toward zero, which clgraph lacks. */
 static clg_code div_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   clg_dtype dt = clg_onnx_in_dtype(c, n, 0);
+  if (clg_dtype_is_unsigned(dt))
+    return binary(c, n, &(clg_onnx_rule){r->op, r->since, r->fn, "FloorDiv"});
   if (dt != CLG_FLOAT32 && dt != CLG_FLOAT64 && dt != CLG_FLOAT16)
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED,
-                         "integer Div (truncating toward zero) is not supported");
+                         "signed integer Div (truncating toward zero) is not supported");
   return binary(c, n, r);
 }
 

@@ -17,7 +17,7 @@ static clg_binop binop(const clg_node *n)
 static bool has_zero(clg_dtype dt, const void *p, size_t count)
 {
   for (size_t i = 0; i < count; i++)
-    if (dt == CLG_INT32 ? ((const int32_t *)p)[i] == 0 : ((const int64_t *)p)[i] == 0)
+    if (clg_uint_load(dt, p, i) == 0)
       return true;
   return false;
 }
@@ -28,9 +28,8 @@ static clg_code binary_run(const clg_kernel_ctx *c)
   const clg_out_desc *a = clg_node_in(n, 0), *b = clg_node_in(n, 1), *o = &n->outs[0];
   size_t count = clg_out_count(o), na = clg_out_count(a), nb = clg_out_count(b);
   clg_binop op = binop(n);
-  if ((op == CLG_BINOP_FLOORDIV || op == CLG_BINOP_FLOORMOD) &&
-      (b->dtype == CLG_INT32 || b->dtype == CLG_INT64) && count > 0 &&
-      has_zero(b->dtype, c->in[1].host, nb))
+  if ((op == CLG_BINOP_FLOORDIV || op == CLG_BINOP_FLOORMOD) && clg_dtype_is_integer(b->dtype) &&
+      count > 0 && has_zero(b->dtype, c->in[1].host, nb))
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "Integer division by zero");
   if (op == CLG_BINOP_ADD && (na == count || na == 1) && (nb == count || nb == 1)) {
     clg_host_binary(CLG_BINOP_ADD, o->dtype, c->in[0].host, na, c->in[1].host, nb, c->out[0].host,
