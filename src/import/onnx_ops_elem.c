@@ -156,7 +156,7 @@ static clg_code mod_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   bool nhwc;
   clg_code code = gather(c, n, 2, ins, &nhwc);
   clg_dtype dt = code == CLG_OK ? clg_onnx_dtype(ins[0]) : CLG_FLOAT32;
-  if (code == CLG_OK && (dt == CLG_INT32 || dt == CLG_INT64)) {
+  if (code == CLG_OK && clg_dtype_is_integer(dt)) {
     code = int_fmod(c, ins, &y);
     return code == CLG_OK ? put(c, n, nhwc, y) : code;
   }
@@ -388,6 +388,94 @@ static clg_code where(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r
   return code == CLG_OK ? put(c, n, nhwc, y) : code;
 }
 
+/* --- quantization ----------------------------------------------------------------------- */
+
+/* Input i of a (De)QuantizeLinear, a scale or zero point: a scalar as it is, a 1-D tensor (per
+ * axis) reshaped to x's rank with its values along axis, cast to dt. */
+static clg_code quant_param(clg_onnx *c, const clg_imp_node *n, int i, clg_output x, clg_dtype dt,
+                            clg_output *out)
+{
+  clg_output p = {0};
+  clg_code code = clg_onnx_in(c, n, i, &p);
+  if (code != CLG_OK)
+    return code;
+  int rank = clg_onnx_rank(x);
+  int64_t axis = clg_onnx_attr_i(n, "axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (clg_onnx_rank(p) > 1)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "input %d of rank %d (blocked quantization)",
+                         i, clg_onnx_rank(p));
+  if (clg_onnx_rank(p) == 1 && rank > 1) {
+    if (axis < 0 || axis >= rank || clg_onnx_dim(p, 0) != clg_onnx_dim(x, (int)axis))
+      return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT,
+                           "input %d has %lld values, not one per element of axis %lld", i,
+                           (long long)clg_onnx_dim(p, 0), (long long)axis);
+    int64_t dims[CLG_MAX_RANK];
+    for (int d = 0; d < rank; d++)
+      dims[d] = d == axis ? clg_onnx_dim(p, 0) : 1;
+    if ((code = clg_onnx_reshape(c, p, rank, dims, &p)) != CLG_OK)
+      return code;
+  }
+  if (clg_onnx_dtype(p) != dt && (code = cast_op(c, p, dt, &p)) != CLG_OK)
+    return code;
+  *out = p;
+  return CLG_OK;
+}
+
+/* DequantizeLinear: (x - zero_point) * scale, in the scale's float type. */
+static clg_code dequantize(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  clg_output x = {0}, xf = {0}, s = {0}, z = {0}, y = {0};
+  clg_code code = clg_onnx_in(c, n, 0, &x);
+  clg_dtype ft = clg_onnx_in_dtype(c, n, 1);
+  if (code == CLG_OK && ft != CLG_FLOAT32 && ft != CLG_FLOAT64 && ft != CLG_FLOAT16)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "a scale of %s", clg_dtype_name(ft));
+  if (code == CLG_OK && !clg_dtype_is_integer(clg_onnx_dtype(x)))
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "dequantizing %s",
+                         clg_dtype_name(clg_onnx_dtype(x)));
+  if (code == CLG_OK)
+    code = cast_op(c, x, ft, &xf);
+  if (code == CLG_OK && clg_onnx_has(n, 2)) {
+    if ((code = quant_param(c, n, 2, x, ft, &z)) == CLG_OK)
+      code = clg_onnx_binop(c, "Sub", xf, z, &xf);
+  }
+  if (code == CLG_OK)
+    code = quant_param(c, n, 1, x, ft, &s);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "Mul", xf, s, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
+/* QuantizeLinear: saturate(round(x / scale) + zero_point), rounding half to even (Round), the
+ * saturation Cast's, into the zero point's type (uint8 without one). */
+static clg_code quantize(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  clg_output x = {0}, s = {0}, z = {0}, y = {0};
+  clg_code code = clg_onnx_in(c, n, 0, &x);
+  clg_dtype ft = code == CLG_OK ? clg_onnx_dtype(x) : CLG_FLOAT32;
+  clg_dtype qt = clg_onnx_has(n, 2) ? clg_onnx_in_dtype(c, n, 2) : CLG_UINT8;
+  if (code == CLG_OK && ft != CLG_FLOAT32 && ft != CLG_FLOAT64)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "quantizing %s", clg_dtype_name(ft));
+  if (code == CLG_OK && qt != CLG_UINT8 && qt != CLG_INT8 && qt != CLG_UINT16 && qt != CLG_INT16)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "quantizing to %s", clg_dtype_name(qt));
+  if (code == CLG_OK)
+    code = quant_param(c, n, 1, x, ft, &s);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "RealDiv", x, s, &y);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Round", 1, &y, 0, NULL, &y);
+  if (code == CLG_OK && clg_onnx_has(n, 2)) {
+    if ((code = quant_param(c, n, 2, x, ft, &z)) == CLG_OK)
+      code = clg_onnx_binop(c, "Add", y, z, &y);
+  }
+  if (code == CLG_OK)
+    code = cast_op(c, y, qt, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
 CLG_ONNX_RULE_SET(
     clg_onnx_rules_elem,
     /* activations */
@@ -415,4 +503,6 @@ CLG_ONNX_RULE_SET(
     {"Xor", 7, binary, "NotEqual"}, {"Where", 9, where, "SelectV2"},
     /* variadic */
     {"Sum", 8, variadic, "Add"}, {"Mean", 8, mean, "Add"}, {"Max", 8, min_max, "Maximum"},
-    {"Min", 8, min_max, "Minimum"});
+    {"Min", 8, min_max, "Minimum"},
+    /* quantization */
+    {"QuantizeLinear", 10, quantize, NULL}, {"DequantizeLinear", 10, dequantize, NULL});
