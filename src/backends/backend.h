@@ -171,7 +171,9 @@ typedef enum clg_binop {
   CLG_BINOP_ATAN2, /* Atan2(y, x): atan2(y, x), inputs in TensorFlow's order */
   CLG_BINOP_AND,   /* LogicalAnd, LogicalOr: on bool */
   CLG_BINOP_OR,
-  CLG_BINOP_SQDIFF /* SquaredDifference: (x - y) * (x - y) in T (integers wrap) */
+  CLG_BINOP_SQDIFF, /* SquaredDifference: (x - y) * (x - y) in T (integers wrap) */
+  CLG_BINOP_LSHIFT, /* LeftShift, RightShift: integers; a shift outside [0, bits) gives 0 */
+  CLG_BINOP_RSHIFT  /* (-1 for a negative x shifted right) */
 } clg_binop;
 
 /* Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg: element-wise math (ops/math.c); Erf to Selu:

@@ -1,4 +1,5 @@
-/* AddV2, Minimum, Prelu, FloorDiv, FloorMod and SquaredDifference on the host: flat loops for
+/* AddV2, Minimum, Prelu, FloorDiv, FloorMod, SquaredDifference, LeftShift and RightShift on
+ * the host: flat loops for
  * equal shapes or a scalar operand (AddV2), the strided walk of numpy broadcasting otherwise. */
 #include "backends/host/host.h"
 
@@ -9,6 +10,8 @@ static clg_binop binop(const clg_node *n)
          : n->def == &clg_op_FloorDiv          ? CLG_BINOP_FLOORDIV
          : n->def == &clg_op_FloorMod          ? CLG_BINOP_FLOORMOD
          : n->def == &clg_op_SquaredDifference ? CLG_BINOP_SQDIFF
+         : n->def == &clg_op_LeftShift         ? CLG_BINOP_LSHIFT
+         : n->def == &clg_op_RightShift        ? CLG_BINOP_RSHIFT
                                                : CLG_BINOP_ADD;
 }
 
@@ -42,6 +45,13 @@ static clg_code binary_run(const clg_kernel_ctx *c)
   return CLG_OK;
 }
 
+static bool shift_supports(const clg_node *n, const clg_device *dev)
+{
+  clg_dtype t = n->outs[0].dtype;
+  return clg_device_ops_of(dev)->kind == CLG_KIND_HOST && clg_dtype_is_integer(t) &&
+         clg_node_all_dtype(n, t);
+}
+
 static const clg_kernel_entry entries[] = {
     {&clg_op_AddV2, {CLG_KIND_HOST, clg_binop_int_supports, binary_run, NULL, NULL}},
     {&clg_op_Minimum, {CLG_KIND_HOST, clg_binop_int_supports, binary_run, NULL, NULL}},
@@ -49,5 +59,7 @@ static const clg_kernel_entry entries[] = {
     {&clg_op_FloorDiv, {CLG_KIND_HOST, clg_binop_int_supports, binary_run, NULL, NULL}},
     {&clg_op_FloorMod, {CLG_KIND_HOST, clg_binop_int_supports, binary_run, NULL, NULL}},
     {&clg_op_SquaredDifference, {CLG_KIND_HOST, clg_binop_int_supports, binary_run, NULL, NULL}},
+    {&clg_op_LeftShift, {CLG_KIND_HOST, shift_supports, binary_run, NULL, NULL}},
+    {&clg_op_RightShift, {CLG_KIND_HOST, shift_supports, binary_run, NULL, NULL}},
 };
 CLG_KERNEL_SET(clg_host_kernels_binary_tf, entries);

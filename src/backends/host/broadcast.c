@@ -139,6 +139,22 @@ INT_FLOOR(int16_t, uint32_t)
 INT_FLOOR(int32_t, uint32_t)
 INT_FLOOR(int64_t, uint64_t)
 
+/* Shifts by y outside [0, bits): 0, or -1 for a negative x shifted right (signed S). */
+#define SHIFTS(T, UT, S)                                                                           \
+  static T lshift_##T(T x, T y) { return (UT)y >= 8 * sizeof(T) ? 0 : (T)((UT)x << (UT)y); }       \
+  static T rshift_##T(T x, T y)                                                                    \
+  {                                                                                                \
+    return (UT)y >= 8 * sizeof(T) ? (S ? (T)(x >> (8 * sizeof(T) - 1)) : 0) : (T)(x >> (UT)y);     \
+  }
+SHIFTS(int8_t, uint32_t, 1)
+SHIFTS(int16_t, uint32_t, 1)
+SHIFTS(int32_t, uint32_t, 1)
+SHIFTS(int64_t, uint64_t, 1)
+SHIFTS(uint8_t, uint32_t, 0)
+SHIFTS(uint16_t, uint32_t, 0)
+SHIFTS(uint32_t, uint32_t, 0)
+SHIFTS(uint64_t, uint64_t, 0)
+
 /* Unsigned: floor division is C's. */
 #define UINT_FLOOR(T)                                                                              \
   static T floordiv_##T(T x, T y) { return (T)(x / y); }                                           \
@@ -175,6 +191,12 @@ UINT_FLOOR(uint64_t)
       break;                                                                                       \
     case CLG_BINOP_FLOORMOD:                                                                       \
       WALK(o[i] = floormod_##T(x[pa], y[pb]));                                                     \
+      break;                                                                                       \
+    case CLG_BINOP_LSHIFT:                                                                         \
+      WALK(o[i] = lshift_##T(x[pa], y[pb]));                                                       \
+      break;                                                                                       \
+    case CLG_BINOP_RSHIFT:                                                                         \
+      WALK(o[i] = rshift_##T(x[pa], y[pb]));                                                       \
       break;                                                                                       \
     case CLG_BINOP_SQDIFF:                                                                         \
       WALK({                                                                                       \
