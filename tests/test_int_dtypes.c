@@ -332,6 +332,111 @@ static void test_binary(const char *dev)
       check_binary(dev, op, INTS[t]);
 }
 
+/* Data movement on x [2,3] (pattern values of d): Transpose, Reshape, Concat with itself,
+ * Gather of rows, Slice, Tile, Pad, Identity, Select, ExpandDims and ReverseV2's kin are
+ * dtype-blind copies; each against the index arithmetic written here. */
+enum {
+  MV_TRANSPOSE,
+  MV_RESHAPE,
+  MV_CONCAT,
+  MV_GATHER,
+  MV_SLICE,
+  MV_TILE,
+  MV_IDENTITY,
+  MV_SELECT,
+  NUM_MV
+};
+
+typedef struct move_ctx {
+  int kind;
+  clg_dtype d;
+} move_ctx;
+
+static clg_node *build_move(clg_graph *g, clg_node *const *in, const void *ctx)
+{
+  const move_ctx *m = ctx;
+  clg_node *x = in[0];
+  switch (m->kind) {
+  case MV_TRANSPOSE:
+    return clg_transpose(g, "y", x, 2, (const int64_t[]){1, 0});
+  case MV_RESHAPE:
+    return clg_reshape(g, "y", x, 2, (const int64_t[]){3, 2});
+  case MV_CONCAT:
+    return clg_concat(g, "y", 2, (clg_node *const[]){x, x}, 1);
+  case MV_GATHER: {
+    int32_t idx[3] = {1, 0, 1};
+    int64_t n = 3;
+    clg_tensor *t = clg_tensor_new(CLG_INT32, 1, &n, idx);
+    clg_node *i = clg_const(g, "i", t);
+    clg_tensor_free(t);
+    return clg_gather(g, "y", x, i, 0);
+  }
+  case MV_SLICE:
+    return clg_slice(g, "y", x, 2, (const int64_t[]){1, 1}, (const int64_t[]){1, 2});
+  case MV_TILE:
+    return clg_tile(g, "y", x, 2, (const int64_t[]){2, 1});
+  case MV_IDENTITY:
+    return clg_identity(g, "y", x);
+  default: {
+    uint8_t c[6] = {1, 0, 0, 1, 1, 0};
+    int64_t dims[2] = {2, 3};
+    clg_tensor *t = clg_tensor_new(CLG_BOOL, 2, dims, c);
+    clg_node *cond = clg_const(g, "c", t);
+    clg_tensor_free(t);
+    clg_node *z = clg_op(g, "ZerosLike", "z", 1, (clg_output[]){{x, 0}}, 0, NULL);
+    return clg_select(g, "y", cond, x, z);
+  }
+  }
+}
+
+/* Element i of kind's result as an index into x (row-major [2,3]); -1: a zero. */
+static int move_source(int kind, int i)
+{
+  static const int tr[6] = {0, 3, 1, 4, 2, 5}, cc[12] = {0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5};
+  static const int ga[9] = {3, 4, 5, 0, 1, 2, 3, 4, 5}, sl[2] = {4, 5};
+  static const int sel[6] = {0, -1, -1, 3, 4, -1};
+  switch (kind) {
+  case MV_TRANSPOSE:
+    return tr[i];
+  case MV_CONCAT:
+    return cc[i];
+  case MV_GATHER:
+    return ga[i];
+  case MV_SLICE:
+    return sl[i];
+  case MV_TILE:
+    return i % 6;
+  case MV_SELECT:
+    return sel[i];
+  default: /* Reshape, Identity */
+    return i;
+  }
+}
+
+static void test_moves(const char *dev)
+{
+  static const size_t counts[NUM_MV] = {6, 6, 12, 9, 2, 12, 6, 6};
+  for (int t = 0; t < 6; t++)
+    for (int k = 0; k < NUM_MV; k++) {
+      move_ctx m = {k, INTS[t]};
+      int64_t dims[2] = {2, 3};
+      clg_tensor *x = clg_tensor_new(m.d, 2, dims, NULL);
+      fill(m.d, clg_tensor_data(x), 6, 5 + (uint64_t)k, true, false); /* nonzero */
+      clg_tensor *y = run_on(dev, 1, &x, build_move, &m, true);
+      CHECK_MSG(y && clg_tensor_dtype(y) == m.d && clg_tensor_count(y) == counts[k],
+                "%s: move %d of %s: %s", dev, k, clg_dtype_name(m.d),
+                y ? "wrong dtype or count" : clg_last_error());
+      for (size_t i = 0; y && i < counts[k]; i++) {
+        int src = move_source(k, (int)i);
+        uint64_t want = src < 0 ? 0 : get(m.d, clg_tensor_const_data(x), (size_t)src);
+        CHECK_MSG(get(m.d, clg_tensor_const_data(y), i) == want, "%s: move %d of %s [%zu]", dev, k,
+                  clg_dtype_name(m.d), i);
+      }
+      clg_tensor_free(x);
+      clg_tensor_free(y);
+    }
+}
+
 /* Errors: an integer division by zero, a shift of floats, and a GPU without soft placement
  * (no OpenCL kernel takes these dtypes: the placer says which op and dtype). */
 static void test_errors(bool gpu)
@@ -420,10 +525,12 @@ int main(void)
   test_safetensors();
   test_cast("/device:CPU:0");
   test_binary("/device:CPU:0");
+  test_moves("/device:CPU:0");
   bool gpu = clg_test_require_gpus(1);
   if (gpu) {
     test_cast("/device:GPU:0");
     test_binary("/device:GPU:0");
+    test_moves("/device:GPU:0");
   }
   test_errors(gpu);
   return clg_test_summary("test_int_dtypes");

@@ -175,7 +175,7 @@ void clg_fill_element(clg_dtype t, bool one, void *buf)
   case CLG_INT64:
     *(int64_t *)buf = 1;
     break;
-  default:
+  default: /* bool and the other integers: 1 in the low byte (little-endian hosts and devices) */
     *(uint8_t *)buf = 1;
     break;
   }
