@@ -91,16 +91,52 @@ static clg_code binary(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   return code == CLG_OK ? put(c, n, nhwc, y) : code;
 }
 
-/* Div: RealDiv on floats; on unsigned integers ONNX's truncation is FloorDiv. A signed
- * integer Div truncates toward zero, which clgraph lacks. */
+static clg_code cast_op(clg_onnx *c, clg_output x, clg_dtype dt, clg_output *y);
+
+/* Signed integer division truncating toward zero (C's /, ONNX's integer Div) from FloorDiv:
+ * q = FloorDiv(x, y), plus 1 where the remainder is nonzero and the signs differ. */
+static clg_code int_truncdiv(clg_onnx *c, const clg_output *ins, clg_output *y)
+{
+  clg_output q = {0}, r = {0}, zero = {0}, nz = {0}, xn = {0}, yn = {0}, fix = {0};
+  clg_code code = clg_onnx_op(c, "FloorDiv", 2, ins, 0, NULL, &q);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "FloorMod", 2, ins, 0, NULL, &r);
+  if (code == CLG_OK)
+    code = clg_onnx_const_scalar(c, clg_onnx_dtype(q), 0, &zero);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "NotEqual", r, zero, &nz);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "Less", ins[0], zero, &xn);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "Less", ins[1], zero, &yn);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "NotEqual", xn, yn, &fix);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "LogicalAnd", nz, fix, &fix);
+  if (code == CLG_OK)
+    code = cast_op(c, fix, clg_onnx_dtype(q), &fix);
+  return code == CLG_OK ? clg_onnx_binop(c, "Add", q, fix, y) : code;
+}
+
+/* Div: RealDiv on floats; on integers ONNX's truncation toward zero: FloorDiv on unsigned
+ * ones, FloorDiv corrected on signed ones. */
 static clg_code div_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   clg_dtype dt = clg_onnx_in_dtype(c, n, 0);
   if (clg_dtype_is_unsigned(dt))
     return binary(c, n, &(clg_onnx_rule){r->op, r->since, r->fn, "FloorDiv"});
+  if (clg_dtype_is_integer(dt)) {
+    if (n->num_inputs != 2)
+      return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%d inputs, not 2", n->num_inputs);
+    clg_output ins[2] = {0}, y = {0};
+    bool nhwc;
+    clg_code code = gather(c, n, 2, ins, &nhwc);
+    if (code == CLG_OK)
+      code = int_truncdiv(c, ins, &y);
+    return code == CLG_OK ? put(c, n, nhwc, y) : code;
+  }
   if (dt != CLG_FLOAT32 && dt != CLG_FLOAT64 && dt != CLG_FLOAT16)
-    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED,
-                         "signed integer Div (truncating toward zero) is not supported");
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "Div of %s is not supported", clg_dtype_name(dt));
   return binary(c, n, r);
 }
 
