@@ -45,7 +45,7 @@ static void usage(FILE *f)
           "     to theirs (inputs in the model's order: its graph inputs that are not\n"
           "     initializers);\n"
           "  2. imports model.onnx inside the device scope --device; where that fails and the\n"
-          "     model has int32/int64 inputs (a Reshape's shape, a Slice's starts, which clgraph\n"
+          "     model has integer inputs   (a Reshape's shape, a Slice's starts, which clgraph\n"
           "     needs as constants), imports once more with those inputs bound to Consts of\n"
           "     their values through input_map (then, that failing too, every input after\n"
           "     the first: Resize's float scales), and says \"const-bound\" when one runs;\n"
@@ -166,7 +166,18 @@ static int64_t int_at(const clg_tensor *t, size_t i)
   case CLG_INT64:
     return ((const int64_t *)p)[i];
   case CLG_BOOL:
+  case CLG_UINT8:
     return ((const uint8_t *)p)[i];
+  case CLG_INT8:
+    return ((const int8_t *)p)[i];
+  case CLG_INT16:
+    return ((const int16_t *)p)[i];
+  case CLG_UINT16:
+    return ((const uint16_t *)p)[i];
+  case CLG_UINT32:
+    return ((const uint32_t *)p)[i];
+  case CLG_UINT64: /* the bit pattern: equal exactly when the values are */
+    return (int64_t)((const uint64_t *)p)[i];
   default:
     return 0;
   }
@@ -325,7 +336,11 @@ static int load_tensors(test_run *t, const char *stem, clg_tensor **ts, char *ms
   }
 }
 
-static bool is_int(clg_dtype d) { return d == CLG_INT32 || d == CLG_INT64; }
+static bool is_int(clg_dtype d)
+{
+  return d == CLG_INT32 || d == CLG_INT64 || d == CLG_INT8 || d == CLG_INT16 || d == CLG_UINT8 ||
+         d == CLG_UINT16 || d == CLG_UINT32 || d == CLG_UINT64;
+}
 
 /* Imports the model into a new graph inside the device scope: input shapes bound to the test
  * data's, and with const_bound the integer inputs bound to Consts of their values. */

@@ -1012,13 +1012,13 @@ static void test_bad_graphdefs(void)
   pb_free(&wk);
   /* A dtype clgraph does not have, an ONNX file without a graph, an empty file (an empty graph is
    * fine). */
-  pbuf u8 = {0};
+  pbuf bf = {0};
   node_begin(&n, "u", "Placeholder", NULL, NULL);
-  attr_type(&n, "dtype", 4);
+  attr_type(&n, "dtype", 14);
   attr_shape(&n, "shape", 0, NULL);
-  node_end(&u8, &n);
-  CHECK_CONTAINS(import_error(&u8, &o, CLG_UNIMPLEMENTED), "DT_UINT8");
-  pb_free(&u8);
+  node_end(&bf, &n);
+  CHECK_CONTAINS(import_error(&bf, &o, CLG_UNIMPLEMENTED), "DT_BFLOAT16");
+  pb_free(&bf);
   pbuf onnx = {0}; /* recognised as ONNX by its first field (test_onnx tests the rest) */
   pb_vint(&onnx, 1, 7);
   CHECK_CONTAINS(import_error(&onnx, &o, CLG_INVALID_ARGUMENT), "ModelProto has no graph");

@@ -87,18 +87,22 @@ static void test_values(void)
     CHECK_MSG(h == bits[i] && clg_half_to_double(h) == halves[i], "half %d: 0x%04x", i, h);
   }
   clg_tensor_free(t);
-  /* int8, int16 and uint8 become int32 with the same values. */
-  t = load("i8_4.npy", CLG_INT32, 1, (int64_t[]){4});
-  const int32_t i8[4] = {-128, -1, 0, 127};
+  /* int8, int16, uint8 and uint16 as themselves (make_npy.py's values). */
+  t = load("i8_4.npy", CLG_INT8, 1, (int64_t[]){4});
+  const int8_t i8[4] = {-128, -1, 0, 127};
   CHECK(t && memcmp(clg_tensor_const_data(t), i8, sizeof i8) == 0);
   clg_tensor_free(t);
-  t = load("i16_5.npy", CLG_INT32, 1, (int64_t[]){5});
-  const int32_t i16[5] = {-32768, -1, 0, 1, 32767};
+  t = load("i16_5.npy", CLG_INT16, 1, (int64_t[]){5});
+  const int16_t i16[5] = {-32768, -1, 0, 1, 32767};
   CHECK(t && memcmp(clg_tensor_const_data(t), i16, sizeof i16) == 0);
   clg_tensor_free(t);
-  t = load("u8_3.npy", CLG_INT32, 1, (int64_t[]){3});
-  const int32_t u8[3] = {0, 128, 255};
+  t = load("u8_3.npy", CLG_UINT8, 1, (int64_t[]){3});
+  const uint8_t u8[3] = {0, 128, 255};
   CHECK(t && memcmp(clg_tensor_const_data(t), u8, sizeof u8) == 0);
+  clg_tensor_free(t);
+  t = load("u16_2.npy", CLG_UINT16, 1, (int64_t[]){2});
+  const uint16_t u16[2] = {1, 2};
+  CHECK(t && memcmp(clg_tensor_const_data(t), u16, sizeof u16) == 0);
   clg_tensor_free(t);
   t = load("i32_2x2.npy", CLG_INT32, 2, (int64_t[]){2, 2});
   const int32_t i32[4] = {INT32_MIN, -1, 0, INT32_MAX};
@@ -122,11 +126,12 @@ static void test_values(void)
 }
 
 /* clg_tensor_save_npy writes what np.save wrote, byte for byte, for every dtype clgraph
- * has (a file read as int32 from int8 is saved as int32, so not those). */
+ * has a fixture of. */
 static void test_save_matches_numpy(void)
 {
   static const char *names[] = {"f32_2x3.npy", "f64_scalar.npy", "f16_5.npy",   "i32_2x2.npy",
-                                "i64_3.npy",   "bool_4.npy",     "f32_0x3.npy", "f32_rank8.npy"};
+                                "i64_3.npy",   "bool_4.npy",     "f32_0x3.npy", "f32_rank8.npy",
+                                "i8_4.npy",    "i16_5.npy",      "u8_3.npy",    "u16_2.npy"};
   char out[256];
   snprintf(out, sizeof out, "/tmp/test_npy_%d.npy", (int)getpid());
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -194,7 +199,6 @@ static void test_refused(void)
 {
   refused_file("f32_big_endian.npy", CLG_UNIMPLEMENTED, "'>f4' is big-endian");
   refused_file("f32_fortran.npy", CLG_UNIMPLEMENTED, "Fortran order");
-  refused_file("u16_2.npy", CLG_UNIMPLEMENTED, "dtype '<u2' is not one clgraph reads");
   refused_file("str_2.npy", CLG_UNIMPLEMENTED, "dtype '<U2' is not one clgraph reads");
   refused_file("f32_rank9.npy", CLG_UNIMPLEMENTED, "more than 8 dimensions");
   refused_file("make_npy.py", CLG_INVALID_ARGUMENT, "not an .npy file");
@@ -250,6 +254,11 @@ static void test_refused(void)
   /* Headers numpy would not write, each named. */
   header_case("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 8, CLG_OK, "");
   header_case("{'descr': '<f4', 'fortran_order': False}", 0, CLG_INVALID_ARGUMENT, "no 'shape'");
+  header_case("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", 8, CLG_UNIMPLEMENTED,
+              "dtype '<c8' is not one clgraph reads");
+  /* the unsigned widths numpy writes, each as clgraph's own */
+  header_case("{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }", 8, CLG_OK, "");
+  header_case("{'descr': '<u8', 'fortran_order': False, 'shape': (2,), }", 16, CLG_OK, "");
   header_case("{'descr': '<f4', 'shape': (), }", 4, CLG_INVALID_ARGUMENT, "no 'fortran_order'");
   header_case("{'fortran_order': False, 'shape': (), }", 4, CLG_INVALID_ARGUMENT, "no 'descr'");
   header_case("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': ()}", 4,

@@ -197,6 +197,48 @@ static void test_topk_smallest_int(void)
   free(mo.p);
 }
 
+/* Integer Div truncates toward zero (C's /): q = Div(x, y) on int32 and on int8 (x and y cast
+ * to int8, the quotient cast back to int32 for the check), every sign combination. */
+static void test_int_div(void)
+{
+  io in[2] = {{"x", I32, 1, {8}}, {"y", I32, 1, {8}}};
+  clg_test_pb g = {0};
+  clg_test_pb nd = clg_test_onnx_node("Div", (const char *const[]){"x", "y", NULL, "q", NULL});
+  clg_test_pb_msg(&g, 1, &nd);
+  nd = clg_test_onnx_node("Cast", (const char *const[]){"x", NULL, "x8", NULL});
+  clg_test_onnx_attr_i(&nd, "to", 3); /* INT8 */
+  clg_test_pb_msg(&g, 1, &nd);
+  nd = clg_test_onnx_node("Cast", (const char *const[]){"y", NULL, "y8", NULL});
+  clg_test_onnx_attr_i(&nd, "to", 3);
+  clg_test_pb_msg(&g, 1, &nd);
+  nd = clg_test_onnx_node("Div", (const char *const[]){"x8", "y8", NULL, "q8", NULL});
+  clg_test_pb_msg(&g, 1, &nd);
+  nd = clg_test_onnx_node("Cast", (const char *const[]){"q8", NULL, "q32", NULL});
+  clg_test_onnx_attr_i(&nd, "to", I32);
+  clg_test_pb_msg(&g, 1, &nd);
+  for (int i = 0; i < 2; i++)
+    clg_test_onnx_value_info(&g, 11, in[i].name, in[i].elem, in[i].rank, in[i].dims);
+  clg_test_onnx_value_info(&g, 12, "q", I32, 1, (const int64_t[]){8});
+  clg_test_onnx_value_info(&g, 12, "q32", I32, 1, (const int64_t[]){8});
+  clg_test_pb mo = clg_test_onnx_model(&g);
+  const double xv[8] = {7, -7, 7, -7, 6, -6, 0, -128}, yv[8] = {2, 2, -2, -2, 3, -3, 5, 3};
+  double qw[8];
+  for (int i = 0; i < 8; i++)
+    qw[i] = (double)((int)xv[i] / (int)yv[i]);
+  clg_tensor *t[2] = {clg_test_onnx_tensor(CLG_INT32, 1, in[0].dims, xv),
+                      clg_test_onnx_tensor(CLG_INT32, 1, in[1].dims, yv)};
+  clg_tensor *y[2] = {NULL, NULL};
+  CHECK_OK(clg_test_onnx_run(&mo, 2, t, 2, y));
+  int64_t d8 = 8;
+  clg_test_onnx_check_close("Div int32", y[0], CLG_INT32, 1, &d8, qw);
+  clg_test_onnx_check_close("Div int8", y[1], CLG_INT32, 1, &d8, qw);
+  for (int i = 0; i < 2; i++) {
+    clg_tensor_free(t[i]);
+    clg_tensor_free(y[i]);
+  }
+  free(mo.p);
+}
+
 static void test_int_pow_neg_abs(void)
 {
   /* z = Pow(x, e) (int64 ^ int32), n = Neg(a), m = Abs(a) (int32) */
@@ -473,6 +515,7 @@ int main(void)
   test_dft();
   test_topk_smallest_int();
   test_int_pow_neg_abs();
+  test_int_div();
   test_pad_edge();
   test_max_unpool();
   test_batchnorm_training();

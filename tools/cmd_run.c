@@ -283,6 +283,20 @@ static void fill_random(clg_tensor *t, uint64_t *state)
     case CLG_BOOL:
       ((uint8_t *)p)[i] = (uint8_t)(r & 1);
       break;
+    case CLG_UINT8:
+    case CLG_INT8:
+      ((uint8_t *)p)[i] = (uint8_t)(r % 10);
+      break;
+    case CLG_INT16:
+    case CLG_UINT16:
+      ((uint16_t *)p)[i] = (uint16_t)(r % 10);
+      break;
+    case CLG_UINT32:
+      ((uint32_t *)p)[i] = (uint32_t)(r % 10);
+      break;
+    case CLG_UINT64:
+      ((uint64_t *)p)[i] = r % 10;
+      break;
     }
   }
 }

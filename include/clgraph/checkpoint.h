@@ -18,8 +18,9 @@
  * variable; a file that lies or is cut short is DATA_LOSS or INVALID_ARGUMENT naming the
  * file and the tensor, and then no variable has changed.
  *
- * dtypes: F32, F64, F16, I32, I64 and BOOL map to clgraph's; files may hold others (BF16,
- * I16, I8, U8, ...), which clg_checkpoint_open lists but no variable can restore from.
+ * dtypes: F32, F64, F16, I64, I32, I16, I8, U64, U32, U16, U8 and BOOL map to clgraph's;
+ * files may hold others (BF16, F8_E4M3, F8_E5M2), which clg_checkpoint_open lists but no
+ * variable can restore from.
  */
 #ifndef CLGRAPH_CHECKPOINT_H
 #define CLGRAPH_CHECKPOINT_H

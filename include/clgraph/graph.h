@@ -163,14 +163,16 @@ clg_node *clg_matmul(clg_graph *g, const char *name, clg_node *a, clg_node *b, b
 /* Element-wise with numpy broadcasting (shapes aligned at the right, each dim equal or 1);
  * others are INVALID_ARGUMENT "Incompatible shapes: [2,3] vs. [4]". Float, and double where
  * the device has it. Maximum is x < y ? y : x; Equal also takes int32 and int64 and gives
- * bool. */
+ * bool. On the host Add, Sub, Mul, Maximum and the comparisons also take every integer dtype
+ * (int8..int64, uint8..uint64; wrapping as TensorFlow's); no OpenCL kernel takes int8, int16
+ * or the unsigned ones, so soft placement runs their nodes on CPU:0. */
 clg_node *clg_add(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_sub(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_mul(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_real_div(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_maximum(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b);
-/* a >= b as bool, broadcast as above (false where either is NaN); float, double, int32, int64. */
+/* a >= b as bool, broadcast as above (false where either is NaN); float, double, the integers. */
 clg_node *clg_greater_equal(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 /* tf.where(condition, t, e) of TensorFlow 1.x (op Select): t where condition is true, else e.
  * t and e have one dtype (any) and shape; condition is bool, of t's shape, a scalar, or a
@@ -193,8 +195,9 @@ clg_node *clg_floor(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_log_e(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_sqrt(clg_graph *g, const char *name, clg_node *x);
 clg_node *clg_rsqrt(clg_graph *g, const char *name, clg_node *x);
-/* x converted to dtype (float, double, int32, int64, bool): float to integer truncates toward
- * zero and saturates, anything to bool is x != 0 (tf.cast). */
+/* x converted to dtype (float, double, half, any integer dtype, bool): float to integer
+ * truncates toward zero and saturates to the destination's range (NaN gives 0), integer to
+ * integer keeps the low bits (wraps), anything to bool is x != 0 (tf.cast). */
 clg_node *clg_cast(clg_graph *g, const char *name, clg_node *x, clg_dtype dtype);
 /* A tensor of shape dims with every element the scalar value (tf.fill); the dims become a
  * Const. ZerosLike and OnesLike: x's shape and dtype, filled with 0 or 1. */
@@ -318,7 +321,8 @@ clg_node *clg_leaky_relu(clg_graph *g, const char *name, clg_node *x, double alp
 clg_node *clg_add_v2(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_minimum(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 /* floor(a / b) (op FloorDiv) and a - floor(a / b) * b, with b's sign (op FloorMod, Python's %),
- * broadcast as clg_add; float, and int32/int64 on the host. */
+ * broadcast as clg_add; float, and every integer dtype on the host (integer division by zero
+ * is INVALID_ARGUMENT). */
 clg_node *clg_floor_div(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 clg_node *clg_floor_mod(clg_graph *g, const char *name, clg_node *a, clg_node *b);
 /* (x - y) * (x - y) (op SquaredDifference), broadcast as clg_add; float, int32 and int64. */

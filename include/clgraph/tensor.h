@@ -23,14 +23,21 @@ extern "C" {
 #endif
 
 /* Values follow TensorFlow's DataType enum (DT_FLOAT = 1, DT_DOUBLE = 2, DT_INT32 = 3,
- * DT_INT64 = 9, DT_BOOL = 10, DT_HALF = 19). A bool element is one byte, 0 or 1. */
+ * DT_UINT8 = 4, DT_INT16 = 5, DT_INT8 = 6, DT_INT64 = 9, DT_BOOL = 10, DT_UINT16 = 17,
+ * DT_HALF = 19, DT_UINT32 = 22, DT_UINT64 = 23). A bool element is one byte, 0 or 1. */
 typedef enum clg_dtype {
   CLG_FLOAT32 = 1,
   CLG_FLOAT64 = 2,
   CLG_INT32 = 3,
+  CLG_UINT8 = 4,
+  CLG_INT16 = 5,
+  CLG_INT8 = 6,
   CLG_INT64 = 9,
   CLG_BOOL = 10,
-  CLG_FLOAT16 = 19
+  CLG_UINT16 = 17,
+  CLG_FLOAT16 = 19,
+  CLG_UINT32 = 22,
+  CLG_UINT64 = 23
 } clg_dtype;
 
 #define CLG_MAX_RANK 8
@@ -40,8 +47,8 @@ typedef struct clg_tensor clg_tensor;
 /* Size of one element in bytes; 0 for an unknown dtype. */
 size_t clg_dtype_size(clg_dtype dtype);
 
-/* TensorFlow's names: "float", "double", "int32", "int64", "bool", "half"; "invalid"
- * otherwise. */
+/* TensorFlow's names: "float", "double", "int32", "int64", "bool", "half", "uint8", "int8",
+ * "int16", "uint16", "uint32", "uint64"; "invalid" otherwise. */
 const char *clg_dtype_name(clg_dtype dtype);
 
 /* A new tensor of the given dtype and shape (rank 0..CLG_MAX_RANK, every dim >= 0).
@@ -84,9 +91,9 @@ char *clg_tensor_shape_string(const clg_tensor *t, char *buf, size_t size);
  *   clg_tensor_save_npy(x, "copy.npy");                       // np.load("copy.npy")
  *
  * Reads format versions 1.0, 2.0 and 3.0, little-endian, C order: descr '<f2', '<f4', '<f8'
- * (float16 as CLG_FLOAT16's bit patterns), '<i1', '<i2', '<i4', '<i8', '|u1' and '|b1' ('<' or
- * '=' for the byte order, '|' or either of them for one-byte types). int8, int16 and uint8,
- * which clgraph has no dtype for, become CLG_INT32 holding the same values. The header
+ * (float16 as CLG_FLOAT16's bit patterns), '<i1', '<i2', '<i4', '<i8', '|u1', '<u2', '<u4',
+ * '<u8' and '|b1' ('<' or '=' for the byte order, '|' or either of them for one-byte types),
+ * each as the clgraph dtype of the same width and signedness. The header
  * dictionary is read as numpy writes it (keys 'descr', 'fortran_order' and 'shape', each
  * once, no other); the data must be exactly what the shape needs. Errors name the file:
  * INVALID_ARGUMENT for what is not an .npy file, a bad header, or a bool byte other than 0 or

@@ -36,12 +36,35 @@ static const clg_kernel_set *const *kernel_sets(clg_device_kind kind, int *count
 
 static clg_device_kind kind_of(const clg_device *dev) { return clg_device_ops_of(dev)->kind; }
 
+/* int8, int16, the unsigned integers: host kernels only (no OpenCL kernel is built for them),
+ * so soft placement puts their nodes on CPU:0, as TensorFlow 1.x does for an op without a GPU
+ * kernel. */
+static bool host_only_dtype(clg_dtype t)
+{
+  return t == CLG_INT8 || t == CLG_INT16 || clg_dtype_is_unsigned(t);
+}
+
+bool clg_node_has_host_only_dtype(const clg_node *n)
+{
+  for (int i = 0; i < n->num_inputs; i++) {
+    const clg_out_desc *d = clg_node_in(n, i);
+    if (d && host_only_dtype(d->dtype))
+      return true;
+  }
+  for (int i = 0; i < n->num_outputs; i++)
+    if (host_only_dtype(n->outs[i].dtype))
+      return true;
+  return false;
+}
+
 const clg_kernel_def *clg_backend_find_kernel(const clg_node *n, const clg_device *dev)
 {
   if (!n || !dev)
     return NULL;
   clg_device_kind kind = kind_of(dev);
   int num_sets = 0;
+  if (kind == CLG_KIND_OPENCL && clg_node_has_host_only_dtype(n))
+    return NULL;
   const clg_kernel_set *const *sets = kernel_sets(kind, &num_sets);
   for (int s = 0; s < num_sets; s++)
     for (int i = 0; i < sets[s]->count; i++) {

@@ -106,8 +106,11 @@ typedef struct clg_kernel_set {
 #define CLG_KERNEL_SET(name, entries)                                                              \
   const clg_kernel_set name = {(int)(sizeof(entries) / sizeof((entries)[0])), (entries)}
 
-/* The kernel that runs n on dev, or NULL when none does. */
+/* The kernel that runs n on dev, or NULL when none does (on OpenCL devices, none for a node
+ * with a host-only dtype: int8, int16, uint8..uint64). */
 const clg_kernel_def *clg_backend_find_kernel(const clg_node *n, const clg_device *dev);
+/* Whether an input or output of n has a dtype only host kernels take. */
+bool clg_node_has_host_only_dtype(const clg_node *n);
 /* Whether some kernel runs op `name` with every input and output of `dtype` on dev (its
  * attributes at their defaults), for listings and tests. */
 bool clg_backend_supported(const char *name, clg_dtype dtype, const clg_device *dev);
@@ -168,7 +171,9 @@ typedef enum clg_binop {
   CLG_BINOP_ATAN2, /* Atan2(y, x): atan2(y, x), inputs in TensorFlow's order */
   CLG_BINOP_AND,   /* LogicalAnd, LogicalOr: on bool */
   CLG_BINOP_OR,
-  CLG_BINOP_SQDIFF /* SquaredDifference: (x - y) * (x - y) in T (integers wrap) */
+  CLG_BINOP_SQDIFF, /* SquaredDifference: (x - y) * (x - y) in T (integers wrap) */
+  CLG_BINOP_LSHIFT, /* LeftShift, RightShift: integers; a shift outside [0, bits) gives 0 */
+  CLG_BINOP_RSHIFT  /* (-1 for a negative x shifted right) */
 } clg_binop;
 
 /* Exp, Log, Sqrt, Rsqrt, Square, Floor, Neg: element-wise math (ops/math.c); Erf to Selu:

@@ -76,7 +76,7 @@ bool clg_binop_compare_supports(const clg_node *n, const clg_device *dev)
   /* Equal and NotEqual of bools: ONNX's Xor imports as NotEqual. */
   if (t == CLG_BOOL)
     return n->def == &clg_op_Equal || n->def == &clg_op_NotEqual;
-  return t == CLG_FLOAT32 || t == CLG_INT32 || t == CLG_INT64;
+  return t == CLG_FLOAT32 || clg_dtype_is_integer(t);
 }
 
 bool clg_binop_int_supports(const clg_node *n, const clg_device *dev)
@@ -85,8 +85,9 @@ bool clg_binop_int_supports(const clg_node *n, const clg_device *dev)
     return true;
   /* Integers on the host only: TensorFlow keeps int32 arithmetic in host memory, and the
    * importer folds shape arithmetic (Shape * 2, ...) there. */
-  return clg_device_ops_of(dev)->kind == CLG_KIND_HOST &&
-         (clg_node_all_dtype(n, CLG_INT32) || clg_node_all_dtype(n, CLG_INT64));
+  clg_dtype t = n->outs[0].dtype;
+  return clg_device_ops_of(dev)->kind == CLG_KIND_HOST && clg_dtype_is_integer(t) &&
+         clg_node_all_dtype(n, t);
 }
 
 bool clg_logical_supports(const clg_node *n, const clg_device *dev)
@@ -174,7 +175,7 @@ void clg_fill_element(clg_dtype t, bool one, void *buf)
   case CLG_INT64:
     *(int64_t *)buf = 1;
     break;
-  default:
+  default: /* bool and the other integers: 1 in the low byte (little-endian hosts and devices) */
     *(uint8_t *)buf = 1;
     break;
   }

@@ -16,8 +16,8 @@ static const struct {
   clg_dtype type;
 } dtypes[] = {
     {"F64", 8, CLG_FLOAT64}, {"F32", 4, CLG_FLOAT32}, {"F16", 2, CLG_FLOAT16}, {"BF16", 2, 0},
-    {"I64", 8, CLG_INT64},   {"I32", 4, CLG_INT32},   {"I16", 2, 0},           {"I8", 1, 0},
-    {"U64", 8, 0},           {"U32", 4, 0},           {"U16", 2, 0},           {"U8", 1, 0},
+    {"I64", 8, CLG_INT64},   {"I32", 4, CLG_INT32},   {"I16", 2, CLG_INT16},   {"I8", 1, CLG_INT8},
+    {"U64", 8, CLG_UINT64},  {"U32", 4, CLG_UINT32},  {"U16", 2, CLG_UINT16},  {"U8", 1, CLG_UINT8},
     {"BOOL", 1, CLG_BOOL},   {"F8_E4M3", 1, 0},       {"F8_E5M2", 1, 0},
 };
 #define NUM_DTYPES (sizeof dtypes / sizeof dtypes[0])

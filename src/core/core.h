@@ -67,6 +67,16 @@ bool clg_tensor_is_provided(const clg_tensor *t);
 double clg_half_to_double(uint16_t h);
 uint16_t clg_half_from_double(double d);
 
+/* The integer dtypes (bool is apart): int8..int64, uint8..uint64. */
+bool clg_dtype_is_integer(clg_dtype d);
+bool clg_dtype_is_unsigned(clg_dtype d);
+/* Element i of an integer (or bool) array of dtype d, widened; uint64 above INT64_MAX wraps
+ * in clg_int_load (read it with clg_uint_load). */
+int64_t clg_int_load(clg_dtype d, const void *p, size_t i);
+uint64_t clg_uint_load(clg_dtype d, const void *p, size_t i);
+/* Stores v's low bits as element i (wraparound, as a C cast to the unsigned type). */
+void clg_int_store(clg_dtype d, void *p, size_t i, uint64_t v);
+
 /* --- strings ----------------------------------------------------------------------- */
 
 /* A growable string; all functions keep buf NUL-terminated. On allocation failure the

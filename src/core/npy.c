@@ -24,9 +24,9 @@ typedef struct npy_kind {
 } npy_kind;
 
 static const npy_kind kinds[] = {
-    {'f', 2, CLG_FLOAT16}, {'f', 4, CLG_FLOAT32}, {'f', 8, CLG_FLOAT64},
-    {'i', 1, CLG_INT32},   {'i', 2, CLG_INT32},   {'i', 4, CLG_INT32},
-    {'i', 8, CLG_INT64},   {'u', 1, CLG_INT32},   {'b', 1, CLG_BOOL},
+    {'f', 2, CLG_FLOAT16}, {'f', 4, CLG_FLOAT32}, {'f', 8, CLG_FLOAT64}, {'i', 1, CLG_INT8},
+    {'i', 2, CLG_INT16},   {'i', 4, CLG_INT32},   {'i', 8, CLG_INT64},   {'u', 1, CLG_UINT8},
+    {'u', 2, CLG_UINT16},  {'u', 4, CLG_UINT32},  {'u', 8, CLG_UINT64},  {'b', 1, CLG_BOOL},
 };
 
 typedef struct npy_header {
@@ -104,7 +104,7 @@ static clg_code parse_descr(cursor *c, const char *d, const npy_kind **kind)
   if (!order || !d[1] || !strchr("<>|=", order))
     return clg_error(CLG_UNIMPLEMENTED,
                      "%s: dtype '%s' is not one clgraph reads (want '<f2', '<f4', '<f8', '|i1', "
-                     "'<i2', '<i4', '<i8', '|u1' or '|b1')",
+                     "'<i2', '<i4', '<i8', '|u1', '<u2', '<u4', '<u8' or '|b1')",
                      c->name, d);
   /* One digit of size: every dtype read is 1, 2, 4 or 8 bytes. */
   const npy_kind *k = NULL;
@@ -114,7 +114,7 @@ static clg_code parse_descr(cursor *c, const char *d, const npy_kind **kind)
   if (!k)
     return clg_error(CLG_UNIMPLEMENTED,
                      "%s: dtype '%s' is not one clgraph reads (want '<f2', '<f4', '<f8', '|i1', "
-                     "'<i2', '<i4', '<i8', '|u1' or '|b1')",
+                     "'<i2', '<i4', '<i8', '|u1', '<u2', '<u4', '<u8' or '|b1')",
                      c->name, d);
   const uint16_t probe = 1;
   const bool host_little = *(const uint8_t *)&probe == 1;
@@ -326,11 +326,10 @@ static clg_code check_length(const npy_header *h, uint64_t total, const char *na
   return CLG_OK;
 }
 
-/* The elements from the file's bytes into t (widening the small integers). */
+/* The elements from the file's bytes into t (every kind read is the tensor's own width). */
 static clg_code convert(const npy_header *h, const uint8_t *src, clg_tensor *t, const char *name)
 {
   size_t count = clg_tensor_count(t);
-  uint8_t *dst = clg_tensor_data(t);
   const npy_kind *k = h->kind;
   if (k->code == 'b') {
     for (size_t i = 0; i < count; i++)
@@ -338,20 +337,8 @@ static clg_code convert(const npy_header *h, const uint8_t *src, clg_tensor *t, 
         return clg_error(CLG_INVALID_ARGUMENT, "%s: bool element %zu is the byte %u, not 0 or 1",
                          name, i, src[i]);
   }
-  if (clg_dtype_size(k->dtype) == (size_t)k->size) {
-    if (count)
-      memcpy(dst, src, count * (size_t)k->size);
-    return CLG_OK;
-  }
-  int32_t *out = (int32_t *)(void *)dst;
-  for (size_t i = 0; i < count; i++) {
-    if (k->code == 'u')
-      out[i] = src[i];
-    else if (k->size == 1)
-      out[i] = (int8_t)src[i];
-    else
-      out[i] = (int16_t)(uint16_t)(src[2 * i] | src[2 * i + 1] << 8);
-  }
+  if (count && src != clg_tensor_data(t)) /* the file's bytes may be read in place */
+    memcpy(clg_tensor_data(t), src, count * (size_t)k->size);
   return CLG_OK;
 }
 
@@ -499,6 +486,18 @@ static const char *descr_of(clg_dtype d)
     return "<i8";
   case CLG_BOOL:
     return "|b1";
+  case CLG_INT8:
+    return "|i1";
+  case CLG_UINT8:
+    return "|u1";
+  case CLG_INT16:
+    return "<i2";
+  case CLG_UINT16:
+    return "<u2";
+  case CLG_UINT32:
+    return "<u4";
+  case CLG_UINT64:
+    return "<u8";
   }
   return NULL;
 }

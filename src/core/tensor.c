@@ -128,7 +128,16 @@ size_t clg_dtype_size(clg_dtype dtype)
   case CLG_INT64:
     return 8;
   case CLG_BOOL:
+  case CLG_UINT8:
+  case CLG_INT8:
     return 1;
+  case CLG_INT16:
+  case CLG_UINT16:
+    return 2;
+  case CLG_UINT32:
+    return 4;
+  case CLG_UINT64:
+    return 8;
   }
   return 0;
 }
@@ -148,8 +157,84 @@ const char *clg_dtype_name(clg_dtype dtype)
     return "int64";
   case CLG_BOOL:
     return "bool";
+  case CLG_UINT8:
+    return "uint8";
+  case CLG_INT8:
+    return "int8";
+  case CLG_INT16:
+    return "int16";
+  case CLG_UINT16:
+    return "uint16";
+  case CLG_UINT32:
+    return "uint32";
+  case CLG_UINT64:
+    return "uint64";
   }
   return "invalid";
+}
+
+bool clg_dtype_is_integer(clg_dtype d)
+{
+  return d == CLG_INT8 || d == CLG_INT16 || d == CLG_INT32 || d == CLG_INT64 ||
+         clg_dtype_is_unsigned(d);
+}
+
+bool clg_dtype_is_unsigned(clg_dtype d)
+{
+  return d == CLG_UINT8 || d == CLG_UINT16 || d == CLG_UINT32 || d == CLG_UINT64;
+}
+
+int64_t clg_int_load(clg_dtype d, const void *p, size_t i)
+{
+  switch (d) {
+  case CLG_INT8:
+    return ((const int8_t *)p)[i];
+  case CLG_INT16:
+    return ((const int16_t *)p)[i];
+  case CLG_INT32:
+    return ((const int32_t *)p)[i];
+  case CLG_INT64:
+    return ((const int64_t *)p)[i];
+  default: /* unsigned or bool; 0 for a float dtype */
+    return clg_dtype_is_unsigned(d) || d == CLG_BOOL ? (int64_t)clg_uint_load(d, p, i) : 0;
+  }
+}
+
+uint64_t clg_uint_load(clg_dtype d, const void *p, size_t i)
+{
+  switch (d) {
+  case CLG_BOOL:
+  case CLG_UINT8:
+    return ((const uint8_t *)p)[i];
+  case CLG_UINT16:
+    return ((const uint16_t *)p)[i];
+  case CLG_UINT32:
+    return ((const uint32_t *)p)[i];
+  case CLG_UINT64:
+    return ((const uint64_t *)p)[i];
+  default: /* signed; 0 for a float dtype */
+    return clg_dtype_is_integer(d) ? (uint64_t)clg_int_load(d, p, i) : 0;
+  }
+}
+
+void clg_int_store(clg_dtype d, void *p, size_t i, uint64_t v)
+{
+  switch (clg_dtype_size(d)) {
+  case 1:
+    ((uint8_t *)p)[i] = (uint8_t)v;
+    break;
+  case 2:
+    ((uint16_t *)p)[i] = (uint16_t)v;
+    break;
+  case 4:
+    ((uint32_t *)p)[i] = (uint32_t)v;
+    break;
+  case 8:
+    ((uint64_t *)p)[i] = v;
+    break;
+  default:
+    break;
+  }
 }
 
 /* The shape as "[2,3]" (TensorFlow's style), from raw dims that may be invalid. */

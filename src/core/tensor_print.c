@@ -30,6 +30,14 @@ static double element(const clg_tensor *t, size_t i)
     return (double)((const int64_t *)t->data)[i];
   case CLG_BOOL:
     return ((const uint8_t *)t->data)[i] != 0;
+  case CLG_UINT8:
+  case CLG_INT8:
+  case CLG_INT16:
+  case CLG_UINT16:
+  case CLG_UINT32:
+    return (double)clg_int_load(t->dtype, t->data, i);
+  case CLG_UINT64:
+    return (double)clg_uint_load(t->dtype, t->data, i);
   }
   return 0.0;
 }
@@ -279,17 +287,17 @@ static void scan_widths(printer *pr, size_t off)
     pr->pad_right = lf;
 }
 
-static bool is_integer(clg_dtype d) { return d == CLG_INT32 || d == CLG_INT64; }
+static bool is_integer(clg_dtype d) { return clg_dtype_is_integer(d); }
 
 /* An int or bool element as numpy's str() writes it (bools as True/False). */
 static void int_text(const clg_tensor *t, size_t off, char *buf, size_t size)
 {
   if (t->dtype == CLG_BOOL)
     snprintf(buf, size, "%s", ((const uint8_t *)t->data)[off] ? "True" : "False");
-  else if (t->dtype == CLG_INT32)
-    snprintf(buf, size, "%d", (int)((const int32_t *)t->data)[off]);
+  else if (t->dtype == CLG_UINT64)
+    snprintf(buf, size, "%llu", (unsigned long long)clg_uint_load(t->dtype, t->data, off));
   else
-    snprintf(buf, size, "%lld", (long long)((const int64_t *)t->data)[off]);
+    snprintf(buf, size, "%lld", (long long)clg_int_load(t->dtype, t->data, off));
 }
 
 static void scan_int_width(printer *pr, size_t off)

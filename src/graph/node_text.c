@@ -31,6 +31,18 @@ static const char *dt_enum(clg_dtype d)
     return "DT_INT64";
   case CLG_BOOL:
     return "DT_BOOL";
+  case CLG_UINT8:
+    return "DT_UINT8";
+  case CLG_INT8:
+    return "DT_INT8";
+  case CLG_INT16:
+    return "DT_INT16";
+  case CLG_UINT16:
+    return "DT_UINT16";
+  case CLG_UINT32:
+    return "DT_UINT32";
+  case CLG_UINT64:
+    return "DT_UINT64";
   case CLG_FLOAT32:
     break;
   }
@@ -52,6 +64,14 @@ double clg_tensor_element_double(const clg_tensor *t, size_t i)
     return (double)((const int64_t *)p)[i];
   case CLG_BOOL:
     return ((const uint8_t *)p)[i] != 0;
+  case CLG_UINT64:
+    return (double)clg_uint_load(CLG_UINT64, p, i);
+  case CLG_UINT8:
+  case CLG_INT8:
+  case CLG_INT16:
+  case CLG_UINT16:
+  case CLG_UINT32:
+    return (double)clg_int_load(clg_tensor_dtype(t), p, i);
   case CLG_FLOAT32:
     break;
   }

@@ -182,6 +182,14 @@ bool clg_imp_dtype(int tf, clg_dtype *out)
   case 19:
     *out = CLG_FLOAT16;
     return true;
+  case 4:
+  case 5:
+  case 6:
+  case 17:
+  case 22:
+  case 23:
+    *out = (clg_dtype)base_type(tf);
+    return true;
   default:
     return false;
   }

@@ -65,6 +65,11 @@ typedef struct clg_onnx_rule_set {
   static const clg_onnx_rule name##_v[] = {__VA_ARGS__};                                           \
   const clg_onnx_rule_set name = {name##_v, (int)(sizeof name##_v / sizeof name##_v[0])}
 
+/* Value `name` set to x (canonical layout only), for a rule that runs another on a node of
+ * its own: names starting with a control character are never the model's. */
+clg_code clg_onnx_set_value(clg_onnx *c, char *name, clg_output x);
+/* MaxPool of an 8- or 16-bit integer x (onnx_ops_quant.c): the float MaxPool's, cast back. */
+clg_code clg_onnx_int_max_pool(clg_onnx *c, const clg_imp_node *n);
 /* The rule for op type `op` at opset (NULL: none). */
 const clg_onnx_rule *clg_onnx_rule_find(const char *op, int opset);
 

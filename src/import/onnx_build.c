@@ -301,6 +301,16 @@ clg_code clg_onnx_in_scalar(clg_onnx *c, const clg_imp_node *n, int i, double *v
   case CLG_BOOL:
     *v = *(const uint8_t *)d;
     return CLG_OK;
+  case CLG_UINT64:
+    *v = (double)clg_uint_load(CLG_UINT64, d, 0);
+    return CLG_OK;
+  case CLG_INT8:
+  case CLG_INT16:
+  case CLG_UINT8:
+  case CLG_UINT16:
+  case CLG_UINT32:
+    *v = (double)clg_int_load(clg_tensor_dtype(t), d, 0);
+    return CLG_OK;
   default:
     return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "input %d is %s", i,
                          clg_dtype_name(clg_tensor_dtype(t)));
@@ -491,6 +501,14 @@ clg_code clg_onnx_const_scalar(clg_onnx *c, clg_dtype dt, double v, clg_output *
     break;
   case CLG_BOOL:
     *(uint8_t *)d = v != 0;
+    break;
+  case CLG_INT8: /* the other integers: v is a value of dt (a bound, a zero) */
+  case CLG_INT16:
+  case CLG_UINT8:
+  case CLG_UINT16:
+  case CLG_UINT32:
+  case CLG_UINT64:
+    clg_int_store(dt, d, 0, v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v);
     break;
   default:
     clg_tensor_free(t);

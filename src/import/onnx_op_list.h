@@ -9,4 +9,5 @@ CLG_ONNX_RULES(rnn)    /* onnx_ops_rnn.c: RNN, GRU, LSTM unrolled over the seque
 CLG_ONNX_RULES(nn2)    /* onnx_ops_nn2.c: Resize, Upsample, normalisations */
 CLG_ONNX_RULES(conv)   /* onnx_ops_conv.c: ConvTranspose, 1-D conv and pools, Trilu, Hardmax, ... */
 CLG_ONNX_RULES(loss)   /* onnx_ops_loss.c: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss */
-CLG_ONNX_RULES(misc) /* onnx_ops_misc.c: mixed-type Pow, integer Neg/Abs, windows, DFT, Det, ... */
+CLG_ONNX_RULES(misc)  /* onnx_ops_misc.c: mixed-type Pow, integer Neg/Abs, windows, DFT, Det, ... */
+CLG_ONNX_RULES(quant) /* onnx_ops_quant.c: integer MaxPool, MatMulInteger, ConvInteger, QLinear* */

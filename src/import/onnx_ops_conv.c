@@ -296,8 +296,7 @@ static clg_code conv_transpose(clg_onnx *c, const clg_imp_node *n, const clg_onn
  * a control character; one node at a time uses them. */
 static char name_x[] = "\001onnx1d:x", name_w[] = "\001onnx1d:w", name_y[] = "\001onnx1d:y";
 
-/* Value `name` set to x (canonical layout only). */
-static clg_code set_value(clg_onnx *c, char *name, clg_output x)
+clg_code clg_onnx_set_value(clg_onnx *c, char *name, clg_output x)
 {
   char *outs[1] = {name};
   clg_imp_node p = {.name = name, .op = name, .num_outputs = 1, .outputs = outs, .domain = ""};
@@ -313,7 +312,7 @@ static clg_code as_4d(clg_onnx *c, const clg_imp_node *n, int i, char *name)
   int64_t d[4] = {clg_onnx_dim(x, 0), clg_onnx_dim(x, 1), 1, clg_onnx_dim(x, 2)};
   if (code == CLG_OK)
     code = clg_onnx_reshape(c, x, 4, d, &x);
-  return code == CLG_OK ? set_value(c, name, x) : code;
+  return code == CLG_OK ? clg_onnx_set_value(c, name, x) : code;
 }
 
 clg_code clg_onnx_as_2d(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)

@@ -91,13 +91,52 @@ static clg_code binary(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   return code == CLG_OK ? put(c, n, nhwc, y) : code;
 }
 
-/* Div: RealDiv on floats; integer Div truncates toward zero in ONNX, which clgraph lacks. */
+static clg_code cast_op(clg_onnx *c, clg_output x, clg_dtype dt, clg_output *y);
+
+/* Signed integer division truncating toward zero (C's /, ONNX's integer Div) from FloorDiv:
+ * q = FloorDiv(x, y), plus 1 where the remainder is nonzero and the signs differ. */
+static clg_code int_truncdiv(clg_onnx *c, const clg_output *ins, clg_output *y)
+{
+  clg_output q = {0}, r = {0}, zero = {0}, nz = {0}, xn = {0}, yn = {0}, fix = {0};
+  clg_code code = clg_onnx_op(c, "FloorDiv", 2, ins, 0, NULL, &q);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "FloorMod", 2, ins, 0, NULL, &r);
+  if (code == CLG_OK)
+    code = clg_onnx_const_scalar(c, clg_onnx_dtype(q), 0, &zero);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "NotEqual", r, zero, &nz);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "Less", ins[0], zero, &xn);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "Less", ins[1], zero, &yn);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "NotEqual", xn, yn, &fix);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "LogicalAnd", nz, fix, &fix);
+  if (code == CLG_OK)
+    code = cast_op(c, fix, clg_onnx_dtype(q), &fix);
+  return code == CLG_OK ? clg_onnx_binop(c, "Add", q, fix, y) : code;
+}
+
+/* Div: RealDiv on floats; on integers ONNX's truncation toward zero: FloorDiv on unsigned
+ * ones, FloorDiv corrected on signed ones. */
 static clg_code div_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   clg_dtype dt = clg_onnx_in_dtype(c, n, 0);
+  if (clg_dtype_is_unsigned(dt))
+    return binary(c, n, &(clg_onnx_rule){r->op, r->since, r->fn, "FloorDiv"});
+  if (clg_dtype_is_integer(dt)) {
+    if (n->num_inputs != 2)
+      return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "%d inputs, not 2", n->num_inputs);
+    clg_output ins[2] = {0}, y = {0};
+    bool nhwc;
+    clg_code code = gather(c, n, 2, ins, &nhwc);
+    if (code == CLG_OK)
+      code = int_truncdiv(c, ins, &y);
+    return code == CLG_OK ? put(c, n, nhwc, y) : code;
+  }
   if (dt != CLG_FLOAT32 && dt != CLG_FLOAT64 && dt != CLG_FLOAT16)
-    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED,
-                         "integer Div (truncating toward zero) is not supported");
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "Div of %s is not supported", clg_dtype_name(dt));
   return binary(c, n, r);
 }
 
@@ -153,7 +192,7 @@ static clg_code mod_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   bool nhwc;
   clg_code code = gather(c, n, 2, ins, &nhwc);
   clg_dtype dt = code == CLG_OK ? clg_onnx_dtype(ins[0]) : CLG_FLOAT32;
-  if (code == CLG_OK && (dt == CLG_INT32 || dt == CLG_INT64)) {
+  if (code == CLG_OK && clg_dtype_is_integer(dt)) {
     code = int_fmod(c, ins, &y);
     return code == CLG_OK ? put(c, n, nhwc, y) : code;
   }
@@ -385,6 +424,169 @@ static clg_code where(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r
   return code == CLG_OK ? put(c, n, nhwc, y) : code;
 }
 
+/* BitShift: LeftShift or RightShift by the direction attribute. */
+static clg_code bit_shift(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  const char *dir = clg_onnx_attr_s(n, "direction", "");
+  bool left = strcmp(dir, "LEFT") == 0;
+  if (!left && strcmp(dir, "RIGHT") != 0)
+    return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT, "direction '%s', not LEFT or RIGHT", dir);
+  return binary(c, n, &(clg_onnx_rule){r->op, r->since, r->fn, left ? "LeftShift" : "RightShift"});
+}
+
+/* --- quantization ----------------------------------------------------------------------- */
+
+/* Input i of a (De)QuantizeLinear, a scale or zero point: a scalar as it is, a 1-D tensor (per
+ * axis) reshaped to x's rank with its values along axis, cast to dt. */
+static clg_code quant_param(clg_onnx *c, const clg_imp_node *n, int i, clg_output x, clg_dtype dt,
+                            clg_output *out)
+{
+  clg_output p = {0};
+  clg_code code = clg_onnx_in(c, n, i, &p);
+  if (code != CLG_OK)
+    return code;
+  int rank = clg_onnx_rank(x);
+  int64_t axis = clg_onnx_attr_i(n, "axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (clg_onnx_rank(p) > 1)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "input %d of rank %d (blocked quantization)", i,
+                         clg_onnx_rank(p));
+  if (clg_onnx_rank(p) == 1 && rank > 1) {
+    if (axis < 0 || axis >= rank || clg_onnx_dim(p, 0) != clg_onnx_dim(x, (int)axis))
+      return clg_onnx_fail(c, n, CLG_INVALID_ARGUMENT,
+                           "input %d has %lld values, not one per element of axis %lld", i,
+                           (long long)clg_onnx_dim(p, 0), (long long)axis);
+    int64_t dims[CLG_MAX_RANK];
+    for (int d = 0; d < rank; d++)
+      dims[d] = d == axis ? clg_onnx_dim(p, 0) : 1;
+    if ((code = clg_onnx_reshape(c, p, rank, dims, &p)) != CLG_OK)
+      return code;
+  }
+  if (clg_onnx_dtype(p) != dt && (code = cast_op(c, p, dt, &p)) != CLG_OK)
+    return code;
+  *out = p;
+  return CLG_OK;
+}
+
+/* DequantizeLinear: (x - zero_point) * scale, in the scale's float type. */
+static clg_code dequantize(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  clg_output x = {0}, xf = {0}, s = {0}, z = {0}, y = {0};
+  clg_code code = clg_onnx_in(c, n, 0, &x);
+  clg_dtype ft = clg_onnx_in_dtype(c, n, 1);
+  if (code == CLG_OK && ft != CLG_FLOAT32 && ft != CLG_FLOAT64 && ft != CLG_FLOAT16)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "a scale of %s", clg_dtype_name(ft));
+  if (code == CLG_OK && !clg_dtype_is_integer(clg_onnx_dtype(x)))
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "dequantizing %s",
+                         clg_dtype_name(clg_onnx_dtype(x)));
+  if (code == CLG_OK)
+    code = cast_op(c, x, ft, &xf);
+  if (code == CLG_OK && clg_onnx_has(n, 2)) {
+    if ((code = quant_param(c, n, 2, x, ft, &z)) == CLG_OK)
+      code = clg_onnx_binop(c, "Sub", xf, z, &xf);
+  }
+  if (code == CLG_OK)
+    code = quant_param(c, n, 1, x, ft, &s);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "Mul", xf, s, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
+/* saturate(round(x / s) + z) as qt; z NULL: none. */
+static clg_code quantize_with(clg_onnx *c, clg_output x, clg_output s, const clg_output *z,
+                              clg_dtype qt, clg_output *y)
+{
+  clg_code code = clg_onnx_binop(c, "RealDiv", x, s, y);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Round", 1, y, 0, NULL, y);
+  if (code == CLG_OK && z)
+    code = clg_onnx_binop(c, "Add", *y, *z, y);
+  return code == CLG_OK ? cast_op(c, *y, qt, y) : code;
+}
+
+/* QuantizeLinear: saturate(round(x / scale) + zero_point), rounding half to even (Round), the
+ * saturation Cast's, into the zero point's type (uint8 without one). */
+static clg_code quantize(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  clg_output x = {0}, s = {0}, z = {0}, y = {0};
+  clg_code code = clg_onnx_in(c, n, 0, &x);
+  clg_dtype ft = code == CLG_OK ? clg_onnx_dtype(x) : CLG_FLOAT32;
+  clg_dtype qt = clg_onnx_has(n, 2) ? clg_onnx_in_dtype(c, n, 2) : CLG_UINT8;
+  if (code == CLG_OK && ft != CLG_FLOAT32 && ft != CLG_FLOAT64)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "quantizing %s", clg_dtype_name(ft));
+  if (code == CLG_OK && qt != CLG_UINT8 && qt != CLG_INT8 && qt != CLG_UINT16 && qt != CLG_INT16)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "quantizing to %s", clg_dtype_name(qt));
+  if (code == CLG_OK)
+    code = quant_param(c, n, 1, x, ft, &s);
+  if (code == CLG_OK && clg_onnx_has(n, 2))
+    code = quant_param(c, n, 2, x, ft, &z);
+  if (code == CLG_OK)
+    code = quantize_with(c, x, s, clg_onnx_has(n, 2) ? &z : NULL, qt, &y);
+  return code == CLG_OK ? clg_onnx_out(c, n, 0, y) : code;
+}
+
+static clg_code reduce_all(clg_onnx *c, const char *op, clg_output x, clg_output *y)
+{
+  int64_t all[CLG_MAX_RANK];
+  for (int i = 0; i < clg_onnx_rank(x); i++)
+    all[i] = i;
+  clg_output ax = {0};
+  clg_code code = clg_onnx_const_i32(c, clg_onnx_rank(x), all, &ax);
+  clg_attr kd = clg_attr_bool("keep_dims", false);
+  clg_output ins[2] = {x, ax};
+  return code == CLG_OK ? clg_onnx_op(c, op, 2, ins, 1, &kd, y) : code;
+}
+
+/* DynamicQuantizeLinear, as ONNX's function body: the range [min(x, 0), max(x, 0)] over 255
+ * steps; zero point round(clip(-min / scale, 0, 255)); y quantized by them to uint8. */
+static clg_code dynamic_quantize(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
+{
+  (void)r;
+  clg_output x = {0}, lo = {0}, hi = {0}, zero = {0}, s = {0}, z = {0}, zq = {0}, y = {0};
+  clg_code code = clg_onnx_in(c, n, 0, &x);
+  if (code == CLG_OK && clg_onnx_dtype(x) != CLG_FLOAT32)
+    return clg_onnx_fail(c, n, CLG_UNIMPLEMENTED, "quantizing %s",
+                         clg_dtype_name(clg_onnx_dtype(x)));
+  if (code == CLG_OK)
+    code = clg_onnx_const_scalar(c, CLG_FLOAT32, 0, &zero);
+  if (code == CLG_OK)
+    code = reduce_all(c, "Min", x, &lo);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "Minimum", lo, zero, &lo);
+  if (code == CLG_OK)
+    code = reduce_all(c, "Max", x, &hi);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "Maximum", hi, zero, &hi);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "Sub", hi, lo, &s);
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "RealDiv", s, 255, &s);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "RealDiv", lo, s, &z);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "Sub", zero, z, &z);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "Maximum", z, zero, &z);
+  if (code == CLG_OK)
+    code = clg_onnx_scalar_op(c, "Minimum", z, 255, &z);
+  if (code == CLG_OK)
+    code = clg_onnx_op(c, "Round", 1, &z, 0, NULL, &z);
+  if (code == CLG_OK)
+    code = quantize_with(c, x, s, &z, CLG_UINT8, &y);
+  if (code == CLG_OK)
+    code = cast_op(c, z, CLG_UINT8, &zq);
+  if (code == CLG_OK)
+    code = clg_onnx_out(c, n, 0, y);
+  if (code == CLG_OK && n->num_outputs > 1)
+    code = clg_onnx_out(c, n, 1, s);
+  if (code == CLG_OK && n->num_outputs > 2)
+    code = clg_onnx_out(c, n, 2, zq);
+  return code;
+}
+
 CLG_ONNX_RULE_SET(
     clg_onnx_rules_elem,
     /* activations */
@@ -412,4 +614,7 @@ CLG_ONNX_RULE_SET(
     {"Xor", 7, binary, "NotEqual"}, {"Where", 9, where, "SelectV2"},
     /* variadic */
     {"Sum", 8, variadic, "Add"}, {"Mean", 8, mean, "Add"}, {"Max", 8, min_max, "Maximum"},
-    {"Min", 8, min_max, "Minimum"});
+    {"Min", 8, min_max, "Minimum"},
+    /* quantization */
+    {"QuantizeLinear", 10, quantize, NULL}, {"DequantizeLinear", 10, dequantize, NULL},
+    {"DynamicQuantizeLinear", 11, dynamic_quantize, NULL}, {"BitShift", 11, bit_shift, NULL});

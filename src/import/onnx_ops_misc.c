@@ -14,7 +14,7 @@ static bool is_float(clg_dtype t)
   return t == CLG_FLOAT32 || t == CLG_FLOAT64 || t == CLG_FLOAT16;
 }
 
-static bool is_int(clg_dtype t) { return t == CLG_INT32 || t == CLG_INT64; }
+static bool is_int(clg_dtype t) { return clg_dtype_is_integer(t); }
 
 static clg_code cast_to(clg_onnx *c, clg_output x, clg_dtype dt, clg_output *y)
 {

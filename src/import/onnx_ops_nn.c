@@ -426,6 +426,8 @@ static clg_code pool_of(clg_onnx *c, const clg_imp_node *n, bool is_max)
 
 static clg_code max_pool(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
+  if (clg_dtype_is_integer(clg_onnx_in_dtype(c, n, 0)))
+    return clg_onnx_int_max_pool(c, n);
   if (clg_onnx_in_rank(c, n, 0) == 3)
     return clg_onnx_as_2d(c, n, r);
   return pool_of(c, n, true);

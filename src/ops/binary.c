@@ -59,6 +59,10 @@ clg_code clg_infer_binary(clg_node *n)
       a->dtype != CLG_FLOAT32 && a->dtype != CLG_FLOAT64)
     return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s takes float32 or float64, not %s",
                           n->def->name, clg_dtype_name(a->dtype));
+  if ((n->def == &clg_op_LeftShift || n->def == &clg_op_RightShift) &&
+      !clg_dtype_is_integer(a->dtype))
+    return clg_node_error(n, CLG_INVALID_ARGUMENT, "%s takes integers, not %s", n->def->name,
+                          clg_dtype_name(a->dtype));
   t->set = true;
   t->dtype = a->dtype;
   return clg_node_set_output(n, 0, is_comparison(n->def) ? CLG_BOOL : a->dtype, rank, dims);

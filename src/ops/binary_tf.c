@@ -57,6 +57,9 @@ CLG_BINARY_DEF(Prelu, 0, grad)
 CLG_BINARY_DEF(FloorDiv, 0, NULL)
 CLG_BINARY_DEF(FloorMod, 0, NULL)
 CLG_BINARY_DEF(SquaredDifference, 0, grad)
+/* TensorFlow's bitwise shifts, integers only; no gradient. */
+CLG_BINARY_DEF(LeftShift, 0, NULL)
+CLG_BINARY_DEF(RightShift, 0, NULL)
 
 clg_node *clg_add_v2(clg_graph *g, const char *name, clg_node *a, clg_node *b)
 {

@@ -1,4 +1,5 @@
-/* Cast (tf.cast): between float, double, half, int32, int64 and bool. Float to integer truncates
+/* Cast (tf.cast): between float, double, half, the integers (int8..int64, uint8..uint64) and
+ * bool (the small integers and the unsigned ones on the host only). Float to integer truncates
  * toward zero and saturates (NaN gives 0), integer narrowing wraps, anything to bool is
  * x != 0; to half rounds once, to nearest even. OpenCL: cl/cast.cl, built for float, and for
  * double on devices with fp64.
@@ -16,8 +17,8 @@ static const clg_attr_def attrs[] = {
 
 static bool castable(clg_dtype t)
 {
-  return t == CLG_FLOAT32 || t == CLG_FLOAT64 || t == CLG_FLOAT16 || t == CLG_INT32 ||
-         t == CLG_INT64 || t == CLG_BOOL;
+  return t == CLG_FLOAT32 || t == CLG_FLOAT64 || t == CLG_FLOAT16 || clg_dtype_is_integer(t) ||
+         t == CLG_BOOL;
 }
 
 static clg_code infer(clg_node *n)
@@ -33,7 +34,7 @@ static clg_code infer(clg_node *n)
   return clg_node_set_output(n, 0, dst, x->rank, x->dims);
 }
 
-static bool is_int(clg_dtype t) { return t == CLG_INT32 || t == CLG_INT64 || t == CLG_BOOL; }
+static bool is_int(clg_dtype t) { return clg_dtype_is_integer(t) || t == CLG_BOOL; }
 
 /* Between float types: dy cast back to the source type. To or from integers and bool:
  * none, as in TensorFlow. */

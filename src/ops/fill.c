@@ -1,13 +1,14 @@
 /* Fill (tf.fill: a shape from a constant dims vector, every element the scalar value),
- * ZerosLike and OnesLike (the input's shape and dtype). Any of float, double, int32, int64
- * and bool, on every device: these only write bytes.
+ * ZerosLike and OnesLike (the input's shape and dtype). Any of float, double, the integers
+ * and bool, on every device (int8, int16 and the unsigned ones on the host only): these only
+ * write bytes.
  * Kernels: backends/host/fill.c, backends/opencl/fill.c. */
 #include "graph/graph.h"
 #include "ops/ops.h"
 
 static bool fillable(clg_dtype t)
 {
-  return t == CLG_FLOAT32 || t == CLG_FLOAT64 || t == CLG_INT32 || t == CLG_INT64 || t == CLG_BOOL;
+  return t == CLG_FLOAT32 || t == CLG_FLOAT64 || clg_dtype_is_integer(t) || t == CLG_BOOL;
 }
 
 /* --- Fill ------------------------------------------------------------------------------ */

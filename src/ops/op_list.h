@@ -69,7 +69,7 @@ CLG_OP(AllReduce) /* all_reduce.c */
 /* TensorFlow graphs, 2 (issue 23) */
 CLG_OP(StridedSlice) /* strided_slice.c */
 CLG_OP(StridedSliceGrad)
-CLG_OP(Pack)         /* array_tf2.c */
+CLG_OP(Pack) /* array_tf2.c */
 CLG_OP(Shape)
 CLG_OP(DepthToSpace)
 CLG_OP(GatherV2)
@@ -161,3 +161,6 @@ CLG_OP(SpaceToBatchND) /* space_batch.c */
 CLG_OP(BatchToSpaceND)
 CLG_OP(Switch) /* control.c */
 CLG_OP(Merge)
+/* integer bit shifts (the ONNX suite's BitShift) */
+CLG_OP(LeftShift) /* binary_tf.c */
+CLG_OP(RightShift)

@@ -92,6 +92,22 @@ static void store(clg_dtype dt, void *out, size_t i, double v)
   case CLG_BOOL:
     ((uint8_t *)out)[i] = v != 0;
     break;
+  case CLG_UINT64:
+    ((uint64_t *)out)[i] = v != v || v <= 0              ? 0
+                           : v >= 18446744073709551615.0 ? UINT64_MAX
+                                                         : (uint64_t)v;
+    break;
+  case CLG_UINT8:
+  case CLG_INT8:
+  case CLG_INT16:
+  case CLG_UINT16:
+  case CLG_UINT32: {
+    int bits = (int)clg_dtype_size(dt) * 8;
+    double lo = clg_dtype_is_unsigned(dt) ? 0 : -ldexp(1, bits - 1);
+    double hi = clg_dtype_is_unsigned(dt) ? ldexp(1, bits) - 1 : ldexp(1, bits - 1) - 1;
+    clg_int_store(dt, out, i, v != v ? 0 : (uint64_t)(int64_t)(v <= lo ? lo : v >= hi ? hi : v));
+    break;
+  }
   }
 }
 

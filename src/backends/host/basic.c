@@ -246,39 +246,41 @@ const char *clg_host_matmul_backend(void)
 
 /* One loop per (op, broadcast) pair keeps every inner loop a plain vectorisable stream.
  * out may alias a or b exactly (each element is read before it is written). */
-#define BINARY_LOOPS(T, OP)                                                                        \
+/* Computed in W, stored as T: the 8- and 16-bit integers compute in uint32_t (in int, their
+ * promotion, a uint16 product overflows) and keep the low bits, wrapping. */
+#define BINARY_LOOPS(T, W, OP)                                                                     \
   do {                                                                                             \
     const T *x = a, *y = b;                                                                        \
     T *o = out;                                                                                    \
     if (na == count && nb == count) {                                                              \
       for (size_t i = 0; i < count; i++)                                                           \
-        o[i] = x[i] OP y[i];                                                                       \
+        o[i] = (T)((W)x[i] OP(W) y[i]);                                                            \
     } else if (na == count) {                                                                      \
-      T s = y[0];                                                                                  \
+      W s = (W)y[0];                                                                               \
       for (size_t i = 0; i < count; i++)                                                           \
-        o[i] = x[i] OP s;                                                                          \
+        o[i] = (T)((W)x[i] OP s);                                                                  \
     } else if (nb == count) {                                                                      \
-      T s = x[0];                                                                                  \
+      W s = (W)x[0];                                                                               \
       for (size_t i = 0; i < count; i++)                                                           \
-        o[i] = s OP y[i];                                                                          \
+        o[i] = (T)(s OP(W) y[i]);                                                                  \
     } else {                                                                                       \
-      T s = x[0] OP y[0];                                                                          \
+      T s = (T)((W)x[0] OP(W) y[0]);                                                               \
       for (size_t i = 0; i < count; i++)                                                           \
         o[i] = s;                                                                                  \
     }                                                                                              \
   } while (0)
 
-#define BINARY_OPS(T)                                                                              \
+#define BINARY_OPS(T, W)                                                                           \
   do {                                                                                             \
     switch (op) {                                                                                  \
     case CLG_BINOP_ADD:                                                                            \
-      BINARY_LOOPS(T, +);                                                                          \
+      BINARY_LOOPS(T, W, +);                                                                       \
       break;                                                                                       \
     case CLG_BINOP_SUB:                                                                            \
-      BINARY_LOOPS(T, -);                                                                          \
+      BINARY_LOOPS(T, W, -);                                                                       \
       break;                                                                                       \
     case CLG_BINOP_MUL:                                                                            \
-      BINARY_LOOPS(T, *);                                                                          \
+      BINARY_LOOPS(T, W, *);                                                                       \
       break;                                                                                       \
     default:                                                                                       \
       break;                                                                                       \
@@ -291,13 +293,17 @@ void clg_host_binary(clg_binop op, clg_dtype dtype, const void *a, size_t na, co
   if (count == 0)
     return;
   if (dtype == CLG_FLOAT32)
-    BINARY_OPS(float);
+    BINARY_OPS(float, float);
   else if (dtype == CLG_FLOAT64)
-    BINARY_OPS(double);
-  else if (dtype == CLG_INT32)
-    BINARY_OPS(uint32_t); /* wrapping, as TensorFlow's (signed overflow is undefined in C) */
-  else if (dtype == CLG_INT64)
-    BINARY_OPS(uint64_t);
+    BINARY_OPS(double, double);
+  else if (dtype == CLG_INT32 || dtype == CLG_UINT32) /* wrapping, as TensorFlow's (signed */
+    BINARY_OPS(uint32_t, uint32_t);                   /* overflow is undefined in C) */
+  else if (dtype == CLG_INT64 || dtype == CLG_UINT64)
+    BINARY_OPS(uint64_t, uint64_t);
+  else if (dtype == CLG_INT16 || dtype == CLG_UINT16)
+    BINARY_OPS(uint16_t, uint32_t);
+  else if (dtype == CLG_INT8 || dtype == CLG_UINT8)
+    BINARY_OPS(uint8_t, uint32_t);
 }
 
 /* Sums in chunks that stay in L1: each output chunk is accumulated over all inputs, in

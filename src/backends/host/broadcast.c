@@ -134,10 +134,38 @@ static double float_mod(double x, double y)
     T r = x % y;                                                                                   \
     return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;                                             \
   }
+INT_FLOOR(int8_t, uint32_t)
+INT_FLOOR(int16_t, uint32_t)
 INT_FLOOR(int32_t, uint32_t)
 INT_FLOOR(int64_t, uint64_t)
 
-/* Wrapping integer arithmetic, as TensorFlow's (signed overflow is undefined in C). */
+/* Shifts by y outside [0, bits): 0, or -1 for a negative x shifted right (signed S). */
+#define SHIFTS(T, UT, S)                                                                           \
+  static T lshift_##T(T x, T y) { return (UT)y >= 8 * sizeof(T) ? 0 : (T)((UT)x << (UT)y); }       \
+  static T rshift_##T(T x, T y)                                                                    \
+  {                                                                                                \
+    return (UT)y >= 8 * sizeof(T) ? (S ? (T)(x >> (8 * sizeof(T) - 1)) : 0) : (T)(x >> (UT)y);     \
+  }
+SHIFTS(int8_t, uint32_t, 1)
+SHIFTS(int16_t, uint32_t, 1)
+SHIFTS(int32_t, uint32_t, 1)
+SHIFTS(int64_t, uint64_t, 1)
+SHIFTS(uint8_t, uint32_t, 0)
+SHIFTS(uint16_t, uint32_t, 0)
+SHIFTS(uint32_t, uint32_t, 0)
+SHIFTS(uint64_t, uint64_t, 0)
+
+/* Unsigned: floor division is C's. */
+#define UINT_FLOOR(T)                                                                              \
+  static T floordiv_##T(T x, T y) { return (T)(x / y); }                                           \
+  static T floormod_##T(T x, T y) { return (T)(x % y); }
+UINT_FLOOR(uint8_t)
+UINT_FLOOR(uint16_t)
+UINT_FLOOR(uint32_t)
+UINT_FLOOR(uint64_t)
+
+/* Wrapping integer arithmetic, as TensorFlow's (signed overflow is undefined in C), in UT: at
+ * least uint32_t, since an 8- or 16-bit type's promotion to int could overflow. */
 #define BCAST_INT_OPS(T, UT)                                                                       \
   do {                                                                                             \
     const T *x = a, *y = b;                                                                        \
@@ -163,6 +191,12 @@ INT_FLOOR(int64_t, uint64_t)
       break;                                                                                       \
     case CLG_BINOP_FLOORMOD:                                                                       \
       WALK(o[i] = floormod_##T(x[pa], y[pb]));                                                     \
+      break;                                                                                       \
+    case CLG_BINOP_LSHIFT:                                                                         \
+      WALK(o[i] = lshift_##T(x[pa], y[pb]));                                                       \
+      break;                                                                                       \
+    case CLG_BINOP_RSHIFT:                                                                         \
+      WALK(o[i] = rshift_##T(x[pa], y[pb]));                                                       \
       break;                                                                                       \
     case CLG_BINOP_SQDIFF:                                                                         \
       WALK({                                                                                       \
@@ -284,6 +318,18 @@ void clg_host_broadcast(clg_binop op, clg_dtype dtype, const void *a, const void
     BCAST_INT_OPS(int32_t, uint32_t);
   else if (dtype == CLG_INT64)
     BCAST_INT_OPS(int64_t, uint64_t);
+  else if (dtype == CLG_INT8)
+    BCAST_INT_OPS(int8_t, uint32_t);
+  else if (dtype == CLG_INT16)
+    BCAST_INT_OPS(int16_t, uint32_t);
+  else if (dtype == CLG_UINT8)
+    BCAST_INT_OPS(uint8_t, uint32_t);
+  else if (dtype == CLG_UINT16)
+    BCAST_INT_OPS(uint16_t, uint32_t);
+  else if (dtype == CLG_UINT32)
+    BCAST_INT_OPS(uint32_t, uint32_t);
+  else if (dtype == CLG_UINT64)
+    BCAST_INT_OPS(uint64_t, uint64_t);
   else if (dtype == CLG_BOOL) {
     const uint8_t *x = a, *y = b;
     uint8_t *o = out;
