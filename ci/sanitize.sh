@@ -112,39 +112,58 @@ fi
 # --- b. valgrind memcheck on a subset --------------------------------------------------------------
 # Pure C parts, a placement-only test, the guide's scenarios on one PoCL device (where the
 # compiler unload at exit runs: no leak suppression needed), the threaded test on four and the
-# clgraph tool's input pipeline with its reader thread (test_input).
+# clgraph tool's input pipeline with its reader thread (test_input). The longest first: they
+# run $jobs at once (below).
 valgrind_tests=(
-  "test_devname"
-  "test_graph"
-  "test_tensor"
-  "test_placer"
   "test_scenarios POCL_DEVICES=pthread"
   "test_concurrency"
   "test_input"
+  "test_placer"
+  "test_devname"
+  "test_graph"
+  "test_tensor"
 )
+# One entry under valgrind: its verdict into $root/ci/valgrind-<test>.verdict, and a non-zero
+# status when it failed.
+valgrind_one() {
+  local t env_extra log t0
+  read -r t env_extra <<<"$1"
+  log="$root/ci/valgrind-$t.log"
+  t0=$(date +%s)
+  # The environment of tests/CMakeLists.txt's default test variant, plus the entry's.
+  if env POCL_DEVICES="pthread pthread pthread pthread" POCL_MEMORY_LIMIT=2 \
+      POCL_CACHE_DIR="$POCL_CACHE_DIR" POCL_ENABLE_UNINIT=1 CLGRAPH_DEVICE_TYPES=all \
+      CLGRAPH_LOG_LEVEL=warning CLG_SOURCE_DIR="$PWD" CLG_BINARY_DIR="$PWD/$root/ci" \
+      ${env_extra:+"$env_extra"} \
+      valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect,possible \
+        --errors-for-leak-kinds=definite,indirect,possible \
+        --suppressions=tests/valgrind.supp "$root/ci/tests/$t" >"$log" 2>&1; then
+    echo "valgrind: $t clean ($(($(date +%s) - t0)) s)" >"$root/ci/valgrind-$t.verdict"
+    return 0
+  fi
+  { echo "valgrind: $t FAILED (log: $log)"
+    grep -v "^hwloc\|^May be\|^and reloading" "$log" | tail -n 80; } >"$root/ci/valgrind-$t.verdict"
+  return 1
+}
 if has_step valgrind; then
   echo "== sanitize: valgrind memcheck on ${#valgrind_tests[@]} tests ($root/ci) ($(elapsed))"
   cmake -S . -B "$root/ci" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLGRAPH_WERROR=ON >/dev/null
   cmake --build "$root/ci" -j "$jobs" >/dev/null
-  failed=0
+  # valgrind runs a program's threads one at a time, on one core: $jobs entries at once keep
+  # every core busy. Verdicts print in the list's order.
+  pids=()
   for entry in "${valgrind_tests[@]}"; do
-    read -r t env_extra <<<"$entry"
-    log="$root/ci/valgrind-$t.log"
-    t0=$(date +%s)
-    # The environment of tests/CMakeLists.txt's default test variant, plus the entry's.
-    if env POCL_DEVICES="pthread pthread pthread pthread" POCL_MEMORY_LIMIT=2 \
-        POCL_CACHE_DIR="$POCL_CACHE_DIR" POCL_ENABLE_UNINIT=1 CLGRAPH_DEVICE_TYPES=all \
-        CLGRAPH_LOG_LEVEL=warning CLG_SOURCE_DIR="$PWD" CLG_BINARY_DIR="$PWD/$root/ci" \
-        ${env_extra:+"$env_extra"} \
-        valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect,possible \
-          --errors-for-leak-kinds=definite,indirect,possible \
-          --suppressions=tests/valgrind.supp "$root/ci/tests/$t" >"$log" 2>&1; then
-      echo "valgrind: $t clean ($(($(date +%s) - t0)) s)"
-    else
-      echo "valgrind: $t FAILED (log: $log)"
-      grep -v "^hwloc\|^May be\|^and reloading" "$log" | tail -n 80
-      failed=1
-    fi
+    while (($(jobs -rp | wc -l) >= jobs)); do
+      wait -n || true # statuses are collected below, by pid
+    done
+    valgrind_one "$entry" &
+    pids+=($!)
+  done
+  failed=0
+  for k in "${!valgrind_tests[@]}"; do
+    wait "${pids[$k]}" || failed=1
+    read -r t _ <<<"${valgrind_tests[$k]}"
+    cat "$root/ci/valgrind-$t.verdict"
   done
   ((failed == 0)) || exit 1
 fi
@@ -162,7 +181,7 @@ if has_step tsan; then
   cmake --build "$root/tsan" -j "$jobs" --target test_concurrency test_allocator test_matmul_race \
     test_input test_events test_host_team $mpi_target >/dev/null
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
-    ctest --test-dir "$root/tsan" --output-on-failure \
+    ctest --test-dir "$root/tsan" --output-on-failure -j "$jobs" \
     -R '^test_(concurrency|allocator|matmul_race|input|events|host_team.*)$'
   echo "== sanitize: TSan on the clusters (mpi_* tests) ($(elapsed))"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan-mpi.supp" \
