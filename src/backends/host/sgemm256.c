@@ -14,6 +14,8 @@
 #define T_KC 256
 #define T_MC 96
 #define T_NC 512
+/* at most this many rows: B's full strips read in place, not packed (as sgemm512.c) */
+#define T_BROWS 128
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -49,15 +51,16 @@
 
 /* c[0..mr) x [0..nr) = (or +=) the product over kc of six rows of A, element (r, p) at
  * ap[r * rs + p * ps] (a packed strip: rs 1, ps 6; rows read in place: rs lda, ps 1), and a
- * packed strip of B (16 per p); each element summed over p in order, then added to c when
- * acc. The accumulators are named variables: in an array GCC keeps a copy in memory. */
+ * strip of B 16 wide, its rows bs apart (packed: 16); each element summed over p in order, then
+ * added to c when acc. The accumulators are named variables: in an array GCC keeps a copy in
+ * memory. */
 T_TARGET static void micro_6x16(size_t kc, const float *ap, size_t rs, size_t ps, const float *bp,
-                                float *c, size_t ldc, size_t mr, size_t nr, bool acc)
+                                size_t bs, float *c, size_t ldc, size_t mr, size_t nr, bool acc)
 {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (size_t p = 0; p < kc; p++, ap += ps, bp += T_NR) {
-    __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+  for (size_t p = 0; p < kc; p++, ap += ps, bp += bs) {
+    __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
     ROW_FMA(0);
     ROW_FMA(1);
     ROW_FMA(2);
@@ -164,12 +167,15 @@ bool clg_host_sgemm256(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
     return false;
   }
   bp = ap + (T_MC + T_MR) * T_KC;
+  /* Few rows: each element of B serves few tiles, so packing B costs as much as the FMAs. */
+  bool b_rows = !tb && m <= T_BROWS;
   for (size_t jc = 0; jc < n; jc += T_NC) {
     size_t nc = n - jc < T_NC ? n - jc : T_NC;
     for (size_t pc = 0; pc < k; pc += T_KC) {
       size_t kc = k - pc < T_KC ? k - pc : T_KC;
       bool acc = accumulate || pc > 0;
-      pack_b(tb, b, ldb, pc, kc, jc, nc, bp);
+      if (!b_rows)
+        pack_b(tb, b, ldb, pc, kc, jc, nc, bp);
       for (size_t ic = 0; ic < m; ic += T_MC) {
         size_t mc = m - ic < T_MC ? m - ic : T_MC;
         /* A's full strips read where they lie (rows of im2col patches: packing them cost a
@@ -178,14 +184,21 @@ bool clg_host_sgemm256(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
         if (whole < mc)
           pack_a(ta, a, lda, ic + whole, mc - whole, pc, kc, ap);
         for (size_t jr = 0; jr < nc; jr += T_NR) {
-          size_t nr = nc - jr < T_NR ? nc - jr : T_NR;
+          size_t nr = nc - jr < T_NR ? nc - jr : T_NR, bs = T_NR;
+          const float *bt = bp + jr * kc;
+          if (b_rows && nr == T_NR) {
+            bt = b + pc * ldb + jc + jr, bs = ldb;
+          } else if (b_rows) { /* the ragged strip packed, zero-padded */
+            pack_b(false, b, ldb, pc, kc, jc + jr, nr, bp);
+            bt = bp;
+          }
           for (size_t ir = 0; ir < mc; ir += T_MR) {
             size_t mr = mc - ir < T_MR ? mc - ir : T_MR;
             float *ct = c + (ic + ir) * ldc + jc + jr;
             if (ir < whole)
-              micro_6x16(kc, a + (ic + ir) * lda + pc, lda, 1, bp + jr * kc, ct, ldc, mr, nr, acc);
+              micro_6x16(kc, a + (ic + ir) * lda + pc, lda, 1, bt, bs, ct, ldc, mr, nr, acc);
             else
-              micro_6x16(kc, ap + (ir - whole) * kc, 1, T_MR, bp + jr * kc, ct, ldc, mr, nr, acc);
+              micro_6x16(kc, ap + (ir - whole) * kc, 1, T_MR, bt, bs, ct, ldc, mr, nr, acc);
           }
         }
       }
