@@ -48,13 +48,34 @@ typedef struct shape {
   size_t m, n, k;
 } shape;
 
-/* Square, tall, wide, 1xN, Nx1, odd and prime sizes, and sizes past each cache block
- * (k > KC = 256, m > MC = 128, n > NC = 2048). */
+/* Square, tall, wide, 1xN, Nx1, odd and prime sizes, sizes past each cache block
+ * (k > KC = 256, m > MC = 128, n > NC = 2048), and products that the cores share. */
 static const shape shapes[] = {
-    {1, 1, 1},       {7, 7, 7},       {13, 13, 13},  {31, 31, 31},  {64, 64, 64},  {97, 97, 97},
-    {128, 128, 128}, {257, 257, 257}, {257, 7, 31},  {7, 257, 13},  {1, 257, 64},  {257, 1, 97},
-    {1, 1, 257},     {13, 97, 1},     {31, 64, 128}, {97, 13, 257}, {128, 257, 7}, {64, 1, 1},
-    {3, 2100, 5},    {129, 17, 300},  {2, 5, 513}};
+    {1, 1, 1},
+    {7, 7, 7},
+    {13, 13, 13},
+    {31, 31, 31},
+    {64, 64, 64},
+    {97, 97, 97},
+    {128, 128, 128},
+    {257, 257, 257},
+    {257, 7, 31},
+    {7, 257, 13},
+    {1, 257, 64},
+    {257, 1, 97},
+    {1, 1, 257},
+    {13, 97, 1},
+    {31, 64, 128},
+    {97, 13, 257},
+    {128, 257, 7},
+    {64, 1, 1},
+    {3, 2100, 5},
+    {129, 17, 300},
+    {2, 5, 513},
+    /* over the threads' threshold: split by columns (few rows), by rows, both ragged */
+    {30, 600, 200},
+    {40, 1100, 70},
+    {200, 140, 300}};
 
 static void check_matmul_path(const char *path, matmul_fn fn, clg_dtype dt)
 {
