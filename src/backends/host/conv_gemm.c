@@ -142,9 +142,11 @@ static bool conv_fast(clg_dtype dtype, const clg_window *g, bool forward)
     return false;
   if (clg_host_sgemm256_usable())
     return true;
-  /* 1x1 on AVX-512 stays with clg_host_matmul's split of the same kernel */
-  return !direct &&
-         (clg_host_sgemm512_usable() || clg_host_sgemm512_thin(rows, cout, (size_t)g->kdim));
+  /* 1x1 too where the kernel serves every GEMM (usable): its epilogue runs on each piece's rows
+   * in cache rather than in a second pass over the output; where CBLAS has AVX-512 kernels a
+   * 1x1 stays with clg_host_matmul (which takes the thin ones to the same kernel) */
+  return clg_host_sgemm512_usable() ||
+         (!direct && clg_host_sgemm512_thin(rows, cout, (size_t)g->kdim));
 }
 
 static size_t round_up(size_t v) { return (v + FAST_ALIGN - 1) / FAST_ALIGN * FAST_ALIGN; }
