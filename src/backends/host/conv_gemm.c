@@ -122,10 +122,9 @@ typedef struct fast_layout {
   size_t patch, work, part, each; /* bytes per task: patches, GEMM packs, partial df */
 } fast_layout;
 
-/* Where the kernel beats CBLAS at every shape (usable): every float convolution but a 1x1
- * forward pass (clg_host_matmul runs that GEMM on the same kernel); also where CBLAS has
- * AVX-512 kernels, a forward pass whose GEMM is thin (the narrow tiles' shapes). On AVX2 every
- * forward pass, 1x1 ones too (a GEMM on the input), on clg_host_sgemm256 in the team: CBLAS
+/* Where the kernel beats CBLAS at every shape (usable): every float convolution; also where
+ * CBLAS has AVX-512 kernels, a forward pass whose GEMM is thin (the narrow tiles' shapes). On AVX2
+ * every forward pass, 1x1 ones too (a GEMM on the input), on clg_host_sgemm256 in the team: CBLAS
  * would start its own threads per call. */
 static bool conv_fast(clg_dtype dtype, const clg_window *g, bool forward)
 {

@@ -2,8 +2,9 @@
  * cores with clg_host_parallel). Debian's OpenBLAS 0.3.21 does not know AMD Zen 4/5 and runs
  * its AVX2 (Haswell) kernels there, at half of what the 512-bit FMA units do; this kernel
  * keeps a 6 x 64 tile of C in 24 zmm registers. Structure as the portable kernel's
- * (host_gemm_tmpl.h): B packed in 64-wide strips per KC slice, A in 6-high strips per MC x KC
- * block, edges zero-padded in the packs and masked at the stores. */
+ * (host_gemm_tmpl.h): B packed in 64-wide strips per KC slice (read in place for few rows),
+ * A in 6-high strips per MC x KC block, edges zero-padded in the packs and masked at the
+ * stores. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +17,7 @@
 #define S_MC 120
 #define S_NC 512
 /* at most this many rows: B read in place, not packed (see clg_host_sgemm512) */
-#ifndef S_BROWS
 #define S_BROWS 128
-#endif
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -62,7 +61,7 @@ static __mmask16 col_mask(size_t nr, size_t from)
 
 /* c[0..mr) x [0..nr) = (or +=) the product over kc of six rows of A, element (r, p) at
  * ap[r * rs + p * ps] (a packed strip: rs 1, ps 6; rows read in place: rs lda, ps 1), and a
- * packed strip of B. */
+ * strip of B, its rows bs apart (packed: 64; read in place: ldb). */
 S_TARGET static void micro_6x64(size_t kc, const float *ap, size_t rs, size_t ps, const float *bp,
                                 size_t bs, float *c, size_t ldc, size_t mr, size_t nr, bool acc)
 {
@@ -291,7 +290,7 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
   for (size_t jc = 0; jc < n; jc += S_NC) {
     size_t nc = n - jc < S_NC ? n - jc : S_NC;
     /* With one or two strips of B, packing A would cost as much as the FMAs that use it:
-     * full tiles read A where they lie (broadcasts from memory), ragged ones are packed. */
+     * full tiles read A where it lies (broadcasts from memory), ragged ones are packed. */
     bool direct = nc <= 2 * S_NR;
     /* B already in a packed strip's layout (one full strip, rows of 64 aligned to 64 bytes,
      * as a convolution's dy with 64 channels): read in place, not copied per KC slice. */
