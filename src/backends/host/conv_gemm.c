@@ -220,11 +220,12 @@ static void fast_forward_task(void *ctx, int t)
       clg_host_im2col(CLG_FLOAT32, j->x, p, r, nr, j->g);
       a = p;
     }
-    /* With an epilogue, the GEMM in blocks of rows whose output fits in L2 (256 KiB), each
-     * block's epilogue right after it: on a 1x1 from few channels the product costs little
-     * more than a second pass over its output from memory. */
+    /* With an epilogue and k <= 256, the GEMM in blocks of rows whose output fits in L2 (256
+     * KiB), each block's epilogue right after it: on a 1x1 from few channels the product costs
+     * little more than a second pass over its output from memory (a deep product costs far
+     * more, and its blocks would read the filter again). */
     size_t blk = nr;
-    if (j->e) {
+    if (j->e && k <= 256) {
       blk = ((size_t)256 << 10) / (cout * sizeof(float)) / 24 * 24;
       blk = blk < 48 ? 48 : blk;
     }
