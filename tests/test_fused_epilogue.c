@@ -355,6 +355,9 @@ static const head_case heads[] = {
     {CONV, {1, 11, 10, 6}, {3, 3, 6, 33}, 2, "VALID", {0}},
     {CONV, {1, 8, 9, 5}, {3, 3, 5, 17}, 1, "EXPLICIT", {1, 2, 0, 3}},
     {CONV, {1, 16, 16, 3}, {3, 3, 3, 32}, 2, "EXPLICIT", {1, 1, 1, 1}},
+    /* wide outputs: the GEMM and its epilogue in blocks of 48 and 72 rows, one task and two */
+    {CONV, {1, 10, 11, 8}, {1, 1, 8, 1100}, 1, "VALID", {0}},
+    {CONV, {2, 12, 12, 16}, {1, 1, 16, 700}, 1, "VALID", {0}},
     {DEPTHWISE, {1, 9, 9, 24}, {3, 3, 24, 1}, 1, "SAME", {0}},
     {DEPTHWISE, {2, 10, 7, 19}, {3, 3, 19, 1}, 2, "SAME", {0}},
     {MATMUL, {5, 40, 0, 0}, {40, 9, 0, 0}, 1, "", {0}},

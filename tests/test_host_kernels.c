@@ -48,13 +48,34 @@ typedef struct shape {
   size_t m, n, k;
 } shape;
 
-/* Square, tall, wide, 1xN, Nx1, odd and prime sizes, and sizes past each cache block
- * (k > KC = 256, m > MC = 128, n > NC = 2048). */
+/* Square, tall, wide, 1xN, Nx1, odd and prime sizes, sizes past each cache block
+ * (k > KC = 256, m > MC = 128, n > NC = 2048), and products that the cores share. */
 static const shape shapes[] = {
-    {1, 1, 1},       {7, 7, 7},       {13, 13, 13},  {31, 31, 31},  {64, 64, 64},  {97, 97, 97},
-    {128, 128, 128}, {257, 257, 257}, {257, 7, 31},  {7, 257, 13},  {1, 257, 64},  {257, 1, 97},
-    {1, 1, 257},     {13, 97, 1},     {31, 64, 128}, {97, 13, 257}, {128, 257, 7}, {64, 1, 1},
-    {3, 2100, 5},    {129, 17, 300},  {2, 5, 513}};
+    {1, 1, 1},
+    {7, 7, 7},
+    {13, 13, 13},
+    {31, 31, 31},
+    {64, 64, 64},
+    {97, 97, 97},
+    {128, 128, 128},
+    {257, 257, 257},
+    {257, 7, 31},
+    {7, 257, 13},
+    {1, 257, 64},
+    {257, 1, 97},
+    {1, 1, 257},
+    {13, 97, 1},
+    {31, 64, 128},
+    {97, 13, 257},
+    {128, 257, 7},
+    {64, 1, 1},
+    {3, 2100, 5},
+    {129, 17, 300},
+    {2, 5, 513},
+    /* over the threads' threshold: split by columns (few rows), by rows, both ragged */
+    {30, 600, 200},
+    {40, 1100, 70},
+    {200, 140, 300}};
 
 static void check_matmul_path(const char *path, matmul_fn fn, clg_dtype dt)
 {
@@ -374,7 +395,8 @@ static void test_supported(void)
                   "%s %s supported %d on %s", arith[o], clg_dtype_name(ints[t]), !host_int,
                   d ? "GPU" : "host");
       }
-    CHECK(clg_backend_supported("Const", ints[t], &host) && clg_backend_supported("Const", ints[t], all[1]));
+    CHECK(clg_backend_supported("Const", ints[t], &host) &&
+          clg_backend_supported("Const", ints[t], all[1]));
     CHECK(clg_backend_supported("Placeholder", ints[t], &host) &&
           clg_backend_supported("Placeholder", ints[t], all[1]));
     CHECK(clg_backend_supported("Identity", ints[t], &host) &&
@@ -413,9 +435,12 @@ static void test_supported_every_op(void)
                                 "InTopKV2",    "Conv2DBackpropInput", "Conv2DBackpropFilter",
                                 "ReluGrad"};
   for (size_t i = 0; i < sizeof grads / sizeof grads[0]; i++) {
-    CHECK_MSG(clg_backend_supported(grads[i], CLG_FLOAT32, &host), "%s float on the host", grads[i]);
-    CHECK_MSG(clg_backend_supported(grads[i], CLG_FLOAT64, &host), "%s double on the host", grads[i]);
-    CHECK_MSG(!clg_backend_supported(grads[i], CLG_FLOAT16, &host), "%s half on the host", grads[i]);
+    CHECK_MSG(clg_backend_supported(grads[i], CLG_FLOAT32, &host), "%s float on the host",
+              grads[i]);
+    CHECK_MSG(clg_backend_supported(grads[i], CLG_FLOAT64, &host), "%s double on the host",
+              grads[i]);
+    CHECK_MSG(!clg_backend_supported(grads[i], CLG_FLOAT16, &host), "%s half on the host",
+              grads[i]);
     CHECK_MSG(!clg_backend_supported(grads[i], CLG_BOOL, &gpu), "%s bool on a GPU", grads[i]);
   }
 }
@@ -591,9 +616,10 @@ typedef bool (*sgemm_fn)(bool, bool, size_t, size_t, size_t, const float *, size
 static void check_sgemm(const char *name, sgemm_fn fn, size_t work_floats)
 {
   const size_t shapes[][3] = {
-      {1, 1, 1},     {6, 64, 256},   {7, 65, 257}, {13, 130, 40},  {125, 17, 300}, {5, 600, 3},
-      {300, 64, 75}, {12, 16, 5},    {29, 16, 27}, {250, 15, 16},  {37, 24, 16},   {8, 32, 300},
-      {250, 33, 9},  {121, 48, 130}, {150, 1, 7},  {131, 113, 20}, {1, 130, 300},  {2, 77, 513}};
+      {1, 1, 1},      {6, 64, 256},   {7, 65, 257},    {13, 130, 40},  {125, 17, 300}, {5, 600, 3},
+      {300, 64, 75},  {12, 16, 5},    {29, 16, 27},    {250, 15, 16},  {37, 24, 16},   {8, 32, 300},
+      {250, 33, 9},   {121, 48, 130}, {150, 1, 7},     {131, 113, 20}, {1, 130, 300},  {2, 77, 513},
+      {40, 200, 600}, {128, 64, 257}, {100, 1030, 20}, {3, 64, 5},     {129, 70, 33}};
   float *work = malloc(work_floats * sizeof(float));
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
     for (int t = 0; t < 8; t++) {

@@ -111,19 +111,23 @@ void clg_host_matmul_portable(clg_dtype dtype, bool ta, bool tb, size_t m, size_
 static size_t max1(size_t x) { return x ? x : 1; }
 #endif
 
-/* A float GEMM on the AVX-512 kernel, its rows (or, for few rows, its columns) split across
- * the cores in whole tiles; each element is computed by one task in one order. */
+/* A float GEMM on the AVX-512 (or AVX2) kernel, its rows (or, for few rows, its columns) split
+ * across the cores in whole tiles; each element is computed by one task in one order. */
+typedef bool (*sgemm_fn)(bool, bool, size_t, size_t, size_t, const float *, size_t, const float *,
+                         size_t, float *, size_t, bool, float *);
+
 typedef struct split_gemm {
   bool ta, tb, by_rows, failed[64];
-  size_t m, n, k, parts;
+  size_t m, n, k, parts, col_unit;
   const float *a, *b;
   float *c;
+  sgemm_fn fn;
 } split_gemm;
 
 static void split_gemm_task(void *ctx, int t)
 {
   split_gemm *j = ctx;
-  size_t unit = j->by_rows ? 6 : 64, total = j->by_rows ? j->m : j->n;
+  size_t unit = j->by_rows ? 6 : j->col_unit, total = j->by_rows ? j->m : j->n;
   size_t tiles = (total + unit - 1) / unit;
   size_t s0 = tiles * (size_t)t / j->parts * unit, s1 = tiles * (size_t)(t + 1) / j->parts * unit;
   s1 = s1 < total ? s1 : total;
@@ -132,24 +136,25 @@ static void split_gemm_task(void *ctx, int t)
   size_t lda = j->ta ? j->m : j->k, ldb = j->tb ? j->k : j->n;
   bool ok;
   if (j->by_rows) /* rows s0..s1 of op(A) */
-    ok = clg_host_sgemm512(j->ta, j->tb, s1 - s0, j->n, j->k, j->a + (j->ta ? s0 : s0 * lda), lda,
-                           j->b, ldb, j->c + s0 * j->n, j->n, false, NULL);
+    ok = j->fn(j->ta, j->tb, s1 - s0, j->n, j->k, j->a + (j->ta ? s0 : s0 * lda), lda, j->b, ldb,
+               j->c + s0 * j->n, j->n, false, NULL);
   else /* columns s0..s1 of op(B) */
-    ok = clg_host_sgemm512(j->ta, j->tb, j->m, s1 - s0, j->k, j->a, lda,
-                           j->b + (j->tb ? s0 * ldb : s0), ldb, j->c + s0, j->n, false, NULL);
+    ok = j->fn(j->ta, j->tb, j->m, s1 - s0, j->k, j->a, lda, j->b + (j->tb ? s0 * ldb : s0), ldb,
+               j->c + s0, j->n, false, NULL);
   j->failed[t] = !ok;
 }
 
-static bool matmul_split512(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a,
-                            const float *b, float *c)
+static bool matmul_split(sgemm_fn fn, size_t col_unit, bool ta, bool tb, size_t m, size_t n,
+                         size_t k, const float *a, const float *b, float *c)
 {
   int threads = clg_host_threads();
   split_gemm j = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c};
+  j.fn = fn, j.col_unit = col_unit;
   j.parts = (size_t)(threads < 64 ? threads : 64);
   if ((double)m * (double)n * (double)k < (double)(1 << 21))
     j.parts = 1; /* a few microseconds of work: not worth starting a thread */
   /* Rows when each part gets a few tiles of them, else columns. */
-  j.by_rows = m >= 6 * 4 * j.parts || n < 64 * 2 * j.parts;
+  j.by_rows = m >= 6 * 4 * j.parts || n < col_unit * 2 * j.parts;
   clg_host_parallel((int)j.parts, split_gemm_task, &j);
   for (size_t t = 0; t < j.parts; t++)
     if (j.failed[t])
@@ -160,19 +165,27 @@ static bool matmul_split512(bool ta, bool tb, size_t m, size_t n, size_t k, cons
 void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k, const void *a,
                      const void *b, void *c)
 {
-  /* Where OpenBLAS runs AVX2 kernels on an AVX-512 CPU, the AVX-512 kernel is up to twice as
-   * fast on thin products (a side of 128 or less: a model's batch, its fully connected layers)
-   * and avoids OpenBLAS's threads spinning beside the host kernels' teams; on larger squares
-   * OpenBLAS's blocking wins (bench matmul: 224-239 against 193-215 GFLOP/s from n = 1024), so
-   * it keeps them. Tasks that fail to allocate their packs leave the product to the paths
-   * below. One row reads op(B) once, in order, without packing it (gemv.c). */
+  /* Where OpenBLAS runs AVX2 kernels on an AVX-512 CPU (usable), the AVX-512 kernel is 1.5-2x
+   * as fast at every shape (one core, 392-1568 rows of squeezenet's and mobilenet's 1x1s and
+   * n = 1024: 180-235 against 105-120 GFLOP/s) and avoids OpenBLAS's threads spinning beside
+   * the host kernels' teams; where OpenBLAS has AVX-512 kernels, it keeps the thin products
+   * (a side of 128 or less: a model's batch, its fully connected layers), where its tiles pad.
+   * On AVX2 the AVX2 kernel takes the thin ones (one core: as fast as OpenBLAS's Haswell kernels
+   * to 2.4x, at 16-32 columns). Tasks that fail to allocate their packs leave the product to
+   * the paths below. One row reads op(B) once, in order, without packing it (gemv.c). */
   if (dtype == CLG_FLOAT32 && m == 1 && n > 0) {
     clg_host_gemv(tb, n, k, a, b, c);
     return;
   }
-  if (dtype == CLG_FLOAT32 && m > 0 && n > 0 && k > 0 && clg_host_sgemm512_thin(m, n, k) &&
-      matmul_split512(ta, tb, m, n, k, a, b, c))
-    return;
+  if (dtype == CLG_FLOAT32 && m > 0 && n > 0 && k > 0) {
+    if ((clg_host_sgemm512_usable() || clg_host_sgemm512_thin(m, n, k)) &&
+        matmul_split(clg_host_sgemm512, 64, ta, tb, m, n, k, a, b, c))
+      return;
+    bool thin = m <= 128 || n <= 128 || k <= 128;
+    if (thin && clg_host_sgemm256_usable() &&
+        matmul_split(clg_host_sgemm256, 16, ta, tb, m, n, k, a, b, c))
+      return;
+  }
 #ifdef CLG_HAVE_CBLAS
   /* CBLAS takes int dimensions; anything larger goes to the portable kernel. k == 0 is
    * handled there too (BLAS would accept it, but an lda of 0 is rejected with a message

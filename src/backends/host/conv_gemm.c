@@ -122,10 +122,9 @@ typedef struct fast_layout {
   size_t patch, work, part, each; /* bytes per task: patches, GEMM packs, partial df */
 } fast_layout;
 
-/* Where the kernel beats CBLAS at every shape (usable): every float convolution but a 1x1
- * forward pass (clg_host_matmul runs that GEMM on the same kernel); also where CBLAS has
- * AVX-512 kernels, a forward pass whose GEMM is thin (the narrow tiles' shapes). On AVX2 every
- * forward pass, 1x1 ones too (a GEMM on the input), on clg_host_sgemm256 in the team: CBLAS
+/* Where the kernel beats CBLAS at every shape (usable): every float convolution; also where
+ * CBLAS has AVX-512 kernels, a forward pass whose GEMM is thin (the narrow tiles' shapes). On AVX2
+ * every forward pass, 1x1 ones too (a GEMM on the input), on clg_host_sgemm256 in the team: CBLAS
  * would start its own threads per call. */
 static bool conv_fast(clg_dtype dtype, const clg_window *g, bool forward)
 {
@@ -142,9 +141,11 @@ static bool conv_fast(clg_dtype dtype, const clg_window *g, bool forward)
     return false;
   if (clg_host_sgemm256_usable())
     return true;
-  /* 1x1 on AVX-512 stays with clg_host_matmul's split of the same kernel */
-  return !direct &&
-         (clg_host_sgemm512_usable() || clg_host_sgemm512_thin(rows, cout, (size_t)g->kdim));
+  /* 1x1 too where the kernel serves every GEMM (usable): its epilogue runs on each piece's rows
+   * in cache rather than in a second pass over the output; where CBLAS has AVX-512 kernels a
+   * 1x1 stays with clg_host_matmul (which takes the thin ones to the same kernel) */
+  return clg_host_sgemm512_usable() ||
+         (!direct && clg_host_sgemm512_thin(rows, cout, (size_t)g->kdim));
 }
 
 static size_t round_up(size_t v) { return (v + FAST_ALIGN - 1) / FAST_ALIGN * FAST_ALIGN; }
@@ -219,13 +220,26 @@ static void fast_forward_task(void *ctx, int t)
       clg_host_im2col(CLG_FLOAT32, j->x, p, r, nr, j->g);
       a = p;
     }
-    if (clg_host_sgemm256_usable())
-      clg_host_sgemm256(false, false, nr, cout, k, a, k, j->f, cout, j->y + r * cout, cout, false,
-                        w);
-    else
-      clg_host_sgemm512(false, false, nr, cout, k, a, k, j->f, cout, j->y + r * cout, cout, false,
-                        w);
-    clg_host_epilogue_rows(j->e, j->y, r, nr); /* while the chunk's rows are in cache */
+    /* With an epilogue and k <= 256, the GEMM in blocks of rows whose output fits in L2 (256
+     * KiB), each block's epilogue right after it: on a 1x1 from few channels the product costs
+     * little more than a second pass over its output from memory (a deep product costs far
+     * more, and its blocks would read the filter again). */
+    size_t blk = nr;
+    if (j->e && k <= 256) {
+      blk = ((size_t)256 << 10) / (cout * sizeof(float)) / 24 * 24;
+      blk = blk < 48 ? 48 : blk;
+    }
+    for (size_t q = r; q < r + nr; q += blk) {
+      size_t nq = r + nr - q < blk ? r + nr - q : blk;
+      const float *aq = a + (q - r) * k;
+      if (clg_host_sgemm256_usable())
+        clg_host_sgemm256(false, false, nq, cout, k, aq, k, j->f, cout, j->y + q * cout, cout,
+                          false, w);
+      else
+        clg_host_sgemm512(false, false, nq, cout, k, aq, k, j->f, cout, j->y + q * cout, cout,
+                          false, w);
+      clg_host_epilogue_rows(j->e, j->y, q, nq); /* while the block's rows are in cache */
+    }
   }
 }
 

@@ -51,7 +51,9 @@ void clg_host_broadcast(clg_binop op, clg_dtype dtype, const void *a, const void
 void clg_host_gather(size_t es, const void *a, void *out, const clg_strided *m);
 
 /* c[m,n] = op(a) x op(b) where op(a) is [m,k] (a stored [k,m] when ta) and op(b) is
- * [k,n] (b stored [n,k] when tb). CBLAS when built with it, else the portable kernel. */
+ * [k,n] (b stored [n,k] when tb). Float on the AVX-512 or AVX2 kernel split across the host
+ * team where that is the faster one (basic.c says where), else CBLAS when built with it, else
+ * the portable kernel. */
 void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k, const void *a,
                      const void *b, void *c);
 

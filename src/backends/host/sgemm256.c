@@ -14,6 +14,8 @@
 #define T_KC 256
 #define T_MC 96
 #define T_NC 512
+/* at most this many rows: B's full strips read in place, not packed (as sgemm512.c) */
+#define T_BROWS 128
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -85,6 +87,46 @@ T_TARGET static void micro_6x16(size_t kc, const float *ap, size_t rs, size_t ps
   for (size_t r = 0; r < mr; r++) {
     float *cr = c + r * ldc;
     for (size_t j = 0; j < nr; j++)
+      cr[j] = acc ? cr[j] + tile[r][j] : tile[r][j];
+  }
+}
+
+/* The same over a full strip of B read in place, its rows ldb apart (a kernel of its own, as
+ * sgemm512.c's micro_6x64_rows). */
+T_TARGET static void micro_6x16_rows(size_t kc, const float *ap, size_t rs, size_t ps,
+                                     const float *bp, size_t ldb, float *c, size_t ldc, size_t mr,
+                                     bool acc)
+{
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (size_t p = 0; p < kc; p++, ap += ps, bp += ldb) {
+    __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+    ROW_FMA(0);
+    ROW_FMA(1);
+    ROW_FMA(2);
+    ROW_FMA(3);
+    ROW_FMA(4);
+    ROW_FMA(5);
+  }
+  if (mr == T_MR) {
+    ROW_STORE(0);
+    ROW_STORE(1);
+    ROW_STORE(2);
+    ROW_STORE(3);
+    ROW_STORE(4);
+    ROW_STORE(5);
+    return;
+  }
+  float tile[T_MR][T_NR];
+  ROW_SAVE(0);
+  ROW_SAVE(1);
+  ROW_SAVE(2);
+  ROW_SAVE(3);
+  ROW_SAVE(4);
+  ROW_SAVE(5);
+  for (size_t r = 0; r < mr; r++) {
+    float *cr = c + r * ldc;
+    for (size_t j = 0; j < T_NR; j++)
       cr[j] = acc ? cr[j] + tile[r][j] : tile[r][j];
   }
 }
@@ -164,12 +206,16 @@ bool clg_host_sgemm256(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
     return false;
   }
   bp = ap + (T_MC + T_MR) * T_KC;
+  /* Few rows: each element of B serves few tiles, so packing B costs as much as the FMAs; its
+   * full strips are read where they lie (micro_6x16_rows), a ragged one is packed alone. */
+  bool b_rows = !tb && m <= T_BROWS;
   for (size_t jc = 0; jc < n; jc += T_NC) {
     size_t nc = n - jc < T_NC ? n - jc : T_NC;
     for (size_t pc = 0; pc < k; pc += T_KC) {
       size_t kc = k - pc < T_KC ? k - pc : T_KC;
       bool acc = accumulate || pc > 0;
-      pack_b(tb, b, ldb, pc, kc, jc, nc, bp);
+      if (!b_rows)
+        pack_b(tb, b, ldb, pc, kc, jc, nc, bp);
       for (size_t ic = 0; ic < m; ic += T_MC) {
         size_t mc = m - ic < T_MC ? m - ic : T_MC;
         /* A's full strips read where they lie (rows of im2col patches: packing them cost a
@@ -179,13 +225,22 @@ bool clg_host_sgemm256(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
           pack_a(ta, a, lda, ic + whole, mc - whole, pc, kc, ap);
         for (size_t jr = 0; jr < nc; jr += T_NR) {
           size_t nr = nc - jr < T_NR ? nc - jr : T_NR;
+          const float *bt = bp + jr * kc, *brow = NULL;
+          if (b_rows && nr == T_NR)
+            brow = b + pc * ldb + jc + jr;
+          else if (b_rows) /* packed alone, at the packs' start */
+            pack_b(false, b, ldb, pc, kc, jc + jr, nr, bp), bt = bp;
           for (size_t ir = 0; ir < mc; ir += T_MR) {
             size_t mr = mc - ir < T_MR ? mc - ir : T_MR;
             float *ct = c + (ic + ir) * ldc + jc + jr;
+            const float *at = ap + (ir - whole) * kc; /* A's rows: packed, or where they lie */
+            size_t rs = 1, ps = T_MR;
             if (ir < whole)
-              micro_6x16(kc, a + (ic + ir) * lda + pc, lda, 1, bp + jr * kc, ct, ldc, mr, nr, acc);
+              at = a + (ic + ir) * lda + pc, rs = lda, ps = 1;
+            if (brow)
+              micro_6x16_rows(kc, at, rs, ps, brow, ldb, ct, ldc, mr, acc);
             else
-              micro_6x16(kc, ap + (ir - whole) * kc, 1, T_MR, bp + jr * kc, ct, ldc, mr, nr, acc);
+              micro_6x16(kc, at, rs, ps, bt, ct, ldc, mr, nr, acc);
           }
         }
       }

@@ -2,8 +2,9 @@
  * cores with clg_host_parallel). Debian's OpenBLAS 0.3.21 does not know AMD Zen 4/5 and runs
  * its AVX2 (Haswell) kernels there, at half of what the 512-bit FMA units do; this kernel
  * keeps a 6 x 64 tile of C in 24 zmm registers. Structure as the portable kernel's
- * (host_gemm_tmpl.h): B packed in 64-wide strips per KC slice, A in 6-high strips per MC x KC
- * block, edges zero-padded in the packs and masked at the stores. */
+ * (host_gemm_tmpl.h): B packed in 64-wide strips per KC slice (read in place for few rows),
+ * A in 6-high strips per MC x KC block, edges zero-padded in the packs and masked at the
+ * stores. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,8 @@
 #define S_KC 256
 #define S_MC 120
 #define S_NC 512
+/* at most this many rows: B's full strips read in place, not packed (see clg_host_sgemm512) */
+#define S_BROWS 128
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -69,6 +72,36 @@ S_TARGET static void micro_6x64(size_t kc, const float *ap, size_t rs, size_t ps
   for (size_t p = 0; p < kc; p++, ap += ps, bp += S_NR) {
     __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
     __m512 b2 = _mm512_load_ps(bp + 32), b3 = _mm512_load_ps(bp + 48);
+    ROW_FMA(0);
+    ROW_FMA(1);
+    ROW_FMA(2);
+    ROW_FMA(3);
+    ROW_FMA(4);
+    ROW_FMA(5);
+  }
+  __mmask16 m0 = col_mask(nr, 0), m1 = col_mask(nr, 16), m2 = col_mask(nr, 32);
+  __mmask16 m3 = col_mask(nr, 48);
+  ROW_STORE(0);
+  ROW_STORE(1);
+  ROW_STORE(2);
+  ROW_STORE(3);
+  ROW_STORE(4);
+  ROW_STORE(5);
+}
+
+/* The same over a full strip of B read in place, its rows ldb apart. A kernel of its own: with
+ * the stride a parameter of micro_6x64, GCC's code for packed strips ran 5-10% slower. */
+S_TARGET static void micro_6x64_rows(size_t kc, const float *ap, size_t rs, size_t ps,
+                                     const float *bp, size_t ldb, float *c, size_t ldc, size_t mr,
+                                     size_t nr, bool acc)
+{
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c03 = c00;
+  __m512 c10 = c00, c11 = c00, c12 = c00, c13 = c00, c20 = c00, c21 = c00, c22 = c00, c23 = c00;
+  __m512 c30 = c00, c31 = c00, c32 = c00, c33 = c00, c40 = c00, c41 = c00, c42 = c00, c43 = c00;
+  __m512 c50 = c00, c51 = c00, c52 = c00, c53 = c00;
+  for (size_t p = 0; p < kc; p++, ap += ps, bp += ldb) {
+    __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
+    __m512 b2 = _mm512_loadu_ps(bp + 32), b3 = _mm512_loadu_ps(bp + 48);
     ROW_FMA(0);
     ROW_FMA(1);
     ROW_FMA(2);
@@ -280,6 +313,10 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
       return false;
     }
   }
+  /* Few rows (a late layer at batch 1, a task's share of one): each element of B serves only
+   * a few tiles, so packing B would cost as much as the FMAs that use it: its full strips are
+   * read where they lie (micro_6x64_rows), a ragged one is packed alone. */
+  bool b_rows = !tb && m <= S_BROWS;
   for (size_t jc = 0; jc < n; jc += S_NC) {
     size_t nc = n - jc < S_NC ? n - jc : S_NC;
     /* With one or two strips of B, packing A would cost as much as the FMAs that use it:
@@ -292,7 +329,7 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
       size_t kc = k - pc < S_KC ? k - pc : S_KC;
       bool acc = accumulate || pc > 0;
       const float *bs = b_in_place ? b + pc * ldb + jc : bp;
-      if (!b_in_place)
+      if (!b_in_place && !b_rows)
         pack_b(tb, b, ldb, pc, kc, jc, nc, bp);
       for (size_t ic = 0; ic < m; ic += S_MC) {
         size_t mc = m - ic < S_MC ? m - ic : S_MC;
@@ -300,6 +337,11 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
           pack_a(ta, a, lda, ic, mc, pc, kc, ap);
         for (size_t jr = 0; jr < nc; jr += S_NR) {
           size_t nr = nc - jr < S_NR ? nc - jr : S_NR, tr;
+          const float *bt = bs + jr * kc, *brow = NULL;
+          if (b_rows && !b_in_place && nr == S_NR)
+            brow = b + pc * ldb + jc + jr;
+          else if (b_rows && !b_in_place) /* packed alone, at the packs' start */
+            pack_b(false, b, ldb, pc, kc, jc + jr, nr, bp), bt = bp;
           micro_fn tall, six;
           micro_for(nr, &tall, &tr, &six);
           for (size_t ir = 0; ir < mc;) {
@@ -308,16 +350,20 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
             micro_fn fn = six;
             if (direct && mc - ir >= tr) /* full tiles read in place, the tallest first */
               fn = tall, mr = tr;
-            if (!direct) {
-              fn(kc, ap + ir * kc, 1, S_MR, bs + jr * kc, ct, ldc, mr, nr, acc);
-            } else if (mr < S_MR) {
+            const float *at = ap + ir * kc; /* A's rows: packed, or where they lie */
+            size_t rs = 1, ps = S_MR;
+            if (direct && mr < S_MR) {
               pack_a(ta, a, lda, ic + ir, mr, pc, kc, ap);
-              fn(kc, ap, 1, S_MR, bs + jr * kc, ct, ldc, mr, nr, acc);
-            } else if (ta) { /* op(A)[i][p] = a[p * lda + i] */
-              fn(kc, a + pc * lda + ic + ir, 1, lda, bs + jr * kc, ct, ldc, mr, nr, acc);
-            } else {
-              fn(kc, a + (ic + ir) * lda + pc, lda, 1, bs + jr * kc, ct, ldc, mr, nr, acc);
+              at = ap;
+            } else if (direct && ta) { /* op(A)[i][p] = a[p * lda + i] */
+              at = a + pc * lda + ic + ir, ps = lda;
+            } else if (direct) {
+              at = a + (ic + ir) * lda + pc, rs = lda, ps = 1;
             }
+            if (brow)
+              micro_6x64_rows(kc, at, rs, ps, brow, ldb, ct, ldc, mr, nr, acc);
+            else
+              fn(kc, at, rs, ps, bt, ct, ldc, mr, nr, acc);
             ir += mr;
           }
         }
