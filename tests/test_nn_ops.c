@@ -1129,6 +1129,81 @@ static void test_lrn_huge_radius(void)
   }
 }
 
+/* MaxPool with padding EXPLICIT (ONNX's pads and ceil_mode's extra end, with no PadV2 before
+ * it): pads that never win a max, windows wholly in the padding (-inf), both device kinds;
+ * AvgPool takes no explicit_paddings, and the gradient is not implemented. */
+static void test_max_pool_explicit(void)
+{
+  /* n, h, w, c, kh, kw, sh, sw, top, bottom, left, right */
+  static const int cases[][12] = {{1, 9, 9, 5, 3, 3, 2, 2, 0, 1, 0, 1},
+                                  {2, 8, 7, 17, 3, 3, 2, 2, 1, 1, 1, 1},
+                                  {1, 6, 10, 3, 2, 3, 1, 2, 0, 2, 1, 0},
+                                  {1, 4, 5, 33, 2, 2, 1, 1, 3, 3, 2, 2},
+                                  {3, 5, 5, 8, 3, 3, 3, 3, 2, 1, 0, 2}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int *k = cases[i];
+    geom g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], 1, 1, 0, 0, k[8], k[10]};
+    g.oh = (g.h + k[8] + k[9] - g.kh) / g.sh + 1;
+    g.ow = (g.w + k[10] + k[11] - g.kw) / g.sw + 1;
+    clg_dtype dt = i == 2 ? CLG_FLOAT64 : CLG_FLOAT32;
+    clg_tensor *in = rand_tensor(dt, 4, (int64_t[]){g.n, g.h, g.w, g.c}, -1, 1);
+    double *x = to_doubles(in);
+    size_t ny = (size_t)(g.n * g.oh * g.ow * g.c);
+    double *y = malloc(sizeof(double) * ny);
+    ref_pool(&g, false, x, y);
+    opcase c = {"MaxPool",
+                1,
+                0,
+                -1,
+                {0},
+                4,
+                {clg_attr_int_list("ksize", 4, (int64_t[]){1, g.kh, g.kw, 1}),
+                 clg_attr_int_list("strides", 4, (int64_t[]){1, g.sh, g.sw, 1}),
+                 clg_attr_string("padding", "EXPLICIT"),
+                 clg_attr_int_list("explicit_paddings", 8,
+                                   (int64_t[]){0, 0, k[8], k[9], k[10], k[11], 0, 0})}};
+    char what[64];
+    snprintf(what, sizeof what, "MaxPool EXPLICIT case %zu", i);
+    run_check(what, 1, &in, build_op, &c, 0, y, ny, 0);
+    free(y);
+    free(x);
+    clg_tensor_free(in);
+  }
+  clg_attr at[4] = {clg_attr_int_list("ksize", 4, (int64_t[]){1, 3, 3, 1}),
+                    clg_attr_int_list("strides", 4, (int64_t[]){1, 2, 2, 1}),
+                    clg_attr_string("padding", "EXPLICIT"),
+                    clg_attr_int_list("explicit_paddings", 8, (int64_t[]){0, 0, 1, 1, 1, 1, 0, 0})};
+  clg_graph *g = clg_graph_new();
+  clg_output x = {ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 6, 6, 2}), 0};
+  CHECK(clg_op(g, "MaxPool", "p", 1, &x, 3, at) == NULL);
+  EXPECT_BUILD_ERROR(g, "MaxPool 'p': explicit_paddings must have 8 values under padding "
+                        "EXPLICIT, not 0");
+  g = clg_graph_new();
+  x = (clg_output){ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 6, 6, 2}), 0};
+  at[3] = clg_attr_int_list("explicit_paddings", 8, (int64_t[]){0, 0, 1, 1, -1, 1, 0, 0});
+  CHECK(clg_op(g, "MaxPool", "p", 1, &x, 4, at) == NULL);
+  EXPECT_BUILD_ERROR(g, "MaxPool 'p': explicit_paddings[4] is -1");
+  g = clg_graph_new();
+  x = (clg_output){ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 6, 6, 2}), 0};
+  at[2] = clg_attr_string("padding", "SAME");
+  at[3] = clg_attr_int_list("explicit_paddings", 8, (int64_t[]){0, 0, 1, 1, 1, 1, 0, 0});
+  CHECK(clg_op(g, "MaxPool", "p", 1, &x, 4, at) == NULL);
+  EXPECT_BUILD_ERROR(g, "MaxPool 'p': explicit_paddings must be empty under padding SAME");
+  g = clg_graph_new();
+  x = (clg_output){ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 6, 6, 2}), 0};
+  at[2] = clg_attr_string("padding", "EXPLICIT");
+  CHECK(clg_op(g, "AvgPool", "p", 1, &x, 4, at) == NULL);
+  EXPECT_BUILD_ERROR(g, "AvgPool has no attribute 'explicit_paddings'");
+  /* the gradient: not implemented, said so (not a VALID gradient of the wrong shape) */
+  g = clg_graph_new();
+  x = (clg_output){ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 6, 6, 2}), 0};
+  clg_node *p = clg_op(g, "MaxPool", "p", 1, &x, 4, at);
+  CHECK(p != NULL);
+  clg_output ys = {p, 0}, dx = {0};
+  CHECK(clg_gradients(g, 1, &ys, NULL, 1, &x, NULL, &dx) == CLG_UNIMPLEMENTED);
+  clg_graph_free(g);
+}
+
 static void test_pool_lrn_bias(void)
 {
   /* n, h, w, c, kh, kw, sh, sw, same */
@@ -1734,6 +1809,7 @@ int main(void)
   test_in_top_k();
   test_conv2d();
   test_pool_lrn_bias();
+  test_max_pool_explicit();
   test_max_pool_grad_ties();
   test_huge_windows();
   test_lrn_huge_radius();
