@@ -418,6 +418,66 @@ static void test_fill(void)
   EXPECT_BUILD_ERROR(g, "Fill 'f2': dims (input 0) must be a constant");
 }
 
+/* ref: x transposed by perm, by the naive index arithmetic. */
+static void transpose_ref(const clg_tensor *x, int rank, const int64_t *dims, const int64_t *perm,
+                          double *ref)
+{
+  int64_t od[8], stride[8];
+  size_t s = 1;
+  for (int k = rank - 1; k >= 0; k--) {
+    stride[k] = (int64_t)s;
+    s *= (size_t)dims[k];
+  }
+  for (int k = 0; k < rank; k++)
+    od[k] = dims[perm[k]];
+  for (size_t i = 0; i < s; i++) {
+    size_t rem = i, src = 0;
+    for (int k = rank - 1; k >= 0; k--) {
+      src += (rem % (size_t)od[k]) * (size_t)stride[perm[k]];
+      rem /= (size_t)od[k];
+    }
+    ref[i] = clg_test_elem(x, src);
+  }
+}
+
+/* Transposes that move the input's contiguous dim off the output's last (the host's tiled
+ * path: NCHW to NHWC at a model's edge, its inverse's neighbours, batched 2-D), at sizes
+ * ragged against its 64 x 16 tiles and its ranges across the threads, elements of 1, 4 and 8
+ * bytes. */
+static void test_transpose_tiles(void)
+{
+  static const struct {
+    int rank;
+    int64_t dims[5], perm[5];
+  } cases[] = {
+      {4, {1, 3, 37, 41}, {0, 2, 3, 1}},
+      {4, {2, 5, 16, 17}, {0, 2, 3, 1}},
+      {2, {67, 130}, {1, 0}},
+      {3, {3, 129, 65}, {0, 2, 1}},
+      {4, {2, 64, 3, 33}, {2, 0, 3, 1}},
+      {5, {2, 3, 4, 70, 18}, {0, 1, 4, 2, 3}},
+      {4, {1, 1000, 13, 13}, {0, 2, 3, 1}},
+      {3, {1, 1, 90}, {2, 1, 0}},
+      {4, {1, 3, 224, 224}, {0, 2, 3, 1}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    clg_dtype dt = i % 3 == 0 ? CLG_FLOAT32 : i % 3 == 1 ? CLG_FLOAT64 : CLG_BOOL;
+    clg_tensor *x = clg_tensor_new(dt, cases[i].rank, cases[i].dims, NULL);
+    size_t n = clg_tensor_count(x);
+    for (size_t e = 0; e < n; e++) /* distinct values (bool: 0 and 1 at random) */
+      clg_test_set_elem(x, e, dt == CLG_BOOL ? (double)(clg_test_rand() % 2) : (double)e + 0.5);
+    double *ref = malloc(sizeof(double) * n);
+    transpose_ref(x, cases[i].rank, cases[i].dims, cases[i].perm, ref);
+    opcase t = {"Transpose", 1, 1, cases[i].rank, {0}, 0, {{0}}};
+    memcpy(t.cv, cases[i].perm, sizeof cases[i].perm);
+    char what[64];
+    snprintf(what, sizeof what, "Transpose tiles case %zu", i);
+    run_check(what, 1, &x, build_op, &t, 0, ref, n, 0);
+    free(ref);
+    clg_tensor_free(x);
+  }
+}
+
 static void test_reshape_transpose(void)
 {
   for (int rep = 0; rep < 8; rep++) {
@@ -444,22 +504,7 @@ static void test_reshape_transpose(void)
       perm[k] = perm[j];
       perm[j] = t;
     }
-    int64_t od[4], stride[4];
-    size_t s = 1;
-    for (int k = rank - 1; k >= 0; k--) {
-      stride[k] = (int64_t)s;
-      s *= (size_t)dims[k];
-    }
-    for (int k = 0; k < rank; k++)
-      od[k] = dims[perm[k]];
-    for (size_t i = 0; i < n; i++) {
-      size_t rem = i, src = 0;
-      for (int k = rank - 1; k >= 0; k--) {
-        src += (rem % (size_t)od[k]) * (size_t)stride[perm[k]];
-        rem /= (size_t)od[k];
-      }
-      ref[i] = clg_test_elem(x, src);
-    }
+    transpose_ref(x, rank, dims, perm, ref);
     opcase t = {"Transpose", 1, 1, rank, {0}, 0, {{0}}};
     memcpy(t.cv, perm, sizeof perm);
     run_check("Transpose", 1, &x, build_op, &t, 0, ref, n, 0);
@@ -1803,6 +1848,7 @@ int main(void)
   test_cast();
   test_fill();
   test_reshape_transpose();
+  test_transpose_tiles();
   test_reductions();
   test_softmax();
   test_xent();
