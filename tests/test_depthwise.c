@@ -24,6 +24,8 @@ typedef struct dw_case {
   int64_t kh, kw, m;  /* filter [kh, kw, c, m] */
   int64_t s, d;
   bool same, f64;
+  bool explicit; /* padding EXPLICIT with pads (top, bottom, left, right), not SAME/VALID */
+  int64_t pads[4];
 } dw_case;
 
 static double *rand_values(size_t count)
@@ -52,8 +54,14 @@ static clg_node *values_const(clg_graph *g, const char *name, const int64_t *dim
 static void check(const dw_case *k)
 {
   int64_t oh, ow, pt, pl, C = k->c, M = k->m, CM = k->c * k->m;
-  clg_test_out_dim(k->h, k->kh, k->d, k->s, k->same, &oh, &pt);
-  clg_test_out_dim(k->w, k->kw, k->d, k->s, k->same, &ow, &pl);
+  if (k->explicit) { /* VALID over the input padded with zeros */
+    clg_test_out_dim(k->h + k->pads[0] + k->pads[1], k->kh, k->d, k->s, false, &oh, &pt);
+    clg_test_out_dim(k->w + k->pads[2] + k->pads[3], k->kw, k->d, k->s, false, &ow, &pl);
+    pt = k->pads[0], pl = k->pads[2];
+  } else {
+    clg_test_out_dim(k->h, k->kh, k->d, k->s, k->same, &oh, &pt);
+    clg_test_out_dim(k->w, k->kw, k->d, k->s, k->same, &ow, &pl);
+  }
   int64_t xd[4] = {k->n, k->h, k->w, C}, fd[4] = {k->kh, k->kw, C, M}, yd[4] = {k->n, oh, ow, CM};
   size_t nx = (size_t)(k->n * k->h * k->w * C), nf = (size_t)(k->kh * k->kw * CM);
   size_t ny = (size_t)(k->n * oh * ow * CM);
@@ -76,17 +84,34 @@ static void check(const dw_case *k)
                 mag[yi] += fabs(p);
               }
           }
-  char what[200];
-  snprintf(what, sizeof what, "%s x [%lld,%lld,%lld,%lld] f [%lld,%lld,%lld,%lld] s %lld d %lld %s",
+  char what[240], pads[64] = "";
+  if (k->explicit)
+    snprintf(pads, sizeof pads, " [%lld,%lld,%lld,%lld]", (long long)k->pads[0],
+             (long long)k->pads[1], (long long)k->pads[2], (long long)k->pads[3]);
+  snprintf(what, sizeof what,
+           "%s x [%lld,%lld,%lld,%lld] f [%lld,%lld,%lld,%lld] s %lld d %lld %s%s",
            k->f64 ? "double" : "float", (long long)k->n, (long long)k->h, (long long)k->w,
            (long long)C, (long long)k->kh, (long long)k->kw, (long long)C, (long long)M,
-           (long long)k->s, (long long)k->d, k->same ? "SAME" : "VALID");
+           (long long)k->s, (long long)k->d,
+           k->explicit ? "EXPLICIT"
+           : k->same   ? "SAME"
+                       : "VALID",
+           pads);
   clg_graph *g = clg_graph_new();
   clg_graph_push_device(g, "/cpu:0");
   clg_node *xn = values_const(g, "x", xd, x, nx, k->f64);
   clg_node *fn = values_const(g, "f", fd, f, nf, k->f64);
   int64_t st[4] = {1, k->s, k->s, 1}, dl[4] = {1, k->d, k->d, 1};
-  clg_node *node = clg_depthwise_conv2d(g, "dw", xn, fn, st, k->same ? "SAME" : "VALID", dl);
+  clg_node *node;
+  if (k->explicit) { /* the generic builder: explicit_paddings */
+    int64_t ep[8] = {0, 0, k->pads[0], k->pads[1], k->pads[2], k->pads[3], 0, 0};
+    clg_attr at[4] = {clg_attr_int_list("strides", 4, st), clg_attr_string("padding", "EXPLICIT"),
+                      clg_attr_int_list("dilations", 4, dl),
+                      clg_attr_int_list("explicit_paddings", 8, ep)};
+    clg_output in[2] = {{xn, 0}, {fn, 0}};
+    node = clg_op(g, "DepthwiseConv2dNative", "dw", 2, in, 4, at);
+  } else
+    node = clg_depthwise_conv2d(g, "dw", xn, fn, st, k->same ? "SAME" : "VALID", dl);
   clg_graph_pop_device(g);
   clg_tensor *out = NULL;
   clg_code code = clg_test_run_one(g, &opt, node, &out);
@@ -152,15 +177,46 @@ static void test_widths(void)
 static void test_shapes(void)
 {
   dw_case cases[] = {
-      {2, 7, 9, 19, 3, 3, 2, 1, 1, true, false},    {3, 8, 8, 5, 3, 3, 3, 2, 1, false, false},
-      {1, 9, 10, 17, 3, 3, 2, 1, 2, true, false},   {3, 6, 13, 33, 3, 3, 1, 1, 1, true, false},
-      {2, 9, 11, 21, 3, 3, 1, 2, 2, true, true},    {1, 7, 7, 3, 3, 3, 2, 1, 1, false, true},
-      {1, 56, 56, 144, 3, 3, 1, 1, 1, true, false}, {1, 56, 56, 144, 3, 3, 1, 2, 1, true, false},
-      {2, 28, 28, 192, 3, 3, 1, 1, 1, true, false}, {1, 14, 14, 576, 3, 3, 1, 2, 1, false, false},
-      {1, 7, 7, 960, 3, 3, 1, 1, 1, true, false},
+      {2, 7, 9, 19, 3, 3, 2, 1, 1, true, false, false, {0}},
+      {3, 8, 8, 5, 3, 3, 3, 2, 1, false, false, false, {0}},
+      {1, 9, 10, 17, 3, 3, 2, 1, 2, true, false, false, {0}},
+      {3, 6, 13, 33, 3, 3, 1, 1, 1, true, false, false, {0}},
+      {2, 9, 11, 21, 3, 3, 1, 2, 2, true, true, false, {0}},
+      {1, 7, 7, 3, 3, 3, 2, 1, 1, false, true, false, {0}},
+      {1, 56, 56, 144, 3, 3, 1, 1, 1, true, false, false, {0}},
+      {1, 56, 56, 144, 3, 3, 1, 2, 1, true, false, false, {0}},
+      {2, 28, 28, 192, 3, 3, 1, 1, 1, true, false, false, {0}},
+      {1, 14, 14, 576, 3, 3, 1, 2, 1, false, false, false, {0}},
+      {1, 7, 7, 960, 3, 3, 1, 1, 1, true, false, false, {0}},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check(&cases[i]);
+}
+
+/* Padding EXPLICIT (ONNX's pads, no Pad before the op): symmetric and asymmetric pads, pads
+ * as wide as the window and wider (windows wholly in the padding give zeros), over channel
+ * counts around the vector blocks, strides 1 to 3, dilation 2, a multiplier of 2, double. */
+static void test_explicit(void)
+{
+  static const int64_t pads[][4] = {
+      {1, 1, 1, 1}, {0, 1, 0, 1}, {2, 0, 1, 3}, {3, 3, 4, 4}, {0, 0, 2, 0}};
+  for (size_t pi = 0; pi < sizeof pads / sizeof pads[0]; pi++)
+    for (size_t ci = 0; ci < sizeof channels / sizeof channels[0]; ci += 2)
+      for (int64_t s = 1; s <= 3; s++) {
+        dw_case k = {.n = 1 + (int64_t)(ci % 2), .h = 5 + s, .w = 6 + (int64_t)ci % 5};
+        k.c = channels[ci], k.kh = k.kw = 3, k.m = 1, k.s = s, k.d = 1 + (int64_t)(pi == 2);
+        k.explicit = true;
+        memcpy(k.pads, pads[pi], sizeof k.pads);
+        check(&k);
+      }
+  dw_case more[] = {
+      {2, 7, 9, 19, 3, 3, 2, 1, 1, false, false, true, {1, 1, 1, 1}},
+      {1, 9, 10, 17, 3, 2, 1, 2, 1, false, true, true, {1, 0, 2, 1}},
+      {1, 56, 56, 144, 3, 3, 1, 2, 1, false, false, true, {1, 1, 1, 1}},
+      {1, 112, 112, 96, 3, 3, 1, 2, 1, false, false, true, {1, 1, 1, 1}},
+  };
+  for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
+    check(&more[i]);
 }
 
 int main(void)
@@ -170,5 +226,6 @@ int main(void)
   test_channels();
   test_widths();
   test_shapes();
+  test_explicit();
   return clg_test_summary("test_depthwise");
 }

@@ -110,15 +110,16 @@ static clg_node *head_node(clg_graph *g, const head_case *c, clg_node *xn, clg_n
   int64_t st[4] = {1, c->s, c->s, 1};
   if (c->kind == MATMUL)
     return clg_matmul(g, "head", xn, fn, false, false);
-  if (c->kind == DEPTHWISE)
+  bool explicit = strcmp(c->pad, "EXPLICIT") == 0;
+  if (c->kind == DEPTHWISE && !explicit)
     return clg_depthwise_conv2d(g, "head", xn, fn, st, c->pad, NULL);
-  if (strcmp(c->pad, "EXPLICIT") != 0)
+  if (!explicit)
     return clg_conv2d(g, "head", xn, fn, st, c->pad, NULL);
   int64_t ep[8] = {0, 0, c->pads[0], c->pads[1], c->pads[2], c->pads[3], 0, 0};
   clg_attr at[3] = {clg_attr_int_list("strides", 4, st), clg_attr_string("padding", "EXPLICIT"),
                     clg_attr_int_list("explicit_paddings", 8, ep)};
   clg_output in[2] = {{xn, 0}, {fn, 0}};
-  return clg_op(g, "Conv2D", "head", 2, in, 3, at);
+  return clg_op(g, c->kind == DEPTHWISE ? "DepthwiseConv2dNative" : "Conv2D", "head", 2, in, 3, at);
 }
 
 /* The operands of a chain, shared by the graph and the reference. */
@@ -348,7 +349,7 @@ static void check_case(const head_case *c, const chain *ch, bool gpu)
 
 /* Every chain on every head: 1x1 (one GEMM on the input), 3x3 SAME (im2col chunks), 3x3
  * stride 2 VALID, explicit asymmetric pads, a first layer of 3 channels, depthwise SAME and
- * strided, MatMul thin and square. */
+ * strided, depthwise EXPLICIT (ONNX's symmetric pads, asymmetric ones), MatMul thin and square. */
 static const head_case heads[] = {
     {CONV, {1, 7, 6, 16}, {1, 1, 16, 24}, 1, "VALID", {0}},
     {CONV, {2, 9, 8, 8}, {3, 3, 8, 20}, 1, "SAME", {0}},
@@ -360,6 +361,8 @@ static const head_case heads[] = {
     {CONV, {2, 12, 12, 16}, {1, 1, 16, 700}, 1, "VALID", {0}},
     {DEPTHWISE, {1, 9, 9, 24}, {3, 3, 24, 1}, 1, "SAME", {0}},
     {DEPTHWISE, {2, 10, 7, 19}, {3, 3, 19, 1}, 2, "SAME", {0}},
+    {DEPTHWISE, {2, 10, 7, 19}, {3, 3, 19, 1}, 2, "EXPLICIT", {1, 1, 1, 1}},
+    {DEPTHWISE, {1, 9, 12, 40}, {3, 3, 40, 1}, 1, "EXPLICIT", {0, 2, 1, 0}},
     {MATMUL, {5, 40, 0, 0}, {40, 9, 0, 0}, 1, "", {0}},
     {MATMUL, {33, 64, 0, 0}, {64, 70, 0, 0}, 1, "", {0}},
 };

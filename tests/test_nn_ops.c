@@ -418,6 +418,66 @@ static void test_fill(void)
   EXPECT_BUILD_ERROR(g, "Fill 'f2': dims (input 0) must be a constant");
 }
 
+/* ref: x transposed by perm, by the naive index arithmetic. */
+static void transpose_ref(const clg_tensor *x, int rank, const int64_t *dims, const int64_t *perm,
+                          double *ref)
+{
+  int64_t od[8], stride[8];
+  size_t s = 1;
+  for (int k = rank - 1; k >= 0; k--) {
+    stride[k] = (int64_t)s;
+    s *= (size_t)dims[k];
+  }
+  for (int k = 0; k < rank; k++)
+    od[k] = dims[perm[k]];
+  for (size_t i = 0; i < s; i++) {
+    size_t rem = i, src = 0;
+    for (int k = rank - 1; k >= 0; k--) {
+      src += (rem % (size_t)od[k]) * (size_t)stride[perm[k]];
+      rem /= (size_t)od[k];
+    }
+    ref[i] = clg_test_elem(x, src);
+  }
+}
+
+/* Transposes that move the input's contiguous dim off the output's last (the host's tiled
+ * path: NCHW to NHWC at a model's edge, its inverse's neighbours, batched 2-D), at sizes
+ * ragged against its 64 x 16 tiles and its ranges across the threads, elements of 1, 4 and 8
+ * bytes. */
+static void test_transpose_tiles(void)
+{
+  static const struct {
+    int rank;
+    int64_t dims[5], perm[5];
+  } cases[] = {
+      {4, {1, 3, 37, 41}, {0, 2, 3, 1}},
+      {4, {2, 5, 16, 17}, {0, 2, 3, 1}},
+      {2, {67, 130}, {1, 0}},
+      {3, {3, 129, 65}, {0, 2, 1}},
+      {4, {2, 64, 3, 33}, {2, 0, 3, 1}},
+      {5, {2, 3, 4, 70, 18}, {0, 1, 4, 2, 3}},
+      {4, {1, 1000, 13, 13}, {0, 2, 3, 1}},
+      {3, {1, 1, 90}, {2, 1, 0}},
+      {4, {1, 3, 224, 224}, {0, 2, 3, 1}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    clg_dtype dt = i % 3 == 0 ? CLG_FLOAT32 : i % 3 == 1 ? CLG_FLOAT64 : CLG_BOOL;
+    clg_tensor *x = clg_tensor_new(dt, cases[i].rank, cases[i].dims, NULL);
+    size_t n = clg_tensor_count(x);
+    for (size_t e = 0; e < n; e++) /* distinct values (bool: 0 and 1 at random) */
+      clg_test_set_elem(x, e, dt == CLG_BOOL ? (double)(clg_test_rand() % 2) : (double)e + 0.5);
+    double *ref = malloc(sizeof(double) * n);
+    transpose_ref(x, cases[i].rank, cases[i].dims, cases[i].perm, ref);
+    opcase t = {"Transpose", 1, 1, cases[i].rank, {0}, 0, {{0}}};
+    memcpy(t.cv, cases[i].perm, sizeof cases[i].perm);
+    char what[64];
+    snprintf(what, sizeof what, "Transpose tiles case %zu", i);
+    run_check(what, 1, &x, build_op, &t, 0, ref, n, 0);
+    free(ref);
+    clg_tensor_free(x);
+  }
+}
+
 static void test_reshape_transpose(void)
 {
   for (int rep = 0; rep < 8; rep++) {
@@ -444,22 +504,7 @@ static void test_reshape_transpose(void)
       perm[k] = perm[j];
       perm[j] = t;
     }
-    int64_t od[4], stride[4];
-    size_t s = 1;
-    for (int k = rank - 1; k >= 0; k--) {
-      stride[k] = (int64_t)s;
-      s *= (size_t)dims[k];
-    }
-    for (int k = 0; k < rank; k++)
-      od[k] = dims[perm[k]];
-    for (size_t i = 0; i < n; i++) {
-      size_t rem = i, src = 0;
-      for (int k = rank - 1; k >= 0; k--) {
-        src += (rem % (size_t)od[k]) * (size_t)stride[perm[k]];
-        rem /= (size_t)od[k];
-      }
-      ref[i] = clg_test_elem(x, src);
-    }
+    transpose_ref(x, rank, dims, perm, ref);
     opcase t = {"Transpose", 1, 1, rank, {0}, 0, {{0}}};
     memcpy(t.cv, perm, sizeof perm);
     run_check("Transpose", 1, &x, build_op, &t, 0, ref, n, 0);
@@ -1129,6 +1174,81 @@ static void test_lrn_huge_radius(void)
   }
 }
 
+/* MaxPool with padding EXPLICIT (ONNX's pads and ceil_mode's extra end, with no PadV2 before
+ * it): pads that never win a max, windows wholly in the padding (-inf), both device kinds;
+ * AvgPool takes no explicit_paddings, and the gradient is not implemented. */
+static void test_max_pool_explicit(void)
+{
+  /* n, h, w, c, kh, kw, sh, sw, top, bottom, left, right */
+  static const int cases[][12] = {{1, 9, 9, 5, 3, 3, 2, 2, 0, 1, 0, 1},
+                                  {2, 8, 7, 17, 3, 3, 2, 2, 1, 1, 1, 1},
+                                  {1, 6, 10, 3, 2, 3, 1, 2, 0, 2, 1, 0},
+                                  {1, 4, 5, 33, 2, 2, 1, 1, 3, 3, 2, 2},
+                                  {3, 5, 5, 8, 3, 3, 3, 3, 2, 1, 0, 2}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int *k = cases[i];
+    geom g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], 1, 1, 0, 0, k[8], k[10]};
+    g.oh = (g.h + k[8] + k[9] - g.kh) / g.sh + 1;
+    g.ow = (g.w + k[10] + k[11] - g.kw) / g.sw + 1;
+    clg_dtype dt = i == 2 ? CLG_FLOAT64 : CLG_FLOAT32;
+    clg_tensor *in = rand_tensor(dt, 4, (int64_t[]){g.n, g.h, g.w, g.c}, -1, 1);
+    double *x = to_doubles(in);
+    size_t ny = (size_t)(g.n * g.oh * g.ow * g.c);
+    double *y = malloc(sizeof(double) * ny);
+    ref_pool(&g, false, x, y);
+    opcase c = {"MaxPool",
+                1,
+                0,
+                -1,
+                {0},
+                4,
+                {clg_attr_int_list("ksize", 4, (int64_t[]){1, g.kh, g.kw, 1}),
+                 clg_attr_int_list("strides", 4, (int64_t[]){1, g.sh, g.sw, 1}),
+                 clg_attr_string("padding", "EXPLICIT"),
+                 clg_attr_int_list("explicit_paddings", 8,
+                                   (int64_t[]){0, 0, k[8], k[9], k[10], k[11], 0, 0})}};
+    char what[64];
+    snprintf(what, sizeof what, "MaxPool EXPLICIT case %zu", i);
+    run_check(what, 1, &in, build_op, &c, 0, y, ny, 0);
+    free(y);
+    free(x);
+    clg_tensor_free(in);
+  }
+  clg_attr at[4] = {clg_attr_int_list("ksize", 4, (int64_t[]){1, 3, 3, 1}),
+                    clg_attr_int_list("strides", 4, (int64_t[]){1, 2, 2, 1}),
+                    clg_attr_string("padding", "EXPLICIT"),
+                    clg_attr_int_list("explicit_paddings", 8, (int64_t[]){0, 0, 1, 1, 1, 1, 0, 0})};
+  clg_graph *g = clg_graph_new();
+  clg_output x = {ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 6, 6, 2}), 0};
+  CHECK(clg_op(g, "MaxPool", "p", 1, &x, 3, at) == NULL);
+  EXPECT_BUILD_ERROR(g, "MaxPool 'p': explicit_paddings must have 8 values under padding "
+                        "EXPLICIT, not 0");
+  g = clg_graph_new();
+  x = (clg_output){ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 6, 6, 2}), 0};
+  at[3] = clg_attr_int_list("explicit_paddings", 8, (int64_t[]){0, 0, 1, 1, -1, 1, 0, 0});
+  CHECK(clg_op(g, "MaxPool", "p", 1, &x, 4, at) == NULL);
+  EXPECT_BUILD_ERROR(g, "MaxPool 'p': explicit_paddings[4] is -1");
+  g = clg_graph_new();
+  x = (clg_output){ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 6, 6, 2}), 0};
+  at[2] = clg_attr_string("padding", "SAME");
+  at[3] = clg_attr_int_list("explicit_paddings", 8, (int64_t[]){0, 0, 1, 1, 1, 1, 0, 0});
+  CHECK(clg_op(g, "MaxPool", "p", 1, &x, 4, at) == NULL);
+  EXPECT_BUILD_ERROR(g, "MaxPool 'p': explicit_paddings must be empty under padding SAME");
+  g = clg_graph_new();
+  x = (clg_output){ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 6, 6, 2}), 0};
+  at[2] = clg_attr_string("padding", "EXPLICIT");
+  CHECK(clg_op(g, "AvgPool", "p", 1, &x, 4, at) == NULL);
+  EXPECT_BUILD_ERROR(g, "AvgPool has no attribute 'explicit_paddings'");
+  /* the gradient: not implemented, said so (not a VALID gradient of the wrong shape) */
+  g = clg_graph_new();
+  x = (clg_output){ph(g, CLG_FLOAT32, 4, (int64_t[]){1, 6, 6, 2}), 0};
+  clg_node *p = clg_op(g, "MaxPool", "p", 1, &x, 4, at);
+  CHECK(p != NULL);
+  clg_output ys = {p, 0}, dx = {0};
+  CHECK(clg_gradients(g, 1, &ys, NULL, 1, &x, NULL, &dx) == CLG_UNIMPLEMENTED);
+  clg_graph_free(g);
+}
+
 static void test_pool_lrn_bias(void)
 {
   /* n, h, w, c, kh, kw, sh, sw, same */
@@ -1728,12 +1848,14 @@ int main(void)
   test_cast();
   test_fill();
   test_reshape_transpose();
+  test_transpose_tiles();
   test_reductions();
   test_softmax();
   test_xent();
   test_in_top_k();
   test_conv2d();
   test_pool_lrn_bias();
+  test_max_pool_explicit();
   test_max_pool_grad_ties();
   test_huge_windows();
   test_lrn_huge_radius();

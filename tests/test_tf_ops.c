@@ -1093,7 +1093,12 @@ static void test_depthwise(void)
   x = clg_placeholder(g, "x", CLG_FLOAT32, 4, (int64_t[]){1, 5, 5, 3});
   f = clg_placeholder(g, "f", CLG_FLOAT32, 4, (int64_t[]){3, 3, 3, 1});
   clg_depthwise_conv2d(g, "dw", x, f, (int64_t[]){1, 1, 1, 1}, "EXPLICIT", NULL);
-  EXPECT_BUILD_ERROR(g, "padding must be SAME or VALID, not 'EXPLICIT'");
+  EXPECT_BUILD_ERROR(g, "explicit_paddings must have 8 values under padding EXPLICIT, not 0");
+  g = clg_graph_new();
+  x = clg_placeholder(g, "x", CLG_FLOAT32, 4, (int64_t[]){1, 5, 5, 3});
+  f = clg_placeholder(g, "f", CLG_FLOAT32, 4, (int64_t[]){3, 3, 3, 1});
+  clg_depthwise_conv2d(g, "dw", x, f, (int64_t[]){1, 1, 1, 1}, "REFLECT", NULL);
+  EXPECT_BUILD_ERROR(g, "padding must be SAME or VALID, not 'REFLECT'");
 }
 
 static clg_node *g_dw(clg_graph *g, clg_node *const *x, const void *ctx)

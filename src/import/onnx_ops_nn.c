@@ -66,9 +66,10 @@ static clg_code spatial_pads(clg_onnx *c, const clg_imp_node *n, axis_pad *ax, i
   return CLG_OK;
 }
 
-/* x (NHWC) padded by the axes' before/after (+ extra after) with value v. */
+/* x (NHWC) padded with zeros by the axes' before/after (+ extra after): AvgPool's input (the
+ * divisor is fixed up after); MaxPool and the convolutions pad explicitly themselves. */
 static clg_code pad_nhwc(clg_onnx *c, clg_output x, const axis_pad *ax, const int64_t *extra,
-                         double v, clg_output *out)
+                         clg_output *out)
 {
   int64_t p[8] = {0, 0, ax[0].before, ax[0].after + extra[0], ax[1].before, ax[1].after + extra[1],
                   0, 0};
@@ -78,17 +79,11 @@ static clg_code pad_nhwc(clg_onnx *c, clg_output x, const axis_pad *ax, const in
     return clg_graph_record_error(c->g);
   for (int i = 0; i < 8; i++)
     ((int32_t *)clg_tensor_data(t))[i] = (int32_t)p[i];
-  clg_output pads = {0}, cv = {0};
+  clg_output pads = {0};
   clg_code code = clg_onnx_const(c, t, &pads);
   clg_tensor_free(t);
-  if (code == CLG_OK && v == 0) {
-    clg_output ins[2] = {x, pads};
-    return clg_onnx_op(c, "Pad", 2, ins, 0, NULL, out);
-  }
-  if (code == CLG_OK)
-    code = clg_onnx_const_scalar(c, clg_onnx_dtype(x), v, &cv);
-  clg_output ins[3] = {x, pads, cv};
-  return code == CLG_OK ? clg_onnx_op(c, "PadV2", 3, ins, 0, NULL, out) : code;
+  clg_output ins[2] = {x, pads};
+  return code == CLG_OK ? clg_onnx_op(c, "Pad", 2, ins, 0, NULL, out) : code;
 }
 
 static clg_code ints_attr(clg_onnx *c, const clg_imp_node *n, const char *name, int64_t *v,
@@ -174,7 +169,7 @@ static clg_code fold_bn(clg_onnx *c, const clg_imp_node *b, const clg_tensor *w,
 
 /* One convolution of x (NHWC, padded) by ONNX weights w ([M, Cg, kh, kw]): Conv2D for one
  * group, DepthwiseConv2dNative for one input channel per group. */
-/* ep: Conv2D's explicit_paddings under padding EXPLICIT (not for depthwise), else NULL. */
+/* ep: the explicit_paddings under padding EXPLICIT, else NULL. */
 static clg_code conv_group(clg_onnx *c, clg_output x, clg_output w, bool depthwise,
                            const int64_t *st, const int64_t *dl, const char *padding,
                            const int64_t *ep, clg_output *y)
@@ -241,12 +236,9 @@ static clg_code conv(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
   clg_output x = {0}, w = {0}, y = {0};
   if ((code = clg_onnx_in_nhwc(c, n, 0, &x)) != CLG_OK || (code = clg_onnx_in(c, n, 1, &w)))
     return code;
-  /* Conv2D pads explicitly itself (no Pad pass over the input); DepthwiseConv2dNative cannot */
-  bool explicit = mode == PAD_EXPLICIT && !(group == cin && cg == 1 && group > 1);
+  /* Conv2D and DepthwiseConv2dNative pad explicitly themselves (no Pad pass over the input) */
+  bool explicit = mode == PAD_EXPLICIT;
   int64_t ep[8] = {0, 0, ax[0].before, ax[0].after, ax[1].before, ax[1].after, 0, 0};
-  if (mode == PAD_EXPLICIT && !explicit &&
-      (code = pad_nhwc(c, x, ax, (int64_t[]){0, 0}, 0, &x)) != CLG_OK)
-    return code;
   const char *padding = explicit ? "EXPLICIT" : mode == PAD_SAME ? "SAME" : "VALID";
   /* BatchNormalization right after: into the weights and bias */
   const clg_tensor *wk = clg_onnx_in_const(c, n, 1);
@@ -403,17 +395,24 @@ static clg_code pool_of(clg_onnx *c, const clg_imp_node *n, bool is_max)
     return code;
   const char *padding = "VALID";
   bool fix = false;
+  /* MaxPool pads explicitly itself (pads never win a max, as PadV2's -inf): no pass over x */
+  int64_t ep[8] = {0, 0, ax[0].before, ax[0].after + extra[0], ax[1].before, ax[1].after + extra[1],
+                   0, 0};
   if (mode == PAD_SAME && !extra[0] && !extra[1] && (is_max || !include_pad))
     padding = "SAME"; /* TensorFlow's SAME: max ignores the pad, avg leaves it out */
+  else if (padded && is_max)
+    padding = "EXPLICIT";
   else if (padded) {
-    code = pad_nhwc(c, x, ax, extra, is_max ? -INFINITY : 0, &x);
-    fix = !is_max;
+    code = pad_nhwc(c, x, ax, extra, &x);
+    fix = true;
   }
   int64_t ksize[4] = {1, k[0], k[1], 1}, strides[4] = {1, st[0], st[1], 1};
-  clg_attr at[3] = {clg_attr_int_list("ksize", 4, ksize), clg_attr_string("padding", padding),
-                    clg_attr_int_list("strides", 4, strides)};
+  clg_attr at[4] = {clg_attr_int_list("ksize", 4, ksize), clg_attr_string("padding", padding),
+                    clg_attr_int_list("strides", 4, strides),
+                    clg_attr_int_list("explicit_paddings", 8, ep)};
+  bool explicit = padding[0] == 'E';
   if (code == CLG_OK)
-    code = clg_onnx_op(c, is_max ? "MaxPool" : "AvgPool", 1, &x, 3, at, &y);
+    code = clg_onnx_op(c, is_max ? "MaxPool" : "AvgPool", 1, &x, explicit ? 4 : 3, at, &y);
   if (code == CLG_OK && fix) {
     clg_output f = {0};
     code = avg_factor(c, ax, include_pad, clg_onnx_dtype(y), &f);

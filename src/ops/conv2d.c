@@ -23,35 +23,6 @@ static const clg_attr_def attrs[] = {
     {.name = "use_cudnn_on_gpu", .type = CLG_ATTR_BOOL, .has_default = true, .def_i = 1},
 };
 
-/* EXPLICIT's pads (t, b, l, r into p) from explicit_paddings: 8 values, none negative or
- * over 2^31, zero in the batch and depth dims; with SAME or VALID the list must be empty. */
-static clg_code explicit_pads(const clg_node *n, bool *explicit, int64_t *p)
-{
-  const clg_attr_value *e = &n->attrs[A_EXPLICIT];
-  const char *pad = n->attrs[A_PADDING].s;
-  *explicit = pad && strcmp(pad, "EXPLICIT") == 0;
-  int count = e->set && e->v ? e->n : 0;
-  if (!*explicit) {
-    if (count != 0)
-      return clg_node_error(n, CLG_INVALID_ARGUMENT,
-                            "explicit_paddings must be empty under padding SAME or VALID");
-    return CLG_OK;
-  }
-  if (count != 8)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT,
-                          "explicit_paddings must have 8 values under padding EXPLICIT, not %d",
-                          count);
-  for (int i = 0; i < 8; i++)
-    if (e->v[i] < 0 || e->v[i] > INT32_MAX || ((i < 2 || i > 5) && e->v[i] != 0))
-      return clg_node_error(n, CLG_INVALID_ARGUMENT,
-                            "explicit_paddings[%d] is %lld: pads must be in [0, 2^31) and 0 in "
-                            "the batch and depth dimensions",
-                            i, (long long)e->v[i]);
-  for (int i = 0; i < 4; i++)
-    p[i] = e->v[2 + i];
-  return CLG_OK;
-}
-
 clg_code clg_conv2d_geometry(const clg_node *n, clg_window *g)
 {
   const clg_out_desc *x = clg_node_in(n, 0), *f = clg_node_in(n, 1);
@@ -59,7 +30,8 @@ clg_code clg_conv2d_geometry(const clg_node *n, clg_window *g)
   int64_t p[4] = {0, 0, 0, 0};
   clg_code code;
   memset(g, 0, sizeof *g);
-  if ((code = explicit_pads(n, &explicit, p)) != CLG_OK ||
+  if ((code = clg_explicit_pads(n, &n->attrs[A_PADDING], &n->attrs[A_EXPLICIT], &explicit, p)) !=
+          CLG_OK ||
       (!explicit && (code = clg_padding_attr(n, &n->attrs[A_PADDING], &same)) != CLG_OK) ||
       (code = clg_window_attrs(n, &n->attrs[A_STRIDES], "strides", &g->sh, &g->sw)) != CLG_OK ||
       (code = clg_window_attrs(n, &n->attrs[A_DILATIONS], "dilations", &g->dh, &g->dw)) != CLG_OK)

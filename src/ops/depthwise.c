@@ -1,7 +1,8 @@
 /* DepthwiseConv2dNative (tf.nn.depthwise_conv2d_native, NHWC): input [N,H,W,C], filter
  * [KH,KW,C,M], output [N,OH,OW,C*M] where output channel c*M + m is input channel c
  * cross-correlated with filter[:,:,c,m]; strides and dilations [1,s,s,1], padding SAME or
- * VALID with TensorFlow's arithmetic (clg_window_geometry). Its gradients
+ * VALID with TensorFlow's arithmetic (clg_window_geometry), or (the forward op only) EXPLICIT
+ * with explicit_paddings [0,0,t,b,l,r,0,0], zeros around the input as Conv2D's. Its gradients
  * DepthwiseConv2dNativeBackpropInput(input_sizes, filter, out_backprop) and
  * DepthwiseConv2dNativeBackpropFilter(input, filter_sizes, out_backprop) take the sizes as
  * Const int32/int64 [4] vectors. Float, and double on the host and on devices with fp64.
@@ -79,20 +80,33 @@ clg_code clg_depthwise_geometry(const clg_node *n, clg_window *g, int64_t *mult)
     return clg_node_error(n, CLG_INVALID_ARGUMENT,
                           "input and filter must have the same depth: %lld vs %lld",
                           (long long)x[3], (long long)f[2]);
-  bool same = false;
+  bool same = false, explicit = false;
+  int64_t p[4] = {0, 0, 0, 0};
   memset(g, 0, sizeof *g);
-  if ((code = clg_padding_attr(n, &n->attrs[A_PADDING], &same)) != CLG_OK ||
+  if ((code = clg_explicit_pads(n, &n->attrs[A_PADDING], &n->attrs[A_EXPLICIT], &explicit, p)) !=
+          CLG_OK ||
+      (!explicit && (code = clg_padding_attr(n, &n->attrs[A_PADDING], &same)) != CLG_OK) ||
       (code = clg_window_attrs(n, &n->attrs[A_STRIDES], "strides", &g->sh, &g->sw)) != CLG_OK ||
       (code = clg_window_attrs(n, &n->attrs[A_DILATIONS], "dilations", &g->dh, &g->dw)) != CLG_OK)
     return code;
-  g->n = x[0], g->h = x[1], g->w = x[2], g->c = x[3];
+  if (explicit && kind != FORWARD)
+    return clg_node_error(n, CLG_UNIMPLEMENTED, "%s with padding EXPLICIT is not implemented",
+                          n->op);
+  /* EXPLICIT: VALID over the padded input (as Conv2D), whose first p[0] rows and p[2] columns
+   * are zeros; the kernels skip taps outside the input */
+  g->n = x[0], g->h = x[1] + p[0] + p[1], g->w = x[2] + p[2] + p[3], g->c = x[3];
   g->kh = f[0], g->kw = f[1];
   if (!clg_checked_mul(f[2], f[3], &g->cout))
     return clg_node_error(n, CLG_INVALID_ARGUMENT,
                           "%lld channels times multiplier %lld passes %lld", (long long)f[2],
                           (long long)f[3], (long long)INT64_MAX);
   *mult = f[3];
-  return clg_window_geometry(n, same, g);
+  if ((code = clg_window_geometry(n, same, g)) != CLG_OK)
+    return code;
+  g->h = x[1], g->w = x[2];
+  if (explicit)
+    g->pt = p[0], g->pl = p[2];
+  return CLG_OK;
 }
 
 /* Sets a list attribute that was not given to its default. */
@@ -124,9 +138,6 @@ static clg_code infer(clg_node *n)
       (code = default_list(n, A_EXPLICIT, 0, 0)) != CLG_OK ||
       (code = clg_nhwc_attr(n, &n->attrs[A_DATA_FORMAT])) != CLG_OK)
     return code;
-  if (n->attrs[A_EXPLICIT].n != 0)
-    return clg_node_error(n, CLG_INVALID_ARGUMENT,
-                          "explicit_paddings must be empty under padding SAME or VALID");
   int kind = kind_of(n);
   /* The float operands: input and filter, filter and out_backprop, or input and out_backprop. */
   int a = kind == BACKPROP_INPUT ? 1 : 0, b = kind == FORWARD ? 1 : 2;
@@ -174,6 +185,11 @@ static int copy_attrs(const clg_node *n, clg_attr *at)
 /* TensorFlow's _DepthwiseConv2dNativeGrad. */
 static clg_code grad(clg_graph *g, clg_node *n, const clg_output *dy, clg_output *dx)
 {
+  const char *pad = n->attrs[A_PADDING].s;
+  if (pad && strcmp(pad, "EXPLICIT") == 0) /* the gradient ops take no explicit_paddings */
+    return clg_node_error(n, CLG_UNIMPLEMENTED,
+                          "the gradient of DepthwiseConv2dNative with padding EXPLICIT is not "
+                          "implemented");
   clg_attr at[4];
   int na = copy_attrs(n, at);
   const clg_out_desc *x = clg_node_in(n, 0), *f = clg_node_in(n, 1);

@@ -55,30 +55,46 @@ const clg_op_def clg_op_BiasAdd = {
 
 /* --- MaxPool, AvgPool ------------------------------------------------------------------------ */
 
-enum { P_T, P_DATA_FORMAT, P_KSIZE, P_PADDING, P_STRIDES };
+enum { P_T, P_DATA_FORMAT, P_KSIZE, P_PADDING, P_STRIDES, P_EXPLICIT };
 
+/* MaxPool's list has AvgPool's five first (the gradients read them by index), then TF 2's
+ * explicit_paddings: padding EXPLICIT pads with values that never win a max, so that an
+ * importer's pads (ONNX's, ceil_mode's) need no PadV2 pass over the input. */
 static const clg_attr_def pool_attrs[] = {
     {.name = "T", .type = CLG_ATTR_DTYPE, .inferred = true},
     {.name = "data_format", .type = CLG_ATTR_STRING, .has_default = true, .def_s = "NHWC"},
     {.name = "ksize", .type = CLG_ATTR_INT_LIST},
     {.name = "padding", .type = CLG_ATTR_STRING},
     {.name = "strides", .type = CLG_ATTR_INT_LIST},
+    {.name = "explicit_paddings", .type = CLG_ATTR_INT_LIST, .inferred = true}, /* unset: [] */
 };
 
 clg_code clg_pool_geometry(const clg_node *n, clg_window *g)
 {
   const clg_out_desc *x = clg_node_in(n, 0);
-  bool same;
+  bool same = false, explicit = false;
+  int64_t p[4] = {0, 0, 0, 0};
   clg_code code;
   memset(g, 0, sizeof *g);
-  if ((code = clg_nhwc_attr(n, &n->attrs[P_DATA_FORMAT])) != CLG_OK ||
-      (code = clg_padding_attr(n, &n->attrs[P_PADDING], &same)) != CLG_OK ||
+  if (n->def == &clg_op_MaxPool)
+    code = clg_explicit_pads(n, &n->attrs[P_PADDING], &n->attrs[P_EXPLICIT], &explicit, p);
+  else
+    code = CLG_OK;
+  if (code != CLG_OK || (code = clg_nhwc_attr(n, &n->attrs[P_DATA_FORMAT])) != CLG_OK ||
+      (!explicit && (code = clg_padding_attr(n, &n->attrs[P_PADDING], &same)) != CLG_OK) ||
       (code = clg_window_attrs(n, &n->attrs[P_KSIZE], "ksize", &g->kh, &g->kw)) != CLG_OK ||
       (code = clg_window_attrs(n, &n->attrs[P_STRIDES], "strides", &g->sh, &g->sw)) != CLG_OK)
     return code;
-  g->n = x->dims[0], g->h = x->dims[1], g->w = x->dims[2], g->c = x->dims[3];
+  /* EXPLICIT: VALID over the padded input (as Conv2D), then windows clipped to the input */
+  g->n = x->dims[0], g->h = x->dims[1] + p[0] + p[1], g->w = x->dims[2] + p[2] + p[3];
+  g->c = x->dims[3];
   g->dh = g->dw = 1;
-  return clg_window_geometry(n, same, g);
+  if ((code = clg_window_geometry(n, same, g)) != CLG_OK)
+    return code;
+  g->h = x->dims[1], g->w = x->dims[2];
+  if (explicit)
+    g->pt = p[0], g->pl = p[2];
+  return CLG_OK;
 }
 
 static clg_code pool_infer(clg_node *n)
@@ -98,19 +114,19 @@ static clg_code pool_infer(clg_node *n)
   return clg_node_set_output(n, 0, x->dtype, 4, dims);
 }
 
-#define POOL_DEF(OP)                                                                               \
+#define POOL_DEF(OP, NA)                                                                           \
   const clg_op_def clg_op_##OP = {                                                                 \
       .name = #OP,                                                                                 \
       .num_inputs = 1,                                                                             \
       .num_outputs = 1,                                                                            \
-      .num_attrs = 5,                                                                              \
+      .num_attrs = NA,                                                                             \
       .attrs = pool_attrs,                                                                         \
       .infer = pool_infer,                                                                         \
       .inplace = -1,                                                                               \
       .grad = clg_grad_pool,                                                                       \
   };
-POOL_DEF(MaxPool)
-POOL_DEF(AvgPool)
+POOL_DEF(MaxPool, 6)
+POOL_DEF(AvgPool, 5)
 
 /* --- LRN ------------------------------------------------------------------------------------ */
 

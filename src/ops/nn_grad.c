@@ -11,7 +11,6 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 
-
 static char *shape_of(const clg_out_desc *d, char *buf, size_t size)
 {
   return clg_out_shape_string(d, buf, size);
@@ -137,6 +136,9 @@ clg_code clg_grad_pool(clg_graph *g, clg_node *n, const clg_output *dy, clg_outp
 {
   const clg_attr_value *k = clg_node_attr(n, P_KSIZE), *s = clg_node_attr(n, P_STRIDES),
                        *p = clg_node_attr(n, P_PADDING);
+  if (p->s && strcmp(p->s, "EXPLICIT") == 0) /* MaxPoolGrad takes no explicit_paddings here */
+    return clg_node_error(n, CLG_UNIMPLEMENTED,
+                          "the gradient of MaxPool with padding EXPLICIT is not implemented");
   clg_attr at[3] = {clg_attr_int_list("ksize", k->n, k->v),
                     clg_attr_int_list("strides", s->n, s->v), clg_attr_string("padding", p->s)};
   if (n->def == &clg_op_MaxPool) {

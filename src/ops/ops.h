@@ -92,6 +92,11 @@ clg_code clg_window_taps(const clg_node *n, clg_window *g);
 clg_code clg_window_attrs(const clg_node *n, const clg_attr_value *list, const char *what,
                           int64_t *h, int64_t *w);
 clg_code clg_padding_attr(const clg_node *n, const clg_attr_value *p, bool *same);
+/* Whether padding is "EXPLICIT" and then its pads (t, b, l, r into p) from explicit_paddings
+ * e (TF 2's [0,0,t,b,l,r,0,0]): 8 values in [0, 2^31), zero in the batch and depth dims;
+ * under SAME or VALID e must be empty or unset. Conv2D's and MaxPool's. */
+clg_code clg_explicit_pads(const clg_node *n, const clg_attr_value *padding,
+                           const clg_attr_value *e, bool *explicit, int64_t *p);
 clg_code clg_nhwc_attr(const clg_node *n, const clg_attr_value *f);
 /* A Const vector of n values (the typed builders' shapes, axes and perms), and a scalar one
  * (k): int32, or int64 when a value does not fit in int32, so that no value is cut. */

@@ -124,6 +124,33 @@ clg_code clg_padding_attr(const clg_node *n, const clg_attr_value *p, bool *same
   return CLG_OK;
 }
 
+clg_code clg_explicit_pads(const clg_node *n, const clg_attr_value *padding,
+                           const clg_attr_value *e, bool *explicit, int64_t *p)
+{
+  const char *pad = padding->s;
+  *explicit = pad && strcmp(pad, "EXPLICIT") == 0;
+  int count = e->set && e->v ? e->n : 0;
+  if (!*explicit) {
+    if (count != 0)
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "explicit_paddings must be empty under padding SAME or VALID");
+    return CLG_OK;
+  }
+  if (count != 8)
+    return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                          "explicit_paddings must have 8 values under padding EXPLICIT, not %d",
+                          count);
+  for (int i = 0; i < 8; i++)
+    if (e->v[i] < 0 || e->v[i] > INT32_MAX || ((i < 2 || i > 5) && e->v[i] != 0))
+      return clg_node_error(n, CLG_INVALID_ARGUMENT,
+                            "explicit_paddings[%d] is %lld: pads must be in [0, 2^31) and 0 in "
+                            "the batch and depth dimensions",
+                            i, (long long)e->v[i]);
+  for (int i = 0; i < 4; i++)
+    p[i] = e->v[2 + i];
+  return CLG_OK;
+}
+
 clg_code clg_nhwc_attr(const clg_node *n, const clg_attr_value *f)
 {
   if (f->s && strcmp(f->s, "NHWC") != 0)
