@@ -166,7 +166,8 @@ static void tensors(void)
   CHECK_STR(clg_tensor_shape_string(t, small, sizeof small), "[2"); /* cut, NUL-terminated */
   clg_tensor_free(t);
   clg_tensor_free(NULL);
-  CHECK(clg_dtype_size((clg_dtype)5) == 0);
+  CHECK(clg_dtype_size((clg_dtype)7) == 0);  /* DT_STRING: not a clgraph dtype */
+  CHECK(clg_dtype_size((clg_dtype)14) == 0); /* DT_BFLOAT16 */
   CHECK_STR(clg_dtype_name((clg_dtype)-3), "invalid");
 }
 
