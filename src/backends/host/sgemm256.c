@@ -49,46 +49,55 @@
     _mm256_storeu_ps(tile[r] + 8, c##r##1);                                                        \
   } while (0)
 
-/* c[0..mr) x [0..nr) = (or +=) the product over kc of six rows of A, element (r, p) at
- * ap[r * rs + p * ps] (a packed strip: rs 1, ps 6; rows read in place: rs lda, ps 1), and a
- * packed strip of B (16 per p); each element summed over p in order, then added to c when
- * acc. The accumulators are named variables: in an array GCC keeps a copy in memory. */
-T_TARGET static void micro_6x16(size_t kc, const float *ap, size_t rs, size_t ps, const float *bp,
-                                float *c, size_t ldc, size_t mr, size_t nr, bool acc)
+/* The 6 x 16 tile's named accumulators (in an array GCC keeps a copy in memory), one step of p
+ * over its six rows, its store and its save: shared by micro_6x16 and micro_6x16_rows. */
+#define TILE_ZERO                                                                                  \
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;         \
+  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00
+#define TILE_ROWS(ROW)                                                                             \
+  do {                                                                                             \
+    ROW(0);                                                                                        \
+    ROW(1);                                                                                        \
+    ROW(2);                                                                                        \
+    ROW(3);                                                                                        \
+    ROW(4);                                                                                        \
+    ROW(5);                                                                                        \
+  } while (0)
+#define TILE_FMA TILE_ROWS(ROW_FMA)
+#define TILE_STORE TILE_ROWS(ROW_STORE)
+#define TILE_SAVE TILE_ROWS(ROW_SAVE)
+
+/* Rows [0, mr) x columns [0, nr) of a tile saved to memory into c (ldc), stored or added. */
+static inline void tile_clip(float tile[][T_NR], float *c, size_t ldc, size_t mr, size_t nr,
+                             bool acc)
 {
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (size_t p = 0; p < kc; p++, ap += ps, bp += T_NR) {
-    __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
-    ROW_FMA(0);
-    ROW_FMA(1);
-    ROW_FMA(2);
-    ROW_FMA(3);
-    ROW_FMA(4);
-    ROW_FMA(5);
-  }
-  if (mr == T_MR && nr == T_NR) {
-    ROW_STORE(0);
-    ROW_STORE(1);
-    ROW_STORE(2);
-    ROW_STORE(3);
-    ROW_STORE(4);
-    ROW_STORE(5);
-    return;
-  }
-  /* A ragged edge: the tile through memory, clipped (the same sums as a full tile's). */
-  float tile[T_MR][T_NR];
-  ROW_SAVE(0);
-  ROW_SAVE(1);
-  ROW_SAVE(2);
-  ROW_SAVE(3);
-  ROW_SAVE(4);
-  ROW_SAVE(5);
   for (size_t r = 0; r < mr; r++) {
     float *cr = c + r * ldc;
     for (size_t j = 0; j < nr; j++)
       cr[j] = acc ? cr[j] + tile[r][j] : tile[r][j];
   }
+}
+
+/* c[0..mr) x [0..nr) = (or +=) the product over kc of six rows of A, element (r, p) at
+ * ap[r * rs + p * ps] (a packed strip: rs 1, ps 6; rows read in place: rs lda, ps 1), and a
+ * packed strip of B (16 per p); each element summed over p in order, then added to c when
+ * acc. */
+T_TARGET static void micro_6x16(size_t kc, const float *ap, size_t rs, size_t ps, const float *bp,
+                                float *c, size_t ldc, size_t mr, size_t nr, bool acc)
+{
+  TILE_ZERO;
+  for (size_t p = 0; p < kc; p++, ap += ps, bp += T_NR) {
+    __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+    TILE_FMA;
+  }
+  if (mr == T_MR && nr == T_NR) {
+    TILE_STORE;
+    return;
+  }
+  /* A ragged edge: the tile through memory, clipped (the same sums as a full tile's). */
+  float tile[T_MR][T_NR];
+  TILE_SAVE;
+  tile_clip(tile, c, ldc, mr, nr, acc);
 }
 
 /* The same over a full strip of B read in place, its rows ldb apart (a kernel of its own, as
@@ -97,38 +106,18 @@ T_TARGET static void micro_6x16_rows(size_t kc, const float *ap, size_t rs, size
                                      const float *bp, size_t ldb, float *c, size_t ldc, size_t mr,
                                      bool acc)
 {
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  TILE_ZERO;
   for (size_t p = 0; p < kc; p++, ap += ps, bp += ldb) {
     __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
-    ROW_FMA(0);
-    ROW_FMA(1);
-    ROW_FMA(2);
-    ROW_FMA(3);
-    ROW_FMA(4);
-    ROW_FMA(5);
+    TILE_FMA;
   }
   if (mr == T_MR) {
-    ROW_STORE(0);
-    ROW_STORE(1);
-    ROW_STORE(2);
-    ROW_STORE(3);
-    ROW_STORE(4);
-    ROW_STORE(5);
+    TILE_STORE;
     return;
   }
   float tile[T_MR][T_NR];
-  ROW_SAVE(0);
-  ROW_SAVE(1);
-  ROW_SAVE(2);
-  ROW_SAVE(3);
-  ROW_SAVE(4);
-  ROW_SAVE(5);
-  for (size_t r = 0; r < mr; r++) {
-    float *cr = c + r * ldc;
-    for (size_t j = 0; j < T_NR; j++)
-      cr[j] = acc ? cr[j] + tile[r][j] : tile[r][j];
-  }
+  TILE_SAVE;
+  tile_clip(tile, c, ldc, mr, T_NR, acc);
 }
 
 /* Rows [i0, i0+mc) x columns [p0, p0+kc) of op(A) into 6-high strips (p-major). */

@@ -59,34 +59,45 @@ static __mmask16 col_mask(size_t nr, size_t from)
   return nr - from >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nr - from)) - 1);
 }
 
+/* The 6 x 64 tile's 24 named accumulators (in an array GCC keeps a copy in memory), one step
+ * of p over its six rows, and its masked store: shared by micro_6x64 and micro_6x64_rows. */
+#define TILE_ZERO                                                                                  \
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c03 = c00;                               \
+  __m512 c10 = c00, c11 = c00, c12 = c00, c13 = c00, c20 = c00, c21 = c00, c22 = c00, c23 = c00;   \
+  __m512 c30 = c00, c31 = c00, c32 = c00, c33 = c00, c40 = c00, c41 = c00, c42 = c00, c43 = c00;   \
+  __m512 c50 = c00, c51 = c00, c52 = c00, c53 = c00
+#define TILE_FMA                                                                                   \
+  do {                                                                                             \
+    ROW_FMA(0);                                                                                    \
+    ROW_FMA(1);                                                                                    \
+    ROW_FMA(2);                                                                                    \
+    ROW_FMA(3);                                                                                    \
+    ROW_FMA(4);                                                                                    \
+    ROW_FMA(5);                                                                                    \
+  } while (0)
+#define TILE_STORE                                                                                 \
+  __mmask16 m0 = col_mask(nr, 0), m1 = col_mask(nr, 16), m2 = col_mask(nr, 32);                    \
+  __mmask16 m3 = col_mask(nr, 48);                                                                 \
+  ROW_STORE(0);                                                                                    \
+  ROW_STORE(1);                                                                                    \
+  ROW_STORE(2);                                                                                    \
+  ROW_STORE(3);                                                                                    \
+  ROW_STORE(4);                                                                                    \
+  ROW_STORE(5)
+
 /* c[0..mr) x [0..nr) = (or +=) the product over kc of six rows of A, element (r, p) at
  * ap[r * rs + p * ps] (a packed strip: rs 1, ps 6; rows read in place: rs lda, ps 1), and a
  * packed strip of B. */
 S_TARGET static void micro_6x64(size_t kc, const float *ap, size_t rs, size_t ps, const float *bp,
                                 float *c, size_t ldc, size_t mr, size_t nr, bool acc)
 {
-  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c03 = c00;
-  __m512 c10 = c00, c11 = c00, c12 = c00, c13 = c00, c20 = c00, c21 = c00, c22 = c00, c23 = c00;
-  __m512 c30 = c00, c31 = c00, c32 = c00, c33 = c00, c40 = c00, c41 = c00, c42 = c00, c43 = c00;
-  __m512 c50 = c00, c51 = c00, c52 = c00, c53 = c00;
+  TILE_ZERO;
   for (size_t p = 0; p < kc; p++, ap += ps, bp += S_NR) {
     __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
     __m512 b2 = _mm512_load_ps(bp + 32), b3 = _mm512_load_ps(bp + 48);
-    ROW_FMA(0);
-    ROW_FMA(1);
-    ROW_FMA(2);
-    ROW_FMA(3);
-    ROW_FMA(4);
-    ROW_FMA(5);
+    TILE_FMA;
   }
-  __mmask16 m0 = col_mask(nr, 0), m1 = col_mask(nr, 16), m2 = col_mask(nr, 32);
-  __mmask16 m3 = col_mask(nr, 48);
-  ROW_STORE(0);
-  ROW_STORE(1);
-  ROW_STORE(2);
-  ROW_STORE(3);
-  ROW_STORE(4);
-  ROW_STORE(5);
+  TILE_STORE;
 }
 
 /* The same over a full strip of B read in place, its rows ldb apart. A kernel of its own: with
@@ -95,28 +106,13 @@ S_TARGET static void micro_6x64_rows(size_t kc, const float *ap, size_t rs, size
                                      const float *bp, size_t ldb, float *c, size_t ldc, size_t mr,
                                      size_t nr, bool acc)
 {
-  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c03 = c00;
-  __m512 c10 = c00, c11 = c00, c12 = c00, c13 = c00, c20 = c00, c21 = c00, c22 = c00, c23 = c00;
-  __m512 c30 = c00, c31 = c00, c32 = c00, c33 = c00, c40 = c00, c41 = c00, c42 = c00, c43 = c00;
-  __m512 c50 = c00, c51 = c00, c52 = c00, c53 = c00;
+  TILE_ZERO;
   for (size_t p = 0; p < kc; p++, ap += ps, bp += ldb) {
     __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
     __m512 b2 = _mm512_loadu_ps(bp + 32), b3 = _mm512_loadu_ps(bp + 48);
-    ROW_FMA(0);
-    ROW_FMA(1);
-    ROW_FMA(2);
-    ROW_FMA(3);
-    ROW_FMA(4);
-    ROW_FMA(5);
+    TILE_FMA;
   }
-  __mmask16 m0 = col_mask(nr, 0), m1 = col_mask(nr, 16), m2 = col_mask(nr, 32);
-  __mmask16 m3 = col_mask(nr, 48);
-  ROW_STORE(0);
-  ROW_STORE(1);
-  ROW_STORE(2);
-  ROW_STORE(3);
-  ROW_STORE(4);
-  ROW_STORE(5);
+  TILE_STORE;
 }
 
 /* The same for a strip of B at most 16 v wide: r rows of v vectors each (r * v accumulators,
