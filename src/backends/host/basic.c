@@ -148,8 +148,16 @@ static bool matmul_split(sgemm_fn fn, size_t col_unit, bool ta, bool tb, size_t 
                          size_t k, const float *a, const float *b, float *c)
 {
   int threads = clg_host_threads();
-  split_gemm j = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c};
-  j.fn = fn, j.col_unit = col_unit;
+  split_gemm j = {.ta = ta,
+                  .tb = tb,
+                  .m = m,
+                  .n = n,
+                  .k = k,
+                  .a = a,
+                  .b = b,
+                  .c = c,
+                  .fn = fn,
+                  .col_unit = col_unit};
   j.parts = (size_t)(threads < 64 ? threads : 64);
   if ((double)m * (double)n * (double)k < (double)(1 << 21))
     j.parts = 1; /* a few microseconds of work: not worth starting a thread */
