@@ -91,30 +91,41 @@ static clg_code binary(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   return code == CLG_OK ? put(c, n, nhwc, y) : code;
 }
 
-static clg_code cast_op(clg_onnx *c, clg_output x, clg_dtype dt, clg_output *y);
+static clg_code cast_op(clg_onnx *c, clg_output x, clg_dtype dt, clg_output *y)
+{
+  clg_attr a = clg_attr_dtype("DstT", dt);
+  return clg_onnx_op(c, "Cast", 1, &x, 1, &a, y);
+}
+
+/* 1 in r's dtype where r is nonzero and a and b have different signs, else 0: what turns
+ * FloorDiv's quotient and FloorMod's remainder into C's truncating / and %. */
+static clg_code sign_fix(clg_onnx *c, clg_output r, clg_output a, clg_output b, clg_output *fix)
+{
+  clg_output zero = {0}, nz = {0}, an = {0}, bn = {0};
+  clg_code code = clg_onnx_const_scalar(c, clg_onnx_dtype(r), 0, &zero);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "NotEqual", r, zero, &nz);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "Less", a, zero, &an);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "Less", b, zero, &bn);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "NotEqual", an, bn, fix);
+  if (code == CLG_OK)
+    code = clg_onnx_binop(c, "LogicalAnd", nz, *fix, fix);
+  return code == CLG_OK ? cast_op(c, *fix, clg_onnx_dtype(r), fix) : code;
+}
 
 /* Signed integer division truncating toward zero (C's /, ONNX's integer Div) from FloorDiv:
  * q = FloorDiv(x, y), plus 1 where the remainder is nonzero and the signs differ. */
 static clg_code int_truncdiv(clg_onnx *c, const clg_output *ins, clg_output *y)
 {
-  clg_output q = {0}, r = {0}, zero = {0}, nz = {0}, xn = {0}, yn = {0}, fix = {0};
+  clg_output q = {0}, r = {0}, fix = {0};
   clg_code code = clg_onnx_op(c, "FloorDiv", 2, ins, 0, NULL, &q);
   if (code == CLG_OK)
     code = clg_onnx_op(c, "FloorMod", 2, ins, 0, NULL, &r);
   if (code == CLG_OK)
-    code = clg_onnx_const_scalar(c, clg_onnx_dtype(q), 0, &zero);
-  if (code == CLG_OK)
-    code = clg_onnx_binop(c, "NotEqual", r, zero, &nz);
-  if (code == CLG_OK)
-    code = clg_onnx_binop(c, "Less", ins[0], zero, &xn);
-  if (code == CLG_OK)
-    code = clg_onnx_binop(c, "Less", ins[1], zero, &yn);
-  if (code == CLG_OK)
-    code = clg_onnx_binop(c, "NotEqual", xn, yn, &fix);
-  if (code == CLG_OK)
-    code = clg_onnx_binop(c, "LogicalAnd", nz, fix, &fix);
-  if (code == CLG_OK)
-    code = cast_op(c, fix, clg_onnx_dtype(q), &fix);
+    code = sign_fix(c, r, ins[0], ins[1], &fix);
   return code == CLG_OK ? clg_onnx_binop(c, "Add", q, fix, y) : code;
 }
 
@@ -140,50 +151,21 @@ static clg_code div_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *
   return binary(c, n, r);
 }
 
-/* Mod: fmod 0 takes the divisor's sign (FloorMod); fmod 1 the dividend's, as C's fmod:
- * sign(x) * FloorMod(|x|, |y|). */
-static clg_code cast_op(clg_onnx *c, clg_output x, clg_dtype dt, clg_output *y)
-{
-  clg_attr a = clg_attr_dtype("DstT", dt);
-  return clg_onnx_op(c, "Cast", 1, &x, 1, &a, y);
-}
-
 /* Integer fmod (C's %: the dividend's sign) from FloorMod: r = FloorMod(x, y), less y where r
  * is nonzero and its sign differs from x's. */
 static clg_code int_fmod(clg_onnx *c, const clg_output *ins, clg_output *y)
 {
-  clg_output r = {0}, zero = {0}, nz = {0}, rn = {0}, xn = {0}, fix = {0}, p[2] = {0};
+  clg_output r = {0}, fix = {0};
   clg_code code = clg_onnx_op(c, "FloorMod", 2, ins, 0, NULL, &r);
   if (code == CLG_OK)
-    code = clg_onnx_const_scalar(c, clg_onnx_dtype(r), 0, &zero);
-  p[0] = r;
-  p[1] = zero;
+    code = sign_fix(c, r, r, ins[0], &fix);
   if (code == CLG_OK)
-    code = clg_onnx_op(c, "NotEqual", 2, p, 0, NULL, &nz);
-  if (code == CLG_OK)
-    code = clg_onnx_op(c, "Less", 2, p, 0, NULL, &rn);
-  p[0] = ins[0];
-  if (code == CLG_OK)
-    code = clg_onnx_op(c, "Less", 2, p, 0, NULL, &xn);
-  p[0] = rn;
-  p[1] = xn;
-  if (code == CLG_OK)
-    code = clg_onnx_op(c, "NotEqual", 2, p, 0, NULL, &fix);
-  p[0] = nz;
-  p[1] = fix;
-  if (code == CLG_OK)
-    code = clg_onnx_op(c, "LogicalAnd", 2, p, 0, NULL, &fix);
-  if (code == CLG_OK)
-    code = cast_op(c, fix, clg_onnx_dtype(r), &fix);
-  p[0] = fix;
-  p[1] = ins[1];
-  if (code == CLG_OK)
-    code = clg_onnx_op(c, "Mul", 2, p, 0, NULL, &fix);
-  p[0] = r;
-  p[1] = fix;
-  return code == CLG_OK ? clg_onnx_op(c, "Sub", 2, p, 0, NULL, y) : code;
+    code = clg_onnx_binop(c, "Mul", fix, ins[1], &fix);
+  return code == CLG_OK ? clg_onnx_binop(c, "Sub", r, fix, y) : code;
 }
 
+/* Mod: fmod 0 takes the divisor's sign (FloorMod); fmod 1 the dividend's, as C's fmod:
+ * sign(x) * FloorMod(|x|, |y|). */
 static clg_code mod_op(clg_onnx *c, const clg_imp_node *n, const clg_onnx_rule *r)
 {
   if (clg_onnx_attr_i(n, "fmod", 0) == 0)
