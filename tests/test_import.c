@@ -1047,7 +1047,7 @@ static const char *path_in(const char *name)
   static char buf[4][512];
   static int k;
   char *p = buf[k++ % 4];
-  snprintf(p, 512, "%s/%s", dir, name);
+  snprintf(p, 512, "%.255s/%.250s", dir, name);
   return p;
 }
 

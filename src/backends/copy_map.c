@@ -131,7 +131,7 @@ void clg_copy_map_depth_to_space(const clg_node *n, clg_copy_map *m)
 void clg_copy_map_part(const clg_out_desc *whole, int axis, int64_t at, int64_t len, bool into,
                        clg_copy_map *m)
 {
-  int64_t ws[CLG_MAX_RANK], ps[CLG_MAX_RANK], pd[CLG_MAX_RANK];
+  int64_t ws[CLG_MAX_RANK] = {0}, ps[CLG_MAX_RANK], pd[CLG_MAX_RANK];
   memset(m, 0, sizeof *m);
   memcpy(pd, whole->dims, sizeof(int64_t) * (size_t)whole->rank);
   pd[axis] = len;

@@ -88,7 +88,7 @@ static clg_code read_shape(const tfjs_ctx *c, const json_t *j, clg_imp_shape *s,
   char what[512];
   s->rank = 0;
   if (!json_is_object(j)) {
-    snprintf(what, sizeof what, "%s's shape", where);
+    snprintf(what, sizeof what, "%.480s's shape", where); /* %.480s: room for the suffix */
     return bad(c, what, "an object");
   }
   const json_t *unknown = get2(j, "unknownRank", "unknown_rank");
@@ -133,7 +133,7 @@ static clg_code read_tensor(const tfjs_ctx *c, const json_t *j, clg_imp_tensor *
   char what[512], dt[24];
   *has_values = false;
   if (!json_is_object(j)) {
-    snprintf(what, sizeof what, "%s's tensor", where);
+    snprintf(what, sizeof what, "%.480s's tensor", where);
     return bad(c, what, "an object");
   }
   const json_t *d = json_object_get(j, "dtype");

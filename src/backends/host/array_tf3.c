@@ -50,7 +50,7 @@ static clg_code gather_nd_run(const clg_kernel_ctx *c)
     return CLG_OK;
   bool i64 = clg_node_in(n, 1)->dtype == CLG_INT64;
   for (size_t j = 0; j < ix.count; j++) {
-    size_t off;
+    size_t off = 0;
     clg_code code = tuple_offset(n, &ix, c->in[1].host, i64, j, "param shape", &off);
     if (code != CLG_OK)
       return code;
@@ -80,7 +80,7 @@ static clg_code scatter_nd_run(const clg_kernel_ctx *c)
   memset(c->out[0].host, 0, bytes); /* zero in every dtype here */
   bool i64 = clg_node_in(n, 0)->dtype == CLG_INT64;
   for (size_t j = 0; j < ix.count; j++) {
-    size_t off;
+    size_t off = 0;
     clg_code code = tuple_offset(n, &ix, c->in[0].host, i64, j, "shape", &off);
     if (code != CLG_OK)
       return code;
