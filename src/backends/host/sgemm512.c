@@ -279,19 +279,21 @@ size_t clg_host_sgemm512_work(void)
   return (S_MC + S_MR) * S_KC + S_NC * S_KC + 16; /* + 16: room to align to 64 bytes */
 }
 
-bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
-                       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate,
-                       float *work)
+/* clg_host_sgemm512, and with e (not NULL) each tile's epilogue after its last slice of k. */
+static bool sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                     const float *b, size_t ldb, float *c, size_t ldc, bool accumulate, float *work,
+                     const clg_epilogue *e, size_t row0)
 {
   if (m == 0 || n == 0)
     return true;
-  if (k == 0) {
-    for (size_t i = 0; i < m && !accumulate; i++)
-      memset(c + i * ldc, 0, n * sizeof(float));
-    return true;
-  }
-  if (m < 3 && !tb) {
-    few_rows(ta, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  if (k == 0 || (m < 3 && !tb)) {
+    if (k > 0)
+      few_rows(ta, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    else
+      for (size_t i = 0; i < m && !accumulate; i++)
+        memset(c + i * ldc, 0, n * sizeof(float));
+    if (e)
+      clg_host_epilogue_tile512(e, c, ldc, row0, 0, m, n);
     return true;
   }
   size_t kc_max = k < S_KC ? k : S_KC, mc_max = m < S_MC ? m : S_MC, nc_max = n < S_NC ? n : S_NC;
@@ -360,6 +362,8 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
               micro_6x64_rows(kc, at, rs, ps, brow, ldb, ct, ldc, mr, nr, acc);
             else
               fn(kc, at, rs, ps, bt, ct, ldc, mr, nr, acc);
+            if (e && pc + kc == k) /* the tile is final and in L1 */
+              clg_host_epilogue_tile512(e, ct, ldc, row0 + ic + ir, jc + jr, mr, nr);
             ir += mr;
           }
         }
@@ -373,6 +377,22 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
   return true;
 }
 
+bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate,
+                       float *work)
+{
+  return sgemm512(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, work, NULL, 0);
+}
+
+bool clg_host_sgemm512_epi(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+                           size_t ldb, float *c, size_t ldc, float *work, const clg_epilogue *e,
+                           size_t row0)
+{
+  if (e && e->nops == 0)
+    e = NULL;
+  return sgemm512(false, false, m, n, k, a, lda, b, ldb, c, ldc, false, work, e, row0);
+}
+
 #else
 
 size_t clg_host_sgemm512_work(void) { return 0; }
@@ -383,6 +403,15 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
 {
   (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb;
   (void)c, (void)ldc, (void)accumulate, (void)work;
+  return false;
+}
+
+bool clg_host_sgemm512_epi(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+                           size_t ldb, float *c, size_t ldc, float *work, const clg_epilogue *e,
+                           size_t row0)
+{
+  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc;
+  (void)work, (void)e, (void)row0;
   return false;
 }
 
