@@ -605,7 +605,8 @@ static void test_clblast_names(void)
 /* The AVX-512 float GEMM (where this CPU has it, whether or not CBLAS is faster: thin products
  * take it anyway) against a double reference: tiles of 6 x 64 with ragged edges, A read in
  * place (n <= 128) and packed (n > 128), the narrow strips (16, 32, 48 wide: 12, 8 and 6 rows,
- * their ragged rows and columns, across row blocks of 120), one or two rows (B read in place,
+ * their ragged rows and columns, across row blocks of 120), ragged tiles of 1-5 rows on 64-wide
+ * strips (micro_Rx64, B packed and read in place), one or two rows (B read in place,
  * not packed), all transposes, row strides wider than the matrices (columns beyond n
  * untouched), and accumulation into what c holds. */
 typedef bool (*sgemm_fn)(bool, bool, size_t, size_t, size_t, const float *, size_t, const float *,
@@ -616,10 +617,11 @@ typedef bool (*sgemm_fn)(bool, bool, size_t, size_t, size_t, const float *, size
 static void check_sgemm(const char *name, sgemm_fn fn, size_t work_floats)
 {
   const size_t shapes[][3] = {
-      {1, 1, 1},      {6, 64, 256},   {7, 65, 257},    {13, 130, 40},  {125, 17, 300}, {5, 600, 3},
-      {300, 64, 75},  {12, 16, 5},    {29, 16, 27},    {250, 15, 16},  {37, 24, 16},   {8, 32, 300},
-      {250, 33, 9},   {121, 48, 130}, {150, 1, 7},     {131, 113, 20}, {1, 130, 300},  {2, 77, 513},
-      {40, 200, 600}, {128, 64, 257}, {100, 1030, 20}, {3, 64, 5},     {129, 70, 33}};
+      {1, 1, 1},       {6, 64, 256},  {7, 65, 257},  {13, 130, 40},  {125, 17, 300},
+      {5, 600, 3},     {300, 64, 75}, {12, 16, 5},   {29, 16, 27},   {250, 15, 16},
+      {37, 24, 16},    {8, 32, 300},  {250, 33, 9},  {121, 48, 130}, {150, 1, 7},
+      {131, 113, 20},  {1, 130, 300}, {2, 77, 513},  {40, 200, 600}, {128, 64, 257},
+      {100, 1030, 20}, {3, 64, 5},    {129, 70, 33}, {49, 130, 300}, {25, 64, 20}};
   float *work = malloc(work_floats * sizeof(float));
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
     for (int t = 0; t < 8; t++) {

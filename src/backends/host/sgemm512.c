@@ -160,6 +160,56 @@ MICRO_NARROW(8, 2)
 MICRO_NARROW(6, 2)
 MICRO_NARROW(6, 3)
 
+/* A ragged tile of R < 6 rows on a strip 64 wide, B's rows bs apart (a packed strip: S_NR; rows
+ * read in place: ldb): R x 4 accumulators, so that the last rows of a block (49 of a 7x7 map:
+ * eight tiles and one row) cost their own FMAs, not a whole tile's. The same sums, in the same
+ * order, as micro_6x64. */
+#define MICRO_SHORT(R)                                                                             \
+  S_TARGET static void micro_##R##x64(size_t kc, const float *ap, size_t rs, size_t ps,            \
+                                      const float *bp, size_t bs, float *c, size_t ldc, size_t nr, \
+                                      bool acc)                                                    \
+  {                                                                                                \
+    __m512 t[R][4];                                                                                \
+    S_PRAGMA(GCC unroll 8)                                                                         \
+    for (int r = 0; r < R; r++)                                                                    \
+      S_PRAGMA(GCC unroll 4) for (int v = 0; v < 4; v++) t[r][v] = _mm512_setzero_ps();            \
+    for (size_t p = 0; p < kc; p++, ap += ps, bp += bs) {                                          \
+      __m512 b[4];                                                                                 \
+      S_PRAGMA(GCC unroll 4) for (int v = 0; v < 4; v++) b[v] = _mm512_loadu_ps(bp + 16 * v);      \
+      S_PRAGMA(GCC unroll 8) for (int r = 0; r < R; r++)                                           \
+      {                                                                                            \
+        __m512 av = _mm512_set1_ps(ap[(size_t)r * rs]);                                            \
+        S_PRAGMA(GCC unroll 4)                                                                     \
+        for (int v = 0; v < 4; v++)                                                                \
+          t[r][v] = _mm512_fmadd_ps(av, b[v], t[r][v]);                                            \
+      }                                                                                            \
+    }                                                                                              \
+    __mmask16 m[4];                                                                                \
+    S_PRAGMA(GCC unroll 4) for (int v = 0; v < 4; v++) m[v] = col_mask(nr, 16 * (size_t)v);        \
+    S_PRAGMA(GCC unroll 8) for (int r = 0; r < R; r++)                                             \
+    {                                                                                              \
+      float *cr = c + (size_t)r * ldc;                                                             \
+      S_PRAGMA(GCC unroll 4) for (int v = 0; v < 4; v++)                                           \
+      {                                                                                            \
+        __m512 o = t[r][v];                                                                        \
+        if (acc)                                                                                   \
+          o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(m[v], cr + 16 * v));                          \
+        _mm512_mask_storeu_ps(cr + 16 * v, m[v], o);                                               \
+      }                                                                                            \
+    }                                                                                              \
+  }
+
+MICRO_SHORT(1)
+MICRO_SHORT(2)
+MICRO_SHORT(3)
+MICRO_SHORT(4)
+MICRO_SHORT(5)
+
+typedef void (*short_fn)(size_t, const float *, size_t, size_t, const float *, size_t, float *,
+                         size_t, size_t, bool);
+static const short_fn micro_short[S_MR] = {NULL,       micro_1x64, micro_2x64,
+                                           micro_3x64, micro_4x64, micro_5x64};
+
 typedef void (*micro_fn)(size_t, const float *, size_t, size_t, const float *, float *, size_t,
                          size_t, size_t, bool);
 
@@ -358,7 +408,10 @@ static bool sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const float
             } else if (direct) {
               at = a + (ic + ir) * lda + pc, rs = lda, ps = 1;
             }
-            if (brow)
+            if (mr < S_MR && nr > 48) /* ragged rows of a 64-wide strip */
+              micro_short[mr](kc, at, rs, ps, brow ? brow : bt, brow ? ldb : S_NR, ct, ldc, nr,
+                              acc);
+            else if (brow)
               micro_6x64_rows(kc, at, rs, ps, brow, ldb, ct, ldc, mr, nr, acc);
             else
               fn(kc, at, rs, ps, bt, ct, ldc, mr, nr, acc);
