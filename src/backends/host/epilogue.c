@@ -80,6 +80,9 @@ void clg_host_epilogue(const clg_epilogue *e, float *y, size_t row0, size_t rows
   clg_host_parallel_for(rows, grain, epi_range, &j);
 }
 
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+
 /* One element y at (row, col) of the output: every op in turn, the same arithmetic as
  * epi_row's. */
 static float epi_one(const clg_epilogue *e, size_t row, size_t col, float y)
@@ -112,17 +115,6 @@ static float epi_one(const clg_epilogue *e, size_t row, size_t col, float y)
   }
   return y;
 }
-
-void clg_host_epilogue_tile(const clg_epilogue *e, float *c, size_t ldc, size_t row, size_t col,
-                            size_t mr, size_t nr)
-{
-  for (size_t r = 0; r < mr; r++)
-    for (size_t j = 0; j < nr; j++)
-      c[r * ldc + j] = epi_one(e, row + r, col + j, c[r * ldc + j]);
-}
-
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-#include <immintrin.h>
 
 /* The ops on 16 columns under mask m, in registers. Each is the scalar op lane by lane: the
  * compares are ordered (false on NaN) or, for Relu, not-less-or-equal unordered (true on NaN,

@@ -144,10 +144,8 @@ void clg_host_epilogue(const clg_epilogue *e, float *y, size_t row0, size_t rows
 
 /* e on a tile of y that a GEMM kernel just stored (in L1): mr rows and nr columns from c (row
  * stride ldc), which are y's rows from row and columns from col (the residual's and the bias's
- * indices). The same arithmetic as clg_host_epilogue_rows: bit-identical results. The 512 and
- * 256 variants use AVX-512 or AVX2 (x86-64 with GCC or clang; only where the CPU runs them). */
-void clg_host_epilogue_tile(const clg_epilogue *e, float *c, size_t ldc, size_t row, size_t col,
-                            size_t mr, size_t nr);
+ * indices). The same arithmetic as clg_host_epilogue_rows: bit-identical results. On AVX-512
+ * or AVX2 (x86-64 with GCC or clang; only where the CPU runs them). */
 void clg_host_epilogue_tile512(const clg_epilogue *e, float *c, size_t ldc, size_t row, size_t col,
                                size_t mr, size_t nr);
 void clg_host_epilogue_tile256(const clg_epilogue *e, float *c, size_t ldc, size_t row, size_t col,
