@@ -373,15 +373,16 @@ bool clg_host_sgemm512_usable(void)
   if (gemm_isa() != GEMM_ISA_AVX512)
     return false;
 #ifdef CLG_HAVE_CBLAS
-    /* On Intel the kernel serves every float GEMM: against OpenBLAS's SkylakeX kernels on a
-     * 2-core Xeon with AVX-512 (loaded by other work; the shapes of resnet18's, mobilenet_v2's
-     * and squeezenet1_0's 1x1 convolutions and classifiers at batch 1 and 8), on one core it is
-     * 1.1-2.1x as fast on the thin ones and 0.87-1.07x on the large ones (m 49-1352, n and k
-     * 160-1280), and OpenBLAS on 2 threads took 10-300x its one-core time on most shapes (its
-     * threads wait for the scheduler) where the host team's took 0.8-1x; through the convolution
-     * path (epilogue in each piece), squeezenet's classifier 1681 -> 813 us, the models 12-21%
-     * faster. On AMD, an OpenBLAS that picked an AVX-512 core is as fast on one core (Zen 4) and
-     * threads itself; one that fell back to AVX2 (Zen 4/5 on OpenBLAS < 0.3.22) is half as fast. */
+    /* On Intel the kernel serves every float GEMM: against OpenBLAS's SkylakeX kernels on a 2-core
+     * Xeon with AVX-512 (loaded by other work; the shapes of resnet18's, mobilenet_v2's and
+     * squeezenet1_0's 1x1 convolutions and classifiers at batch 1 and 8), on one core it is
+     * 1.1-2.1x as fast on the thin ones and 0.87-1.07x on the large ones (m 49-1568, n and k
+     * 96-1280), and OpenBLAS on 2 threads took 10-300x its one-core time on most shapes (its
+     * threads wait for the scheduler) where the host team's took 0.8-1x; with this rule forced,
+     * squeezenet's classifier conv went 1681 -> 813 us on 2 threads, squeezenet1_0 b1 15.7 ->
+     * 13.6 ms, mobilenet_v2 b8 55.7 -> 44.0 ms. On AMD, an OpenBLAS that picked an AVX-512 core
+     * is as fast on one core (Zen 4) and threads itself; one that fell back to AVX2 (Zen 4/5 on
+     * OpenBLAS < 0.3.22) is half as fast. */
 #ifdef CLG_GEMM_X86_DISPATCH
   __builtin_cpu_init();
   if (__builtin_cpu_is("intel"))
