@@ -172,6 +172,19 @@ static void test_widths(void)
         }
 }
 
+/* The 3-wide kernel's tiles at stride 2 (interiors of 8-pixel tiles and every remainder),
+ * over channel counts around the vector widths, padded and not. */
+static void test_wide_rows(void)
+{
+  static const int64_t cs[] = {3, 8, 17, 40};
+  for (int64_t w = 15; w <= 40; w += 1)
+    for (int64_t s = 1; s <= 2; s++) {
+      dw_case k = {.n = 1 + w % 2, .h = 4 + s, .w = w, .c = cs[w % 4], .m = 1, .s = s};
+      k.kh = k.kw = 3, k.d = 1, k.same = w % 3 != 0;
+      check(&k);
+    }
+}
+
 /* Multipliers over 1 (their own loops), batches over 1, double, and MobileNet-sized layers
  * whose rows split across the threads (stride 1 and 2). */
 static void test_shapes(void)
@@ -225,6 +238,7 @@ int main(void)
   clg_session_options_init(&opt);
   test_channels();
   test_widths();
+  test_wide_rows();
   test_shapes();
   test_explicit();
   return clg_test_summary("test_depthwise");
