@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backends/host/host.h"
 
@@ -203,26 +204,59 @@ __attribute__((target("avx2,fma"))) static inline __m256 min256(__m256 v, __m256
 #define STEM_X86 0
 #endif
 
-/* The tile for cout on this CPU's ISA choice: all the channels in one strip where they fit the
- * registers, else strips of the widest tile that still keeps 6 rows. false: none (base ISA). */
+/* Bytes of the filter a strip may read per tile: it stays in L1 while the tiles of a row run
+ * (the whole L1 less room for the inputs; 32 KiB where sysconf does not say). */
+static size_t strip_budget(void)
+{
+  long l1 = -1;
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+  l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+#endif
+  if (l1 < 16384 || l1 > (1L << 22))
+    l1 = 32768;
+  return (size_t)l1 / 5 * 4;
+}
+
+/* Of n kinds (narrowest first, kinds[i] i + 1 vectors wide): all of cout in one strip where it
+ * fits the registers and its filter fits L1, else the strips whose filter fits L1 (the
+ * narrowest if none) of least cost: the padded columns, times (acc + 8) / acc for a tile of
+ * acc accumulators (fewer leave more of the loads and the FMA latency exposed: 8 x 2 on
+ * AVX-512 ran 10% slower than 6 x 4 on ResNet's stem). */
+static stem_kind pick(const stem_kind *kinds, size_t n, size_t cout, size_t kdim)
+{
+  size_t budget = strip_budget(), vec = kinds[0].width, v = (cout + vec - 1) / vec;
+  if (v <= n && kdim * kinds[v - 1].width * sizeof(float) <= budget)
+    return kinds[v - 1];
+  size_t best = 0;
+  double best_cost = -1;
+  for (size_t i = n; i-- > 0;) {
+    size_t w = kinds[i].width, cols = (cout + w - 1) / w * w;
+    double acc = (double)(kinds[i].mr * (i + 1)), cost = (double)cols * (acc + 8) / acc;
+    if (kdim * w * sizeof(float) > budget && i > 0)
+      continue;
+    if (best_cost < 0 || cost < best_cost)
+      best = i, best_cost = cost;
+  }
+  return kinds[best];
+}
+
+/* The tile for g on this CPU's ISA choice; false: none (the base ISA). */
 static bool kind_of(const clg_window *g, stem_kind *k)
 {
 #if STEM_X86
-  size_t cout = (size_t)g->cout;
+  size_t cout = (size_t)g->cout, kdim = (size_t)g->kdim;
   const char *isa = clg_host_matmul_portable_isa();
   if (strcmp(isa, "avx512") == 0) {
     static const stem_kind k512[6] = {{stem512_8x1, 8, 16}, {stem512_8x2, 8, 32},
                                       {stem512_8x3, 8, 48}, {stem512_6x4, 6, 64},
                                       {stem512_5x5, 5, 80}, {stem512_4x6, 4, 96}};
-    size_t v = (cout + 15) / 16;
-    *k = v <= 6 ? k512[v - 1] : k512[3];
+    *k = pick(k512, 6, cout, kdim);
     return true;
   }
   if (strcmp(isa, "avx2") == 0) {
     static const stem_kind k256[3] = {
         {stem256_8x1, 8, 8}, {stem256_6x2, 6, 16}, {stem256_4x3, 4, 24}};
-    size_t v = (cout + 7) / 8;
-    *k = v <= 3 ? k256[v - 1] : k256[1];
+    *k = pick(k256, 3, cout, kdim);
     return true;
   }
 #endif
@@ -309,29 +343,30 @@ static void stem_task(void *ctx, int item)
     int64_t n = (int64_t)orow / g->oh, oh = (int64_t)orow % g->oh;
     int64_t ih0 = oh * g->sh - g->pt, ihl = ih0 + (g->kh - 1) * g->dh;
     bool rows_in = runs && ih0 >= 0 && ihl < g->h;
-    for (size_t q = 0; q < OW; q += MR) {
-      /* the last tile ends at the row's end, over some of the previous tile's pixels (the
-       * same sums stored again) rather than gathered with rows left over */
-      size_t ow0 = q + MR > OW && OW >= MR ? OW - MR : q, mr = OW - ow0 < MR ? OW - ow0 : MR;
-      int64_t iw0 = (int64_t)ow0 * g->sw - g->pl;
-      int64_t iwl = iw0 + (int64_t)(MR - 1) * g->sw + (g->kw - 1) * g->dw;
-      if (rows_in && mr == MR && iw0 >= 0 && iwl < g->w) {
-        for (int64_t a = 0; a < g->kh; a++)
-          rowp[a] = j->x + (size_t)((n * g->h + ih0 + a * g->dh) * g->w + iw0) * c;
-        t.s = (size_t)g->sw * c;
-      } else {
-        gather(j, n, oh, (int64_t)ow0, mr, buf);
-        for (size_t a = 0; a < t.kh; a++)
-          rowp[a] = buf + a * t.L;
-        t.s = K;
-      }
-      t.mr = mr;
-      t.row = orow * OW + ow0;
-      for (size_t st = 0; st < j->strips; st++) {
-        t.col = st * W;
-        t.nc = cout - t.col < W ? cout - t.col : W;
-        t.b = j->b + t.col;
-        t.ldb = j->ldb;
+    /* strip by strip over the row: the strip's filter stays in L1 across its tiles */
+    for (size_t st = 0; st < j->strips; st++) {
+      t.col = st * W;
+      t.nc = cout - t.col < W ? cout - t.col : W;
+      t.b = j->b + t.col;
+      t.ldb = j->ldb;
+      for (size_t q = 0; q < OW; q += MR) {
+        /* the last tile ends at the row's end, over some of the previous tile's pixels (the
+         * same sums stored again) rather than gathered with rows left over */
+        size_t ow0 = q + MR > OW && OW >= MR ? OW - MR : q, mr = OW - ow0 < MR ? OW - ow0 : MR;
+        int64_t iw0 = (int64_t)ow0 * g->sw - g->pl;
+        int64_t iwl = iw0 + (int64_t)(MR - 1) * g->sw + (g->kw - 1) * g->dw;
+        if (rows_in && mr == MR && iw0 >= 0 && iwl < g->w) {
+          for (int64_t a = 0; a < g->kh; a++)
+            rowp[a] = j->x + (size_t)((n * g->h + ih0 + a * g->dh) * g->w + iw0) * c;
+          t.s = (size_t)g->sw * c;
+        } else {
+          gather(j, n, oh, (int64_t)ow0, mr, buf);
+          for (size_t a = 0; a < t.kh; a++)
+            rowp[a] = buf + a * t.L;
+          t.s = K;
+        }
+        t.mr = mr;
+        t.row = orow * OW + ow0;
         t.y = j->y + t.row * cout + t.col;
         j->k.fn(&t);
       }
