@@ -217,23 +217,21 @@ static size_t strip_budget(void)
   return (size_t)l1 / 5 * 4;
 }
 
-/* Of n kinds (narrowest first, kinds[i] i + 1 vectors wide): all of cout in one strip where it
- * fits the registers and its filter fits L1, else the strips whose filter fits L1 (the
- * narrowest if none) of least cost: the padded columns, times (acc + 8) / acc for a tile of
- * acc accumulators (fewer leave more of the loads and the FMA latency exposed: 8 x 2 on
- * AVX-512 ran 10% slower than 6 x 4 on ResNet's stem). */
+/* Of n kinds (narrowest first, kinds[i] i + 1 vectors wide) the one of least cost: the
+ * padded columns, times (acc + 8) / acc for a tile of acc accumulators (fewer leave more of
+ * the loads and the FMA latency exposed: 8 x 2 on AVX-512 ran 10% slower than 6 x 4 on
+ * ResNet's stem), times 1.15 where a strip's filter does not fit L1 (then read from L2 per
+ * tile: SqueezeNet's stem in one strip of 96, 56 KB, ran 15% slower than in two of 48). The
+ * widest of equal costs. */
 static stem_kind pick(const stem_kind *kinds, size_t n, size_t cout, size_t kdim)
 {
-  size_t budget = strip_budget(), vec = kinds[0].width, v = (cout + vec - 1) / vec;
-  if (v <= n && kdim * kinds[v - 1].width * sizeof(float) <= budget)
-    return kinds[v - 1];
-  size_t best = 0;
+  size_t budget = strip_budget(), best = 0;
   double best_cost = -1;
   for (size_t i = n; i-- > 0;) {
     size_t w = kinds[i].width, cols = (cout + w - 1) / w * w;
     double acc = (double)(kinds[i].mr * (i + 1)), cost = (double)cols * (acc + 8) / acc;
-    if (kdim * w * sizeof(float) > budget && i > 0)
-      continue;
+    if (kdim * w * sizeof(float) > budget)
+      cost *= 1.15;
     if (best_cost < 0 || cost < best_cost)
       best = i, best_cost = cost;
   }

@@ -13,17 +13,19 @@ STEM_TARGET static void STEM_FN(const stem_tile *t)
 #pragma GCC unroll 8
     for (int v = 0; v < STEM_NV; v++)
       acc[r][v] = S_ZERO();
-  const size_t L = t->L, s = t->s, ldb = t->ldb;
-  for (size_t a = 0; a < t->kh; a++) {
-    const float *p = t->rowp[a], *b = t->b + a * L * ldb;
-    for (size_t j = 0; j < L; j++, b += ldb) {
+  const size_t L = t->L, s = t->s, ldb = t->ldb, kh = t->kh;
+  const float *const *rowp = t->rowp, *b = t->b;
+  for (size_t a = 0; a < kh; a++) {
+    const float *p = rowp[a], *pe = p + L;
+    /* one pointer walks the row (the filter's rows follow at ldb): few registers live */
+    for (; p < pe; p++, b += ldb) {
       S_T bv[STEM_NV];
 #pragma GCC unroll 8
       for (int v = 0; v < STEM_NV; v++)
         bv[v] = S_LOAD(b + v * S_VEC);
 #pragma GCC unroll 16
       for (int r = 0; r < STEM_MR; r++) {
-        S_T av = S_BCAST(p + (size_t)r * s + j);
+        S_T av = S_BCAST(p + (size_t)r * s);
 #pragma GCC unroll 8
         for (int v = 0; v < STEM_NV; v++)
           acc[r][v] = S_FMA(av, bv[v], acc[r][v]);
