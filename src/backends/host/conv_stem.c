@@ -200,10 +200,6 @@ __attribute__((target("avx2,fma"))) static inline __m256 min256(__m256 v, __m256
 #define STEM_NV 3
 #include "backends/host/conv_stem_tmpl.h"
 
-#else
-#define STEM_X86 0
-#endif
-
 /* Bytes of the filter a strip may read per tile: it stays in L1 while the tiles of a row run
  * (the whole L1 less room for the inputs; 32 KiB where sysconf does not say). */
 static size_t strip_budget(void)
@@ -237,6 +233,10 @@ static stem_kind pick(const stem_kind *kinds, size_t n, size_t cout, size_t kdim
   }
   return kinds[best];
 }
+
+#else
+#define STEM_X86 0
+#endif
 
 /* The tile for g on this CPU's ISA choice; false: none (the base ISA). */
 static bool kind_of(const clg_window *g, stem_kind *k)
