@@ -118,7 +118,7 @@ size_t clg_host_conv_direct_scratch(const clg_window *g);
 void clg_host_conv_direct(const float *x, const float *f, float *y, const clg_window *g,
                           const clg_epilogue *e, void *scratch);
 
-/* Forward float Conv2D from few input channels (conv_stem.c: c <= 8, K <= 512, as a
+/* Forward float Conv2D from few input channels (conv_stem.c: c <= 15, K <= 512, as a
  * network's first layer on RGB): tiles of one output row read each filter row's kw * c inputs
  * in place, all output channels in registers, the epilogue e applied there (NULL: none); on
  * the AVX-512 or AVX2 ISA choice. usable: this ISA and window (not a 1x1 stride-1 unpadded one;
