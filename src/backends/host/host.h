@@ -131,6 +131,17 @@ size_t clg_host_conv_direct_scratch(const clg_window *g);
 void clg_host_conv_direct(const float *x, const float *f, float *y, const clg_window *g,
                           const clg_epilogue *e, void *scratch);
 
+/* Forward float Conv2D from few input channels (conv_stem.c: c <= 15, K <= 512, as a
+ * network's first layer on RGB): tiles of one output row read each filter row's kw * c inputs
+ * in place, all output channels in registers, the epilogue e applied there (NULL: none); on
+ * the AVX-512 or AVX2 ISA choice. usable: this ISA and window (not a 1x1 stride-1 unpadded one;
+ * CLGRAPH_CONV_STEM=0 turns it off). scratch: bytes clg_host_conv_stem takes (any alignment;
+ * 0: it may be NULL). */
+bool clg_host_conv_stem_usable(const clg_window *g);
+size_t clg_host_conv_stem_scratch(const clg_window *g);
+void clg_host_conv_stem(const float *x, const float *f, float *y, const clg_window *g,
+                        const clg_epilogue *e, void *scratch);
+
 /* c[n] = a[k] x op(b) in float (b is k x n, or n x k with tb), across the host team: a
  * product of one row (clg_host_matmul sends m = 1 here). */
 void clg_host_gemv(bool tb, size_t n, size_t k, const float *a, const float *b, float *c);
