@@ -14,9 +14,11 @@
 
 #include "backends/host/host.h"
 
-#define D_MR 6     /* output pixels per tile */
-#define D_PK 8192  /* floats of a thread's packed K block of one strip (32 KB: it stays in L1) */
-#define D_IND 4096 /* tap pointers of a row block's tiles for one K block */
+#define D_MR 6      /* output pixels per tile */
+#define D_PK 8192   /* floats of a thread's packed K block of one strip (32 KB: it stays in L1) */
+#define D_KC 256    /* K values per block at most */
+#define D_ROWS 1024 /* rows per row block at most */
+#define D_IND 4096  /* tap pointers of a row block's tiles for one K block */
 #define D_YB ((size_t)256 << 10) /* bytes of output rows x an item's columns per row block */
 
 /* A tile kernel: y[0..MR) x [0..nr) = (or +=) the sum over tn taps x cn channels of the
@@ -25,8 +27,8 @@
 typedef void (*tile_fn)(const float *const *ind, size_t tn, size_t cn, const float *bp, float *y,
                         size_t ldy, size_t nr, bool acc);
 
-/* Shared zeros for taps in the padding (a block reads at most D_PK / 16 channels of a tap). */
-static _Alignas(64) const float zeros[D_PK / 16];
+/* Shared zeros for taps in the padding (a block reads at most D_KC channels of a tap). */
+static _Alignas(64) const float zeros[D_KC];
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -109,6 +111,20 @@ TILE512(4)
 TILE512(5)
 TILE512(6)
 
+/* kn rows of 64 floats, ld apart, into bp (64-byte aligned), one after another. */
+__attribute__((target("avx512f"))) static void copy64(const float *src, size_t ld, size_t kn,
+                                                      float *bp)
+{
+  for (size_t r = 0; r < kn; r++, src += ld, bp += 64) {
+    __m512 v0 = _mm512_loadu_ps(src), v1 = _mm512_loadu_ps(src + 16);
+    __m512 v2 = _mm512_loadu_ps(src + 32), v3 = _mm512_loadu_ps(src + 48);
+    _mm512_store_ps(bp, v0);
+    _mm512_store_ps(bp + 16, v1);
+    _mm512_store_ps(bp + 32, v2);
+    _mm512_store_ps(bp + 48, v3);
+  }
+}
+
 static const tile_fn tiles512[D_MR] = {tile512_1, tile512_2, tile512_3,
                                        tile512_4, tile512_5, tile512_6};
 
@@ -179,6 +195,17 @@ TILE256(4)
 TILE256(5)
 TILE256(6)
 
+/* kn rows of 16 floats, ld apart, into bp (32-byte aligned), one after another. */
+__attribute__((target("avx2,fma"))) static void copy16(const float *src, size_t ld, size_t kn,
+                                                       float *bp)
+{
+  for (size_t r = 0; r < kn; r++, src += ld, bp += 16) {
+    __m256 v0 = _mm256_loadu_ps(src), v1 = _mm256_loadu_ps(src + 8);
+    _mm256_store_ps(bp, v0);
+    _mm256_store_ps(bp + 8, v1);
+  }
+}
+
 static const tile_fn tiles256[D_MR] = {tile256_1, tile256_2, tile256_3,
                                        tile256_4, tile256_5, tile256_6};
 
@@ -237,12 +264,14 @@ static direct_plan plan_of(const clg_window *g)
   p.strips = (cout + p.nrw - 1) / p.nrw;
   /* K values per block: as many as fill the packed strip (128 at 64 wide, 256 at 16), a tap
    * over more channels in even parts. */
-  size_t kc = D_PK / p.nrw < 256 ? D_PK / p.nrw : 256;
+  size_t kc = D_PK / p.nrw < D_KC ? D_PK / p.nrw : D_KC;
   size_t parts = (c + kc - 1) / kc;
   p.cc = (c + parts - 1) / parts;
   p.tb = kc / p.cc;
   if (p.tb > p.taps)
     p.tb = p.taps;
+  size_t tparts = (p.taps + p.tb - 1) / p.tb; /* taps in even blocks */
+  p.tb = (p.taps + tparts - 1) / tparts;
   p.threads = clg_host_threads();
   double macs = (double)p.rows * (double)cout * (double)g->kdim;
   if (macs < (double)(1 << 21)) /* microseconds of work: one thread (as the GEMM's rule) */
@@ -288,6 +317,17 @@ static void pack_block(const direct_job *j, size_t s, size_t kb, size_t kn, floa
   size_t cout = (size_t)j->g->cout, nrw = j->p.nrw, col = s * nrw;
   size_t w = cout - col < nrw ? cout - col : nrw;
   const float *src = j->f + kb * cout + col;
+#if D_X86
+  /* whole strips in vectors (a call to memcpy per row costs about as much as the copy) */
+  if (w == 64 && nrw == 64) {
+    copy64(src, cout, kn, bp);
+    return;
+  }
+  if (w == 16 && nrw == 16) {
+    copy16(src, cout, kn, bp);
+    return;
+  }
+#endif
   for (size_t r = 0; r < kn; r++, src += cout, bp += nrw) {
     memcpy(bp, src, w * sizeof(float));
     for (size_t q = w; q < nrw; q++)
@@ -309,27 +349,40 @@ static void prefetch_block(const direct_job *j, size_t s, size_t kb, size_t r0, 
   }
 }
 
-/* For tile rows [r0, r0 + mr) and taps [t0, t0 + tn): ind[t * 6 + r] = the input pixel's
- * channels from c0, or zeros; rows past mr repeat row 0 (never read). */
-static void fill_ind(const direct_job *j, size_t r0, size_t mr, size_t t0, size_t tn, size_t c0,
-                     const float **ind)
+/* Where each output row's window starts: its input offset (from x, in floats; negative or past
+ * the image where the window starts in the padding) and its first input row and column. */
+typedef struct rowpos {
+  int64_t off, ih0, iw0;
+} rowpos;
+
+static void fill_pos(const direct_job *j, size_t r0, size_t nrows, rowpos *pos)
 {
   const clg_window *g = j->g;
-  int64_t n[D_MR], ih0[D_MR], iw0[D_MR];
-  for (size_t r = 0; r < D_MR; r++) {
-    int64_t row = (int64_t)(r0 + (r < mr ? r : 0));
-    int64_t ow = row % g->ow, t = row / g->ow;
-    n[r] = t / g->oh;
-    ih0[r] = (t % g->oh) * g->sh - g->pt;
-    iw0[r] = ow * g->sw - g->pl;
+  int64_t row = (int64_t)r0, t = row / g->ow, ow = row % g->ow, oh = t % g->oh, n = t / g->oh;
+  for (size_t r = 0; r < nrows; r++) {
+    int64_t ih0 = oh * g->sh - g->pt, iw0 = ow * g->sw - g->pl;
+    pos[r] = (rowpos){((n * g->h + ih0) * g->w + iw0) * g->c, ih0, iw0};
+    if (++ow == g->ow && ++oh == g->oh)
+      oh = 0, n++;
+    if (ow == g->ow)
+      ow = 0;
   }
+}
+
+/* For a tile's rows pos[0, mr) and taps [t0, t0 + tn): ind[t * 6 + r] = the input pixel's
+ * channels from c0, or zeros; rows past mr repeat row 0 (never read). */
+static void fill_ind(const direct_job *j, const rowpos *pos, size_t mr, size_t t0, size_t tn,
+                     size_t c0, const float **ind)
+{
+  const clg_window *g = j->g;
   for (size_t t = 0; t < tn; t++) {
     int64_t a = (int64_t)(t0 + t) / g->kw, b = (int64_t)(t0 + t) % g->kw;
+    int64_t da = a * g->dh, db = b * g->dw, d = (da * g->w + db) * g->c + (int64_t)c0;
     for (size_t r = 0; r < D_MR; r++) {
-      int64_t ih = ih0[r] + a * g->dh, iw = iw0[r] + b * g->dw;
+      const rowpos *q = pos + (r < mr ? r : 0);
+      int64_t ih = q->ih0 + da, iw = q->iw0 + db;
       bool in = ih >= 0 && ih < g->h && iw >= 0 && iw < g->w;
-      ind[t * D_MR + r] =
-          in ? j->x + (size_t)((n[r] * g->h + ih) * g->w + iw) * (size_t)g->c + c0 : zeros;
+      ind[t * D_MR + r] = in ? j->x + (q->off + d) : zeros;
     }
   }
 }
@@ -337,10 +390,12 @@ static void fill_ind(const direct_job *j, size_t r0, size_t mr, size_t t0, size_
 /* Tiles [m0, m1) x strips [s0, s1): for each K block in order, the tiles' tap pointers once,
  * then each strip's block packed and run over all the tiles. */
 static void direct_rows(const direct_job *j, size_t m0, size_t m1, size_t s0, size_t s1,
-                        const float **ind, float *bp)
+                        const float **ind, float *bp, rowpos *pos)
 {
   const direct_plan *p = &j->p;
   size_t c = (size_t)j->g->c, cout = (size_t)j->g->cout, nrw = p->nrw, nt = m1 - m0;
+  size_t rows0 = m0 * D_MR, rows1 = m1 * D_MR < p->rows ? m1 * D_MR : p->rows;
+  fill_pos(j, rows0, rows1 - rows0, pos);
   for (size_t t0 = 0; t0 < p->taps; t0 += p->tb) {
     size_t tn = p->taps - t0 < p->tb ? p->taps - t0 : p->tb;
     for (size_t c0 = 0; c0 < c; c0 += p->cc) {
@@ -354,7 +409,7 @@ static void direct_rows(const direct_job *j, size_t m0, size_t m1, size_t s0, si
       size_t nkb = nt0 * c + nc0, nkn = ntn * (c - nc0 < p->cc ? c - nc0 : p->cc);
       for (size_t mt = m0; mt < m1; mt++) {
         size_t r0 = mt * D_MR, mr = p->rows - r0 < D_MR ? p->rows - r0 : D_MR;
-        fill_ind(j, r0, mr, t0, tn, c0, ind + (mt - m0) * tn * D_MR);
+        fill_ind(j, pos + (r0 - rows0), mr, t0, tn, c0, ind + (mt - m0) * tn * D_MR);
       }
       for (size_t s = s0; s < s1; s++) {
         size_t col = s * nrw, nr = cout - col < nrw ? cout - col : nrw;
@@ -382,6 +437,7 @@ static void direct_task(void *ctx, int item)
   size_t cout = (size_t)j->g->cout;
   const float *ind[D_IND];
   _Alignas(64) float bp[D_PK];
+  rowpos pos[D_ROWS];
   /* Row blocks whose outputs (the item's columns) stay in L2 while the K blocks add to them
    * (an item's whole share at batch 8 would go to L3 once per K block), and whose tiles' tap
    * pointers for a K block fit ind. */
@@ -389,11 +445,13 @@ static void direct_task(void *ctx, int item)
   size_t mb = D_YB / (D_MR * cols * sizeof(float)), mi_max = D_IND / (p->tb * D_MR);
   if (mb > mi_max)
     mb = mi_max;
+  if (mb > D_ROWS / D_MR)
+    mb = D_ROWS / D_MR;
   if (mb < 1)
     mb = 1;
   for (size_t b0 = m0; b0 < m1; b0 += mb) {
     size_t b1 = m1 - b0 < mb ? m1 : b0 + mb;
-    direct_rows(j, b0, b1, s0, s1, ind, bp);
+    direct_rows(j, b0, b1, s0, s1, ind, bp, pos);
     if (p->ng == 1) { /* whole rows: the epilogue while they are in cache */
       size_t r0 = b0 * D_MR, r1 = b1 * D_MR < p->rows ? b1 * D_MR : p->rows;
       clg_host_epilogue_rows(j->e, j->y, r0, r1 - r0);
