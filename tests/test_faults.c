@@ -601,6 +601,8 @@ static void kept_binaries_fallback(void)
   }
   clg_fault_reset();
   setenv("CLGRAPH_CL_PROGRAM_BINARIES", "0", 1);
+  printf("kept binaries: each of %ld builds failed in turn, the source built instead\n", builds);
+  fflush(stdout);
 }
 
 int main(void)
