@@ -23,7 +23,7 @@
 /* --- failure injection: this executable's clCreateBuffer and clEnqueueFillBuffer come
  * first; they fail while the counters are positive and otherwise call the real ones. --- */
 
-static int fail_creates, fail_fills, creates_seen;
+static int fail_creates, fail_fills, creates_seen, fills_seen;
 
 static void *real_symbol(const char *name)
 {
@@ -61,6 +61,7 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueFillBuffer(cl_command_queue queue, cl_m
     void *sym = real_symbol("clEnqueueFillBuffer");
     memcpy(&real, &sym, sizeof real);
   }
+  fills_seen++;
   if (fail_fills > 0) {
     fail_fills--;
     return CL_OUT_OF_RESOURCES;
@@ -212,7 +213,10 @@ static void test_reserve_virtual(void)
   clg_memory_stats st = stats(a);
   CHECK(st.bytes_limit == 48ull * MiB && st.bytes_reserved == 0 && st.num_regions == 0);
   clg_block b;
+  /* Filled as a GPU's regions are (a CPU-type device's only so: test_region_touch). */
+  setenv("CLGRAPH_TOUCH_REGIONS", "1", 1);
   CHECK_OK(clg_allocator_alloc(a, 1, &b));
+  unsetenv("CLGRAPH_TOUCH_REGIONS");
   st = stats(a);
   CHECK(st.bytes_reserved == 48ull * MiB && st.num_regions == 1);
   CHECK(st.bytes_in_use == 256 && b.size == 256 && b.offset == 0 && b.mem != NULL);
@@ -904,6 +908,52 @@ static void test_host(clg_devices *devs)
   clg_allocator_destroy(a); /* frees the block still in use */
 }
 
+/* Which regions are filled at creation (CLGRAPH_TOUCH_REGIONS): by default those of a
+ * device whose memory is not the host's (a GPU backs a buffer lazily; the fill makes the
+ * reservation real), never a CPU-type device's (PoCL's stand-ins: host memory, whose pages
+ * come on first use); 1 fills every device's, 0 none, another value warns and is auto. */
+static void test_region_touch(void)
+{
+  double limits[] = {8};
+  clg_devices *devs = open_devices(1, limits);
+  clg_device *gpu = clg_devices_at(devs, 1);
+  bool cpu = gpu->info.cl_type && strcmp(gpu->info.cl_type, "CPU") == 0;
+  static const struct {
+    const char *value;
+    bool cpu_fill, gpu_fill, warns;
+  } cases[] = {{NULL, false, true, false},
+               {"auto", false, true, false},
+               {"1", true, true, false},
+               {"0", false, false, false},
+               {"yes", false, true, true}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (cases[i].value)
+      setenv("CLGRAPH_TOUCH_REGIONS", cases[i].value, 1);
+    else
+      unsetenv("CLGRAPH_TOUCH_REGIONS");
+    clg_allocator *a = make(gpu, 1, 0, 0);
+    clg_block b;
+    fills_seen = 0;
+    clg_test_log_capture_start(CLG_LOG_WARNING);
+    CHECK_OK(clg_allocator_alloc(a, MiB, &b));
+    const char *log = clg_test_log_capture_stop();
+    bool want = cpu ? cases[i].cpu_fill : cases[i].gpu_fill;
+    CHECK_MSG(fills_seen == (want ? 1 : 0), "CLGRAPH_TOUCH_REGIONS=%s on a %s device: %d fills",
+              cases[i].value ? cases[i].value : "(unset)", cpu ? "CPU-type" : "non-CPU",
+              fills_seen);
+    /* (the warning comes once per process) */
+    if (cases[i].warns)
+      CHECK_CONTAINS(log, "CLGRAPH_TOUCH_REGIONS=\"yes\" is not 0, 1 or auto; using auto");
+    else
+      CHECK(strstr(log, "CLGRAPH_TOUCH_REGIONS") == NULL);
+    clg_allocator_free(a, &b, NULL);
+    CHECK_OK(clg_allocator_validate(a));
+    clg_allocator_destroy(a);
+  }
+  unsetenv("CLGRAPH_TOUCH_REGIONS");
+  clg_devices_free(devs);
+}
+
 /* A region the device refuses: RESOURCE_EXHAUSTED naming the call, no cl_mem left behind
  * (each holds a reference to the context), the allocator usable afterwards. */
 static void test_region_failures(void)
@@ -936,11 +986,14 @@ static void test_region_failures(void)
   CHECK(stats(a).bytes_reserved == ((uint64_t)(2.0 * MiB * 0.9) & ~(uint64_t)255));
   clg_allocator_free(a, &b, NULL);
 
-  /* The fill (which makes the memory real) fails: the buffer is released. */
+  /* The fill (which makes the memory real) fails: the buffer is released. A CPU-type
+   * device's regions are filled only with CLGRAPH_TOUCH_REGIONS=1 (test_region_touch). */
+  setenv("CLGRAPH_TOUCH_REGIONS", "1", 1);
   fail_fills = 1000;
   CHECK_CODE(clg_allocator_alloc(a, 4 * MiB, &c), CLG_RESOURCE_EXHAUSTED);
   CHECK_CONTAINS(clg_last_error(), "in clEnqueueFillBuffer");
   fail_fills = 0;
+  unsetenv("CLGRAPH_TOUCH_REGIONS");
   /* Garbage collection gave the empty 1.8 MiB region back first, hoping for a 4 MiB one. */
   CHECK(stats(a).num_regions == 0 && stats(a).bytes_reserved == 0);
   CHECK_OK(clg_allocator_alloc(a, 4 * MiB, &c)); /* and then it works */
@@ -987,6 +1040,7 @@ int main(void)
   test_pending();
   test_stats();
   test_host(devs);
+  test_region_touch();
   test_region_failures();
   clg_devices_free(devs);
   return clg_test_summary("test_allocator");

@@ -2,7 +2,8 @@
  * non-zero block offsets against the host kernels (bit for bit), CLBlast MatMul against a
  * double-precision host product over shapes and all transposes on two devices, with the
  * scratch from a clg_allocator, the fallback signal (Hgemm without fp16), argument errors,
- * concurrent launches, and the launch overhead. */
+ * concurrent launches, the launch overhead, and programs made from the binaries an earlier
+ * context's build kept. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -262,6 +263,54 @@ static void test_elementwise_errors(clg_device *dev, clg_device *host, arena *ar
   unsetenv("CLGRAPH_CL_BUILD_OPTIONS");
   CHECK_OK(clg_cl_prepare(dev));
   CHECK_CODE(clg_cl_prepare(NULL), CLG_INVALID_ARGUMENT);
+}
+
+/* --- programs kept as binaries across contexts -------------------------------------- */
+
+/* A build on a new context: whether the log says it came from kept binaries. */
+static bool prepare_from_kept(clg_device *dev)
+{
+  clg_test_log_capture_start(CLG_LOG_DEBUG);
+  CHECK_OK(clg_cl_prepare(dev));
+  const char *log = clg_test_log_capture_stop();
+  const char *line = strstr(log, "built cl/elementwise.cl (float) for ");
+  CHECK_MSG(line != NULL, "no build of cl/elementwise.cl (float) logged: %s", log);
+  if (!line)
+    return false;
+  const char *end = strchr(line, '\n'), *kept = strstr(line, "from the binaries kept");
+  return kept && (!end || kept < end);
+}
+
+/* Another device set has contexts of its own (as a new session's process state does): its
+ * programs come from the binaries the first context's build kept, and their kernels give
+ * the host's values bit for bit; without the binaries (CLGRAPH_CL_PROGRAM_BINARIES=0) or
+ * with other options, the source is built. */
+static void test_kept_binaries(const clg_device_config *cfg)
+{
+  clg_devices *set = NULL;
+  CHECK_OK(clg_devices_new(cfg, &set));
+  if (!set)
+    return;
+  clg_device *dev = clg_devices_at(set, 1);
+  arena ar;
+  if (arena_init(&ar, dev, 32u << 20)) {
+    setenv("CLGRAPH_CL_PROGRAM_BINARIES", "0", 1);
+    CHECK(!prepare_from_kept(dev));
+    clg_cl_release_all();
+    unsetenv("CLGRAPH_CL_PROGRAM_BINARIES");
+    setenv("CLGRAPH_CL_BUILD_OPTIONS", "-DCLG_KEPT_TEST=1", 1);
+    CHECK(!prepare_from_kept(dev)); /* other options: another key */
+    clg_cl_release_all();
+    CHECK(prepare_from_kept(dev)); /* (kept by the build just before) */
+    clg_cl_release_all();
+    unsetenv("CLGRAPH_CL_BUILD_OPTIONS");
+    CHECK(prepare_from_kept(dev)); /* kept by main's first build */
+    test_binary(dev, &ar);
+    test_addn(dev, &ar);
+    clReleaseMemObject(ar.mem);
+  }
+  clg_cl_release_all();
+  clg_devices_free(set);
 }
 
 /* Two threads launch on each of two devices at once (four threads, two per device): the
@@ -587,6 +636,8 @@ int main(void)
   CHECK(clg_backend_supported("MatMul", CLG_FLOAT16, host));
   CHECK(!clg_backend_supported("Add", CLG_FLOAT16, d0));
   CHECK(clg_backend_supported("Identity", CLG_FLOAT16, d0));
+
+  test_kept_binaries(&cfg);
 
   clReleaseMemObject(ar0.mem);
   clReleaseMemObject(ar1.mem);

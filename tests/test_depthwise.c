@@ -26,6 +26,7 @@ typedef struct dw_case {
   bool same, f64;
   bool explicit; /* padding EXPLICIT with pads (top, bottom, left, right), not SAME/VALID */
   int64_t pads[4];
+  int64_t sh, dh; /* the rows' stride and dilation where not 0 (else s and d) */
 } dw_case;
 
 static double *rand_values(size_t count)
@@ -54,12 +55,13 @@ static clg_node *values_const(clg_graph *g, const char *name, const int64_t *dim
 static void check(const dw_case *k)
 {
   int64_t oh, ow, pt, pl, C = k->c, M = k->m, CM = k->c * k->m;
+  int64_t sh = k->sh ? k->sh : k->s, dh = k->dh ? k->dh : k->d;
   if (k->explicit) { /* VALID over the input padded with zeros */
-    clg_test_out_dim(k->h + k->pads[0] + k->pads[1], k->kh, k->d, k->s, false, &oh, &pt);
+    clg_test_out_dim(k->h + k->pads[0] + k->pads[1], k->kh, dh, sh, false, &oh, &pt);
     clg_test_out_dim(k->w + k->pads[2] + k->pads[3], k->kw, k->d, k->s, false, &ow, &pl);
     pt = k->pads[0], pl = k->pads[2];
   } else {
-    clg_test_out_dim(k->h, k->kh, k->d, k->s, k->same, &oh, &pt);
+    clg_test_out_dim(k->h, k->kh, dh, sh, k->same, &oh, &pt);
     clg_test_out_dim(k->w, k->kw, k->d, k->s, k->same, &ow, &pl);
   }
   int64_t xd[4] = {k->n, k->h, k->w, C}, fd[4] = {k->kh, k->kw, C, M}, yd[4] = {k->n, oh, ow, CM};
@@ -75,7 +77,7 @@ static void check(const dw_case *k)
             size_t yi = (size_t)(((b * oh + i) * ow + j) * CM + ch * M + q);
             for (int64_t a = 0; a < k->kh; a++)
               for (int64_t e = 0; e < k->kw; e++) {
-                int64_t ih = i * k->s - pt + a * k->d, iw = j * k->s - pl + e * k->d;
+                int64_t ih = i * sh - pt + a * dh, iw = j * k->s - pl + e * k->d;
                 if (ih < 0 || ih >= k->h || iw < 0 || iw >= k->w)
                   continue;
                 double p = x[((b * k->h + ih) * k->w + iw) * C + ch] *
@@ -89,10 +91,10 @@ static void check(const dw_case *k)
     snprintf(pads, sizeof pads, " [%lld,%lld,%lld,%lld]", (long long)k->pads[0],
              (long long)k->pads[1], (long long)k->pads[2], (long long)k->pads[3]);
   snprintf(what, sizeof what,
-           "%s x [%lld,%lld,%lld,%lld] f [%lld,%lld,%lld,%lld] s %lld d %lld %s%s",
+           "%s x [%lld,%lld,%lld,%lld] f [%lld,%lld,%lld,%lld] s %lld,%lld d %lld,%lld %s%s",
            k->f64 ? "double" : "float", (long long)k->n, (long long)k->h, (long long)k->w,
            (long long)C, (long long)k->kh, (long long)k->kw, (long long)C, (long long)M,
-           (long long)k->s, (long long)k->d,
+           (long long)sh, (long long)k->s, (long long)dh, (long long)k->d,
            k->explicit ? "EXPLICIT"
            : k->same   ? "SAME"
                        : "VALID",
@@ -101,7 +103,7 @@ static void check(const dw_case *k)
   clg_graph_push_device(g, "/cpu:0");
   clg_node *xn = values_const(g, "x", xd, x, nx, k->f64);
   clg_node *fn = values_const(g, "f", fd, f, nf, k->f64);
-  int64_t st[4] = {1, k->s, k->s, 1}, dl[4] = {1, k->d, k->d, 1};
+  int64_t st[4] = {1, sh, k->s, 1}, dl[4] = {1, dh, k->d, 1};
   clg_node *node;
   if (k->explicit) { /* the generic builder: explicit_paddings */
     int64_t ep[8] = {0, 0, k->pads[0], k->pads[1], k->pads[2], k->pads[3], 0, 0};
@@ -172,22 +174,45 @@ static void test_widths(void)
         }
 }
 
+/* The 3-wide kernel's tiles at strides 1 and 2 (interiors of 8-pixel tiles and every
+ * remainder), over channel counts around the vector widths, padded and not; rows with their
+ * own stride and dilation, 3 and 4 taps high. */
+static void test_wide_rows(void)
+{
+  static const int64_t cs[] = {3, 8, 17, 40};
+  for (int64_t w = 15; w <= 40; w += 1)
+    for (int64_t s = 1; s <= 2; s++) {
+      dw_case k = {.n = 1 + w % 2, .h = 4 + s, .w = w, .c = cs[w % 4], .m = 1, .s = s};
+      k.kh = k.kw = 3, k.d = 1, k.same = w % 3 != 0;
+      check(&k);
+    }
+  /* the rows' stride and dilation apart from the columns' (the kernel takes any for rows) */
+  static const int64_t rows[][2] = {{1, 2}, {3, 1}, {2, 3}, {1, 1}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    for (int64_t s = 1; s <= 2; s++) {
+      dw_case k = {.n = 2, .h = 11, .w = 19 + s, .c = 17 + 6 * (int64_t)i, .m = 1, .s = s};
+      k.kh = 3 + (int64_t)(i == 3), k.kw = 3, k.d = 1, k.same = i % 2 == 0;
+      k.sh = rows[i][0], k.dh = rows[i][1];
+      check(&k);
+    }
+}
+
 /* Multipliers over 1 (their own loops), batches over 1, double, and MobileNet-sized layers
  * whose rows split across the threads (stride 1 and 2). */
 static void test_shapes(void)
 {
   dw_case cases[] = {
-      {2, 7, 9, 19, 3, 3, 2, 1, 1, true, false, false, {0}},
-      {3, 8, 8, 5, 3, 3, 3, 2, 1, false, false, false, {0}},
-      {1, 9, 10, 17, 3, 3, 2, 1, 2, true, false, false, {0}},
-      {3, 6, 13, 33, 3, 3, 1, 1, 1, true, false, false, {0}},
-      {2, 9, 11, 21, 3, 3, 1, 2, 2, true, true, false, {0}},
-      {1, 7, 7, 3, 3, 3, 2, 1, 1, false, true, false, {0}},
-      {1, 56, 56, 144, 3, 3, 1, 1, 1, true, false, false, {0}},
-      {1, 56, 56, 144, 3, 3, 1, 2, 1, true, false, false, {0}},
-      {2, 28, 28, 192, 3, 3, 1, 1, 1, true, false, false, {0}},
-      {1, 14, 14, 576, 3, 3, 1, 2, 1, false, false, false, {0}},
-      {1, 7, 7, 960, 3, 3, 1, 1, 1, true, false, false, {0}},
+      {2, 7, 9, 19, 3, 3, 2, 1, 1, true, false, false, {0}, 0, 0},
+      {3, 8, 8, 5, 3, 3, 3, 2, 1, false, false, false, {0}, 0, 0},
+      {1, 9, 10, 17, 3, 3, 2, 1, 2, true, false, false, {0}, 0, 0},
+      {3, 6, 13, 33, 3, 3, 1, 1, 1, true, false, false, {0}, 0, 0},
+      {2, 9, 11, 21, 3, 3, 1, 2, 2, true, true, false, {0}, 0, 0},
+      {1, 7, 7, 3, 3, 3, 2, 1, 1, false, true, false, {0}, 0, 0},
+      {1, 56, 56, 144, 3, 3, 1, 1, 1, true, false, false, {0}, 0, 0},
+      {1, 56, 56, 144, 3, 3, 1, 2, 1, true, false, false, {0}, 0, 0},
+      {2, 28, 28, 192, 3, 3, 1, 1, 1, true, false, false, {0}, 0, 0},
+      {1, 14, 14, 576, 3, 3, 1, 2, 1, false, false, false, {0}, 0, 0},
+      {1, 7, 7, 960, 3, 3, 1, 1, 1, true, false, false, {0}, 0, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check(&cases[i]);
@@ -210,10 +235,10 @@ static void test_explicit(void)
         check(&k);
       }
   dw_case more[] = {
-      {2, 7, 9, 19, 3, 3, 2, 1, 1, false, false, true, {1, 1, 1, 1}},
-      {1, 9, 10, 17, 3, 2, 1, 2, 1, false, true, true, {1, 0, 2, 1}},
-      {1, 56, 56, 144, 3, 3, 1, 2, 1, false, false, true, {1, 1, 1, 1}},
-      {1, 112, 112, 96, 3, 3, 1, 2, 1, false, false, true, {1, 1, 1, 1}},
+      {2, 7, 9, 19, 3, 3, 2, 1, 1, false, false, true, {1, 1, 1, 1}, 0, 0},
+      {1, 9, 10, 17, 3, 2, 1, 2, 1, false, true, true, {1, 0, 2, 1}, 0, 0},
+      {1, 56, 56, 144, 3, 3, 1, 2, 1, false, false, true, {1, 1, 1, 1}, 0, 0},
+      {1, 112, 112, 96, 3, 3, 1, 2, 1, false, false, true, {1, 1, 1, 1}, 0, 0},
   };
   for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
     check(&more[i]);
@@ -225,6 +250,7 @@ int main(void)
   clg_session_options_init(&opt);
   test_channels();
   test_widths();
+  test_wide_rows();
   test_shapes();
   test_explicit();
   return clg_test_summary("test_depthwise");

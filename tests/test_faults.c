@@ -8,7 +8,8 @@
  *  - nothing leaks (ci/sanitize.sh runs this test under ASan/LSan).
  * Scenarios, on four PoCL devices: the guide's S3 and S7 graphs, an element-wise graph
  * with feeds and a GPU-to-GPU copy, MatMul warm-up, the reserve-all allocator, a float64
- * MatMul, and the per-device allocator alone (growth regions). */
+ * MatMul, and the per-device allocator alone (growth regions); then a failed build of the
+ * programs kept as binaries. */
 #include <CL/cl.h> /* the OpenCL errors it injects (device.h no longer includes it) */
 #include <stdlib.h>
 
@@ -278,13 +279,17 @@ static void scenario_warm(outcome *o)
   run_graph_case(build_s3, &opt, o);
 }
 
-/* The default (reserve-all) allocator, limited to 1% of the device (about 20 MiB). */
+/* The default (reserve-all) allocator, limited to 1% of the device (about 20 MiB), its
+ * regions filled at creation as a GPU's are (CLGRAPH_TOUCH_REGIONS=1: PoCL's CPU devices
+ * skip the fill by default), so that the fill's failures are swept too. */
 static void scenario_reserve(outcome *o)
 {
   clg_session_options opt;
   clg_session_options_init(&opt);
   opt.gpu_options.per_process_gpu_memory_fraction = 0.01;
+  setenv("CLGRAPH_TOUCH_REGIONS", "1", 1);
   run_graph_case(build_s3, &opt, o);
+  unsetenv("CLGRAPH_TOUCH_REGIONS");
 }
 
 /* The allocator of GPU:0 alone, growing: 2 MiB, then 4 MiB and 8 MiB regions. */
@@ -567,9 +572,46 @@ static void reserve_short_device(void)
   clg_devices_free(devs);
 }
 
+/* Programs made from the binaries an earlier session's build kept (program.c): a later
+ * session builds none from the source, and when the build of the binaries fails, the source
+ * is built instead, with the right values. */
+static void kept_binaries_fallback(void)
+{
+  unsetenv("CLGRAPH_CL_PROGRAM_BINARIES");
+  outcome o;
+  scenario_elementwise(&o); /* builds from the source and keeps the binaries */
+  CHECK_MSG(o.code == CLG_OK && o.values_ok && o.retry_ok, "kept binaries: %s", o.message);
+  clg_fault_reset();
+  scenario_elementwise(&o);
+  CHECK(o.code == CLG_OK && o.values_ok && o.retry_ok);
+  long builds = clg_fault_count("clBuildProgram");
+  CHECK_MSG(builds > 0 && clg_fault_count("clCreateProgramWithSource") == 0,
+            "a later session made %ld programs from the source (%ld builds)",
+            clg_fault_count("clCreateProgramWithSource"), builds);
+  for (long n = 1; n <= builds; n++) {
+    clg_fault_arm("clBuildProgram", n, CL_BUILD_PROGRAM_FAILURE);
+    scenario_elementwise(&o);
+    bool fired = clg_fault_fired();
+    long sources = clg_fault_count("clCreateProgramWithSource");
+    clg_fault_disarm();
+    CHECK(fired);
+    CHECK_MSG(o.code == CLG_OK && o.values_ok && o.retry_ok && sources == 1,
+              "kept binaries: build %ld failed: %s %s (%ld from the source)", n,
+              clg_code_name(o.code), o.message, sources);
+  }
+  clg_fault_reset();
+  setenv("CLGRAPH_CL_PROGRAM_BINARIES", "0", 1);
+  printf("kept binaries: each of %ld builds failed in turn, the source built instead\n", builds);
+  fflush(stdout);
+}
+
 int main(void)
 {
   verbose = getenv("CLG_FAULTS_VERBOSE") != NULL;
+  /* A sweep counts the calls of a run without faults, then fails each in turn: the programs
+   * are built from the source in every run (not from binaries the first run kept), so that
+   * each run makes the same calls. kept_binaries_fallback checks the binaries' path. */
+  setenv("CLGRAPH_CL_PROGRAM_BINARIES", "0", 1);
   /* CLBlast prints "CLBlast: Run-time error" for each failure it returns: expected here. */
   clg_log_set_level(CLG_LOG_ERROR);
   if (!clg_test_require_gpus(4))
@@ -578,6 +620,7 @@ int main(void)
   reserve_short_device();
   for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
     sweep(&scenarios[i]);
+  kept_binaries_fallback();
   printf("faults: %ld injected: %ld clear errors, %ld skipped devices with a warning, %ld "
          "CLBlast fallbacks to the host, %ld absorbed with right values\n",
          total_injected, total_errors, total_degraded, total_fallbacks, total_absorbed);

@@ -349,7 +349,8 @@ static void check_case(const head_case *c, const chain *ch, bool gpu)
 
 /* Every chain on every head: 1x1 (one GEMM on the input), 3x3 SAME (im2col chunks), 3x3
  * stride 2 VALID, explicit asymmetric pads, a first layer of 3 channels, depthwise SAME and
- * strided, depthwise EXPLICIT (ONNX's symmetric pads, asymmetric ones), MatMul thin and square. */
+ * strided, depthwise EXPLICIT (ONNX's symmetric pads, asymmetric ones) and wide rows, MatMul
+ * thin and square. */
 static const head_case heads[] = {
     {CONV, {1, 7, 6, 16}, {1, 1, 16, 24}, 1, "VALID", {0}},
     {CONV, {2, 9, 8, 8}, {3, 3, 8, 20}, 1, "SAME", {0}},
@@ -363,6 +364,9 @@ static const head_case heads[] = {
     {DEPTHWISE, {2, 10, 7, 19}, {3, 3, 19, 1}, 2, "SAME", {0}},
     {DEPTHWISE, {2, 10, 7, 19}, {3, 3, 19, 1}, 2, "EXPLICIT", {1, 1, 1, 1}},
     {DEPTHWISE, {1, 9, 12, 40}, {3, 3, 40, 1}, 1, "EXPLICIT", {0, 2, 1, 0}},
+    /* rows wide enough for the 3-wide kernel's 8-pixel tiles and each remainder (4, 2, 1) */
+    {DEPTHWISE, {2, 5, 31, 17}, {3, 3, 17, 1}, 1, "SAME", {0}},
+    {DEPTHWISE, {1, 6, 37, 3}, {3, 3, 3, 1}, 2, "EXPLICIT", {1, 1, 1, 1}},
     {MATMUL, {5, 40, 0, 0}, {40, 9, 0, 0}, 1, "", {0}},
     {MATMUL, {33, 64, 0, 0}, {64, 70, 0, 0}, 1, "", {0}},
 };

@@ -6,6 +6,7 @@
  * when large, exact. */
 // ctest: default
 // ctest: one_thread CLGRAPH_HOST_THREADS=1
+// ctest: base CLGRAPH_HOST_GEMM_ISA=base
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +47,8 @@ static void check_gemv(bool ta, bool tb, size_t n, size_t k)
 
 static void test_gemv(void)
 {
-  static const size_t sizes[][2] = {{1000, 1280}, {1000, 512}, {7, 3},    {1, 1},
-                                    {33, 0},      {300, 17},   {5, 4099}, {4096, 9}};
+  static const size_t sizes[][2] = {{1000, 1280}, {1000, 512}, {7, 3},    {1, 1},  {33, 0},
+                                    {300, 17},    {5, 4099},   {4096, 9}, {45, 70}};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     for (int tb = 0; tb < 2; tb++)
       for (int ta = 0; ta < 2; ta++)

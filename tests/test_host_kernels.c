@@ -605,7 +605,8 @@ static void test_clblast_names(void)
 /* The AVX-512 float GEMM (where this CPU has it, whether or not CBLAS is faster: thin products
  * take it anyway) against a double reference: tiles of 6 x 64 with ragged edges, A read in
  * place (n <= 128) and packed (n > 128), the narrow strips (16, 32, 48 wide: 12, 8 and 6 rows,
- * their ragged rows and columns, across row blocks of 120), one or two rows (B read in place,
+ * their ragged rows and columns, across row blocks of 120), ragged tiles of 1-5 rows on 64-wide
+ * strips (micro_Rx64, B packed and read in place), one or two rows (B read in place,
  * not packed), all transposes, row strides wider than the matrices (columns beyond n
  * untouched), and accumulation into what c holds. */
 typedef bool (*sgemm_fn)(bool, bool, size_t, size_t, size_t, const float *, size_t, const float *,
@@ -616,10 +617,11 @@ typedef bool (*sgemm_fn)(bool, bool, size_t, size_t, size_t, const float *, size
 static void check_sgemm(const char *name, sgemm_fn fn, size_t work_floats)
 {
   const size_t shapes[][3] = {
-      {1, 1, 1},      {6, 64, 256},   {7, 65, 257},    {13, 130, 40},  {125, 17, 300}, {5, 600, 3},
-      {300, 64, 75},  {12, 16, 5},    {29, 16, 27},    {250, 15, 16},  {37, 24, 16},   {8, 32, 300},
-      {250, 33, 9},   {121, 48, 130}, {150, 1, 7},     {131, 113, 20}, {1, 130, 300},  {2, 77, 513},
-      {40, 200, 600}, {128, 64, 257}, {100, 1030, 20}, {3, 64, 5},     {129, 70, 33}};
+      {1, 1, 1},       {6, 64, 256},  {7, 65, 257},  {13, 130, 40},  {125, 17, 300},
+      {5, 600, 3},     {300, 64, 75}, {12, 16, 5},   {29, 16, 27},   {250, 15, 16},
+      {37, 24, 16},    {8, 32, 300},  {250, 33, 9},  {121, 48, 130}, {150, 1, 7},
+      {131, 113, 20},  {1, 130, 300}, {2, 77, 513},  {40, 200, 600}, {128, 64, 257},
+      {100, 1030, 20}, {3, 64, 5},    {129, 70, 33}, {49, 130, 300}, {25, 64, 20}};
   float *work = malloc(work_floats * sizeof(float));
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
     for (int t = 0; t < 8; t++) {
@@ -670,6 +672,131 @@ static void test_sgemm256(void)
     check_sgemm("sgemm256", clg_host_sgemm256, clg_host_sgemm256_work());
 }
 
+/* The GEMM kernels with an epilogue on each stored tile (clg_host_sgemm512_epi and
+ * clg_host_sgemm256_epi, as a 1x1 convolution's pieces call them): every op, in several orders,
+ * over ragged tiles, one and two rows, k over a slice (the epilogue on the last one only) and
+ * k = 0, more columns than a block, a row offset (the residual's rows) and ldc wider than the
+ * epilogue's columns. Each result must equal the kernel without an epilogue followed by
+ * clg_host_epilogue_rows bit for bit (NaN in the residual included), and a double reference
+ * within float's error. */
+typedef bool (*sgemm_epi_fn)(size_t, size_t, size_t, const float *, size_t, const float *, size_t,
+                             float *, size_t, float *, const clg_epilogue *, size_t);
+
+static double epi_ref(const clg_epilogue *e, size_t row, size_t col, double y)
+{
+  for (int q = 0; q < e->nops; q++) {
+    const float *a = e->arg[q];
+    switch (e->op[q]) {
+    case CLG_EPI_BIAS:
+      y += a[col];
+      break;
+    case CLG_EPI_ADD:
+      y += a[row * e->cols + col];
+      break;
+    case CLG_EPI_SCALAR:
+      y += a[0];
+      break;
+    case CLG_EPI_RELU:
+      y = isnan(y) ? y : fmax(y, 0);
+      break;
+    case CLG_EPI_RELU6:
+      y = isnan(y) ? y : fmin(fmax(y, 0), 6);
+      break;
+    case CLG_EPI_MAX:
+      y = isnan(y) ? y : fmax(y, a[0]);
+      break;
+    case CLG_EPI_MIN:
+      y = isnan(y) ? y : fmin(y, a[0]);
+      break;
+    }
+  }
+  return y;
+}
+
+static void check_sgemm_epi(const char *name, sgemm_fn plain, sgemm_epi_fn fn, size_t work_floats)
+{
+  const size_t shapes[][3] = {{1, 1, 1},      {2, 77, 300},  {6, 64, 16},   {7, 65, 257},
+                              {13, 130, 40},  {125, 17, 16}, {250, 33, 9},  {121, 48, 130},
+                              {37, 24, 16},   {29, 16, 27},  {5, 20, 0},    {40, 600, 33},
+                              {131, 113, 20}, {300, 96, 16}, {49, 160, 300}};
+  static const float scal[] = {0.5f}, hi[] = {4.0f}, lo[] = {-3.0f};
+  float *work = malloc(work_floats * sizeof(float));
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+    for (int set = 0; set < 4; set++) {
+      size_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2], row0 = 3;
+      size_t lda = k + 3, ldb = n + 5, ldc = n + 2, nc = m * ldc;
+      float *a = malloc((m * lda + 1) * 4), *b = malloc((k * ldb + 1) * 4);
+      float *c = malloc(nc * 4), *c2 = malloc(nc * 4);
+      float *bias = malloc(n * 4), *res = malloc((row0 + m) * n * 4);
+      clg_test_fill_random(CLG_FLOAT32, a, m * lda);
+      clg_test_fill_random(CLG_FLOAT32, b, k * ldb);
+      clg_test_fill_random(CLG_FLOAT32, c, nc);
+      memcpy(c2, c, nc * 4);
+      for (size_t j = 0; j < n; j++)
+        bias[j] = (float)clg_test_uniform(-4, 4);
+      for (size_t i = 0; i < (row0 + m) * n; i++)
+        res[i] = (float)clg_test_uniform(-8, 8);
+      res[(row0 + m / 2) * n + n / 3] = NAN; /* passes Relu, Relu6, Maximum, Minimum */
+      clg_epilogue e = {.cols = n};
+      static const clg_epi_op sets[4][6] = {
+          {CLG_EPI_BIAS, CLG_EPI_RELU6},
+          {CLG_EPI_BIAS, CLG_EPI_ADD, CLG_EPI_RELU},
+          {CLG_EPI_SCALAR, CLG_EPI_MAX, CLG_EPI_MIN, CLG_EPI_RELU6},
+          {CLG_EPI_ADD, CLG_EPI_BIAS, CLG_EPI_SCALAR, CLG_EPI_RELU, CLG_EPI_MIN, CLG_EPI_MAX}};
+      static const int nops[4] = {2, 3, 4, 6};
+      e.nops = nops[set];
+      for (int q = 0; q < e.nops; q++) {
+        e.op[q] = sets[set][q];
+        e.arg[q] = e.op[q] == CLG_EPI_BIAS     ? bias
+                   : e.op[q] == CLG_EPI_ADD    ? res
+                   : e.op[q] == CLG_EPI_SCALAR ? scal
+                   : e.op[q] == CLG_EPI_MAX    ? lo
+                   : e.op[q] == CLG_EPI_MIN    ? hi
+                                               : NULL;
+      }
+      bool ok = fn(m, n, k, a, lda, b, ldb, c, ldc, si & 1 ? work : NULL, &e, row0);
+      /* the same kernel, then the epilogue row by row (rows of ldc: cols is n) */
+      ok = ok && plain(false, false, m, n, k, a, lda, b, ldb, c2, ldc, false, work);
+      float *y = malloc((row0 + m) * n * 4); /* c2's rows where the epilogue's indices are */
+      for (size_t i = 0; ok && i < m; i++) {
+        memcpy(y + (row0 + i) * n, c2 + i * ldc, n * 4);
+        clg_host_epilogue_rows(&e, y, row0 + i, 1);
+        memcpy(c2 + i * ldc, y + (row0 + i) * n, n * 4);
+      }
+      free(y);
+      bool same = ok && memcmp(c, c2, nc * 4) == 0;
+      double worst = 0;
+      for (size_t i = 0; ok && i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+          double sum = 0, mag = 0;
+          for (size_t p = 0; p < k; p++) {
+            double x = (double)a[i * lda + p] * b[p * ldb + j];
+            sum += x;
+            mag += fabs(x);
+          }
+          double want = epi_ref(&e, row0 + i, j, sum), got = c[i * ldc + j];
+          if (isnan(want) || isnan(got))
+            worst = fmax(worst, isnan(want) && isnan(got) ? 0 : 1);
+          else
+            worst = fmax(worst, fabs(got - want) / (mag + 20));
+        }
+      CHECK_MSG(ok && same && worst < 1e-6, "%s %zux%zux%zu ops %d: same %d, error %g", name, m, n,
+                k, set, same, worst);
+      free(a), free(b), free(c), free(c2), free(bias), free(res);
+    }
+  free(work);
+}
+
+static void test_sgemm_epi(void)
+{
+  if (strcmp(clg_host_matmul_portable_isa(), "avx512") == 0)
+    check_sgemm_epi("sgemm512_epi", clg_host_sgemm512, clg_host_sgemm512_epi,
+                    clg_host_sgemm512_work());
+  if (strcmp(clg_host_matmul_portable_isa(), "base") != 0)
+    check_sgemm_epi("sgemm256_epi", clg_host_sgemm256, clg_host_sgemm256_epi,
+                    clg_host_sgemm256_work());
+}
+
 /* Team members of clg_host_parallel: below clg_host_threads(), and never two tasks at once
  * under one index (each task holds its member's flag while it spins a little). */
 typedef struct member_job {
@@ -718,6 +845,7 @@ int main(void)
   test_matmul_exact();
   test_sgemm512();
   test_sgemm256();
+  test_sgemm_epi();
   test_parallel_member();
   test_binary();
   test_addn();

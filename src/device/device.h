@@ -166,9 +166,12 @@ typedef struct clg_buffer_ops {
   /* A reference to dev's context, for an owner that may outlive the device's own. */
   void *(*context_retain)(const clg_device *dev);
   void (*context_release)(void *context);
-  /* A region of size bytes, made real at once by filling it with zeros on queue (drivers
-   * allocate lazily and would otherwise fail in the middle of a kernel). NULL with *err
-   * filled when the device refuses it or the fill fails. */
+  /* Whether region_create fills dev's new regions now (asked just before it): drivers
+   * allocate lazily, and a region not filled takes the host's pages on first use. */
+  bool (*touches_regions)(const clg_device *dev);
+  /* A region of size bytes, made real at once by filling it with zeros on queue where
+   * touches_regions says so (drivers allocate lazily and would otherwise fail in the middle
+   * of a kernel). NULL with *err filled when the device refuses it or the fill fails. */
   void *(*region_create)(const clg_device *dev, void *queue, uint64_t size, clg_region_err *err);
   /* The driver keeps a region while commands still use it. */
   void (*region_release)(void *region);

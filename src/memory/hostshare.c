@@ -8,6 +8,7 @@
  * share it: each takes what is spare now divided by the host-memory devices of its context
  * that hold no reservation yet (one reservation at a time, under host_share.mu, so that
  * the next one sees this one's memory gone and the shares come out equal). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -24,6 +25,21 @@ static struct {
   const void **reserved; /* device keys: one entry per live default-mode reservation */
   int num, cap;
 } host_share = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+
+/* Bytes of live regions of host memory that were not filled at creation (regions.c). A
+ * region's pages leave MemAvailable only as tensors use them, so spare takes the whole
+ * region as gone, as a filled one is: the shares of the default mode come out as when every
+ * region was filled. (Pages in use are then counted twice: a later reservation can only get
+ * less, never more than the host has.) */
+static _Atomic uint64_t untouched_bytes;
+
+void clg_hostshare_untouched(uint64_t add, uint64_t remove)
+{
+  if (add)
+    atomic_fetch_add(&untouched_bytes, add);
+  if (remove)
+    atomic_fetch_sub(&untouched_bytes, remove);
+}
 
 void clg_hostshare_lock(void) { pthread_mutex_lock(&host_share.mu); }
 
@@ -118,6 +134,10 @@ static uint64_t host_as_headroom(void)
 uint64_t clg_hostshare_spare(char *why, size_t why_size)
 {
   uint64_t avail = host_mem_available(), headroom = host_as_headroom();
+  /* (RLIMIT_AS's headroom already counts them: mapped is mapped) */
+  uint64_t untouched = atomic_load(&untouched_bytes);
+  if (avail != UINT64_MAX)
+    avail = avail > untouched ? avail - untouched : 0;
   uint64_t base = avail < headroom ? avail : headroom;
   uint64_t margin = base / 32 > HOST_MARGIN_MIN ? base / 32 : HOST_MARGIN_MIN;
   uint64_t spare = base > margin ? base - margin : 0;
@@ -126,8 +146,11 @@ uint64_t clg_hostshare_spare(char *why, size_t why_size)
     snprintf(b2, sizeof b2, "no limit");
   else
     clg_logq_bytes(headroom, b2, sizeof b2);
-  snprintf(why, why_size, "MemAvailable %s, RLIMIT_AS headroom %s, less a margin of %s",
-           avail == UINT64_MAX ? "unknown" : clg_logq_bytes(avail, b1, sizeof b1), b2,
+  char b4[32];
+  snprintf(why, why_size, "MemAvailable %s%s%s%s, RLIMIT_AS headroom %s, less a margin of %s",
+           avail == UINT64_MAX ? "unknown" : clg_logq_bytes(avail, b1, sizeof b1),
+           untouched ? " (after " : "", untouched ? clg_logq_bytes(untouched, b4, sizeof b4) : "",
+           untouched ? " reserved but not yet used)" : "", b2,
            clg_logq_bytes(margin, b3, sizeof b3));
   return spare;
 }

@@ -71,7 +71,8 @@ typedef struct clg_allocator clg_allocator;
  * CLGRAPH_DEVICE_MIN_SYS_MEMORY_IN_MB), rounded down to the alignment (a power of two >= 256
  * and >= the device's base address alignment). Regions are at most the device's largest
  * allocation (info.max_alloc) bytes and are filled with zeros when created, so that lazy drivers
- * commit them at once.
+ * commit them at once; not on CPU-type devices (PoCL's), whose memory is the host's and comes
+ * on first use anyway (CLGRAPH_TOUCH_REGIONS; hostshare.c counts such regions as taken).
  *  - default (no allow_growth): the first allocation reserves the whole limit (as
  *    TensorFlow's BFC allocator does at its first AllocateRaw), in as few regions as
  *    max_alloc allows. Creating the allocator touches no device memory. A region the

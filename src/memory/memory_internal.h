@@ -32,6 +32,7 @@
 typedef struct clg_alloc_region {
   void *mem; /* the backend's region; NULL: an empty slot */
   uint64_t size;
+  bool untouched; /* host memory not filled at creation (hostshare.c counts it) */
 } clg_alloc_region;
 
 typedef struct clg_alloc_pending {
@@ -144,6 +145,9 @@ bool clg_hostshare_add(const clg_device *dev);
 void clg_hostshare_remove(const clg_device *dev);
 /* What the host can spare now; why gets the numbers, for warnings. */
 uint64_t clg_hostshare_spare(char *why, size_t why_size);
+/* Regions of host memory that were not filled at creation take no MemAvailable until used:
+ * their bytes are added here while they live, and spare counts them as gone. */
+void clg_hostshare_untouched(uint64_t add, uint64_t remove);
 
 /* --- regions (regions.c); the lock held ---------------------------------------------- */
 

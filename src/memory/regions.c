@@ -19,7 +19,8 @@ static clg_code region_fail(clg_allocator *a, uint64_t size, const clg_region_er
                    a->dev->info.full_name, a->name);
 }
 
-/* Asks the backend for a region of `size` bytes (made real at once) and adds it. */
+/* Asks the backend for a region of `size` bytes (made real at once where the backend
+ * touches it) and adds it. */
 static clg_code region_create(clg_allocator *a, uint64_t size)
 {
   uint32_t slot = 0;
@@ -40,6 +41,7 @@ static clg_code region_create(clg_allocator *a, uint64_t size)
       return region_fail(a, size, &err);
   }
   uint64_t t0 = clg_now_ns();
+  bool untouched = a->host_memory && !a->buf->touches_regions(a->dev);
   void *mem = a->buf->region_create(a->dev, a->fill_queue, size, &err);
   if (!mem)
     return region_fail(a, size, &err);
@@ -47,13 +49,15 @@ static clg_code region_create(clg_allocator *a, uint64_t size)
     a->buf->region_release(mem);
     return clg_error_prefix("%s: ", a->name);
   }
-  a->regions[slot] = (clg_alloc_region){mem, size};
+  a->regions[slot] = (clg_alloc_region){mem, size, untouched};
+  if (untouched)
+    clg_hostshare_untouched(size, 0);
   if (slot == a->num_slots)
     a->num_slots++;
   clg_alloc_count_reserve(a, size);
   if (clg_log_enabled(CLG_LOG_DEBUG))
-    clg_log(CLG_LOG_DEBUG, "%s: region %u of %llu bytes created and touched in %.1f ms", a->name,
-            slot, (unsigned long long)size, (double)(clg_now_ns() - t0) / 1e6);
+    clg_log(CLG_LOG_DEBUG, "%s: region %u of %llu bytes created in %.1f ms", a->name, slot,
+            (unsigned long long)size, (double)(clg_now_ns() - t0) / 1e6);
   return CLG_OK;
 }
 
@@ -62,7 +66,9 @@ static void region_destroy(clg_allocator *a, uint32_t slot)
   clg_suballoc_remove_region(a->sa, slot);
   a->buf->region_release(a->regions[slot].mem);
   a->reserved -= a->regions[slot].size;
-  a->regions[slot] = (clg_alloc_region){NULL, 0};
+  if (a->regions[slot].untouched)
+    clg_hostshare_untouched(0, a->regions[slot].size);
+  a->regions[slot] = (clg_alloc_region){NULL, 0, false};
   while (a->num_slots && !a->regions[a->num_slots - 1].mem)
     a->num_slots--;
 }
@@ -243,8 +249,11 @@ bool clg_regions_collect(clg_allocator *a, uint64_t rounded, clg_logq *q)
 void clg_regions_free_all(clg_allocator *a)
 {
   for (uint32_t i = 0; i < a->num_slots; i++)
-    if (a->regions[i].mem)
+    if (a->regions[i].mem) {
       a->buf->region_release(a->regions[i].mem); /* the driver keeps it while commands use it */
+      if (a->regions[i].untouched)
+        clg_hostshare_untouched(0, a->regions[i].size);
+    }
   free(a->regions);
   if (a->fill_queue) {
     a->buf->queue_finish(a->fill_queue);

@@ -173,10 +173,11 @@ static bool matmul_split(sgemm_fn fn, size_t col_unit, bool ta, bool tb, size_t 
 void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size_t k, const void *a,
                      const void *b, void *c)
 {
-  /* Where OpenBLAS runs AVX2 kernels on an AVX-512 CPU (usable), the AVX-512 kernel is 1.5-2x
-   * as fast at every shape (one core, 392-1568 rows of squeezenet's and mobilenet's 1x1s and
-   * n = 1024: 180-235 against 105-120 GFLOP/s) and avoids OpenBLAS's threads spinning beside
-   * the host kernels' teams; where OpenBLAS has AVX-512 kernels, it keeps the thin products
+  /* Where OpenBLAS runs AVX2 kernels on an AVX-512 CPU, the AVX-512 kernel is 1.5-2x as fast
+   * at every shape (one core, 392-1568 rows of squeezenet's and mobilenet's 1x1s and n = 1024:
+   * 180-235 against 105-120 GFLOP/s); it avoids OpenBLAS's threads spinning beside the host
+   * kernels' teams (on Intel, usable, that decides); where OpenBLAS has AVX-512 kernels on AMD,
+   * it keeps the thin products
    * (a side of 128 or less: a model's batch, its fully connected layers), where its tiles pad.
    * On AVX2 the AVX2 kernel takes the thin ones (one core: as fast as OpenBLAS's Haswell kernels
    * to 2.4x, at 16-32 columns). Tasks that fail to allocate their packs leave the product to
@@ -372,8 +373,21 @@ bool clg_host_sgemm512_usable(void)
   if (gemm_isa() != GEMM_ISA_AVX512)
     return false;
 #ifdef CLG_HAVE_CBLAS
-  /* An OpenBLAS that picked an AVX-512 core for this CPU is as fast on one core and threads
-   * itself; one that fell back to AVX2 (Zen 4/5 on OpenBLAS < 0.3.22) is half as fast. */
+    /* On Intel the kernel serves every float GEMM: against OpenBLAS's SkylakeX kernels on a 2-core
+     * Xeon with AVX-512 (loaded by other work; the shapes of resnet18's, mobilenet_v2's and
+     * squeezenet1_0's 1x1 convolutions and classifiers at batch 1 and 8), on one core it is
+     * 1.1-2.1x as fast on the thin ones and 0.87-1.07x on the large ones (m 49-1568, n and k
+     * 96-1280), and OpenBLAS on 2 threads took 10-300x its one-core time on most shapes (its
+     * threads wait for the scheduler) where the host team's took 0.8-1x; with this rule forced,
+     * squeezenet's classifier conv went 1681 -> 813 us on 2 threads, squeezenet1_0 b1 15.7 ->
+     * 13.6 ms, mobilenet_v2 b8 55.7 -> 44.0 ms. On AMD, an OpenBLAS that picked an AVX-512 core
+     * is as fast on one core (Zen 4) and threads itself; one that fell back to AVX2 (Zen 4/5 on
+     * OpenBLAS < 0.3.22) is half as fast. */
+#ifdef CLG_GEMM_X86_DISPATCH
+  __builtin_cpu_init();
+  if (__builtin_cpu_is("intel"))
+    return true;
+#endif
   const char *core = openblas_get_corename();
   static const char *const avx512_cores[] = {"skylakex", "cooperlake", "sapphirerapids", "zen4",
                                              "zen5"};

@@ -138,7 +138,8 @@ typedef struct dw_job {
   } while (0)
 
 /* Float, multiplier 1: depthwise_tmpl.h on AVX-512 (blocks of 64 channels) and on AVX2 and
- * FMA (blocks of 16); both contract into fused multiply-adds. */
+ * FMA (blocks of 16); both contract into fused multiply-adds. Windows 3 wide with column
+ * stride 1 or 2 (MobileNet's) take its rows3 kernel instead, fused epilogue included. */
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
 
@@ -158,6 +159,12 @@ static __attribute__((target("avx512f"))) __mmask16 dw_mask512(int64_t left)
 #define DW_MASK(left) dw_mask512(left)
 #define DW_LOAD(p, m, full) ((full) ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p))
 #define DW_STORE(p, m, full, v) ((full) ? _mm512_storeu_ps(p, v) : _mm512_mask_storeu_ps(p, m, v))
+#define DW_ADD(a, b) _mm512_add_ps(a, b)
+#define DW_SET1(s) _mm512_set1_ps(s)
+#define DW_MAX(a, b) _mm512_max_ps(a, b)
+#define DW_MIN(a, b) _mm512_min_ps(a, b)
+#define DW_RELU(v)                                                                                 \
+  _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LE_OQ), _mm512_setzero_ps())
 #include "backends/host/depthwise_tmpl.h"
 
 /* AVX2's masked moves take a vector whose lanes' sign bits select */
@@ -178,6 +185,11 @@ static __attribute__((target("avx2"))) __m256i dw_mask256(int64_t left)
 #define DW_MASK(left) dw_mask256(left)
 #define DW_LOAD(p, m, full) ((full) ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m))
 #define DW_STORE(p, m, full, v) ((full) ? _mm256_storeu_ps(p, v) : _mm256_maskstore_ps(p, m, v))
+#define DW_ADD(a, b) _mm256_add_ps(a, b)
+#define DW_SET1(s) _mm256_set1_ps(s)
+#define DW_MAX(a, b) _mm256_max_ps(a, b)
+#define DW_MIN(a, b) _mm256_min_ps(a, b)
+#define DW_RELU(v) _mm256_andnot_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LE_OQ), v)
 #include "backends/host/depthwise_tmpl.h"
 
 /* A multiplier over 1: the loops above, float also compiled for AVX2 (8 channels a vector, not
@@ -213,23 +225,40 @@ static void forward_range(void *ctx, size_t begin, size_t end)
     FORWARD(float);
 }
 
-/* The forward rows, then the fused ops on them while they are in cache (float32 only). */
-static void forward_epi_range(void *ctx, size_t begin, size_t end)
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+/* The 3-wide kernel (depthwise_tmpl.h's rows3) takes the layer: float, multiplier 1, kw 3,
+ * column dilation 1, column stride 1 or 2, an epilogue over rows of the output's channels. */
+static bool forward3_fits(const dw_job *j)
 {
-  const dw_job *j = ctx;
-  forward_range(ctx, begin, end);
-  size_t ow = (size_t)j->g.ow;
-  clg_host_epilogue_rows(j->c->epilogue, j->c->out[0].host, begin * ow, (end - begin) * ow);
+  const clg_window *g = &j->g;
+  const clg_epilogue *e = j->c->epilogue;
+  return j->isa != 0 && j->c->node->outs[0].dtype == CLG_FLOAT32 && j->m == 1 && g->kw == 3 &&
+         g->dw == 1 && (g->sw == 1 || g->sw == 2) && (!e || e->cols == (size_t)g->c);
 }
+#endif
 
+/* The forward rows, then the fused ops on them while they are in cache (float32 only; the
+ * 3-wide kernel applies them in registers). */
 static void forward_task(void *ctx, int t)
 {
   const dw_job *j = ctx;
   size_t T = (size_t)j->tasks, begin = j->rows * (size_t)t / T, end = j->rows * (size_t)(t + 1) / T;
-  if (j->c->epilogue && j->c->node->outs[0].dtype == CLG_FLOAT32)
-    forward_epi_range(ctx, begin, end);
-  else
-    forward_range(ctx, begin, end);
+  const clg_epilogue *e = j->c->node->outs[0].dtype == CLG_FLOAT32 ? j->c->epilogue : NULL;
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+  if (forward3_fits(j)) {
+    const float *x = j->c->in[0].host, *f = j->c->in[1].host;
+    float *y = j->c->out[0].host;
+    if (j->isa == 2)
+      forward3_rows_avx512(&j->g, x, f, y, begin, end, e);
+    else
+      forward3_rows_avx2(&j->g, x, f, y, begin, end, e);
+    return;
+  }
+#endif
+  forward_range(ctx, begin, end);
+  if (e)
+    clg_host_epilogue_rows(e, j->c->out[0].host, begin * (size_t)j->g.ow,
+                           (end - begin) * (size_t)j->g.ow);
 }
 
 static void input_range(void *ctx, size_t begin, size_t end)

@@ -79,3 +79,152 @@ void clg_host_epilogue(const clg_epilogue *e, float *y, size_t row0, size_t rows
   size_t grain = e->cols >= 32768 ? 1 : 32768 / (e->cols ? e->cols : 1);
   clg_host_parallel_for(rows, grain, epi_range, &j);
 }
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+
+/* One element y at (row, col) of the output: every op in turn, the same arithmetic as
+ * epi_row's. */
+static float epi_one(const clg_epilogue *e, size_t row, size_t col, float y)
+{
+  for (int k = 0; k < e->nops; k++) {
+    const float *a = e->arg[k];
+    switch (e->op[k]) {
+    case CLG_EPI_BIAS:
+      y += a[col];
+      break;
+    case CLG_EPI_ADD:
+      y += a[row * e->cols + col];
+      break;
+    case CLG_EPI_SCALAR:
+      y += a[0];
+      break;
+    case CLG_EPI_RELU:
+      y = !(y <= 0) ? y : 0;
+      break;
+    case CLG_EPI_RELU6:
+      y = y < 0 ? 0.0f : y > 6 ? 6.0f : y;
+      break;
+    case CLG_EPI_MAX:
+      y = y < a[0] ? a[0] : y;
+      break;
+    case CLG_EPI_MIN:
+      y = a[0] < y ? a[0] : y;
+      break;
+    }
+  }
+  return y;
+}
+
+/* The ops on 16 columns under mask m, in registers. Each is the scalar op lane by lane: the
+ * compares are ordered (false on NaN) or, for Relu, not-less-or-equal unordered (true on NaN,
+ * which passes), and a masked move puts the constant where the scalar's ternary would. */
+__attribute__((target("avx512f"))) static __m512 epi_v16(const clg_epilogue *e, size_t row,
+                                                         size_t col, __mmask16 m, __m512 y)
+{
+  for (int k = 0; k < e->nops; k++) {
+    const float *a = e->arg[k];
+    switch (e->op[k]) {
+    case CLG_EPI_BIAS:
+      y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, a + col));
+      break;
+    case CLG_EPI_ADD:
+      y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, a + row * e->cols + col));
+      break;
+    case CLG_EPI_SCALAR:
+      y = _mm512_add_ps(y, _mm512_set1_ps(a[0]));
+      break;
+    case CLG_EPI_RELU:
+      y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_NLE_UQ), y);
+      break;
+    case CLG_EPI_RELU6: {
+      __mmask16 lt = _mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_LT_OQ);
+      __mmask16 gt = _mm512_cmp_ps_mask(y, _mm512_set1_ps(6.0f), _CMP_GT_OQ);
+      y = _mm512_mask_mov_ps(y, gt, _mm512_set1_ps(6.0f));
+      y = _mm512_maskz_mov_ps((__mmask16)~lt, y);
+      break;
+    }
+    case CLG_EPI_MAX: {
+      __m512 s = _mm512_set1_ps(a[0]);
+      y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(y, s, _CMP_LT_OQ), s);
+      break;
+    }
+    case CLG_EPI_MIN: {
+      __m512 s = _mm512_set1_ps(a[0]);
+      y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(s, y, _CMP_LT_OQ), s);
+      break;
+    }
+    }
+  }
+  return y;
+}
+
+__attribute__((target("avx512f"))) void clg_host_epilogue_tile512(const clg_epilogue *e, float *c,
+                                                                  size_t ldc, size_t row,
+                                                                  size_t col, size_t mr, size_t nr)
+{
+  for (size_t r = 0; r < mr; r++) {
+    float *cr = c + r * ldc;
+    for (size_t j = 0; j < nr; j += 16) {
+      __mmask16 m = nr - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nr - j)) - 1);
+      __m512 y = _mm512_maskz_loadu_ps(m, cr + j);
+      _mm512_mask_storeu_ps(cr + j, m, epi_v16(e, row + r, col + j, m, y));
+    }
+  }
+}
+
+/* The same on 8 full columns in ymm registers (blends where AVX-512 has masked moves). */
+__attribute__((target("avx2,fma"))) static __m256 epi_v8(const clg_epilogue *e, size_t row,
+                                                         size_t col, __m256 y)
+{
+  for (int k = 0; k < e->nops; k++) {
+    const float *a = e->arg[k];
+    switch (e->op[k]) {
+    case CLG_EPI_BIAS:
+      y = _mm256_add_ps(y, _mm256_loadu_ps(a + col));
+      break;
+    case CLG_EPI_ADD:
+      y = _mm256_add_ps(y, _mm256_loadu_ps(a + row * e->cols + col));
+      break;
+    case CLG_EPI_SCALAR:
+      y = _mm256_add_ps(y, _mm256_set1_ps(a[0]));
+      break;
+    case CLG_EPI_RELU:
+      y = _mm256_and_ps(y, _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_NLE_UQ));
+      break;
+    case CLG_EPI_RELU6: {
+      __m256 lt = _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_LT_OQ);
+      __m256 gt = _mm256_cmp_ps(y, _mm256_set1_ps(6.0f), _CMP_GT_OQ);
+      y = _mm256_blendv_ps(y, _mm256_set1_ps(6.0f), gt);
+      y = _mm256_andnot_ps(lt, y);
+      break;
+    }
+    case CLG_EPI_MAX: {
+      __m256 s = _mm256_set1_ps(a[0]);
+      y = _mm256_blendv_ps(y, s, _mm256_cmp_ps(y, s, _CMP_LT_OQ));
+      break;
+    }
+    case CLG_EPI_MIN: {
+      __m256 s = _mm256_set1_ps(a[0]);
+      y = _mm256_blendv_ps(y, s, _mm256_cmp_ps(s, y, _CMP_LT_OQ));
+      break;
+    }
+    }
+  }
+  return y;
+}
+
+__attribute__((target("avx2,fma"))) void clg_host_epilogue_tile256(const clg_epilogue *e, float *c,
+                                                                   size_t ldc, size_t row,
+                                                                   size_t col, size_t mr, size_t nr)
+{
+  for (size_t r = 0; r < mr; r++) {
+    float *cr = c + r * ldc;
+    size_t j = 0;
+    for (; j + 8 <= nr; j += 8)
+      _mm256_storeu_ps(cr + j, epi_v8(e, row + r, col + j, _mm256_loadu_ps(cr + j)));
+    for (; j < nr; j++) /* the ragged edge, element by element */
+      cr[j] = epi_one(e, row + r, col + j, cr[j]);
+  }
+}
+#endif

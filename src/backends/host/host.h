@@ -87,8 +87,16 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
 
 size_t clg_host_sgemm512_work(void);
 
-/* Whether clg_host_sgemm512 runs here (the portable ISA choice is avx512) and is faster than
- * the CBLAS of this build (which lacks AVX-512 kernels on this CPU, or is absent). */
+/* The same, not transposed and not accumulating, with epilogue e applied to each tile of c as
+ * its last slice of k is stored (in L1, not a pass of its own): c holds the output's rows
+ * [row0, row0 + m), its columns [0, n) are e's (e NULL: clg_host_sgemm512). */
+bool clg_host_sgemm512_epi(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+                           size_t ldb, float *c, size_t ldc, float *work, const clg_epilogue *e,
+                           size_t row0);
+
+/* Whether clg_host_sgemm512 runs here (the portable ISA choice is avx512) and serves every
+ * float GEMM: on Intel, and on AMD where the CBLAS of this build lacks AVX-512 kernels for this
+ * CPU (or is absent). */
 bool clg_host_sgemm512_usable(void);
 
 /* Whether it is the faster one for a product of these sides on this CPU, usable or not: a
@@ -104,6 +112,11 @@ bool clg_host_sgemm256(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
 
 size_t clg_host_sgemm256_work(void);
 
+/* clg_host_sgemm512_epi's counterpart on AVX2. */
+bool clg_host_sgemm256_epi(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+                           size_t ldb, float *c, size_t ldc, float *work, const clg_epilogue *e,
+                           size_t row0);
+
 /* Whether the portable ISA choice is avx2 (this CPU, or CLGRAPH_HOST_GEMM_ISA=avx2): where a
  * convolution's GEMMs run on clg_host_sgemm256 in the host team rather than on CBLAS. */
 bool clg_host_sgemm256_usable(void);
@@ -118,6 +131,17 @@ size_t clg_host_conv_direct_scratch(const clg_window *g);
 void clg_host_conv_direct(const float *x, const float *f, float *y, const clg_window *g,
                           const clg_epilogue *e, void *scratch);
 
+/* Forward float Conv2D from few input channels (conv_stem.c: c <= 15, K <= 512, as a
+ * network's first layer on RGB): tiles of one output row read each filter row's kw * c inputs
+ * in place, all output channels in registers, the epilogue e applied there (NULL: none); on
+ * the AVX-512 or AVX2 ISA choice. usable: this ISA and window (not a 1x1 stride-1 unpadded one;
+ * CLGRAPH_CONV_STEM=0 turns it off). scratch: bytes clg_host_conv_stem takes (any alignment;
+ * 0: it may be NULL). */
+bool clg_host_conv_stem_usable(const clg_window *g);
+size_t clg_host_conv_stem_scratch(const clg_window *g);
+void clg_host_conv_stem(const float *x, const float *f, float *y, const clg_window *g,
+                        const clg_epilogue *e, void *scratch);
+
 /* c[n] = a[k] x op(b) in float (b is k x n, or n x k with tb), across the host team: a
  * product of one row (clg_host_matmul sends m = 1 here). */
 void clg_host_gemv(bool tb, size_t n, size_t k, const float *a, const float *b, float *c);
@@ -128,6 +152,15 @@ void clg_host_epilogue_rows(const clg_epilogue *e, float *y, size_t row0, size_t
 
 /* The same with the rows spread over the host team; nothing when e is NULL. */
 void clg_host_epilogue(const clg_epilogue *e, float *y, size_t row0, size_t rows);
+
+/* e on a tile of y that a GEMM kernel just stored (in L1): mr rows and nr columns from c (row
+ * stride ldc), which are y's rows from row and columns from col (the residual's and the bias's
+ * indices). The same arithmetic as clg_host_epilogue_rows: bit-identical results. On AVX-512
+ * or AVX2 (x86-64 with GCC or clang; only where the CPU runs them). */
+void clg_host_epilogue_tile512(const clg_epilogue *e, float *c, size_t ldc, size_t row, size_t col,
+                               size_t mr, size_t nr);
+void clg_host_epilogue_tile256(const clg_epilogue *e, float *c, size_t ldc, size_t row, size_t col,
+                               size_t mr, size_t nr);
 
 /* Runs fn(ctx, t) for every t < ntasks on up to clg_host_threads() threads (the caller is
  * one of them) and returns when all are done. Tasks must write disjoint outputs; which thread

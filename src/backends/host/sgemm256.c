@@ -177,15 +177,18 @@ size_t clg_host_sgemm256_work(void)
   return (T_MC + T_MR) * T_KC + T_NC * T_KC + 16; /* + 16: room to align to 64 bytes */
 }
 
-bool clg_host_sgemm256(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
-                       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate,
-                       float *work)
+/* clg_host_sgemm256, and with e (not NULL) each tile's epilogue after its last slice of k. */
+static bool sgemm256(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                     const float *b, size_t ldb, float *c, size_t ldc, bool accumulate, float *work,
+                     const clg_epilogue *e, size_t row0)
 {
   if (m == 0 || n == 0)
     return true;
   if (k == 0) {
     for (size_t i = 0; i < m && !accumulate; i++)
       memset(c + i * ldc, 0, n * sizeof(float));
+    if (e)
+      clg_host_epilogue_tile256(e, c, ldc, row0, 0, m, n);
     return true;
   }
   float *ap, *bp;
@@ -230,6 +233,8 @@ bool clg_host_sgemm256(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
               micro_6x16_rows(kc, at, rs, ps, brow, ldb, ct, ldc, mr, acc);
             else
               micro_6x16(kc, at, rs, ps, bt, ct, ldc, mr, nr, acc);
+            if (e && pc + kc == k) /* the tile is final and in L1 */
+              clg_host_epilogue_tile256(e, ct, ldc, row0 + ic + ir, jc + jr, mr, nr);
           }
         }
       }
@@ -238,6 +243,22 @@ bool clg_host_sgemm256(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
   if (!work)
     clg_aligned_free(ap);
   return true;
+}
+
+bool clg_host_sgemm256(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate,
+                       float *work)
+{
+  return sgemm256(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, work, NULL, 0);
+}
+
+bool clg_host_sgemm256_epi(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+                           size_t ldb, float *c, size_t ldc, float *work, const clg_epilogue *e,
+                           size_t row0)
+{
+  if (e && e->nops == 0)
+    e = NULL;
+  return sgemm256(false, false, m, n, k, a, lda, b, ldb, c, ldc, false, work, e, row0);
 }
 
 #else
@@ -250,6 +271,15 @@ bool clg_host_sgemm256(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
 {
   (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb;
   (void)c, (void)ldc, (void)accumulate, (void)work;
+  return false;
+}
+
+bool clg_host_sgemm256_epi(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+                           size_t ldb, float *c, size_t ldc, float *work, const clg_epilogue *e,
+                           size_t row0)
+{
+  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc;
+  (void)work, (void)e, (void)row0;
   return false;
 }
 

@@ -160,6 +160,56 @@ MICRO_NARROW(8, 2)
 MICRO_NARROW(6, 2)
 MICRO_NARROW(6, 3)
 
+/* A ragged tile of R < 6 rows on a strip 64 wide, B's rows bs apart (a packed strip: S_NR; rows
+ * read in place: ldb): R x 4 accumulators, so that the last rows of a block (49 of a 7x7 map:
+ * eight tiles and one row) cost their own FMAs, not a whole tile's. The same sums, in the same
+ * order, as micro_6x64. */
+#define MICRO_SHORT(R)                                                                             \
+  S_TARGET static void micro_##R##x64(size_t kc, const float *ap, size_t rs, size_t ps,            \
+                                      const float *bp, size_t bs, float *c, size_t ldc, size_t nr, \
+                                      bool acc)                                                    \
+  {                                                                                                \
+    __m512 t[R][4];                                                                                \
+    S_PRAGMA(GCC unroll 8)                                                                         \
+    for (int r = 0; r < R; r++)                                                                    \
+      S_PRAGMA(GCC unroll 4) for (int v = 0; v < 4; v++) t[r][v] = _mm512_setzero_ps();            \
+    for (size_t p = 0; p < kc; p++, ap += ps, bp += bs) {                                          \
+      __m512 b[4];                                                                                 \
+      S_PRAGMA(GCC unroll 4) for (int v = 0; v < 4; v++) b[v] = _mm512_loadu_ps(bp + 16 * v);      \
+      S_PRAGMA(GCC unroll 8) for (int r = 0; r < R; r++)                                           \
+      {                                                                                            \
+        __m512 av = _mm512_set1_ps(ap[(size_t)r * rs]);                                            \
+        S_PRAGMA(GCC unroll 4)                                                                     \
+        for (int v = 0; v < 4; v++)                                                                \
+          t[r][v] = _mm512_fmadd_ps(av, b[v], t[r][v]);                                            \
+      }                                                                                            \
+    }                                                                                              \
+    __mmask16 m[4];                                                                                \
+    S_PRAGMA(GCC unroll 4) for (int v = 0; v < 4; v++) m[v] = col_mask(nr, 16 * (size_t)v);        \
+    S_PRAGMA(GCC unroll 8) for (int r = 0; r < R; r++)                                             \
+    {                                                                                              \
+      float *cr = c + (size_t)r * ldc;                                                             \
+      S_PRAGMA(GCC unroll 4) for (int v = 0; v < 4; v++)                                           \
+      {                                                                                            \
+        __m512 o = t[r][v];                                                                        \
+        if (acc)                                                                                   \
+          o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(m[v], cr + 16 * v));                          \
+        _mm512_mask_storeu_ps(cr + 16 * v, m[v], o);                                               \
+      }                                                                                            \
+    }                                                                                              \
+  }
+
+MICRO_SHORT(1)
+MICRO_SHORT(2)
+MICRO_SHORT(3)
+MICRO_SHORT(4)
+MICRO_SHORT(5)
+
+typedef void (*short_fn)(size_t, const float *, size_t, size_t, const float *, size_t, float *,
+                         size_t, size_t, bool);
+static const short_fn micro_short[S_MR] = {NULL,       micro_1x64, micro_2x64,
+                                           micro_3x64, micro_4x64, micro_5x64};
+
 typedef void (*micro_fn)(size_t, const float *, size_t, size_t, const float *, float *, size_t,
                          size_t, size_t, bool);
 
@@ -279,19 +329,21 @@ size_t clg_host_sgemm512_work(void)
   return (S_MC + S_MR) * S_KC + S_NC * S_KC + 16; /* + 16: room to align to 64 bytes */
 }
 
-bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
-                       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate,
-                       float *work)
+/* clg_host_sgemm512, and with e (not NULL) each tile's epilogue after its last slice of k. */
+static bool sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                     const float *b, size_t ldb, float *c, size_t ldc, bool accumulate, float *work,
+                     const clg_epilogue *e, size_t row0)
 {
   if (m == 0 || n == 0)
     return true;
-  if (k == 0) {
-    for (size_t i = 0; i < m && !accumulate; i++)
-      memset(c + i * ldc, 0, n * sizeof(float));
-    return true;
-  }
-  if (m < 3 && !tb) {
-    few_rows(ta, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  if (k == 0 || (m < 3 && !tb)) {
+    if (k > 0)
+      few_rows(ta, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    else
+      for (size_t i = 0; i < m && !accumulate; i++)
+        memset(c + i * ldc, 0, n * sizeof(float));
+    if (e)
+      clg_host_epilogue_tile512(e, c, ldc, row0, 0, m, n);
     return true;
   }
   size_t kc_max = k < S_KC ? k : S_KC, mc_max = m < S_MC ? m : S_MC, nc_max = n < S_NC ? n : S_NC;
@@ -356,10 +408,15 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
             } else if (direct) {
               at = a + (ic + ir) * lda + pc, rs = lda, ps = 1;
             }
-            if (brow)
+            if (mr < S_MR && nr > 48) /* ragged rows of a 64-wide strip */
+              micro_short[mr](kc, at, rs, ps, brow ? brow : bt, brow ? ldb : S_NR, ct, ldc, nr,
+                              acc);
+            else if (brow)
               micro_6x64_rows(kc, at, rs, ps, brow, ldb, ct, ldc, mr, nr, acc);
             else
               fn(kc, at, rs, ps, bt, ct, ldc, mr, nr, acc);
+            if (e && pc + kc == k) /* the tile is final and in L1 */
+              clg_host_epilogue_tile512(e, ct, ldc, row0 + ic + ir, jc + jr, mr, nr);
             ir += mr;
           }
         }
@@ -373,6 +430,22 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
   return true;
 }
 
+bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate,
+                       float *work)
+{
+  return sgemm512(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, work, NULL, 0);
+}
+
+bool clg_host_sgemm512_epi(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+                           size_t ldb, float *c, size_t ldc, float *work, const clg_epilogue *e,
+                           size_t row0)
+{
+  if (e && e->nops == 0)
+    e = NULL;
+  return sgemm512(false, false, m, n, k, a, lda, b, ldb, c, ldc, false, work, e, row0);
+}
+
 #else
 
 size_t clg_host_sgemm512_work(void) { return 0; }
@@ -383,6 +456,15 @@ bool clg_host_sgemm512(bool ta, bool tb, size_t m, size_t n, size_t k, const flo
 {
   (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb;
   (void)c, (void)ldc, (void)accumulate, (void)work;
+  return false;
+}
+
+bool clg_host_sgemm512_epi(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+                           size_t ldb, float *c, size_t ldc, float *work, const clg_epilogue *e,
+                           size_t row0)
+{
+  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc;
+  (void)work, (void)e, (void)row0;
   return false;
 }
 

@@ -3,7 +3,9 @@
  * holds them as opaque handles; a block's handle is its region's cl_mem (clg_cl_mem). Each
  * function makes the same calls, in the same order, as the allocator's code it came from,
  * so that the fault-injection tests count and fail the same calls. */
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/opencl/opencl.h"
@@ -55,6 +57,29 @@ static cl_int fill_wait(cl_event ev, const char **call)
   return err;
 }
 
+static bool cpu_type(const clg_device *dev);
+
+/* Whether a new region of dev is filled with zeros at once (CLGRAPH_TOUCH_REGIONS, read on
+ * every region). A GPU driver backs a buffer lazily: the fill makes the reservation real,
+ * so that a shortage fails here and not in the middle of a kernel. A CPU-type device's
+ * buffer is host memory (PoCL's stand-ins): there the fill only writes the whole reservation
+ * (2 GiB per stand-in, every session) and its pages still come on first use, so "auto" (the
+ * default) skips it; "1" fills on every device, "0" on none. */
+static bool touches_regions(const clg_device *dev)
+{
+  const char *env = getenv("CLGRAPH_TOUCH_REGIONS");
+  if (env && strcmp(env, "1") == 0)
+    return true;
+  if (env && strcmp(env, "0") == 0)
+    return false;
+  if (env && *env && strcmp(env, "auto") != 0) {
+    static atomic_bool warned;
+    if (!atomic_exchange(&warned, true))
+      clg_log(CLG_LOG_WARNING, "CLGRAPH_TOUCH_REGIONS=\"%s\" is not 0, 1 or auto; using auto", env);
+  }
+  return !cpu_type(dev);
+}
+
 static void *region_create(const clg_device *dev, void *queue, uint64_t size, clg_region_err *err)
 {
   cl_int code = CL_SUCCESS;
@@ -63,6 +88,8 @@ static void *region_create(const clg_device *dev, void *queue, uint64_t size, cl
     set_err(err, code != CL_SUCCESS ? code : CL_OUT_OF_RESOURCES, "clCreateBuffer");
     return NULL;
   }
+  if (!touches_regions(dev))
+    return mem;
   const cl_uint zero = 0;
   cl_event ev = NULL;
   code = clEnqueueFillBuffer(queue, mem, &zero, sizeof zero, 0, (size_t)size, 0, NULL, &ev);
@@ -174,6 +201,7 @@ const clg_buffer_ops clg_cl_buffer_ops = {
     .queue_release = queue_release,
     .context_retain = context_retain,
     .context_release = context_release,
+    .touches_regions = touches_regions,
     .region_create = region_create,
     .region_release = region_release,
     .map_host = map_host,

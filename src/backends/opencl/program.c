@@ -227,6 +227,182 @@ static clg_code build_failed(program *p, const clg_device *dev, cl_int err, cons
                    clg_cl_error_name(err), err, log);
 }
 
+/* --- built programs' binaries, kept for the process ----------------------------------
+ * Each process state has contexts of its own, so every new session built its programs
+ * again, and PoCL 3.1 runs its preprocessor on every clBuildProgram from source even when
+ * its disk cache holds the result (about 0.5 s a program for the four stand-ins). A built
+ * program's binaries (CL_PROGRAM_BINARIES) are kept per device, with the exact text and
+ * options that made them, until exit; a later build whose devices all have one makes its
+ * program from them. Any failure on that path builds from the source instead.
+ * CLGRAPH_CL_PROGRAM_BINARIES=0 turns it off (read on every build). */
+typedef struct kept {
+  char *key; /* options, '\0', the texts: what clCreateProgramWithSource was given */
+  size_t key_len;
+  int num_devices;
+  cl_device_id *devices;
+  size_t *sizes;
+  unsigned char **binaries;
+  struct kept *next;
+} kept;
+
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static kept *kept_head;
+
+static void kept_free(kept *k)
+{
+  for (int i = 0; i < k->num_devices; i++)
+    free(k->binaries[i]);
+  free(k->binaries);
+  free(k->sizes);
+  free(k->devices);
+  free(k->key);
+  free(k);
+}
+
+static void kept_release_all(void)
+{
+  pthread_mutex_lock(&kept_lock);
+  kept *k = kept_head;
+  kept_head = NULL;
+  pthread_mutex_unlock(&kept_lock);
+  while (k) {
+    kept *next = k->next;
+    kept_free(k);
+    k = next;
+  }
+}
+
+static void kept_register_exit(void) { atexit(kept_release_all); }
+
+static bool kept_enabled(void)
+{
+  const char *env = getenv("CLGRAPH_CL_PROGRAM_BINARIES");
+  return !(env && strcmp(env, "0") == 0);
+}
+
+/* The key of a build: its options and its texts, in one buffer. */
+static char *kept_key(const char *options, const char *const *texts, int ntexts, size_t *len)
+{
+  size_t n = strlen(options) + 1;
+  for (int i = 0; i < ntexts; i++)
+    n += strlen(texts[i]);
+  char *key = malloc(n);
+  if (!key)
+    return NULL;
+  size_t at = strlen(options) + 1;
+  memcpy(key, options, at);
+  for (int i = 0; i < ntexts; i++) {
+    size_t l = strlen(texts[i]);
+    memcpy(key + at, texts[i], l);
+    at += l;
+  }
+  *len = n;
+  return key;
+}
+
+static int kept_index(const kept *k, cl_device_id d)
+{
+  for (int i = 0; i < k->num_devices; i++)
+    if (k->devices[i] == d)
+      return i;
+  return -1;
+}
+
+/* A program of the kept binaries of the key for all n devices, built; NULL when some
+ * device has none or the driver refuses them. */
+static cl_program kept_program(cl_context context, const cl_device_id *devs, int n, const char *key,
+                               size_t key_len, const char *options)
+{
+  size_t *sizes = calloc((size_t)n, sizeof *sizes);
+  const unsigned char **bins = calloc((size_t)n, sizeof *bins);
+  cl_program prog = NULL;
+  bool found = false;
+  /* Held until the driver has copied the binaries: kept_add may replace the entry. */
+  pthread_mutex_lock(&kept_lock);
+  for (kept *k = kept_head; k && sizes && bins && !found; k = k->next) {
+    if (k->key_len != key_len || memcmp(k->key, key, key_len) != 0)
+      continue;
+    found = true;
+    for (int i = 0; i < n && found; i++) {
+      int at = kept_index(k, devs[i]);
+      found = at >= 0;
+      if (found) {
+        sizes[i] = k->sizes[at];
+        bins[i] = k->binaries[at];
+      }
+    }
+  }
+  if (found) {
+    cl_int err = CL_SUCCESS;
+    prog = clCreateProgramWithBinary(context, (cl_uint)n, devs, sizes, bins, NULL, &err);
+    if (err != CL_SUCCESS)
+      prog = NULL;
+  }
+  pthread_mutex_unlock(&kept_lock);
+  if (prog && clBuildProgram(prog, (cl_uint)n, devs, options, NULL, NULL) != CL_SUCCESS) {
+    clReleaseProgram(prog);
+    prog = NULL;
+  }
+  free(sizes);
+  free(bins);
+  return prog;
+}
+
+/* Keeps the binaries of built program prog for its n devices under key (taken over; freed
+ * when they cannot be kept). */
+static void kept_add(cl_program prog, const cl_device_id *devs, int n, char *key, size_t key_len)
+{
+  kept *k = calloc(1, sizeof *k);
+  cl_uint ndev = 0;
+  bool ok =
+      k && (k->devices = calloc((size_t)n, sizeof *k->devices)) &&
+      (k->sizes = calloc((size_t)n, sizeof *k->sizes)) &&
+      (k->binaries = calloc((size_t)n, sizeof *k->binaries)) &&
+      clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof ndev, &ndev, NULL) == CL_SUCCESS &&
+      ndev == (cl_uint)n &&
+      clGetProgramInfo(prog, CL_PROGRAM_DEVICES, (size_t)n * sizeof *k->devices, k->devices,
+                       NULL) == CL_SUCCESS &&
+      clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, (size_t)n * sizeof *k->sizes, k->sizes,
+                       NULL) == CL_SUCCESS;
+  if (k && k->binaries)
+    k->num_devices = n;
+  for (int i = 0; ok && i < n; i++)
+    ok = k->sizes[i] > 0 && (k->binaries[i] = malloc(k->sizes[i]));
+  /* (the devices come in the program's order, which the binaries follow) */
+  ok = ok && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, (size_t)n * sizeof *k->binaries,
+                              k->binaries, NULL) == CL_SUCCESS;
+  for (int i = 0; ok && i < n; i++)
+    ok = kept_index(k, devs[i]) >= 0;
+  if (!ok) {
+    free(key);
+    if (k)
+      kept_free(k);
+    return;
+  }
+  k->key = key;
+  k->key_len = key_len;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, kept_register_exit);
+  /* The new entry replaces one of the same key whose devices it covers (whose binaries
+   * then failed to build), so that the list holds one per key and device set. */
+  pthread_mutex_lock(&kept_lock);
+  for (kept **at = &kept_head; *at;) {
+    kept *old = *at;
+    bool covered = old->key_len == key_len && memcmp(old->key, key, key_len) == 0;
+    for (int i = 0; covered && i < old->num_devices; i++)
+      covered = kept_index(k, old->devices[i]) >= 0;
+    if (covered) {
+      *at = old->next;
+      kept_free(old);
+    } else {
+      at = &old->next;
+    }
+  }
+  k->next = kept_head;
+  kept_head = k;
+  pthread_mutex_unlock(&kept_lock);
+}
+
 static clg_code program_build(program *p, const clg_device *dev)
 {
   static const char prelude_f[] = "typedef float T;\n";
@@ -262,21 +438,36 @@ static clg_code program_build(program *p, const clg_device *dev)
                         dev->info.name);
     goto done;
   }
-  p->handle =
-      clCreateProgramWithSource(p->context, own_t ? 1 : 2, own_t ? texts + 1 : texts, NULL, &err);
-  if (err != CL_SUCCESS) {
-    p->handle = NULL;
-    code = clg_cl_error(err, "clCreateProgramWithSource", " for the %s kernels on %s",
-                        p->source->name, dev->info.name);
-    goto done;
-  }
   char options[512];
   if ((code = program_options(p, options, sizeof options)) != CLG_OK)
     goto done;
-  err = clBuildProgram(p->handle, (cl_uint)nuse, all, options, NULL, NULL);
-  if (err != CL_SUCCESS) {
-    code = build_failed(p, dev, err, options, all, nuse);
-    goto done;
+  char *key = NULL;
+  size_t key_len = 0;
+  if (nuse > 0 && kept_enabled())
+    key = kept_key(options, own_t ? texts + 1 : texts, own_t ? 1 : 2, &key_len);
+  bool from_binaries = false;
+  if (key && (p->handle = kept_program(p->context, all, nuse, key, key_len, options))) {
+    from_binaries = true;
+    free(key);
+    key = NULL;
+  } else {
+    p->handle =
+        clCreateProgramWithSource(p->context, own_t ? 1 : 2, own_t ? texts + 1 : texts, NULL, &err);
+    if (err != CL_SUCCESS) {
+      p->handle = NULL;
+      free(key);
+      code = clg_cl_error(err, "clCreateProgramWithSource", " for the %s kernels on %s",
+                          p->source->name, dev->info.name);
+      goto done;
+    }
+    err = clBuildProgram(p->handle, (cl_uint)nuse, all, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+      free(key);
+      code = build_failed(p, dev, err, options, all, nuse);
+      goto done;
+    }
+    if (key)
+      kept_add(p->handle, all, nuse, key, key_len);
   }
   if (!(p->slots = calloc((size_t)nuse, sizeof *p->slots))) {
     code = clg_error(CLG_RESOURCE_EXHAUSTED, "out of host memory building %s", p->source->name);
@@ -289,8 +480,9 @@ static clg_code program_build(program *p, const clg_device *dev)
   p->num_slots = nuse;
   p->built = true;
   if (own_t)
-    clg_log(CLG_LOG_DEBUG, "built cl/%s.cl (%s) for %d device(s) of the context of %s",
-            p->source->name, p->dtype == CLG_FLOAT64 ? "double" : "float", nuse, dev->info.name);
+    clg_log(CLG_LOG_DEBUG, "built cl/%s.cl (%s) for %d device(s) of the context of %s%s",
+            p->source->name, p->dtype == CLG_FLOAT64 ? "double" : "float", nuse, dev->info.name,
+            from_binaries ? " from the binaries kept" : "");
 done:
   free(all);
   if (code != CLG_OK)
