@@ -5,6 +5,7 @@
 // ctest: native
 // ctest: avx2 CLGRAPH_HOST_GEMM_ISA=avx2
 // ctest: base CLGRAPH_HOST_GEMM_ISA=base
+// ctest: blaskeep CLGRAPH_OPENBLAS_THREADS=keep
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -14,6 +15,10 @@
 #include "backends/opencl/opencl.h"
 #include "ops/ops.h"
 #include "testutil.h"
+
+#ifdef CLG_HAVE_CBLAS
+#include <cblas.h>
+#endif
 
 typedef void (*matmul_fn)(clg_dtype, bool, bool, size_t, size_t, size_t, const void *, const void *,
                           void *);
@@ -837,10 +842,34 @@ static void test_parallel_member(void)
   CHECK(clg_host_parallel_member() == 0); /* outside tasks */
 }
 
+/* The host kernels keep OpenBLAS on one thread and split its calls over their own team
+ * (CLGRAPH_OPENBLAS_THREADS=keep: OpenBLAS's threads left as they were); OpenBLAS's start-up
+ * threads, ended by clg_host_blas_stop_threads, leave a library that still computes. */
+static void test_blas_threads(int before)
+{
+#ifdef CLG_HAVE_CBLAS
+  const char *keep = getenv("CLGRAPH_OPENBLAS_THREADS");
+  int want = keep && strcmp(keep, "keep") == 0 ? before : 1;
+  CHECK_MSG(openblas_get_num_threads() == want, "OpenBLAS threads %d, want %d (%d before)",
+            openblas_get_num_threads(), want, before);
+  clg_host_blas_stop_threads();
+  CHECK(openblas_get_num_threads() == want);
+  check_matmul_path("clg_host_matmul after stop_threads", clg_host_matmul, CLG_FLOAT64);
+#else
+  (void)before;
+#endif
+}
+
 int main(void)
 {
   clg_test_seed(20240611);
+#ifdef CLG_HAVE_CBLAS
+  int blas_before = openblas_get_num_threads();
+#else
+  int blas_before = 0;
+#endif
   test_matmul();
+  test_blas_threads(blas_before);
   test_matmul_empty();
   test_matmul_exact();
   test_sgemm512();

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/host/host.h"
 #include "clgraph.h"
 #include "core/core.h"
 #include "tool.h"
@@ -76,6 +77,9 @@ int main(int argc, char **argv)
     printf("clgraph %s\n", clg_version());
     return 0;
   }
+  /* No BLAS of anyone else's runs in this process: OpenBLAS's start-up threads can go now
+   * rather than spin beside the first ops. */
+  clg_host_blas_stop_threads();
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(argv[1], commands[i].name) == 0)
       return commands[i].run(argc - 1, argv + 1);

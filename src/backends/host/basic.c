@@ -109,6 +109,108 @@ void clg_host_matmul_portable(clg_dtype dtype, bool ta, bool tb, size_t m, size_
 
 #ifdef CLG_HAVE_CBLAS
 static size_t max1(size_t x) { return x ? x : 1; }
+
+/* OpenBLAS's pthread build runs a call on threads of its own that then spin (sched_yield) for
+ * about 2^28 cycles, some 0.1 s, before they sleep, and do the same from the library's start:
+ * on few cores they take the core that the host team's worker needs for the next op (a
+ * model's op at batch 1 is 0.1-1 ms). So clgraph sets OpenBLAS to one thread, as engines that
+ * keep a team of their own do, and splits its calls across the team like every other host
+ * kernel; CLGRAPH_OPENBLAS_THREADS=keep leaves OpenBLAS's threads as they are (its calls then
+ * run whole, outside tasks). */
+static bool blas_split;
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_setup(void)
+{
+  const char *env = getenv("CLGRAPH_OPENBLAS_THREADS");
+  if (env && strcmp(env, "keep") == 0)
+    return;
+  openblas_set_num_threads(1);
+  blas_split = true;
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+/* OpenBLAS's own (its fork handler's), not in cblas.h; weak, so a build without it links. */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+#endif
+#endif
+
+void clg_host_blas_setup(void)
+{
+#ifdef CLG_HAVE_CBLAS
+  pthread_once(&blas_once, blas_setup);
+#endif
+}
+
+void clg_host_blas_stop_threads(void)
+{
+  clg_host_blas_setup();
+#if defined(CLG_HAVE_CBLAS) && (defined(__GNUC__) || defined(__clang__))
+  if (blas_split && openblas_get_parallel() == 1 && blas_thread_shutdown_)
+    (void)blas_thread_shutdown_();
+#endif
+}
+
+#ifdef CLG_HAVE_CBLAS
+/* A CBLAS GEMM on one-thread OpenBLAS, its rows (or, for few rows, columns) split across the
+ * team; every element is still one call's dot product in OpenBLAS's order for that shape. */
+typedef struct split_blas {
+  bool ta, tb, by_rows, f64;
+  size_t m, n, k, parts, unit;
+  const void *a, *b;
+  void *c;
+} split_blas;
+
+static void split_blas_task(void *ctx, int t)
+{
+  split_blas *j = ctx;
+  size_t total = j->by_rows ? j->m : j->n, tiles = (total + j->unit - 1) / j->unit;
+  size_t s0 = tiles * (size_t)t / j->parts * j->unit;
+  size_t s1 = tiles * (size_t)(t + 1) / j->parts * j->unit;
+  s1 = s1 < total ? s1 : total;
+  if (s0 >= s1)
+    return;
+  size_t lda = max1(j->ta ? j->m : j->k), ldb = max1(j->tb ? j->k : j->n), es = j->f64 ? 8 : 4;
+  size_t m = j->m, n = j->n, aoff = 0, boff = 0, coff;
+  if (j->by_rows) {
+    m = s1 - s0;
+    aoff = j->ta ? s0 : s0 * lda;
+    coff = s0 * j->n;
+  } else {
+    n = s1 - s0;
+    boff = j->tb ? s0 * ldb : s0;
+    coff = s0;
+  }
+  const char *a = (const char *)j->a + aoff * es, *b = (const char *)j->b + boff * es;
+  char *c = (char *)j->c + coff * es;
+  enum CBLAS_TRANSPOSE opa = j->ta ? CblasTrans : CblasNoTrans;
+  enum CBLAS_TRANSPOSE opb = j->tb ? CblasTrans : CblasNoTrans;
+  if (j->f64)
+    cblas_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)j->k, 1.0, (const double *)a,
+                (int)lda, (const double *)b, (int)ldb, 0.0, (double *)c, (int)j->n);
+  else
+    cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)j->k, 1.0f, (const float *)a,
+                (int)lda, (const float *)b, (int)ldb, 0.0f, (float *)c, (int)j->n);
+}
+
+static void blas_gemm(bool f64, bool ta, bool tb, size_t m, size_t n, size_t k, const void *a,
+                      const void *b, void *c)
+{
+  clg_host_blas_setup();
+  split_blas j = {.ta = ta, .tb = tb, .f64 = f64, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c};
+  int threads = blas_split ? clg_host_threads() : 1;
+  j.parts = (size_t)(threads < 64 ? threads : 64);
+  if ((double)m * (double)n * (double)k < (double)(1 << 21))
+    j.parts = 1;
+  j.by_rows = m >= 16 * j.parts || n < 32 * j.parts;
+  j.unit = j.by_rows ? 8 : 16;
+  if (j.parts == 1) {
+    j.unit = j.by_rows ? m : n;
+    split_blas_task(&j, 0);
+    return;
+  }
+  clg_host_parallel((int)j.parts, split_blas_task, &j);
+}
 #endif
 
 /* A float GEMM on the AVX-512 (or AVX2) kernel, its rows (or, for few rows, its columns) split
@@ -201,17 +303,8 @@ void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size
    * on stderr). */
   bool fits = m <= INT_MAX && n <= INT_MAX && k <= INT_MAX;
   if (fits && m > 0 && n > 0 && k > 0) {
-    enum CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE opb = tb ? CblasTrans : CblasNoTrans;
-    int lda = (int)max1(ta ? m : k), ldb = (int)max1(tb ? k : n), ldc = (int)n;
-    if (dtype == CLG_FLOAT32) {
-      cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0f, a, lda, b, ldb, 0.0f, c,
-                  ldc);
-      return;
-    }
-    if (dtype == CLG_FLOAT64) {
-      cblas_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0, a, lda, b, ldb, 0.0, c,
-                  ldc);
+    if (dtype == CLG_FLOAT32 || dtype == CLG_FLOAT64) {
+      blas_gemm(dtype == CLG_FLOAT64, ta, tb, m, n, k, a, b, c);
       return;
     }
   }

@@ -176,6 +176,13 @@ int clg_host_parallel_member(void);
 /* Threads a parallel call uses: the cores online (CLGRAPH_HOST_THREADS=N lowers it, 1..). */
 int clg_host_threads(void);
 
+/* Once per process (the first host kernel does it): OpenBLAS on one thread, its calls split
+ * across the host team (CLGRAPH_OPENBLAS_THREADS=keep: left alone). stop_threads also ends
+ * the threads OpenBLAS started at load, which spin for 0.1 s first; only for a program that
+ * runs no BLAS call of its own on another thread meanwhile (the clgraph tool). */
+void clg_host_blas_setup(void);
+void clg_host_blas_stop_threads(void);
+
 /* fn over [0, count) cut into contiguous ranges, up to four per thread, each of at least grain
  * items (fewer, or one call in the caller, when count is small). */
 void clg_host_parallel_for(size_t count, size_t grain,

@@ -9,8 +9,8 @@
  * One caller at a time owns the team; a region of another thread meanwhile (sessions run in
  * parallel), of a forked child, or during exit gets a team started for the call instead, as
  * before the persistent team. A thread that is already inside a task runs nested calls itself
- * (no oversubscription). Kernels that use it call CBLAS only outside tasks, so OpenBLAS's own
- * threads never run beside a team. */
+ * (no oversubscription). OpenBLAS runs on one thread inside tasks (clg_host_blas_setup, at the
+ * team's start), so its own threads never spin beside the team's. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -50,6 +50,7 @@ static void threads_init(void)
   if (env && atoi(env) >= 1 && atoi(env) < n)
     n = atoi(env);
   host_threads = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+  clg_host_blas_setup();
 }
 
 int clg_host_threads(void)
