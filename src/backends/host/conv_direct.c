@@ -7,7 +7,8 @@
  * the output rows, or the output channels where the rows are few (a late layer at batch 1),
  * whichever reads less. Every element is summed in the same order (K blocks in order, taps
  * then channels within a block) whatever the split: the result does not depend on the thread
- * count, and a fused epilogue sees the same sums as the unfused op. */
+ * count, and a fused epilogue, applied to each tile after its last K block while it is in L1,
+ * sees the same sums as the unfused op. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,6 +388,20 @@ static void fill_ind(const direct_job *j, const rowpos *pos, size_t mr, size_t t
   }
 }
 
+/* e on a tile the kernel of strip width nrw (64: AVX-512, 16: AVX2) just stored. */
+static void epilogue_tile(size_t nrw, const clg_epilogue *e, float *y, size_t ldy, size_t row,
+                          size_t col, size_t mr, size_t nr)
+{
+#if D_X86
+  if (nrw == 64)
+    clg_host_epilogue_tile512(e, y, ldy, row, col, mr, nr);
+  else
+    clg_host_epilogue_tile256(e, y, ldy, row, col, mr, nr);
+#else
+  (void)nrw, (void)e, (void)y, (void)ldy, (void)row, (void)col, (void)mr, (void)nr;
+#endif
+}
+
 /* Tiles [m0, m1) x strips [s0, s1): for each K block in order, the tiles' tap pointers once,
  * then each strip's block packed and run over all the tiles. */
 static void direct_rows(const direct_job *j, size_t m0, size_t m1, size_t s0, size_t s1,
@@ -407,6 +422,7 @@ static void direct_rows(const direct_job *j, size_t m0, size_t m1, size_t s0, si
         nt0 = t0 + p->tb, nc0 = 0;
       size_t ntn = nt0 < p->taps ? (p->taps - nt0 < p->tb ? p->taps - nt0 : p->tb) : 0;
       size_t nkb = nt0 * c + nc0, nkn = ntn * (c - nc0 < p->cc ? c - nc0 : p->cc);
+      bool last = t0 + tn == p->taps && c0 + cn == c; /* the tiles' sums are final */
       for (size_t mt = m0; mt < m1; mt++) {
         size_t r0 = mt * D_MR, mr = p->rows - r0 < D_MR ? p->rows - r0 : D_MR;
         fill_ind(j, pos + (r0 - rows0), mr, t0, tn, c0, ind + (mt - m0) * tn * D_MR);
@@ -420,7 +436,10 @@ static void direct_rows(const direct_job *j, size_t m0, size_t m1, size_t s0, si
           size_t q = mt - m0, r0 = mt * D_MR, mr = p->rows - r0 < D_MR ? p->rows - r0 : D_MR;
           if (pkn)
             prefetch_block(j, ps, pkb, pkn * q / nt, pkn * (q + 1) / nt);
-          p->tiles[mr - 1](ind + q * tn * D_MR, tn, cn, bp, j->y + r0 * cout + col, cout, nr, acc);
+          float *yt = j->y + r0 * cout + col;
+          p->tiles[mr - 1](ind + q * tn * D_MR, tn, cn, bp, yt, cout, nr, acc);
+          if (last && j->e) /* the epilogue while the tile is in L1, not a pass over the rows */
+            epilogue_tile(p->nrw, j->e, yt, cout, r0, col, mr, nr);
         }
       }
     }
@@ -452,10 +471,6 @@ static void direct_task(void *ctx, int item)
   for (size_t b0 = m0; b0 < m1; b0 += mb) {
     size_t b1 = m1 - b0 < mb ? m1 : b0 + mb;
     direct_rows(j, b0, b1, s0, s1, ind, bp, pos);
-    if (p->ng == 1) { /* whole rows: the epilogue while they are in cache */
-      size_t r0 = b0 * D_MR, r1 = b1 * D_MR < p->rows ? b1 * D_MR : p->rows;
-      clg_host_epilogue_rows(j->e, j->y, r0, r1 - r0);
-    }
   }
 }
 
@@ -466,6 +481,4 @@ void clg_host_conv_direct(const float *x, const float *f, float *y, const clg_wi
   direct_job j = {.g = g, .x = x, .f = f, .y = y, .e = e};
   j.p = plan_of(g);
   clg_host_parallel((int)(j.p.mg * j.p.ng), direct_task, &j);
-  if (j.p.ng > 1) /* column groups: rows are whole only now */
-    clg_host_epilogue(e, y, 0, j.p.rows);
 }
