@@ -1,10 +1,17 @@
 /* Small utilities: growable strings, aligned memory, a monotonic clock. */
+#if defined(__linux__)
+#define _DEFAULT_SOURCE 1 /* MADV_HUGEPAGE */
+#endif
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "core/core.h"
 
@@ -131,9 +138,24 @@ char *clg_double_text(double v, char buf[CLG_DOUBLE_TEXT])
   return buf;
 }
 
+/* Buffers of 4 MiB and more (a model's weights, a batch's activations) start on a 2 MiB
+ * boundary and ask for transparent huge pages, which Debian's kernels give on request (THP
+ * "madvise"): a kernel that streams a 9 MiB filter otherwise misses the TLB on most of its
+ * pages (resnet18 at batch 1: its convolutions 5% slower on 4 KiB pages). */
+#define HUGE_MIN ((size_t)4 << 20)
+#define HUGE_ALIGN ((size_t)2 << 20)
+
 void *clg_aligned_alloc(size_t alignment, size_t size)
 {
   void *p = NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (size >= HUGE_MIN && alignment <= HUGE_ALIGN) {
+    if (posix_memalign(&p, HUGE_ALIGN, size) != 0)
+      return NULL;
+    (void)madvise(p, size & ~(HUGE_ALIGN - 1), MADV_HUGEPAGE); /* a hint: failure is harmless */
+    return p;
+  }
+#endif
   if (posix_memalign(&p, alignment, size ? size : 1) != 0)
     return NULL;
   return p;
