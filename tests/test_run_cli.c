@@ -333,6 +333,32 @@ static void test_run_small(const char *model)
   CHECK_CONTAINS(trace, "\"traceEvents\"");
   CHECK_CONTAINS(trace, "MatMul");
   free(trace);
+  /* --trace-runs N: the last N runs (the warm one counts), each a "step" span; one without. */
+  const int trace_runs[3] = {0, 2, 5};
+  for (int k = 0; k < 3; k++) {
+    char extra[32] = "";
+    if (trace_runs[k])
+      snprintf(extra, sizeof extra, " --trace-runs %d", trace_runs[k]);
+    snprintf(args, sizeof args, "run '%s' --input x=%s --repeats 4 --trace %s%s", model,
+             tmp("x.npy"), tmp("trace_n.json"), extra);
+    rc = run_tool(args, &out, &err);
+    CHECK_MSG(rc == 0, "clgraph %s: status %d\n%s", args, rc, err ? err : "");
+    free(out);
+    free(err);
+    json_error_t jerr;
+    json_t *t = json_load_file(tmp("trace_n.json"), 0, &jerr);
+    json_t *ev = json_object_get(t, "traceEvents");
+    int steps = 0;
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+      json_t *e = json_array_get(ev, i);
+      const char *cat = json_string_value(json_object_get(e, "cat"));
+      const char *ph = json_string_value(json_object_get(e, "ph"));
+      steps += cat && ph && strcmp(cat, "step") == 0 && strcmp(ph, "X") == 0;
+    }
+    int want = trace_runs[k] ? trace_runs[k] : 1;
+    CHECK_MSG(steps == want, "%s: %d steps in the trace, want %d", args, steps, want);
+    json_decref(t);
+  }
   snprintf(args, sizeof args, "run '%s' --input x=%s --log-device-placement", model, tmp("x.npy"));
   rc = run_tool_env("CLGRAPH_LOG_LEVEL=info", args, &out, &err);
   CHECK_MSG(rc == 0, "clgraph %s: status %d\n%s", args, rc, err ? err : "");

@@ -23,7 +23,8 @@ static void run_usage(FILE *f)
           "usage: clgraph run MODEL [--input NAME=FILE.npy]... [--bind NAME]... [--seed N]\n"
           "                         [--shape NAME=D,D,...]... [--output NAME]... [--out-dir DIR]\n"
           "                         [--device DEV] [--no-soft-placement] [--log-device-placement]\n"
-          "                         [--repeats N] [--trace FILE] [--json] [--allow-growth]\n"
+          "                         [--repeats N] [--trace FILE] [--trace-runs N] [--json]\n"
+          "                         [--allow-growth]\n"
           "                         [--per-process-gpu-memory-fraction F]\n\n"
           "Imports MODEL (a frozen TensorFlow GraphDef .pb, a tfjs graph model.json with its\n"
           "weight shards beside it, or an ONNX .onnx) and runs it once. NAME is a tensor as the "
@@ -45,6 +46,8 @@ static void run_usage(FILE *f)
           "                         run falls back to another device unless this is given)\n"
           "  --repeats N            after one warm run, N timed runs: median and min\n"
           "  --trace FILE           a Chrome trace of the last run (clgraph trace-html opens it)\n"
+          "  --trace-runs N         the trace holds the last N runs, not one (per-op medians:\n"
+          "                         tools/trace_op_medians.py)\n"
           "  --allow-growth         GPU memory grown as needed (GPUOptions.allow_growth)\n"
           "  --per-process-gpu-memory-fraction F\n"
           "                         cap each GPU's memory at F of its total (0 < F <= 1)\n"
@@ -486,7 +489,7 @@ static double ms_since(uint64_t t0) { return (double)(clg_now_ns() - t0) / 1e6; 
 /* What one `clgraph run` holds between its steps; freed by run_free. */
 typedef struct run_job {
   const char *model, *out_dir, *device, *trace;
-  int seed, repeats, num_bind, num_inputs, num_outputs;
+  int seed, repeats, trace_runs, num_bind, num_inputs, num_outputs;
   bool no_soft, log_placement, json, allow_growth;
   double memory_fraction;
   clg_graph *g;
@@ -683,7 +686,7 @@ static bool run_timed(run_job *j)
   opt.gpu_options.allow_growth = j->allow_growth;
   opt.gpu_options.per_process_gpu_memory_fraction = j->memory_fraction;
   opt.log_device_placement = j->log_placement;
-  opt.trace_runs = j->trace ? 1 : 0;
+  opt.trace_runs = j->trace ? (j->trace_runs > 0 ? j->trace_runs : 1) : 0;
   uint64_t t_session = clg_now_ns();
   if (clg_session_new(j->g, &opt, &j->s) != CLG_OK) {
     fprintf(stderr, "clgraph run: %s: %s\n", clg_code_name(clg_last_code()), clg_last_error());
@@ -878,6 +881,8 @@ int clg_tool_run(int argc, char **argv)
       {"--log-device-placement", CLG_TOOL_FLAG, .flag = &j.log_placement},
       {"--repeats", CLG_TOOL_INT, .meta = "N", .min = 1, .max = 100000, .integer = &j.repeats},
       {"--trace", CLG_TOOL_STRING, .meta = "FILE", .text = &j.trace},
+      {"--trace-runs", CLG_TOOL_INT, .meta = "N", .min = 1, .max = 100000,
+       .integer = &j.trace_runs},
       {"--json", CLG_TOOL_FLAG, .flag = &j.json},
       {"--allow-growth", CLG_TOOL_FLAG, .flag = &j.allow_growth},
       {"--per-process-gpu-memory-fraction", CLG_TOOL_FLOAT, .meta = "F", .min = 0, .max = 1,
