@@ -108,8 +108,6 @@ void clg_host_matmul_portable(clg_dtype dtype, bool ta, bool tb, size_t m, size_
 }
 
 #ifdef CLG_HAVE_CBLAS
-static size_t max1(size_t x) { return x ? x : 1; }
-
 /* OpenBLAS's pthread build runs a call on threads of its own that then spin (sched_yield) for
  * about 2^28 cycles, some 0.1 s, before they sleep, and do the same from the library's start:
  * on few cores they take the core that the host team's worker needs for the next op (a
@@ -151,80 +149,43 @@ void clg_host_blas_stop_threads(void)
 #endif
 }
 
-#ifdef CLG_HAVE_CBLAS
-/* A CBLAS GEMM on one-thread OpenBLAS, its rows (or, for few rows, columns) split across the
- * team; every element is still one call's dot product in OpenBLAS's order for that shape. */
-typedef struct split_blas {
-  bool ta, tb, by_rows, f64;
-  size_t m, n, k, parts, unit;
-  const void *a, *b;
-  void *c;
-} split_blas;
-
-static void split_blas_task(void *ctx, int t)
-{
-  split_blas *j = ctx;
-  size_t total = j->by_rows ? j->m : j->n, tiles = (total + j->unit - 1) / j->unit;
-  size_t s0 = tiles * (size_t)t / j->parts * j->unit;
-  size_t s1 = tiles * (size_t)(t + 1) / j->parts * j->unit;
-  s1 = s1 < total ? s1 : total;
-  if (s0 >= s1)
-    return;
-  size_t lda = max1(j->ta ? j->m : j->k), ldb = max1(j->tb ? j->k : j->n), es = j->f64 ? 8 : 4;
-  size_t m = j->m, n = j->n, aoff = 0, boff = 0, coff;
-  if (j->by_rows) {
-    m = s1 - s0;
-    aoff = j->ta ? s0 : s0 * lda;
-    coff = s0 * j->n;
-  } else {
-    n = s1 - s0;
-    boff = j->tb ? s0 * ldb : s0;
-    coff = s0;
-  }
-  const char *a = (const char *)j->a + aoff * es, *b = (const char *)j->b + boff * es;
-  char *c = (char *)j->c + coff * es;
-  enum CBLAS_TRANSPOSE opa = j->ta ? CblasTrans : CblasNoTrans;
-  enum CBLAS_TRANSPOSE opb = j->tb ? CblasTrans : CblasNoTrans;
-  if (j->f64)
-    cblas_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)j->k, 1.0, (const double *)a,
-                (int)lda, (const double *)b, (int)ldb, 0.0, (double *)c, (int)j->n);
-  else
-    cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)j->k, 1.0f, (const float *)a,
-                (int)lda, (const float *)b, (int)ldb, 0.0f, (float *)c, (int)j->n);
-}
-
-static void blas_gemm(bool f64, bool ta, bool tb, size_t m, size_t n, size_t k, const void *a,
-                      const void *b, void *c)
-{
-  clg_host_blas_setup();
-  split_blas j = {.ta = ta, .tb = tb, .f64 = f64, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c};
-  int threads = blas_split ? clg_host_threads() : 1;
-  j.parts = (size_t)(threads < 64 ? threads : 64);
-  if ((double)m * (double)n * (double)k < (double)(1 << 21))
-    j.parts = 1;
-  j.by_rows = m >= 16 * j.parts || n < 32 * j.parts;
-  j.unit = j.by_rows ? 8 : 16;
-  if (j.parts == 1) {
-    j.unit = j.by_rows ? m : n;
-    split_blas_task(&j, 0);
-    return;
-  }
-  clg_host_parallel((int)j.parts, split_blas_task, &j);
-}
-#endif
-
-/* A float GEMM on the AVX-512 (or AVX2) kernel, its rows (or, for few rows, its columns) split
- * across the cores in whole tiles; each element is computed by one task in one order. */
+/* A GEMM on the AVX-512 (or AVX2) kernel, or on CBLAS (fn NULL: one-thread OpenBLAS, float or
+ * double), its rows (or, for few rows, its columns) split across the cores in whole tiles;
+ * each element is computed by one task in one order. */
 typedef bool (*sgemm_fn)(bool, bool, size_t, size_t, size_t, const float *, size_t, const float *,
                          size_t, float *, size_t, bool, float *);
 
 typedef struct split_gemm {
   bool ta, tb, by_rows, failed[64];
-  size_t m, n, k, parts, col_unit;
-  const float *a, *b;
-  float *c;
+  size_t m, n, k, parts, col_unit, es; /* es: bytes an element (8: CBLAS's dgemm) */
+  const char *a, *b;
+  char *c;
   sgemm_fn fn;
 } split_gemm;
+
+/* m x n of C at c from op(A) at a and op(B) at b (j's k, strides and transposes). */
+static bool gemm_part(const split_gemm *j, size_t m, size_t n, const char *a, size_t lda,
+                      const char *b, size_t ldb, char *c)
+{
+  if (j->fn)
+    return j->fn(j->ta, j->tb, m, n, j->k, (const float *)(const void *)a, lda,
+                 (const float *)(const void *)b, ldb, (float *)(void *)c, j->n, false, NULL);
+#ifdef CLG_HAVE_CBLAS
+  enum CBLAS_TRANSPOSE opa = j->ta ? CblasTrans : CblasNoTrans;
+  enum CBLAS_TRANSPOSE opb = j->tb ? CblasTrans : CblasNoTrans;
+  if (j->es == sizeof(double))
+    cblas_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)j->k, 1.0,
+                (const double *)(const void *)a, (int)lda, (const double *)(const void *)b,
+                (int)ldb, 0.0, (double *)(void *)c, (int)j->n);
+  else
+    cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)j->k, 1.0f,
+                (const float *)(const void *)a, (int)lda, (const float *)(const void *)b, (int)ldb,
+                0.0f, (float *)(void *)c, (int)j->n);
+  return true;
+#else
+  return false;
+#endif
+}
 
 static void split_gemm_task(void *ctx, int t)
 {
@@ -235,26 +196,27 @@ static void split_gemm_task(void *ctx, int t)
   s1 = s1 < total ? s1 : total;
   if (s0 >= s1)
     return;
-  size_t lda = j->ta ? j->m : j->k, ldb = j->tb ? j->k : j->n;
+  size_t lda = j->ta ? j->m : j->k, ldb = j->tb ? j->k : j->n, es = j->es;
   bool ok;
   if (j->by_rows) /* rows s0..s1 of op(A) */
-    ok = j->fn(j->ta, j->tb, s1 - s0, j->n, j->k, j->a + (j->ta ? s0 : s0 * lda), lda, j->b, ldb,
-               j->c + s0 * j->n, j->n, false, NULL);
+    ok = gemm_part(j, s1 - s0, j->n, j->a + (j->ta ? s0 : s0 * lda) * es, lda, j->b, ldb,
+                   j->c + s0 * j->n * es);
   else /* columns s0..s1 of op(B) */
-    ok = j->fn(j->ta, j->tb, j->m, s1 - s0, j->k, j->a, lda, j->b + (j->tb ? s0 * ldb : s0), ldb,
-               j->c + s0, j->n, false, NULL);
+    ok = gemm_part(j, j->m, s1 - s0, j->a, lda, j->b + (j->tb ? s0 * ldb : s0) * es, ldb,
+                   j->c + s0 * es);
   j->failed[t] = !ok;
 }
 
-static bool matmul_split(sgemm_fn fn, size_t col_unit, bool ta, bool tb, size_t m, size_t n,
-                         size_t k, const float *a, const float *b, float *c)
+static bool matmul_split(sgemm_fn fn, size_t col_unit, size_t es, bool ta, bool tb, size_t m,
+                         size_t n, size_t k, const void *a, const void *b, void *c)
 {
-  int threads = clg_host_threads();
+  int threads = clg_host_threads(); /* also sets OpenBLAS up (clg_host_blas_setup) */
   split_gemm j = {.ta = ta,
                   .tb = tb,
                   .m = m,
                   .n = n,
                   .k = k,
+                  .es = es,
                   .a = a,
                   .b = b,
                   .c = c,
@@ -263,6 +225,10 @@ static bool matmul_split(sgemm_fn fn, size_t col_unit, bool ta, bool tb, size_t 
   j.parts = (size_t)(threads < 64 ? threads : 64);
   if ((double)m * (double)n * (double)k < (double)(1 << 21))
     j.parts = 1; /* a few microseconds of work: not worth starting a thread */
+#ifdef CLG_HAVE_CBLAS
+  if (!fn && !blas_split) /* OpenBLAS keeps its threads: one whole call */
+    j.parts = 1;
+#endif
   /* Rows when each part gets a few tiles of them, else columns. */
   j.by_rows = m >= 6 * 4 * j.parts || n < col_unit * 2 * j.parts;
   clg_host_parallel((int)j.parts, split_gemm_task, &j);
@@ -290,11 +256,11 @@ void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size
   }
   if (dtype == CLG_FLOAT32 && m > 0 && n > 0 && k > 0) {
     if ((clg_host_sgemm512_usable() || clg_host_sgemm512_thin(m, n, k)) &&
-        matmul_split(clg_host_sgemm512, 64, ta, tb, m, n, k, a, b, c))
+        matmul_split(clg_host_sgemm512, 64, sizeof(float), ta, tb, m, n, k, a, b, c))
       return;
     bool thin = m <= 128 || n <= 128 || k <= 128;
     if (thin && clg_host_sgemm256_usable() &&
-        matmul_split(clg_host_sgemm256, 16, ta, tb, m, n, k, a, b, c))
+        matmul_split(clg_host_sgemm256, 16, sizeof(float), ta, tb, m, n, k, a, b, c))
       return;
   }
 #ifdef CLG_HAVE_CBLAS
@@ -304,7 +270,7 @@ void clg_host_matmul(clg_dtype dtype, bool ta, bool tb, size_t m, size_t n, size
   bool fits = m <= INT_MAX && n <= INT_MAX && k <= INT_MAX;
   if (fits && m > 0 && n > 0 && k > 0) {
     if (dtype == CLG_FLOAT32 || dtype == CLG_FLOAT64) {
-      blas_gemm(dtype == CLG_FLOAT64, ta, tb, m, n, k, a, b, c);
+      (void)matmul_split(NULL, 16, clg_dtype_size(dtype), ta, tb, m, n, k, a, b, c);
       return;
     }
   }
