@@ -43,6 +43,11 @@ static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static team *live;
 
+/* A fork while another thread's team is starting or leaving (live_lock held) would leave the
+ * child's first spawned team waiting on that lock forever: the fork takes it first. */
+static void fork_prepare(void) { pthread_mutex_lock(&live_lock); }
+static void fork_release(void) { pthread_mutex_unlock(&live_lock); }
+
 static void threads_init(void)
 {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -50,6 +55,7 @@ static void threads_init(void)
   if (env && atoi(env) >= 1 && atoi(env) < n)
     n = atoi(env);
   host_threads = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+  (void)pthread_atfork(fork_prepare, fork_release, fork_release);
   clg_host_blas_setup();
 }
 
