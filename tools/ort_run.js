@@ -3,7 +3,7 @@
 // yardstick tools/compare_onnx.py times clgraph against. Never needed by the build or tests.
 //
 //   NODE_PATH=$(tools/get-ort.sh) node tools/ort_run.js MODEL.onnx \
-//       [--input NAME=FILE.npy]... [--out-dir DIR] [--runs N] [--threads T]
+//       [--input NAME=FILE.npy]... [--out-dir DIR] [--runs N] [--threads T] [--profile FILE]
 //
 // Loads MODEL (graph optimizations "all", sequential execution, T intra-op threads, default
 // 2, one inter-op thread), feeds each input from its .npy file, runs it once untimed (warm:
@@ -12,6 +12,9 @@
 // first_ms, run_ms (every timed run), median_ms, min_ms, the ONNX Runtime version and, per
 // output, name, dtype, shape and (with --out-dir) the .npy file holding the last run's value,
 // named as `clgraph run --out-dir` names it (each character outside [A-Za-z0-9._-] -> '_').
+// --profile FILE: ONNX Runtime's own profile of every run (its Chrome trace: a model_run span
+// per run, a *_kernel_time span per node) into FILE, for tools/trace_op_medians.py to set its
+// per-node medians beside clgraph's (the profiling costs the timed runs a little).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -86,7 +89,7 @@ function writeNpy(file, tensor) {
 }
 
 function parseArgs(argv) {
-  const a = { model: null, inputs: [], outDir: null, runs: 10, threads: 2 };
+  const a = { model: null, inputs: [], outDir: null, runs: 10, threads: 2, profile: null };
   for (let i = 0; i < argv.length; i++) {
     const opt = argv[i];
     const value = () => {
@@ -109,6 +112,8 @@ function parseArgs(argv) {
       a.runs = count('--runs', 1);
     } else if (opt === '--threads') {
       a.threads = count('--threads', 1);
+    } else if (opt === '--profile') {
+      a.profile = value();
     } else if (opt.startsWith('--')) {
       die(`unknown option ${opt}`);
     } else if (a.model === null) {
@@ -129,6 +134,11 @@ async function main() {
   const session = await ort.InferenceSession.create(a.model, {
     intraOpNumThreads: a.threads, interOpNumThreads: 1, executionMode: 'sequential',
     graphOptimizationLevel: 'all',
+    ...(a.profile ? {
+      enableProfiling: true,
+      profileFilePrefix: path.join(path.dirname(path.resolve(a.profile)),
+        `.ort_profile_${process.pid}`),
+    } : {}),
   });
   const loadMs = ms(t0);
   const feeds = {};
@@ -162,6 +172,18 @@ async function main() {
     }
     return { name, dtype: t.type, shape: t.dims.map(Number), file };
   });
+  if (a.profile) {
+    // ONNX Runtime names its file after the prefix and the time (onnxruntime-node returns no
+    // name): the newest such file is moved to the name asked for.
+    await session.endProfiling();
+    const dir = path.dirname(path.resolve(a.profile));
+    const made = fs.readdirSync(dir).filter((f) => f.startsWith(`.ort_profile_${process.pid}`))
+      .map((f) => path.join(dir, f));
+    if (made.length === 0) die(`ONNX Runtime wrote no profile in ${dir}`);
+    made.sort((x, y) => fs.statSync(y).mtimeMs - fs.statSync(x).mtimeMs);
+    fs.renameSync(made[0], a.profile);
+    for (const f of made.slice(1)) fs.unlinkSync(f);
+  }
   let version = null;
   try {
     version = require('onnxruntime-node/package.json').version;

@@ -7,7 +7,11 @@
 Each "step" span of the trace is one run; an op's duration in a run is its "op" span inside
 that step. Skips the first N runs (default 5: a process's first runs are slower), prints the
 median step, the sum of the ops' medians and the ops with the largest medians (name, shape),
-and with --json writes {op name: median us} for comparing two builds."""
+and with --json writes {op name: median us} for comparing two builds.
+
+F may also be ONNX Runtime's profile (tools/ort_run.js --profile F): each "model_run" span is a
+run and each node's "*_kernel_time" span its op (shown with its op type), so that the same
+command sets ONNX Runtime's per-node medians beside clgraph's."""
 import argparse, json, statistics, sys
 
 
@@ -19,12 +23,25 @@ def main():
     ap.add_argument("--json")
     a = ap.parse_args()
     with open(a.trace) as f:
-        events = json.load(f)["traceEvents"]
-    steps = sorted((e for e in events if e.get("cat") == "step" and e.get("ph") == "X"),
-                   key=lambda e: e["ts"])[a.skip:]
+        events = json.load(f)
+    ort = isinstance(events, list)  # ONNX Runtime's profile: a bare list of events
+    if ort:
+        steps = [e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"]
+        ops = []
+        for e in events:
+            if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time"):
+                args = e.get("args", {})
+                ops.append(dict(e, name=e["name"][:-len("_kernel_time")],
+                                args={"shape": args.get("op_name")}))
+    else:
+        events = events["traceEvents"]
+        steps = [e for e in events if e.get("cat") == "step" and e.get("ph") == "X"]
+        ops = [e for e in events if e.get("cat") == "op"]
+    steps = sorted(steps, key=lambda e: e["ts"])[a.skip:]
     if not steps:
-        sys.exit(f"{a.trace}: no runs left after skipping {a.skip} (clgraph run --trace-runs N)")
-    ops = sorted((e for e in events if e.get("cat") == "op"), key=lambda e: e["ts"])
+        sys.exit(f"{a.trace}: no runs left after skipping {a.skip} "
+                 f"({'ort_run.js --runs N' if ort else 'clgraph run --trace-runs N'})")
+    ops.sort(key=lambda e: e["ts"])
     per_op, shape = {}, {}
     i = 0
     for s in steps:  # both sorted by start: each op falls in at most one step
