@@ -1249,6 +1249,49 @@ static void test_max_pool_explicit(void)
   clg_graph_free(g);
 }
 
+/* MaxPool and AvgPool over 64 and 70 channels: the host's AVX2 loop takes 32 channels at a
+ * time over the whole window and the channels past the last 32 on their own. NaN (never the
+ * maximum) and -inf (a window of them) sit in both parts; the maximum is exact. */
+static void test_pool_wide_channels(void)
+{
+  /* n, h, w, c, kh, kw, sh, sw, same */
+  static const int cases[][9] = {{1, 9, 9, 70, 3, 3, 2, 2, 1}, {2, 6, 7, 64, 2, 3, 2, 1, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int *k = cases[i];
+    geom g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], 1, 1, 0, 0, 0, 0};
+    ref_dims(&g, k[8]);
+    clg_tensor *in = rand_tensor(CLG_FLOAT32, 4, (int64_t[]){g.n, g.h, g.w, g.c}, -1, 1);
+    for (int64_t h = 0; h < 3; h++) /* rows and columns 0-2 of channels 1 and 40 at -inf */
+      for (int64_t w = 0; w < 3; w++)
+        for (int64_t c = 1; c < g.c; c += 39)
+          clg_test_set_elem(in, (size_t)((h * g.w + w) * g.c + c), -INFINITY);
+    for (int64_t c = 3; c < g.c; c += 8) /* a NaN in every register's lanes */
+      clg_test_set_elem(in, (size_t)((4 * g.w + 3) * g.c + c), NAN);
+    clg_test_set_elem(in, (size_t)((2 * g.w + 4) * g.c + g.c - 1), NAN);
+    double *x = to_doubles(in);
+    size_t ny = (size_t)(g.n * g.oh * g.ow * g.c);
+    double *y = malloc(sizeof(double) * ny);
+    for (int avg = 0; avg < 2; avg++) {
+      ref_pool(&g, avg, x, y);
+      opcase c = {avg ? "AvgPool" : "MaxPool",
+                  1,
+                  0,
+                  -1,
+                  {0},
+                  3,
+                  {clg_attr_int_list("ksize", 4, (int64_t[]){1, g.kh, g.kw, 1}),
+                   clg_attr_int_list("strides", 4, (int64_t[]){1, g.sh, g.sw, 1}),
+                   clg_attr_string("padding", k[8] ? "SAME" : "VALID")}};
+      char what[64];
+      snprintf(what, sizeof what, "%s over %d channels", c.op, k[3]);
+      run_check(what, 1, &in, build_op, &c, 0, y, ny, avg ? 1e-6 : 0);
+    }
+    free(x);
+    free(y);
+    clg_tensor_free(in);
+  }
+}
+
 static void test_pool_lrn_bias(void)
 {
   /* n, h, w, c, kh, kw, sh, sw, same */
@@ -1856,6 +1899,7 @@ int main(void)
   test_conv2d();
   test_pool_lrn_bias();
   test_max_pool_explicit();
+  test_pool_wide_channels();
   test_max_pool_grad_ties();
   test_huge_windows();
   test_lrn_huge_radius();
