@@ -1,7 +1,11 @@
 /* Reductions whose kept axes end in a contiguous one (a global average pool over NHWC, a sum
  * over the first axis) on CPU:0: the host sums such outputs side by side, and must give each
  * output exactly the double sum, in reduced-index order, of the definition (computed here by
- * loops). Channel counts on both sides of the host's blocks of 256; Max with NaN and -inf. */
+ * loops). Channel counts on both sides of the host's blocks of 256; Max with NaN and -inf;
+ * pools large enough that the blocks are split across the cores (squeezenet's 13x13x1000,
+ * mobilenet_v2's 7x7x1280), with the AVX2 loops and the baseline's. */
+// ctest: default
+// ctest: base CLGRAPH_HOST_GEMM_ISA=base
 #include <math.h>
 #include <stdlib.h>
 
@@ -94,5 +98,9 @@ int main(void)
     check_reduce(R_SUM, d2, first, false);
     check_reduce(R_MAX, d2, first, true);
   }
+  static const int64_t pools[][4] = {{2, 13, 13, 1000}, {1, 7, 7, 1280}};
+  for (size_t i = 0; i < 2; i++)
+    for (int op = R_SUM; op <= R_MAX; op++)
+      check_reduce((red_op)op, pools[i], spatial, op == R_MAX);
   return clg_test_summary("test_reduce_runs");
 }
