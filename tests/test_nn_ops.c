@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "testutil.h"
 
@@ -1249,6 +1250,29 @@ static void test_max_pool_explicit(void)
   clg_graph_free(g);
 }
 
+/* MaxPool or AvgPool over g's window and strides, padding SAME or VALID: c's list attributes
+ * point into ksize and strides, so it is filled in place. */
+typedef struct pool_op {
+  int64_t ksize[4], strides[4];
+  opcase c;
+} pool_op;
+
+static void pool_case(pool_op *p, bool avg, const geom *g, bool same)
+{
+  int64_t ks[4] = {1, g->kh, g->kw, 1}, st[4] = {1, g->sh, g->sw, 1};
+  memcpy(p->ksize, ks, sizeof ks);
+  memcpy(p->strides, st, sizeof st);
+  p->c = (opcase){avg ? "AvgPool" : "MaxPool",
+                  1,
+                  0,
+                  -1,
+                  {0},
+                  3,
+                  {clg_attr_int_list("ksize", 4, p->ksize),
+                   clg_attr_int_list("strides", 4, p->strides),
+                   clg_attr_string("padding", same ? "SAME" : "VALID")}};
+}
+
 /* MaxPool and AvgPool over 64 and 70 channels: the host's AVX2 loop takes 32 channels at a
  * time over the whole window and the channels past the last 32 on their own. NaN (never the
  * maximum) and -inf (a window of them) sit in both parts; the maximum is exact. */
@@ -1273,18 +1297,12 @@ static void test_pool_wide_channels(void)
     double *y = malloc(sizeof(double) * ny);
     for (int avg = 0; avg < 2; avg++) {
       ref_pool(&g, avg, x, y);
-      opcase c = {avg ? "AvgPool" : "MaxPool",
-                  1,
-                  0,
-                  -1,
-                  {0},
-                  3,
-                  {clg_attr_int_list("ksize", 4, (int64_t[]){1, g.kh, g.kw, 1}),
-                   clg_attr_int_list("strides", 4, (int64_t[]){1, g.sh, g.sw, 1}),
-                   clg_attr_string("padding", k[8] ? "SAME" : "VALID")}};
+      pool_op po;
+      pool_case(&po, avg, &g, k[8]);
+      const opcase *c = &po.c;
       char what[64];
-      snprintf(what, sizeof what, "%s over %d channels", c.op, k[3]);
-      run_check(what, 1, &in, build_op, &c, 0, y, ny, avg ? 1e-6 : 0);
+      snprintf(what, sizeof what, "%s over %d channels", c->op, k[3]);
+      run_check(what, 1, &in, build_op, c, 0, y, ny, avg ? 1e-6 : 0);
     }
     free(x);
     free(y);
@@ -1311,16 +1329,10 @@ static void test_pool_lrn_bias(void)
     double *y = malloc(sizeof(double) * ny);
     for (int avg = 0; avg < 2; avg++) {
       ref_pool(&g, avg, x, y);
-      opcase c = {avg ? "AvgPool" : "MaxPool",
-                  1,
-                  0,
-                  -1,
-                  {0},
-                  3,
-                  {clg_attr_int_list("ksize", 4, (int64_t[]){1, g.kh, g.kw, 1}),
-                   clg_attr_int_list("strides", 4, (int64_t[]){1, g.sh, g.sw, 1}),
-                   clg_attr_string("padding", k[8] ? "SAME" : "VALID")}};
-      run_check(c.op, 1, &in, build_op, &c, 0, y, ny, dt == CLG_FLOAT64 ? 1e-12 : 1e-6);
+      pool_op po;
+      pool_case(&po, avg, &g, k[8]);
+      const opcase *c = &po.c;
+      run_check(c->op, 1, &in, build_op, c, 0, y, ny, dt == CLG_FLOAT64 ? 1e-12 : 1e-6);
     }
     free(y);
     /* LRN with the model's parameters and others. */

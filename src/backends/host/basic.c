@@ -78,6 +78,8 @@ static int gemm_isa(void)
 
 const char *clg_host_matmul_portable_isa(void) { return gemm_isa_names[gemm_isa()]; }
 
+bool clg_host_avx2(void) { return gemm_isa() >= GEMM_ISA_AVX2; }
+
 #define GEMM_T float
 #define GEMM_FN(name) name##_f32
 #define GEMM_MR 8

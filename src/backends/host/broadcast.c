@@ -1,6 +1,5 @@
 /* Numpy broadcasting and Transpose on the host: the strided walks over a clg_strided map. */
 #include <math.h>
-#include <string.h>
 
 #include "backends/host/host.h"
 
@@ -297,7 +296,7 @@ static void bcast_f32(clg_binop op, const void *a, const void *b, void *out, con
 {
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
   /* "avx2" or wider: the CPU runs AVX2 and FMA (within CLGRAPH_HOST_GEMM_ISA's limit) */
-  if (strcmp(clg_host_matmul_portable_isa(), "base") != 0) {
+  if (clg_host_avx2()) {
     bcast_f32_avx2(op, a, b, out, m);
     return;
   }

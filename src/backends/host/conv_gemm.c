@@ -13,9 +13,6 @@
 #define PG_INLINE
 #endif
 
-/* The CPU runs AVX2 and FMA (within CLGRAPH_HOST_GEMM_ISA's limit). */
-static bool host_avx2(void) { return strcmp(clg_host_matmul_portable_isa(), "base") != 0; }
-
 /* Scratch per chunk of patch rows: host chunks stay near the last-level cache; OpenCL
  * chunks are large, so a convolution is a few large GEMMs. */
 #define HOST_CHUNK_BYTES ((size_t)4 << 20)
@@ -558,7 +555,7 @@ void clg_host_col2im(clg_dtype dtype, const void *p, void *x, size_t row0, size_
 {
   if (dtype == CLG_FLOAT64)
     COL2IM_LOOP(double);
-  else if (host_avx2())
+  else if (clg_host_avx2())
     col2im_f32_avx2(p, x, row0, rows, g);
   else
     col2im_f32_base(p, x, row0, rows, g);

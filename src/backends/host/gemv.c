@@ -4,7 +4,6 @@
  * (mobilenet_v2's 1280 x 1000 classifier: 2.9 ms through the GEMM, the bandwidth of 5 MB
  * here). Each output is computed by one task, in one order: results do not depend on the
  * number of threads. */
-#include <string.h>
 
 #include "backends/host/host.h"
 
@@ -77,14 +76,13 @@ GEMV_TARGET static void rows8(const float *a, const float *b, size_t n, size_t k
   }
 }
 
-static bool gemv_avx2(void) { return strcmp(clg_host_matmul_portable_isa(), "base") != 0; }
 #endif
 
 static void gemv_columns(void *ctx, size_t j0, size_t j1)
 {
   const gemv_job *g = ctx;
 #ifdef GEMV_X86
-  if (gemv_avx2()) {
+  if (clg_host_avx2()) {
     if (g->tb)
       for (; j0 + 4 <= j1; j0 += 4)
         dot4(g->a, g->b + j0 * g->k, g->k, g->k, g->c + j0);

@@ -75,6 +75,9 @@ const char *clg_host_matmul_backend(void);
  * (x86-64 builds with GCC or clang pick at run time; CLGRAPH_HOST_GEMM_ISA=base|avx2|avx512
  * can lower the choice, e.g. to test every variant on one machine). */
 const char *clg_host_matmul_portable_isa(void);
+/* Whether that choice is avx2 or wider: the CPU runs AVX2 and FMA, within the limit (the
+ * element-wise and pooling loops' AVX2 variants). */
+bool clg_host_avx2(void);
 
 /* Float GEMM on AVX-512 (host_sgemm512.c), single-threaded: c [m,n] with row stride ldc =
  * op(a) x op(b), or += when accumulate; lda/ldb are the stored rows' strides. work: NULL

@@ -22,7 +22,7 @@
   }                                                                                                \
   static void name(void *ctx, size_t a, size_t b)                                                  \
   {                                                                                                \
-    if (host_avx2())                                                                               \
+    if (clg_host_avx2())                                                                           \
       name##_avx2(ctx, a, b);                                                                      \
     else                                                                                           \
       name##_base(ctx, a, b);                                                                      \
@@ -31,9 +31,6 @@
 #define ISA_VARIANTS(name)                                                                         \
   static void name(void *ctx, size_t a, size_t b) { name##_body(ctx, a, b); }
 #endif
-
-/* The CPU runs AVX2 and FMA (within CLGRAPH_HOST_GEMM_ISA's limit). */
-static bool host_avx2(void) { return strcmp(clg_host_matmul_portable_isa(), "base") != 0; }
 
 /* Each output pixel's channels at once (the channel is the contiguous axis): the window's
  * taps in scan order, accumulated in the output row itself. Output rows (n, oh) are split
@@ -147,7 +144,7 @@ __attribute__((target("avx2,fma"))) static void pool_f32_avx2(void *ctx, size_t 
 
 static void pool_f32(void *ctx, size_t a, size_t b)
 {
-  if (host_avx2())
+  if (clg_host_avx2())
     pool_f32_avx2(ctx, a, b);
   else
     pool_f32_body(ctx, a, b);
@@ -396,7 +393,7 @@ POOL_GRAD_TASK(pool_grad_avx2, __attribute__((target("avx2,fma"))), _avx2)
 static void pool_grad_task(void *ctx, size_t n0, size_t n1, bool f64)
 {
   /* "avx2" or wider: the CPU runs AVX2 and FMA (within CLGRAPH_HOST_GEMM_ISA's limit). */
-  if (host_avx2())
+  if (clg_host_avx2())
     pool_grad_avx2(ctx, n0, n1, f64);
   else
     pool_grad_base(ctx, n0, n1, f64);

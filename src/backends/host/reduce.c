@@ -2,7 +2,6 @@
  * reduced elements, accumulating in double. */
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "backends/host/host.h"
 
@@ -47,7 +46,7 @@ typedef struct runs_job {
   const clg_strided *keep, *red;
   size_t nred, run, blocks; /* blocks: RUN_BLOCK-wide blocks of a run */
   clg_reduction op;
-  bool f64;
+  bool f64, avx2; /* avx2: the AVX2 variant (clg_host_avx2, asked once per op) */
 } runs_job;
 
 #define REDUCE_RUNS(T)                                                                             \
@@ -115,7 +114,7 @@ __attribute__((target("avx2"))) static void runs_avx2(const runs_job *j, size_t 
 static void runs_item(const runs_job *j, size_t item)
 {
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-  if (strcmp(clg_host_matmul_portable_isa(), "base") != 0) { /* AVX2, within the ISA limit */
+  if (j->avx2) {
     runs_avx2(j, item);
     return;
   }
@@ -143,7 +142,8 @@ static clg_code reduce_host(const clg_kernel_ctx *c)
                   run,
                   (run + RUN_BLOCK - 1) / RUN_BLOCK,
                   op,
-                  f64};
+                  f64,
+                  clg_host_avx2()};
     size_t items = nout / run * j.blocks;
     /* one thread below some 64K elements read (microseconds of work) */
     if (items < 2 || items > INT32_MAX || nout * nred < ((size_t)1 << 16))
