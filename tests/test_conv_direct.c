@@ -6,8 +6,10 @@
  * batch > 1, rows few enough that the work splits by columns, last tiles of 1 to 6 rows, and the
  * im2col path (CLGRAPH_CONV_DIRECT=0) on the same cases, also under small chunks. A fused epilogue
  * (bias, residual add, Relu) must equal the same ops applied after the unfused convolution bit for
- * bit, on every split. Each ISA variant runs from the ctest lines; the implicit GEMM must have run
- * the cases it serves (not a skip counted as a pass). */
+ * bit, on every split. Winograd's F(2x2, 3x3) (conv_winograd.c, which serves the 3x3 stride-1 cases
+ * first) is held to the same bound and checks on the same cases. Each ISA variant runs from the
+ * ctest lines; the implicit GEMM must have run the cases it serves (not a skip counted as a pass).
+ */
 // ctest: native
 // ctest: avx2 CLGRAPH_HOST_GEMM_ISA=avx2
 // ctest: base CLGRAPH_HOST_GEMM_ISA=base
@@ -49,7 +51,7 @@ static size_t first_bad(const float *y, const double *ref, const double *mag, si
   return ny;
 }
 
-static size_t taken; /* cases the implicit GEMM ran */
+static size_t taken, taken_w; /* cases the implicit GEMM, Winograd's F(2x2, 3x3) ran */
 
 static void check(const dcase *d, const char *path)
 {
@@ -101,6 +103,7 @@ static void check(const dcase *d, const char *path)
            (long long)d->dw, (long long)d->pt, (long long)d->pb, (long long)d->pl, (long long)d->pr,
            (long long)d->cout);
   taken += clg_host_conv_direct_usable(&g);
+  taken_w += clg_host_conv_winograd_usable(&g);
   memset(y, 0xff, ny * sizeof(float)); /* NaN: an element left unwritten fails */
   clg_code code = clg_host_conv2d_epi(NULL, NULL, CLG_FLOAT32, x, f, y, &g, NULL);
   CHECK_MSG(code == CLG_OK, "%s: %s", what, code == CLG_OK ? "" : clg_last_error());
@@ -155,17 +158,25 @@ int main(void)
 {
   clg_test_seed(20261202);
   size_t count = sizeof cases / sizeof cases[0];
-  for (int path = 0; path < 2; path++) {
-    /* the implicit GEMM (where the ISA has it), then the im2col path on the same cases */
-    setenv("CLGRAPH_CONV_DIRECT", path == 0 ? "1" : "0", 1);
-    taken = 0;
+  static const char *const names[3] = {"winograd", "direct", "im2col"};
+  for (int path = 0; path < 3; path++) {
+    /* Winograd's F(2x2, 3x3) on every 3x3 stride-1 case (however few its tiles), then the
+     * implicit GEMM (where the ISA has them), then the im2col path on the same cases */
+    setenv("CLGRAPH_CONV_WINOGRAD", path == 0 ? "1" : "0", 1);
+    setenv("CLGRAPH_CONV_WINOGRAD_TILES", "1", 1);
+    setenv("CLGRAPH_CONV_DIRECT", path < 2 ? "1" : "0", 1);
+    taken = taken_w = 0;
     for (size_t i = 0; i < count; i++)
-      check(&cases[i], path == 0 ? "direct" : "im2col");
-    /* AVX-512 and AVX2 take it on the cases of 16 channels or more and K of 128 or more; the
-     * baseline ISA and the second pass never */
-    bool has = path == 0 && strcmp(clg_host_matmul_portable_isa(), "base") != 0;
-    CHECK_MSG(has ? taken == 19 : taken == 0, "%s: the implicit GEMM ran %zu cases",
-              path == 0 ? "direct" : "im2col", taken);
+      check(&cases[i], names[path]);
+    /* AVX-512 and AVX2 take Winograd's on the 12 3x3 stride-1 cases of 16 channels or more in
+     * and out, the implicit GEMM on those of 16 channels or more and K of 128 or more; the
+     * baseline ISA never */
+    bool has = strcmp(clg_host_matmul_portable_isa(), "base") != 0;
+    if (path == 0)
+      CHECK_MSG(has ? taken_w == 12 : taken_w == 0, "winograd: it ran %zu cases", taken_w);
+    else
+      CHECK_MSG(has && path == 1 ? taken == 19 : taken == 0, "%s: the implicit GEMM ran %zu cases",
+                names[path], taken);
   }
   return clg_test_summary("test_conv_direct");
 }

@@ -22,12 +22,6 @@
 #define D_IND 4096  /* tap pointers of a row block's tiles for one K block */
 #define D_YB ((size_t)256 << 10) /* bytes of output rows x an item's columns per row block */
 
-/* A tile kernel: y[0..MR) x [0..nr) = (or +=) the sum over tn taps x cn channels of the
- * pixels' inputs (ind[t * 6 + r]) times the packed strip bp (nrw floats per K value); one
- * per row count MR (1..6), so that a short last tile costs its rows only. */
-typedef void (*tile_fn)(const float *const *ind, size_t tn, size_t cn, const float *bp, float *y,
-                        size_t ldy, size_t nr, bool acc);
-
 /* Shared zeros for taps in the padding (a block reads at most D_KC channels of a tap). */
 static _Alignas(64) const float zeros[D_KC];
 
@@ -126,8 +120,8 @@ __attribute__((target("avx512f"))) static void copy64(const float *src, size_t l
   }
 }
 
-static const tile_fn tiles512[D_MR] = {tile512_1, tile512_2, tile512_3,
-                                       tile512_4, tile512_5, tile512_6};
+static const clg_host_tile_fn tiles512[D_MR] = {tile512_1, tile512_2, tile512_3,
+                                                tile512_4, tile512_5, tile512_6};
 
 /* --- AVX2: a 6 x 16 tile in 12 ymm accumulators ----------------------------------------- */
 
@@ -207,16 +201,14 @@ __attribute__((target("avx2,fma"))) static void copy16(const float *src, size_t 
   }
 }
 
-static const tile_fn tiles256[D_MR] = {tile256_1, tile256_2, tile256_3,
-                                       tile256_4, tile256_5, tile256_6};
+static const clg_host_tile_fn tiles256[D_MR] = {tile256_1, tile256_2, tile256_3,
+                                                tile256_4, tile256_5, tile256_6};
 
 #else
 #define D_X86 0
 #endif
 
-/* The tile kernels (by row count) and their strip width for this CPU's ISA choice, or none
- * (the GEMM path). */
-static const tile_fn *isa_tiles(size_t *nrw)
+const clg_host_tile_fn *clg_host_conv_tiles(size_t *nrw)
 {
 #if D_X86
   const char *isa = clg_host_matmul_portable_isa();
@@ -239,8 +231,8 @@ bool clg_host_conv_direct_usable(const clg_window *g)
    * RGB, leave the tile a short loop per tap) and K of 128 or more (a shorter K leaves the
    * tile's stores a larger share: a 1x1 stride-2 from 64 channels is faster through patches;
    * from 256, 0.63-0.71x of their time). */
-  return isa_tiles(&nrw) && g->cout > 0 && g->c >= 16 && g->kdim >= 128 && !clg_conv_is_direct(g) &&
-         g->n * g->oh * g->ow > 0;
+  return clg_host_conv_tiles(&nrw) && g->cout > 0 && g->c >= 16 && g->kdim >= 128 &&
+         !clg_conv_is_direct(g) && g->n * g->oh * g->ow > 0;
 }
 
 typedef struct direct_plan {
@@ -248,7 +240,7 @@ typedef struct direct_plan {
   size_t cc, tb; /* channels per block, taps per block */
   size_t mg, ng; /* row groups, column groups */
   int threads;
-  const tile_fn *tiles;
+  const clg_host_tile_fn *tiles;
 } direct_plan;
 
 static direct_plan plan_of(const clg_window *g)
@@ -256,7 +248,7 @@ static direct_plan plan_of(const clg_window *g)
   direct_plan p;
   memset(&p, 0, sizeof p);
   size_t c = (size_t)g->c, cout = (size_t)g->cout;
-  p.tiles = isa_tiles(&p.nrw);
+  p.tiles = clg_host_conv_tiles(&p.nrw);
   if (!p.tiles)
     p.nrw = 16; /* plan sizes only; never run */
   p.rows = (size_t)(g->n * g->oh * g->ow);

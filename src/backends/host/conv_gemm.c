@@ -411,6 +411,8 @@ size_t clg_host_conv2d_scratch(clg_dtype dtype, const clg_window *g)
 {
   if (dtype == CLG_FLOAT32 && clg_host_conv_stem_usable(g))
     return clg_host_conv_stem_scratch(g);
+  if (dtype == CLG_FLOAT32 && clg_host_conv_winograd_usable(g))
+    return clg_host_conv_winograd_scratch(g);
   if (dtype == CLG_FLOAT32 && clg_host_conv_direct_usable(g))
     return clg_host_conv_direct_scratch(g);
   if (conv_pieces(dtype, g))
@@ -445,6 +447,15 @@ clg_code clg_host_conv2d_epi(clg_allocator *alloc, const clg_block *scratch, clg
     if (code != CLG_OK)
       return code;
     clg_host_conv_stem(x, f, y, g, e, s.p);
+    scratch_put(alloc, &s);
+    return CLG_OK;
+  }
+  if (dtype == CLG_FLOAT32 && clg_host_conv_winograd_usable(g)) { /* 3x3, stride 1 */
+    host_scratch s;
+    clg_code code = scratch_get(alloc, scratch, clg_host_conv_winograd_scratch(g), &s, "Conv2D");
+    if (code != CLG_OK)
+      return code;
+    clg_host_conv_winograd(x, f, y, g, e, s.p);
     scratch_put(alloc, &s);
     return CLG_OK;
   }

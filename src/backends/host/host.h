@@ -134,6 +134,28 @@ size_t clg_host_conv_direct_scratch(const clg_window *g);
 void clg_host_conv_direct(const float *x, const float *f, float *y, const clg_window *g,
                           const clg_epilogue *e, void *scratch);
 
+/* The implicit GEMM's tile kernels (conv_direct.c), by row count MR = 1..6 (index MR - 1):
+ * y[0..MR) x [0..nr) = (or += with acc) the sum over tn taps x cn channels of the rows'
+ * inputs (ind[t * 6 + r], cn floats each) times the packed strip bp (nrw floats per K value,
+ * aligned to 64 bytes). clg_host_conv_tiles gives them and nrw (64 on AVX-512, 16 on AVX2)
+ * for this CPU's ISA choice, or NULL where neither runs. */
+typedef void (*clg_host_tile_fn)(const float *const *ind, size_t tn, size_t cn, const float *bp,
+                                 float *y, size_t ldy, size_t nr, bool acc);
+const clg_host_tile_fn *clg_host_conv_tiles(size_t *nrw);
+
+/* Forward float Conv2D of a 3x3 stride-1 window as Winograd's F(2x2, 3x3) (conv_winograd.c):
+ * the filter and each 4x4 input tile transformed, 16 products of tiles x channels by the
+ * transformed filter on the tile kernels, each 2x2 output tile transformed back (and e
+ * applied to it, NULL: none). usable: the tile kernels run here, the window is 3x3, stride 1,
+ * dilation 1, with 16 channels or more in and out and at least 150 output tiles in all (fewer
+ * do not repay the filter's transform; CLGRAPH_CONV_WINOGRAD_TILES=N lowers it,
+ * CLGRAPH_CONV_WINOGRAD=0 turns it off). scratch: bytes clg_host_conv_winograd takes (any
+ * alignment). */
+bool clg_host_conv_winograd_usable(const clg_window *g);
+size_t clg_host_conv_winograd_scratch(const clg_window *g);
+void clg_host_conv_winograd(const float *x, const float *f, float *y, const clg_window *g,
+                            const clg_epilogue *e, void *scratch);
+
 /* Forward float Conv2D from few input channels (conv_stem.c: c <= 15, K <= 512, as a
  * network's first layer on RGB): tiles of one output row read each filter row's kw * c inputs
  * in place, all output channels in registers, the epilogue e applied there (NULL: none); on
