@@ -10,7 +10,7 @@
 // ctest: one POCL_DEVICES=pthread CLG_TEST_MODE=one
 // ctest: default_types CLGRAPH_DEVICE_TYPES= CLG_TEST_MODE=default_types
 // ctest: no_platform OCL_ICD_VENDORS=@EMPTY_ICD@ CLG_TEST_MODE=no_platform
-// ctest: split4 POCL_DEVICES=pthread POCL_MEMORY_LIMIT=8 CLGRAPH_VIRTUAL_DEVICES=4x2048
+// ctest: split4 POCL_DEVICES=pthread POCL_MEMORY_LIMIT=4 CLGRAPH_VIRTUAL_DEVICES=4x1024
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>

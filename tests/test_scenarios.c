@@ -3,7 +3,7 @@
  * guide's single-GPU machine): S5 (the error, exactly) and S6 (soft placement). */
 // ctest: four
 // ctest: one POCL_DEVICES=pthread
-// ctest: split4 POCL_DEVICES=pthread POCL_MEMORY_LIMIT=8 CLGRAPH_VIRTUAL_DEVICES=4x2048
+// ctest: split4 POCL_DEVICES=pthread POCL_MEMORY_LIMIT=4 CLGRAPH_VIRTUAL_DEVICES=4x1024
 #include <stdlib.h>
 
 #include "testutil.h"
